@@ -1,0 +1,164 @@
+"""Settings: ``METAKG_*`` environment variables and an optional TOML file, one model per section.
+
+Precedence, highest first: values passed in code, environment variables, the TOML file, defaults.
+The TOML file is ``$METAKG_CONFIG`` when set, else ``./metakg.toml`` when present. Nested settings use a
+double underscore in the environment: ``METAKG_EMBEDDER__MODEL_DIR=/models/minilm``.
+
+Nothing is read at import time: call :func:`load_settings`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from metakg.errors import ConfigError
+
+DEFAULT_CONFIG_FILE = "metakg.toml"
+MINILM_BASE_URL = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main"
+
+
+class PathsSettings(BaseModel):
+    """Where metakg reads shared data from and keeps its caches."""
+
+    data_dir: Path | None = Field(
+        default=None,
+        description="Folder with the public data sets (SOURCES.md layout). Default: ../shared/data when present.",
+    )
+    cache_dir: Path = Field(
+        default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "metakg",
+        description="Downloads (models, data) are kept here.",
+    )
+
+
+class EmbedderSettings(BaseModel):
+    """The sentence-embedding model used for entity matching and name search."""
+
+    model_dir: Path | None = Field(
+        default=None,
+        description="Folder with model.onnx and tokenizer.json. Default: <cache_dir>/models/all-MiniLM-L6-v2, "
+        "downloaded on first use.",
+    )
+    model_url: str = Field(default=f"{MINILM_BASE_URL}/onnx/model.onnx")
+    tokenizer_url: str = Field(default=f"{MINILM_BASE_URL}/tokenizer.json")
+    batch_size: int = Field(default=128, ge=1, le=4096)
+    max_length: int = Field(default=256, ge=8, le=512)
+
+    @field_validator("model_dir")
+    @classmethod
+    def _model_dir_exists(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_dir():
+            raise ValueError(f"embedder.model_dir {value} is not a directory")
+        return value
+
+
+class IngestSettings(BaseModel):
+    """Limits applied while reading source files."""
+
+    max_field_chars: int = Field(
+        default=1000, ge=1, description="A head, relation or tail longer than this is rejected."
+    )
+
+
+class ValidationSettings(BaseModel):
+    """How validation treats rejected rows."""
+
+    fail_on_reject: bool = Field(
+        default=True, description="Exit with status 1 when any row is rejected (the bundle is still written)."
+    )
+    html_report: bool = Field(default=True, description="Write validation.html next to validation.json.")
+
+
+class StoreSettings(BaseModel):
+    """Which GraphStore the QA engine and the query commands use."""
+
+    backend: Literal["embedded"] = "embedded"
+    max_hops: int = Field(default=3, ge=1, le=6, description="Default hop limit of path queries.")
+
+
+class Settings(BaseSettings):
+    """All metakg settings. Build with :func:`load_settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="METAKG_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    paths: PathsSettings = Field(default_factory=PathsSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    validation: ValidationSettings = Field(default_factory=ValidationSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = _config_file()
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+    def resolved_data_dir(self) -> Path | None:
+        """The data folder: the configured one, else ``../shared/data`` when it exists, else None."""
+        if self.paths.data_dir is not None:
+            return self.paths.data_dir
+        candidate = Path("..") / "shared" / "data"
+        return candidate.resolve() if candidate.is_dir() else None
+
+
+def _config_file() -> Path | None:
+    explicit = os.environ.get("METAKG_CONFIG")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"METAKG_CONFIG points at {path}, which is not a file. Fix the path or unset it.")
+        return path
+    local = Path(DEFAULT_CONFIG_FILE)
+    return local if local.is_file() else None
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read the settings from the environment and the TOML file.
+
+    Args:
+        overrides: section values that win over every other source, e.g. ``embedder={"batch_size": 8}``.
+
+    Returns:
+        The validated settings.
+
+    Raises:
+        ConfigError: a value is malformed or a configured path does not exist; the message names the setting.
+    """
+    try:
+        return Settings(**overrides)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors(include_url=False)
+        )
+        raise ConfigError(
+            f"invalid metakg settings ({problems}). Check the METAKG_* environment variables "
+            f"and the TOML config file."
+        ) from e
+
+
+def describe_settings(settings: Settings) -> dict[str, Any]:
+    """The effective settings as plain JSON-able data (for ``metakg config show``)."""
+    return settings.model_dump(mode="json")

@@ -1,0 +1,66 @@
+"""One exception root for the toolkit, one subclass per failure domain.
+
+Every message states the cause and the fix (which setting, which file, which install extra). The CLI maps
+``exit_code`` to the process exit status: 1 for data or validation failures, 2 for usage or configuration
+errors.
+"""
+
+from __future__ import annotations
+
+
+class MetakgError(Exception):
+    """Root of every error metakg raises on purpose."""
+
+    exit_code: int = 1
+
+
+class ConfigError(MetakgError):
+    """A setting is missing, malformed, or points at something that does not exist."""
+
+    exit_code = 2
+
+
+class UsageError(MetakgError):
+    """The caller asked for something that cannot be done as asked (bad argument combination)."""
+
+    exit_code = 2
+
+
+class InputDataError(MetakgError):
+    """An input file cannot be read at all (missing, unreadable, wrong format as a whole)."""
+
+    exit_code = 1
+
+
+class BundleError(MetakgError):
+    """A KG bundle directory is missing, incomplete, or written by an incompatible schema version."""
+
+    exit_code = 1
+
+
+class ValidationFailed(MetakgError):
+    """A table-level validation check failed, so the bundle cannot be used."""
+
+    exit_code = 1
+
+
+class StoreError(MetakgError):
+    """A graph store could not answer (unknown node, bad query parameters, backend failure)."""
+
+    exit_code = 1
+
+
+class NodeNotFound(StoreError):
+    """A node id or name given to a store does not exist in it."""
+
+
+class EmbeddingError(MetakgError):
+    """The embedding model could not be found, downloaded or run."""
+
+    exit_code = 2
+
+
+class ExportError(MetakgError):
+    """An export (RDF, admin-import files) could not be written."""
+
+    exit_code = 1

@@ -1,0 +1,1 @@
+"""The common schema: table schemas, CURIE ids, the type vocabulary, the KG bundle, validation, RDF mapping."""

@@ -1,0 +1,227 @@
+"""The KG bundle: a directory with nodes, edges, rejects (Parquet) and ``manifest.json``.
+
+Files are written to a temporary name and renamed, and the manifest is written last, so a bundle whose
+manifest exists is complete; a half-written one is reported as incomplete and can be written again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from metakg.errors import BundleError
+from metakg.schemas.tables import (
+    SCHEMA_VERSION,
+    conform_edges,
+    conform_nodes,
+    conform_rejects,
+    empty_rejects,
+)
+
+NODES_FILE = "nodes.parquet"
+EDGES_FILE = "edges.parquet"
+REJECTS_FILE = "rejects.parquet"
+EMBEDDINGS_FILE = "embeddings.parquet"
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass
+class Bundle:
+    """A KG bundle in memory: the three tables and the manifest."""
+
+    nodes: pl.DataFrame
+    edges: pl.DataFrame
+    rejects: pl.DataFrame = field(default_factory=empty_rejects)
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    frame.write_parquet(tmp, compression="zstd", statistics=False)
+    os.replace(tmp, path)
+
+
+def counts_of(nodes: pl.DataFrame, edges: pl.DataFrame, rejects: pl.DataFrame) -> dict[str, Any]:
+    """Counts for the manifest: totals, per node type, per relation, per source, rejects per check."""
+
+    def per(frame: pl.DataFrame, column: str) -> dict[str, int]:
+        if frame.height == 0:
+            return {}
+        grouped = frame.group_by(column).len().sort(["len", column], descending=[True, False])
+        return {str(k): int(v) for k, v in zip(grouped[column], grouped["len"], strict=True)}
+
+    return {
+        "nodes": nodes.height,
+        "edges": edges.height,
+        "rejects": rejects.height,
+        "node_types": per(nodes, "type"),
+        "relations": per(edges, "rel"),
+        "edge_sources": per(edges, "source"),
+        "rejects_by_check": per(rejects, "check"),
+    }
+
+
+def write_bundle(path: Path, bundle: Bundle) -> dict[str, Any]:
+    """Write ``bundle`` to the directory ``path`` (created if needed) and return the manifest written.
+
+    The manifest keeps the keys already in ``bundle.manifest`` (sources, validation, ...) and refreshes
+    schema version, counts, content hashes and the time of writing.
+
+    Raises:
+        BundleError: the directory cannot be written.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        manifest_path = path / MANIFEST_FILE
+        if manifest_path.exists():  # the bundle is being rewritten: mark it incomplete until done
+            manifest_path.unlink()
+        nodes = conform_nodes(bundle.nodes)
+        edges = conform_edges(bundle.edges)
+        rejects = conform_rejects(bundle.rejects)
+        _write_parquet(nodes, path / NODES_FILE)
+        _write_parquet(edges, path / EDGES_FILE)
+        _write_parquet(rejects, path / REJECTS_FILE)
+        files = [NODES_FILE, EDGES_FILE, REJECTS_FILE]
+        if (path / EMBEDDINGS_FILE).exists() and "embeddings" in bundle.manifest:
+            files.append(EMBEDDINGS_FILE)
+        manifest = dict(bundle.manifest)
+        manifest.update(
+            schema_version=SCHEMA_VERSION,
+            written_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            counts=counts_of(nodes, edges, rejects),
+            content_hashes={name: _sha256(path / name) for name in files},
+        )
+        manifest.setdefault("created_at", manifest["written_at"])
+        manifest.setdefault("sources", [])
+        tmp = manifest_path.with_name(MANIFEST_FILE + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, manifest_path)
+    except OSError as e:
+        raise BundleError(f"cannot write the bundle at {path}: {e}. Check the path and its permissions.") from e
+    bundle.manifest = manifest
+    return manifest
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The manifest of the bundle at ``path``.
+
+    Raises:
+        BundleError: no bundle there, an incomplete one, or one of another schema major version.
+    """
+    if not path.is_dir():
+        raise BundleError(f"{path} is not a KG bundle directory (it does not exist or is a file).")
+    manifest_path = path / MANIFEST_FILE
+    if not manifest_path.is_file():
+        raise BundleError(
+            f"{path} has no {MANIFEST_FILE}: it is not a bundle, or writing it was interrupted. "
+            "Run the command that produced it again."
+        )
+    try:
+        manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise BundleError(f"{manifest_path} is not readable JSON: {e}.") from e
+    version = str(manifest.get("schema_version", ""))
+    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+        raise BundleError(
+            f"{path} was written with schema version {version or 'unknown'}; this metakg reads "
+            f"{SCHEMA_VERSION}. Re-create the bundle with this version."
+        )
+    return manifest
+
+
+def read_bundle(path: Path, *, verify: bool = False) -> Bundle:
+    """Read the bundle at ``path``.
+
+    Args:
+        path: the bundle directory.
+        verify: also check the content hashes recorded in the manifest.
+
+    Raises:
+        BundleError: missing, incomplete, corrupt, or (with ``verify``) altered since it was written.
+    """
+    manifest = read_manifest(path)
+    if verify:
+        for name, expected in manifest.get("content_hashes", {}).items():
+            if _sha256(path / name) != expected:
+                raise BundleError(f"{path / name} changed since the manifest was written (hash mismatch).")
+    try:
+        nodes = pl.read_parquet(path / NODES_FILE)
+        edges = pl.read_parquet(path / EDGES_FILE)
+        rejects_path = path / REJECTS_FILE
+        rejects = pl.read_parquet(rejects_path) if rejects_path.exists() else empty_rejects()
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise BundleError(f"cannot read the tables of bundle {path}: {e}.") from e
+    return Bundle(nodes=conform_nodes(nodes), edges=conform_edges(edges), rejects=conform_rejects(rejects),
+                  manifest=manifest)
+
+
+def merge_bundles(bundles: list[Bundle]) -> Bundle:
+    """Union of bundles: nodes deduplicated by id, edges by edge id, provenance kept.
+
+    A node seen in several bundles keeps the first non-empty name, type, source and description and the
+    union of aliases and xrefs. An edge seen several times sums its counts, keeps the highest confidence
+    and the union of its record ids. Rejects are concatenated; sources are listed in order.
+
+    Raises:
+        BundleError: ``bundles`` is empty.
+    """
+    if not bundles:
+        raise BundleError("nothing to merge: give at least one bundle.")
+    nodes = pl.concat([conform_nodes(b.nodes) for b in bundles], how="vertical")
+    edges = pl.concat([conform_edges(b.edges) for b in bundles], how="vertical")
+    rejects = pl.concat([conform_rejects(b.rejects) for b in bundles], how="vertical")
+    merged_nodes = (
+        nodes.with_row_index("_order")
+        .group_by("id", maintain_order=True)
+        .agg(
+            pl.col("name").drop_nulls().first(),
+            pl.col("type").drop_nulls().first(),
+            pl.col("source").drop_nulls().first(),
+            pl.col("description").drop_nulls().first(),
+            pl.col("aliases").flatten().drop_nulls().unique(maintain_order=True),
+            pl.col("xrefs").flatten().drop_nulls().unique(maintain_order=True),
+        )
+    )
+    merged_edges = edges.group_by("id", maintain_order=True).agg(
+        pl.col("src").first(),
+        pl.col("dst").first(),
+        pl.col("rel").first(),
+        pl.col("display").first(),
+        pl.col("source").first(),
+        pl.col("confidence").max(),
+        pl.col("count").sum(),
+        pl.col("record_ids").flatten().drop_nulls().unique(maintain_order=True),
+        pl.col("importer").first(),
+        pl.col("model").first(),
+        pl.col("prompt_hash").first(),
+        pl.col("run_id").first(),
+        pl.col("created_at").min(),
+    )
+    sources: list[Any] = []
+    for b in bundles:
+        sources.extend(b.manifest.get("sources", []))
+    manifest = {
+        "sources": sources,
+        "merged_from": [
+            {"nodes": b.nodes.height, "edges": b.edges.height, "created_at": b.manifest.get("created_at")}
+            for b in bundles
+        ],
+    }
+    return Bundle(
+        nodes=conform_nodes(merged_nodes), edges=conform_edges(merged_edges), rejects=rejects, manifest=manifest
+    )

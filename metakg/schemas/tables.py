@@ -1,0 +1,158 @@
+"""The one node table schema, the one edge table schema, and the rejects table schema.
+
+Every stage reads and writes polars frames with exactly these columns; :func:`conform_nodes` and
+:func:`conform_edges` add missing optional columns and cast, so sources only fill what they know.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+import polars as pl
+
+from metakg.errors import BundleError
+
+SCHEMA_VERSION = "1.0"
+
+NODE_SCHEMA: Mapping[str, pl.DataType] = {
+    "id": pl.String(),
+    "name": pl.String(),
+    "type": pl.String(),
+    "source": pl.String(),
+    "description": pl.String(),
+    "aliases": pl.List(pl.String()),
+    "xrefs": pl.List(pl.String()),
+}
+
+EDGE_SCHEMA: Mapping[str, pl.DataType] = {
+    "id": pl.String(),
+    "src": pl.String(),
+    "dst": pl.String(),
+    "rel": pl.String(),
+    "display": pl.String(),
+    "source": pl.String(),
+    "confidence": pl.Float64(),
+    "count": pl.Int64(),
+    # provenance
+    "record_ids": pl.List(pl.String()),
+    "importer": pl.String(),
+    "model": pl.String(),
+    "prompt_hash": pl.String(),
+    "run_id": pl.String(),
+    "created_at": pl.Datetime("us", "UTC"),
+}
+
+REJECT_SCHEMA: Mapping[str, pl.DataType] = {
+    "stage": pl.String(),  # ingest | validate
+    "table": pl.String(),  # input | nodes | edges
+    "record": pl.String(),  # file:line, or the row's id / position
+    "check": pl.String(),  # machine name of the failed check
+    "reason": pl.String(),  # human sentence
+    "payload": pl.String(),  # the rejected record as text, complete
+}
+
+_REQUIRED_NODE = ("id", "name", "type", "source")
+_REQUIRED_EDGE = ("src", "dst", "rel", "source")
+
+
+def _conform(frame: pl.DataFrame, schema: Mapping[str, pl.DataType], required: tuple[str, ...], what: str) -> pl.DataFrame:
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise BundleError(f"{what} table lacks required column(s) {missing}; it has {frame.columns}.")
+    exprs = []
+    for name, dtype in schema.items():
+        if name in frame.columns:
+            exprs.append(pl.col(name).cast(dtype, strict=False).alias(name))
+        else:
+            exprs.append(pl.lit(None, dtype=dtype).alias(name))
+    return frame.select(exprs)
+
+
+def conform_nodes(frame: pl.DataFrame) -> pl.DataFrame:
+    """Return ``frame`` with exactly the node columns, in order, with their dtypes.
+
+    Raises:
+        BundleError: a required column (id, name, type, source) is missing.
+    """
+    out = _conform(frame, NODE_SCHEMA, _REQUIRED_NODE, "node")
+    return out.with_columns(
+        pl.col("aliases").fill_null(pl.lit([], dtype=pl.List(pl.String()))),
+        pl.col("xrefs").fill_null(pl.lit([], dtype=pl.List(pl.String()))),
+    )
+
+
+def conform_edges(frame: pl.DataFrame) -> pl.DataFrame:
+    """Return ``frame`` with exactly the edge columns; ``id`` is computed where it is missing.
+
+    Raises:
+        BundleError: a required column (src, dst, rel, source) is missing.
+    """
+    out = _conform(frame, EDGE_SCHEMA, _REQUIRED_EDGE, "edge")
+    out = out.with_columns(
+        pl.col("count").fill_null(1),
+        pl.col("record_ids").fill_null(pl.lit([], dtype=pl.List(pl.String()))),
+        pl.col("display").fill_null(pl.col("rel")),
+    )
+    if out["id"].null_count():
+        computed = edge_ids(out)
+        out = out.with_columns(pl.coalesce(pl.col("id"), computed).alias("id"))
+    return out
+
+
+def conform_rejects(frame: pl.DataFrame) -> pl.DataFrame:
+    """Return ``frame`` with exactly the reject columns."""
+    return _conform(frame, REJECT_SCHEMA, ("check", "reason"), "reject")
+
+
+def empty_nodes() -> pl.DataFrame:
+    """A node table with no rows."""
+    return pl.DataFrame(schema=dict(NODE_SCHEMA))
+
+
+def empty_edges() -> pl.DataFrame:
+    """An edge table with no rows."""
+    return pl.DataFrame(schema=dict(EDGE_SCHEMA))
+
+
+def empty_rejects() -> pl.DataFrame:
+    """A rejects table with no rows."""
+    return pl.DataFrame(schema=dict(REJECT_SCHEMA))
+
+
+def edge_id(src: str, rel: str, dst: str, source: str) -> str:
+    """The stable id of one edge: a hash of its endpoints, relation and source (16 hex digits)."""
+    key = "\x1f".join((src, rel, dst, source)).encode("utf-8")
+    return "e:" + hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def edge_ids(frame: pl.DataFrame) -> pl.Series:
+    """:func:`edge_id` for every row of a frame with src, rel, dst, source (nulls hash as empty strings)."""
+    keys = frame.select(
+        pl.concat_str(
+            [pl.col(c).fill_null("") for c in ("src", "rel", "dst", "source")], separator="\x1f"
+        )
+    ).to_series()
+    blake = hashlib.blake2b
+    return pl.Series(
+        "id", ["e:" + blake(k.encode("utf-8"), digest_size=8).hexdigest() for k in keys], dtype=pl.String()
+    )
+
+
+def normalise_name_expr(expr: pl.Expr) -> pl.Expr:
+    """Names as stored: NFC, trimmed, inner whitespace runs collapsed to one space."""
+    return expr.str.normalize("NFC").str.replace_all(r"\s+", " ").str.strip_chars()
+
+
+def normalise_relation_expr(expr: pl.Expr) -> pl.Expr:
+    """Relations as stored: lower-case snake_case of word characters (any script)."""
+    return (
+        expr.str.normalize("NFKC")
+        .str.to_lowercase()
+        .str.replace_all(r"[^\w]+", "_")
+        .str.replace_all(r"_+", "_")
+        .str.strip_chars("_")
+    )
+
+
+RELATION_PATTERN = r"^[^\W_][\w]*$"

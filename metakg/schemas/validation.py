@@ -1,0 +1,285 @@
+"""Validation of a bundle: great-expectations suites plus row-level checks, rejects with reasons.
+
+Every row of the input tables ends up accepted or in the rejects table with the name of the check it
+failed and a sentence saying why. Checks that great-expectations does not express well (every edge
+endpoint exists; no mirrored duplicate edges) are done here in polars.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.curie import CURIE_PATTERN
+from metakg.schemas.expectations import ExpectationOutcome, run_suites
+from metakg.schemas.tables import RELATION_PATTERN, conform_rejects
+
+REPORT_JSON = "validation.json"
+REPORT_HTML = "validation.html"
+
+#: check name -> what a failing row means (the reason stored in rejects.parquet)
+CHECKS: dict[str, str] = {
+    "nodes.id_not_null": "node id is null or empty",
+    "nodes.id_curie": "node id is not a CURIE (prefix:local)",
+    "nodes.name_not_empty": "node name is null or empty",
+    "nodes.type_in_vocabulary": "node type is not in the type vocabulary",
+    "nodes.id_unique": "duplicate node id (an earlier row with this id was kept)",
+    "edges.id_not_null": "edge id is null or empty",
+    "edges.endpoints_not_null": "edge src or dst is null or empty",
+    "edges.relation_format": "relation is not snake_case word characters",
+    "edges.confidence_in_range": "confidence is null or outside [0, 1]",
+    "edges.count_positive": "count is null or below 1",
+    "edges.id_unique": "duplicate edge id (an earlier row with this id was kept)",
+    "edges.endpoint_exists": "src or dst is not an accepted node id",
+    "edges.mirrored_duplicate": "mirrored duplicate: the same relation from dst to src was kept",
+}
+
+
+@dataclass
+class CheckResult:
+    """One check over one table: how many rows it rejected and what great-expectations counted."""
+
+    check: str
+    table: str
+    description: str
+    rejected: int
+    gx_unexpected: int | None = None
+
+
+@dataclass
+class ValidationReport:
+    """The outcome of validating one bundle."""
+
+    ok: bool
+    nodes_in: int
+    edges_in: int
+    nodes: int
+    edges: int
+    rejected: int
+    failures: list[str]
+    table_failures: list[str]
+    checks: list[CheckResult] = field(default_factory=list)
+    validated_at: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON summary (also stored in the manifest)."""
+        data = asdict(self)
+        data["checks"] = [asdict(c) for c in self.checks]
+        return data
+
+
+def _first_failure(frame: pl.DataFrame, rules: list[tuple[str, pl.Expr]]) -> pl.DataFrame:
+    """Add ``_check``: the name of the first rule whose expression is true for the row, else null."""
+    expr: Any = pl.lit(None, dtype=pl.String)
+    for name, failing in reversed(rules):
+        expr = pl.when(failing.fill_null(True)).then(pl.lit(name)).otherwise(expr)
+    return frame.with_columns(expr.alias("_check"))
+
+
+def _blank(column: str) -> pl.Expr:
+    return pl.col(column).is_null() | (pl.col(column).str.strip_chars() == "")
+
+
+def _mark_duplicates(frame: pl.DataFrame, check: str) -> pl.DataFrame:
+    """Rows that passed so far but repeat an earlier passing row's id get ``check``."""
+    passing = pl.col("_check").is_null()
+    seen_before = pl.col("_row").rank("ordinal").over(pl.col("id"), passing) > 1
+    return frame.with_columns(
+        pl.when(passing & seen_before).then(pl.lit(check)).otherwise(pl.col("_check")).alias("_check")
+    )
+
+
+def check_nodes(nodes: pl.DataFrame, types: Iterable[str]) -> pl.DataFrame:
+    """Nodes with ``_row`` and ``_check`` (null where the row is accepted)."""
+    type_list = sorted(types)
+    frame = nodes.with_row_index("_row", offset=1)
+    frame = _first_failure(
+        frame,
+        [
+            ("nodes.id_not_null", _blank("id")),
+            ("nodes.id_curie", ~pl.col("id").str.contains(CURIE_PATTERN)),
+            ("nodes.name_not_empty", _blank("name")),
+            ("nodes.type_in_vocabulary", ~pl.col("type").is_in(type_list)),
+        ],
+    )
+    return _mark_duplicates(frame, "nodes.id_unique")
+
+
+def check_edges(edges: pl.DataFrame, node_ids: pl.Series) -> pl.DataFrame:
+    """Edges with ``_row`` and ``_check`` (null where the row is accepted)."""
+    frame = edges.with_row_index("_row", offset=1)
+    frame = _first_failure(
+        frame,
+        [
+            ("edges.id_not_null", _blank("id")),
+            ("edges.endpoints_not_null", _blank("src") | _blank("dst")),
+            ("edges.relation_format", ~pl.col("rel").str.contains(RELATION_PATTERN)),
+            (
+                "edges.confidence_in_range",
+                pl.col("confidence").is_null()
+                | pl.col("confidence").is_nan()
+                | (pl.col("confidence") < 0)
+                | (pl.col("confidence") > 1),
+            ),
+            ("edges.count_positive", pl.col("count").is_null() | (pl.col("count") < 1)),
+        ],
+    )
+    frame = _mark_duplicates(frame, "edges.id_unique")
+    passing = pl.col("_check").is_null()
+    dangling = ~pl.col("src").is_in(node_ids.implode()) | ~pl.col("dst").is_in(node_ids.implode())
+    frame = frame.with_columns(
+        pl.when(passing & dangling).then(pl.lit("edges.endpoint_exists")).otherwise(pl.col("_check")).alias("_check")
+    )
+    # A mirrored duplicate is (b, rel, a) from the same source when (a, rel, b) is also there: keep the
+    # earlier row of the pair, reject the later one. Self-loops are not mirrors of themselves.
+    alive = frame.filter(pl.col("_check").is_null()).select("_row", "src", "dst", "rel", "source")
+    mirrors = alive.join(
+        alive.rename({"src": "dst", "dst": "src", "_row": "_mirror_row"}),
+        on=["src", "dst", "rel", "source"],
+        how="inner",
+        nulls_equal=True,
+    ).filter((pl.col("src") != pl.col("dst")) & (pl.col("_mirror_row") < pl.col("_row")))
+    later = mirrors["_row"].unique()
+    return frame.with_columns(
+        pl.when(pl.col("_row").is_in(later.implode()))
+        .then(pl.lit("edges.mirrored_duplicate"))
+        .otherwise(pl.col("_check"))
+        .alias("_check")
+    )
+
+
+def _rejects_from(checked: pl.DataFrame, table: str, record: pl.Expr) -> pl.DataFrame:
+    bad = checked.filter(pl.col("_check").is_not_null())
+    payload_cols = [c for c in checked.columns if not c.startswith("_")]
+    return bad.select(
+        pl.lit("validate").alias("stage"),
+        pl.lit(table).alias("table"),
+        record.alias("record"),
+        pl.col("_check").alias("check"),
+        pl.col("_check").replace_strict(CHECKS, default="failed check").alias("reason"),
+        pl.struct(payload_cols).struct.json_encode().alias("payload"),
+    )
+
+
+def validate(bundle: Bundle, types: Iterable[str], *, run_gx: bool = True) -> tuple[Bundle, ValidationReport]:
+    """Validate a bundle.
+
+    Args:
+        bundle: the bundle as read or built.
+        types: the allowed node types (the vocabulary's names).
+        run_gx: also run the great-expectations suites (their counts go into the report).
+
+    Returns:
+        The bundle with only accepted rows (new rejects appended to its rejects table, the validation
+        summary in its manifest) and the report. ``report.ok`` is False when any row was rejected or a
+        table-level check failed.
+    """
+    type_set = frozenset(types)
+    outcomes: list[ExpectationOutcome] = run_suites(bundle.nodes, bundle.edges, type_set) if run_gx else []
+    nodes_checked = check_nodes(bundle.nodes, type_set)
+    accepted_nodes = nodes_checked.filter(pl.col("_check").is_null())
+    edges_checked = check_edges(bundle.edges, accepted_nodes["id"])
+    accepted_edges = edges_checked.filter(pl.col("_check").is_null())
+
+    node_record = pl.concat_str(pl.lit("nodes row "), pl.col("_row").cast(pl.String), pl.lit(" id="),
+                                pl.col("id").fill_null("<null>"))
+    edge_record = pl.concat_str(pl.lit("edges row "), pl.col("_row").cast(pl.String), pl.lit(" id="),
+                                pl.col("id").fill_null("<null>"))
+    new_rejects = pl.concat(
+        [_rejects_from(nodes_checked, "nodes", node_record), _rejects_from(edges_checked, "edges", edge_record)]
+    )
+
+    table_failures = []
+    if accepted_nodes.height == 0:
+        table_failures.append("nodes.table_not_empty")
+    if bundle.edges.height > 0 and accepted_edges.height == 0:
+        table_failures.append("edges.table_not_empty")
+
+    counts = dict(new_rejects.group_by("check").len().iter_rows())
+    gx_counts: dict[str, int] = {}
+    for outcome in outcomes:
+        gx_counts[outcome.check] = gx_counts.get(outcome.check, 0) + outcome.unexpected_count
+    checks = [
+        CheckResult(
+            check=name,
+            table=name.split(".")[0],
+            description=description,
+            rejected=int(counts.get(name, 0)),
+            gx_unexpected=gx_counts.get(name),
+        )
+        for name, description in CHECKS.items()
+    ]
+    failures = [c.check for c in checks if c.rejected] + table_failures
+    report = ValidationReport(
+        ok=not failures,
+        nodes_in=bundle.nodes.height,
+        edges_in=bundle.edges.height,
+        nodes=accepted_nodes.height,
+        edges=accepted_edges.height,
+        rejected=new_rejects.height,
+        failures=failures,
+        table_failures=table_failures,
+        checks=checks,
+        validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    manifest = dict(bundle.manifest)
+    manifest["validation"] = {k: v for k, v in report.summary().items() if k != "checks"}
+    out = Bundle(
+        nodes=accepted_nodes.drop("_row", "_check"),
+        edges=accepted_edges.drop("_row", "_check"),
+        rejects=pl.concat([conform_rejects(bundle.rejects), conform_rejects(new_rejects)]),
+        manifest=manifest,
+    )
+    return out, report
+
+
+def write_reports(report: ValidationReport, rejects: pl.DataFrame, directory: Path, *, html_report: bool) -> list[Path]:
+    """Write ``validation.json`` (and ``validation.html``) into ``directory``; return the paths written."""
+    written = [directory / REPORT_JSON]
+    written[0].write_text(json.dumps(report.summary(), indent=2), encoding="utf-8")
+    if html_report:
+        path = directory / REPORT_HTML
+        path.write_text(render_html(report, rejects), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def render_html(report: ValidationReport, rejects: pl.DataFrame, examples: int = 20) -> str:
+    """A self-contained HTML page: the summary, one row per check, and example rejects per check."""
+    esc = html.escape
+    status = "passed" if report.ok else "failed"
+    rows = "".join(
+        f"<tr class={'bad' if c.rejected else 'ok'}><td>{esc(c.check)}</td><td>{esc(c.description)}</td>"
+        f"<td>{c.rejected}</td><td>{'' if c.gx_unexpected is None else c.gx_unexpected}</td></tr>"
+        for c in report.checks
+    )
+    sections = []
+    validate_rejects = rejects.filter(pl.col("stage") == "validate")
+    for check in report.failures:
+        sample = validate_rejects.filter(pl.col("check") == check).head(examples)
+        items = "".join(
+            f"<tr><td>{esc(str(r['record']))}</td><td><code>{esc(str(r['payload'])[:500])}</code></td></tr>"
+            for r in sample.iter_rows(named=True)
+        )
+        sections.append(f"<h3>{esc(check)}</h3><table><tr><th>record</th><th>row</th></tr>{items}</table>")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>metakg validation: {status}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}tr.bad td{{background:#fde8e8}}</style></head>
+<body><h1>Validation {status}</h1>
+<p>Nodes: {report.nodes_in} read, {report.nodes} accepted. Edges: {report.edges_in} read, {report.edges}
+accepted. Rows rejected: {report.rejected}. Table-level failures: {esc(', '.join(report.table_failures) or 'none')}.
+Validated at {esc(report.validated_at)}.</p>
+<h2>Checks</h2><table><tr><th>check</th><th>meaning</th><th>rows rejected</th>
+<th>great-expectations unexpected</th></tr>{rows}</table>
+<h2>Examples of rejected rows</h2>{''.join(sections) or '<p>none</p>'}
+</body></html>
+"""

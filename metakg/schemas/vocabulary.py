@@ -1,0 +1,99 @@
+"""The type vocabulary: an is-a hierarchy read from ``vocabulary.toml``, with source mappings."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from metakg.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class TypeVocabulary:
+    """Node types with their parents, labels and mappings from PrimeKG types and Wikidata classes."""
+
+    parents: dict[str, str | None]
+    labels: dict[str, str]
+    primekg: dict[str, str] = field(default_factory=dict)
+    wikidata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """All type names."""
+        return frozenset(self.parents)
+
+    def ancestors(self, name: str) -> list[str]:
+        """``name`` and its ancestors, nearest first.
+
+        Raises:
+            KeyError: ``name`` is not a type of this vocabulary.
+        """
+        chain = [name]
+        parent = self.parents[name]
+        while parent is not None:
+            chain.append(parent)
+            parent = self.parents[parent]
+        return chain
+
+    def is_a(self, name: str, ancestor: str) -> bool:
+        """True when ``name`` equals ``ancestor`` or descends from it."""
+        return name in self.parents and ancestor in self.ancestors(name)
+
+
+def parse_vocabulary(text: str, origin: str = "vocabulary.toml") -> TypeVocabulary:
+    """Build a vocabulary from TOML text.
+
+    Raises:
+        ConfigError: the TOML is malformed, a parent is unknown, the hierarchy has a cycle, or a mapping
+            names an unknown type.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{origin}: not valid TOML ({e}).") from e
+    types = data.get("types", {})
+    parents: dict[str, str | None] = {n: spec.get("is_a") for n, spec in types.items()}
+    labels = {n: str(spec.get("label", n)) for n, spec in types.items()}
+    wikidata: dict[str, str] = {}
+    for name, spec in types.items():
+        for qid in spec.get("wikidata", []):
+            wikidata[str(qid)] = name
+    primekg = {str(k): str(v) for k, v in data.get("primekg", {}).items()}
+    for name, parent in parents.items():
+        if parent is not None and parent not in parents:
+            raise ConfigError(f"{origin}: type {name!r} is_a unknown type {parent!r}.")
+    for name in parents:  # cycle check
+        seen = {name}
+        parent = parents[name]
+        while parent is not None:
+            if parent in seen:
+                raise ConfigError(f"{origin}: the is_a chain of {name!r} has a cycle.")
+            seen.add(parent)
+            parent = parents[parent]
+    for source, target in [*primekg.items(), *wikidata.items()]:
+        if target not in parents:
+            raise ConfigError(f"{origin}: {source!r} maps to unknown type {target!r}.")
+    return TypeVocabulary(parents=parents, labels=labels, primekg=primekg, wikidata=wikidata)
+
+
+@lru_cache(maxsize=1)
+def default_vocabulary() -> TypeVocabulary:
+    """The vocabulary shipped with metakg."""
+    text = resources.files("metakg.schemas").joinpath("vocabulary.toml").read_text(encoding="utf-8")
+    return parse_vocabulary(text)
+
+
+def load_vocabulary(path: Path | None) -> TypeVocabulary:
+    """The vocabulary at ``path``, or the shipped one when ``path`` is None.
+
+    Raises:
+        ConfigError: the file is missing or invalid.
+    """
+    if path is None:
+        return default_vocabulary()
+    if not path.is_file():
+        raise ConfigError(f"type vocabulary file {path} does not exist.")
+    return parse_vocabulary(path.read_text(encoding="utf-8"), origin=str(path))
