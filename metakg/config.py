@@ -50,7 +50,7 @@ class EmbedderSettings(BaseModel):
     )
     model_url: str = Field(default=f"{MINILM_BASE_URL}/onnx/model.onnx")
     tokenizer_url: str = Field(default=f"{MINILM_BASE_URL}/tokenizer.json")
-    batch_size: int = Field(default=128, ge=1, le=4096)
+    batch_size: int = Field(default=64, ge=1, le=4096)
     max_length: int = Field(default=256, ge=8, le=512)
 
     @field_validator("model_dir")

@@ -38,8 +38,11 @@ CURIE_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*:[^\s\x00-\x1f\x7f]+$"
 _CURIE_RE = re.compile(CURIE_PATTERN)
 _PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 _DATASET_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-# Characters that may not appear raw in an IRI (RFC 3987) or that would split a CURIE local part.
-_IRI_UNSAFE = ['%', '"', "<", ">", "{", "}", "|", "\\", "^", "`", "#", "?", "/"]
+# Characters that may not appear raw in an IRI (RFC 3987).
+_IRI_FORBIDDEN = frozenset('"<>{}|\\^`')
+# What slug() escapes: '%' first (so escapes added later are not escaped again), the IRI-forbidden
+# characters, and those that would end the path of the IRI a CURIE expands to.
+_SLUG_ESCAPED = ["%", *sorted(_IRI_FORBIDDEN), "#", "?", "/"]
 
 
 def register_prefix(prefix: str, namespace: str) -> None:
@@ -82,7 +85,8 @@ def expand(curie: str) -> str:
     """
     prefix, local = split_curie(curie)
     namespace = _PREFIXES.get(prefix, f"https://w3id.org/metakg/prefix/{prefix}/")
-    return namespace + local
+    # '%' stays: a local part may already hold percent escapes (slug() writes them)
+    return namespace + "".join(quote(ch, safe="") if ch in _IRI_FORBIDDEN else ch for ch in local)
 
 
 def check_dataset_name(dataset: str) -> str:
@@ -103,14 +107,14 @@ def slug(name: str) -> str:
     """The id-safe form of a concept name: NFKC, lower case, whitespace runs to ``_``, unsafe chars escaped."""
     text = unicodedata.normalize("NFKC", name).strip().lower()
     text = re.sub(r"\s+", "_", text)
-    return "".join(quote(ch, safe="") if ch in _IRI_UNSAFE else ch for ch in text)
+    return "".join(quote(ch, safe="") if ch in _SLUG_ESCAPED else ch for ch in text)
 
 
 def slug_expr(names: pl.Expr) -> pl.Expr:
     """Vectorised :func:`slug` over a column of already whitespace-normalised names."""
     expr = names.str.normalize("NFKC").str.strip_chars().str.to_lowercase()
     expr = expr.str.replace_all(r"\s+", "_")
-    for ch in _IRI_UNSAFE:  # '%' first, so escapes added later are not escaped again
+    for ch in _SLUG_ESCAPED:
         expr = expr.str.replace_all(ch, quote(ch, safe=""), literal=True)
     return expr
 

@@ -156,3 +156,21 @@ def normalise_relation_expr(expr: pl.Expr) -> pl.Expr:
 
 
 RELATION_PATTERN = r"^[^\W_][\w]*$"
+
+
+def match_key_expr(expr: pl.Expr) -> pl.Expr:
+    """The key names are matched on: NFKC, lower case, punctuation to spaces, leading article dropped."""
+    return (
+        expr.str.normalize("NFKC")
+        .str.to_lowercase()
+        .str.replace_all(r"[^\w\s]+", " ")
+        .str.replace_all(r"\s+", " ")
+        .str.strip_chars()
+        .str.replace(r"^(the|a|an) ", "")
+    )
+
+
+def match_key(text: str) -> str:
+    """:func:`match_key_expr` for one string (the same code path, so both always agree)."""
+    value = pl.select(match_key_expr(pl.lit(text, dtype=pl.String))).item()
+    return str(value)

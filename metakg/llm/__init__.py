@@ -1,0 +1,1 @@
+"""LLM and embedding clients (the Embedder now; the LLMClient comes with the LLM layer)."""

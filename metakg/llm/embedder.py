@@ -1,0 +1,164 @@
+"""Sentence embeddings: the ``Embedder`` protocol and all-MiniLM-L6-v2 over onnxruntime + tokenizers.
+
+No PyTorch. The model folder (``model.onnx`` + ``tokenizer.json``) comes from configuration, or is
+downloaded once into the cache directory. The ONNX session is created on the first call, not in the
+constructor.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from metakg.config import EmbedderSettings
+from metakg.errors import EmbeddingError
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_FILES = ("model.onnx", "tokenizer.json")
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors."""
+
+    @property
+    def name(self) -> str:
+        """A name that identifies the model (stored next to embeddings)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts``; returns an array of shape ``(len(texts), dim)``, rows of unit length."""
+        ...
+
+
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2 (or any BERT-style ONNX export with mean pooling) on the CPU."""
+
+    def __init__(self, model_dir: Path, *, batch_size: int = 64, max_length: int = 256, dim: int = 384) -> None:
+        """Remember where the model is; nothing is loaded until :meth:`embed` is called.
+
+        Args:
+            model_dir: folder with ``model.onnx`` and ``tokenizer.json``.
+            batch_size: texts per ONNX run.
+            max_length: tokens kept per text.
+            dim: the model's output dimension.
+        """
+        self.model_dir = model_dir
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self._dim = dim
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The model folder's name, e.g. ``all-MiniLM-L6-v2``."""
+        return self.model_dir.name
+
+    @property
+    def dim(self) -> int:
+        """384 for MiniLM."""
+        return self._dim
+
+    def _load(self) -> None:
+        missing = [f for f in MODEL_FILES if not (self.model_dir / f).is_file()]
+        if missing:
+            raise EmbeddingError(
+                f"embedding model folder {self.model_dir} lacks {missing}. Set METAKG_EMBEDDER__MODEL_DIR to a "
+                "folder holding model.onnx and tokenizer.json."
+            )
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            session = ort.InferenceSession(
+                str(self.model_dir / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+        except Exception as e:  # onnxruntime raises its own untyped errors
+            raise EmbeddingError(f"cannot load the embedding model from {self.model_dir}: {e}") from e
+        tokenizer.enable_truncation(max_length=self.max_length)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._input_names = {i.name for i in session.get_inputs()}
+        self._tokenizer = tokenizer
+        self._session = session
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts`` (mean pooling over the attention mask, then L2 normalisation).
+
+        Raises:
+            EmbeddingError: the model cannot be loaded or run.
+        """
+        with self._lock:
+            if self._session is None:
+                self._load()
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        # batches of similar length waste less work on padding
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            batch = [texts[i] for i in rows]
+            encodings = self._tokenizer.encode_batch(batch)
+            ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+            mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[rows] = pooled / np.clip(norms, 1e-12, None)
+        return out
+
+
+def _download(url: str, target: Path) -> None:
+    tmp = target.with_name(target.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, tmp.open("wb") as fh:
+            shutil.copyfileobj(response, fh)
+    except (urllib.error.URLError, OSError, TimeoutError) as e:
+        tmp.unlink(missing_ok=True)
+        raise EmbeddingError(
+            f"cannot download {url} ({e}). When offline, copy model.onnx and tokenizer.json of "
+            f"{MODEL_NAME} into a folder and set METAKG_EMBEDDER__MODEL_DIR to it."
+        ) from e
+    tmp.replace(target)
+
+
+def resolve_model_dir(settings: EmbedderSettings, cache_dir: Path, *, say: Callable[[str], None] | None = None) -> Path:
+    """The folder of the embedding model: the configured one, else the cache (downloading once).
+
+    Raises:
+        EmbeddingError: not configured, not cached, and the download fails.
+    """
+    if settings.model_dir is not None:
+        return settings.model_dir
+    folder = cache_dir / "models" / MODEL_NAME
+    if all((folder / f).is_file() for f in MODEL_FILES):
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for filename, url in zip(MODEL_FILES, (settings.model_url, settings.tokenizer_url), strict=True):
+        if not (folder / filename).is_file():
+            if say:
+                say(f"downloading {url} into {folder}")
+            _download(url, folder / filename)
+    return folder

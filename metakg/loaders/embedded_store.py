@@ -1,0 +1,381 @@
+"""The embedded GraphStore: a bundle held in memory as CSR adjacency arrays, with name and vector indexes.
+
+No server. Traversals run level by level on numpy arrays (a whole BFS frontier per step); only the final
+path enumeration walks node by node, pruned by distances to the target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from metakg.errors import NodeNotFound, StoreError
+from metakg.llm.embedder import Embedder
+from metakg.loaders.graph_store import (
+    Direction,
+    EdgeRecord,
+    GraphPath,
+    Neighbour,
+    NodeRecord,
+    SearchHit,
+    SearchMode,
+    Subgraph,
+)
+from metakg.schemas.bundle import Bundle, merge_bundles
+from metakg.schemas.tables import conform_edges, conform_nodes, match_key, match_key_expr
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class _Csr:
+    """Compressed adjacency: the neighbours of node i are ``nbr[ptr[i]:ptr[i+1]]`` via edges ``eid[...]``."""
+
+    ptr: IntArray
+    nbr: IntArray
+    eid: IntArray
+    rel: IntArray
+
+    @classmethod
+    def build(cls, n_nodes: int, a: IntArray, b: IntArray, eid: IntArray, rel: IntArray) -> _Csr:
+        order = np.argsort(a, kind="stable")
+        ptr = np.zeros(n_nodes + 1, dtype=np.int64)
+        np.cumsum(np.bincount(a, minlength=n_nodes), out=ptr[1:])
+        return cls(ptr=ptr, nbr=b[order], eid=eid[order], rel=rel[order])
+
+    def expand(self, frontier: IntArray) -> tuple[IntArray, IntArray]:
+        """Positions into nbr/eid/rel of every edge leaving ``frontier``, and the frontier node of each."""
+        starts = self.ptr[frontier]
+        lengths = self.ptr[frontier + 1] - starts
+        total = int(lengths.sum())
+        if total == 0:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty
+        owner = np.repeat(np.arange(len(frontier)), lengths)
+        base = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        return base + np.arange(total), frontier[owner]
+
+
+class EmbeddedStore:
+    """GraphStore over an in-memory bundle (the default store)."""
+
+    def __init__(
+        self,
+        nodes: pl.DataFrame,
+        edges: pl.DataFrame,
+        *,
+        embedder: Embedder | None = None,
+        embeddings: pl.DataFrame | None = None,
+    ) -> None:
+        """Index ``nodes`` and ``edges`` (validated common-schema frames).
+
+        Args:
+            nodes: node table; ids must be unique.
+            edges: edge table; endpoints must be node ids.
+            embedder: used for embedding search (names are embedded on first use unless ``embeddings``).
+            embeddings: precomputed name embeddings (columns ``id`` and ``vector``), e.g. from the bundle.
+
+        Raises:
+            StoreError: duplicate node ids or dangling edge endpoints (validate the bundle first).
+        """
+        self._embedder = embedder
+        self._precomputed = embeddings
+        self._index(conform_nodes(nodes), conform_edges(edges))
+
+    @classmethod
+    def from_bundle(cls, bundle: Bundle, *, embedder: Embedder | None = None,
+                    embeddings: pl.DataFrame | None = None) -> EmbeddedStore:
+        """A store over a bundle already read."""
+        return cls(bundle.nodes, bundle.edges, embedder=embedder, embeddings=embeddings)
+
+    # ------------------------------------------------------------------ indexing
+    def _index(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
+        if nodes["id"].n_unique() != nodes.height or nodes["id"].null_count():
+            raise StoreError("node ids are not unique or some are null; run `metakg validate` on the bundle first.")
+        self._nodes = nodes
+        self._edges = edges
+        ids = nodes["id"].to_list()
+        self._idx: dict[str, int] = {node_id: i for i, node_id in enumerate(ids)}
+        lookup = pl.DataFrame({"id": ids, "_i": pl.int_range(0, len(ids), eager=True, dtype=pl.Int64)})
+        ends = edges.select("src", "dst", "rel").with_row_index("_e")
+        ends = ends.join(lookup.rename({"id": "src", "_i": "_s"}), on="src", how="left")
+        ends = ends.join(lookup.rename({"id": "dst", "_i": "_d"}), on="dst", how="left").sort("_e")
+        if ends["_s"].null_count() or ends["_d"].null_count():
+            raise StoreError("some edges point at node ids that do not exist; run `metakg validate` first.")
+        self._rels: list[str] = sorted(edges["rel"].unique().to_list())
+        self._rel_code = {r: i for i, r in enumerate(self._rels)}
+        rel = ends["rel"].replace_strict(self._rel_code, return_dtype=pl.Int64).to_numpy() if edges.height else (
+            np.empty(0, dtype=np.int64))
+        s = ends["_s"].to_numpy().astype(np.int64)
+        d = ends["_d"].to_numpy().astype(np.int64)
+        e = np.arange(edges.height, dtype=np.int64)
+        n = nodes.height
+        self._src, self._dst = s, d
+        self._out = _Csr.build(n, s, d, e, rel)
+        self._in = _Csr.build(n, d, s, e, rel)
+        self._both = _Csr.build(n, np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([e, e]),
+                                np.concatenate([rel, rel]))
+        self._names: dict[str, list[int]] | None = None
+        self._keys: dict[str, list[int]] | None = None
+        self._vectors: npt.NDArray[np.float32] | None = None
+
+    def _name_indexes(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        if self._names is None or self._keys is None:
+            names = pl.concat(
+                [
+                    self._nodes.select(pl.col("name").alias("text"), pl.int_range(pl.len()).alias("i")),
+                    self._nodes.select(pl.col("aliases").alias("text"), pl.int_range(pl.len()).alias("i"))
+                    .explode("text")
+                    .drop_nulls(),
+                ]
+            ).with_columns(match_key_expr(pl.col("text")).alias("key"))
+            by_name = names.group_by("text", maintain_order=True).agg(pl.col("i").unique(maintain_order=True))
+            by_key = names.group_by("key", maintain_order=True).agg(pl.col("i").unique(maintain_order=True))
+            self._names = dict(zip(by_name["text"].to_list(), by_name["i"].to_list(), strict=True))
+            self._keys = dict(zip(by_key["key"].to_list(), by_key["i"].to_list(), strict=True))
+        return self._names, self._keys
+
+    def _node_vectors(self) -> npt.NDArray[np.float32]:
+        if self._vectors is None:
+            if self._precomputed is not None:
+                frame = self._nodes.select("id").join(self._precomputed, on="id", how="left")
+                if frame["vector"].null_count():
+                    raise StoreError("the bundle's embeddings do not cover every node; run `metakg embed` again.")
+                self._vectors = np.asarray(frame["vector"].to_list(), dtype=np.float32)
+            elif self._embedder is not None:
+                self._vectors = self._embedder.embed(self._nodes["name"].to_list())
+            else:
+                raise StoreError(
+                    "embedding search needs an embedder or precomputed embeddings (run `metakg embed BUNDLE`)."
+                )
+        return self._vectors
+
+    # ------------------------------------------------------------------ records
+    def _node(self, i: int) -> NodeRecord:
+        row = self._nodes.row(i, named=True)
+        return NodeRecord(
+            id=row["id"], name=row["name"], type=row["type"], source=row["source"], description=row["description"],
+            aliases=tuple(row["aliases"] or ()), xrefs=tuple(row["xrefs"] or ()),
+        )
+
+    def _edge(self, e: int) -> EdgeRecord:
+        row = self._edges.row(e, named=True)
+        return EdgeRecord(
+            id=row["id"], src=row["src"], dst=row["dst"], rel=row["rel"], display=row["display"] or row["rel"],
+            source=row["source"], confidence=float(row["confidence"]), count=int(row["count"] or 1),
+        )
+
+    def _require(self, node_id: str) -> int:
+        try:
+            return self._idx[node_id]
+        except KeyError:
+            raise NodeNotFound(f"no node with id {node_id!r} in this graph; find ids with `metakg query search`.") from None
+
+    def _rel_filter(self, relations: Sequence[str] | None) -> IntArray | None:
+        if relations is None:
+            return None
+        return np.asarray([self._rel_code[r] for r in relations if r in self._rel_code], dtype=np.int64)
+
+    # ------------------------------------------------------------------ protocol
+    def counts(self) -> dict[str, int]:
+        """Node and edge counts."""
+        return {"nodes": self._nodes.height, "edges": self._edges.height}
+
+    def get_node(self, node_id: str) -> NodeRecord | None:
+        """The node with this id, or None."""
+        i = self._idx.get(node_id)
+        return None if i is None else self._node(i)
+
+    def neighbours(
+        self,
+        node_id: str,
+        *,
+        relations: Sequence[str] | None = None,
+        direction: Direction = "both",
+        limit: int | None = None,
+    ) -> list[Neighbour]:
+        """Nodes one edge away (outgoing first), optionally only through ``relations``."""
+        i = self._require(node_id)
+        allowed = self._rel_filter(relations)
+        result: list[Neighbour] = []
+        sides: list[tuple[_Csr, Any]] = []
+        if direction in ("out", "both"):
+            sides.append((self._out, "out"))
+        if direction in ("in", "both"):
+            sides.append((self._in, "in"))
+        for csr, way in sides:
+            lo, hi = int(csr.ptr[i]), int(csr.ptr[i + 1])
+            positions = np.arange(lo, hi)
+            if allowed is not None:
+                positions = positions[np.isin(csr.rel[positions], allowed)]
+            for p in positions:
+                if limit is not None and len(result) >= limit:
+                    return result
+                result.append(Neighbour(node=self._node(int(csr.nbr[p])), edge=self._edge(int(csr.eid[p])),
+                                        direction=way))
+        return result
+
+    def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
+        """Nodes matching ``text``: exact name or alias, then normalised (``auto`` falls back to embeddings)."""
+        if k < 1:
+            raise StoreError(f"k must be at least 1, got {k}.")
+        hits: list[SearchHit] = []
+        if mode in ("exact", "auto"):
+            names, _keys = self._name_indexes()
+            hits = [SearchHit(self._node(i), 1.0, "exact") for i in names.get(text.strip(), [])[:k]]
+        if mode == "normalised" or (mode == "auto" and not hits):
+            _names, keys = self._name_indexes()
+            hits = [SearchHit(self._node(i), 1.0, "normalised") for i in keys.get(match_key(text), [])[:k]]
+        if mode == "embedding" or (mode == "auto" and not hits and self._can_embed()):
+            hits = self._embedding_search(text, k)
+        return hits
+
+    def _can_embed(self) -> bool:
+        return self._embedder is not None or self._precomputed is not None
+
+    def _embedding_search(self, text: str, k: int) -> list[SearchHit]:
+        if self._embedder is None:
+            raise StoreError("embedding search needs an embedder to embed the query; configure the embedder.")
+        matrix = self._node_vectors()
+        if matrix.shape[0] == 0:
+            return []
+        query = self._embedder.embed([text])[0]
+        scores = matrix @ query
+        k = min(k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [SearchHit(self._node(int(i)), float(np.clip(scores[i], 0.0, 1.0)), "embedding") for i in top]
+
+    def _distances_to(self, csr: _Csr, target: int, depth: int, allowed: IntArray | None,
+                      dist: npt.NDArray[np.int8] | None = None, frontier: IntArray | None = None
+                      ) -> tuple[npt.NDArray[np.int8], IntArray]:
+        """BFS levels from ``target``: dist[v] = hops from v to target (-1 beyond ``depth``)."""
+        if dist is None or frontier is None:
+            dist = np.full(self._nodes.height, -1, dtype=np.int8)
+            dist[target] = 0
+            frontier = np.asarray([target], dtype=np.int64)
+        level = int(dist[frontier[0]]) if len(frontier) else depth
+        while level < depth and len(frontier):
+            positions, _owners = csr.expand(frontier)
+            if allowed is not None:
+                positions = positions[np.isin(csr.rel[positions], allowed)]
+            nxt = np.unique(csr.nbr[positions])
+            nxt = nxt[dist[nxt] < 0]
+            level += 1
+            dist[nxt] = level
+            frontier = nxt
+        return dist, frontier
+
+    def shortest_paths(
+        self,
+        src: str,
+        dst: str,
+        *,
+        k: int = 1,
+        max_hops: int = 3,
+        relations: Sequence[str] | None = None,
+        directed: bool = False,
+    ) -> list[GraphPath]:
+        """Up to ``k`` simple paths of at most ``max_hops`` edges, shortest first (ties in storage order)."""
+        if k < 1 or max_hops < 1:
+            raise StoreError(f"k and max_hops must be at least 1 (got k={k}, max_hops={max_hops}).")
+        s, t = self._require(src), self._require(dst)
+        if s == t:
+            return [GraphPath(nodes=(src,), edges=())]
+        allowed = self._rel_filter(relations)
+        forward = self._out if directed else self._both
+        backward = self._in if directed else self._both
+        paths: list[GraphPath] = []
+        dist: npt.NDArray[np.int8] | None = None
+        frontier: IntArray | None = None
+        for length in range(1, max_hops + 1):
+            # distances to the target are needed up to length-1 hops to enumerate paths of `length`
+            dist, frontier = self._distances_to(backward, t, length - 1, allowed, dist, frontier)
+            for edge_path in self._paths_of_length(forward, s, t, length, dist, allowed):
+                nodes = [src]
+                for node_index in edge_path[1]:
+                    nodes.append(str(self._nodes["id"][node_index]))
+                paths.append(GraphPath(nodes=tuple(nodes), edges=tuple(self._edge(e) for e in edge_path[0])))
+                if len(paths) >= k:
+                    return paths
+        return paths
+
+    def _paths_of_length(
+        self, csr: _Csr, s: int, t: int, length: int, dist: npt.NDArray[np.int8], allowed: IntArray | None
+    ) -> Iterator[tuple[list[int], list[int]]]:
+        """Simple paths s -> t of exactly ``length`` edges, as (edge indices, node indices after s)."""
+        on_path = {s}
+        edges: list[int] = []
+        nodes: list[int] = []
+
+        def step(u: int, remaining: int) -> Iterator[tuple[list[int], list[int]]]:
+            lo, hi = int(csr.ptr[u]), int(csr.ptr[u + 1])
+            nbr = csr.nbr[lo:hi]
+            # v must reach t in exactly remaining-1 more hops at best: 0 <= dist[v] <= remaining-1
+            d = dist[nbr]
+            ok = (d >= 0) & (d <= remaining - 1)
+            if allowed is not None:
+                ok &= np.isin(csr.rel[lo:hi], allowed)
+            for p in np.flatnonzero(ok):
+                v = int(nbr[p])
+                if v in on_path or (remaining == 1) != (v == t):
+                    continue
+                edges.append(int(csr.eid[lo + p]))
+                nodes.append(v)
+                if remaining == 1:
+                    yield list(edges), list(nodes)
+                else:
+                    on_path.add(v)
+                    yield from step(v, remaining - 1)
+                    on_path.discard(v)
+                edges.pop()
+                nodes.pop()
+
+        if dist[s] >= 0 and dist[s] <= length:
+            yield from step(s, length)
+
+    def subgraph(
+        self,
+        seeds: Sequence[str],
+        *,
+        hops: int = 1,
+        relations: Sequence[str] | None = None,
+        max_nodes: int | None = None,
+    ) -> Subgraph:
+        """Nodes within ``hops`` of ``seeds`` (either direction) and every edge among them."""
+        allowed = self._rel_filter(relations)
+        frontier = np.unique(np.asarray([self._require(x) for x in seeds], dtype=np.int64))
+        keep = np.zeros(self._nodes.height, dtype=bool)
+        keep[frontier] = True
+        for _ in range(hops):
+            if not len(frontier):
+                break
+            positions, _owners = self._both.expand(frontier)
+            if allowed is not None:
+                positions = positions[np.isin(self._both.rel[positions], allowed)]
+            nxt = np.unique(self._both.nbr[positions])
+            nxt = nxt[~keep[nxt]]
+            if max_nodes is not None:
+                nxt = nxt[: max(0, max_nodes - int(keep.sum()))]
+            keep[nxt] = True
+            frontier = nxt
+        edge_mask = keep[self._src] & keep[self._dst]
+        if allowed is not None:
+            edge_mask &= np.isin(self._out_rel_by_edge(), allowed)
+        return Subgraph(nodes=self._nodes.filter(pl.Series(keep)), edges=self._edges.filter(pl.Series(edge_mask)))
+
+    def _out_rel_by_edge(self) -> IntArray:
+        codes = np.empty(self._edges.height, dtype=np.int64)
+        codes[self._out.eid] = self._out.rel
+        return codes
+
+    def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
+        """Add or update nodes and edges, then re-index (merge semantics of :func:`merge_bundles`)."""
+        merged = merge_bundles([Bundle(self._nodes, self._edges), Bundle(conform_nodes(nodes), conform_edges(edges))])
+        self._precomputed = None if self._precomputed is None else self._precomputed
+        self._index(merged.nodes, merged.edges)

@@ -1,0 +1,134 @@
+"""The GraphStore protocol: the one read/write interface the QA engine sees, and its value types."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+import polars as pl
+
+Direction = Literal["out", "in", "both"]
+SearchMode = Literal["exact", "normalised", "embedding", "auto"]
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """One node, as the common schema describes it."""
+
+    id: str
+    name: str
+    type: str
+    source: str
+    description: str | None = None
+    aliases: tuple[str, ...] = ()
+    xrefs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EdgeRecord:
+    """One edge (always in its stored direction, src to dst)."""
+
+    id: str
+    src: str
+    dst: str
+    rel: str
+    display: str
+    source: str
+    confidence: float
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A node next to the asked one, the edge that links them and which way that edge points."""
+
+    node: NodeRecord
+    edge: EdgeRecord
+    direction: Literal["out", "in"]
+
+
+@dataclass(frozen=True)
+class GraphPath:
+    """A simple path: ``nodes[i]`` and ``nodes[i+1]`` are linked by ``edges[i]`` (in either direction)."""
+
+    nodes: tuple[str, ...]
+    edges: tuple[EdgeRecord, ...]
+
+    @property
+    def hops(self) -> int:
+        """Number of edges."""
+        return len(self.edges)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A node found by name or embedding search, with its score in [0, 1] and how it matched."""
+
+    node: NodeRecord
+    score: float
+    match: Literal["exact", "normalised", "embedding"]
+
+
+@dataclass(frozen=True)
+class Subgraph:
+    """Nodes and edges (common-schema frames) around some seeds."""
+
+    nodes: pl.DataFrame
+    edges: pl.DataFrame
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Read and write access to one knowledge graph. Ids are the common schema's CURIEs."""
+
+    def counts(self) -> dict[str, int]:
+        """``{"nodes": n, "edges": m}``."""
+        ...
+
+    def get_node(self, node_id: str) -> NodeRecord | None:
+        """The node with this id, or None."""
+        ...
+
+    def neighbours(
+        self,
+        node_id: str,
+        *,
+        relations: Sequence[str] | None = None,
+        direction: Direction = "both",
+        limit: int | None = None,
+    ) -> list[Neighbour]:
+        """Nodes one edge away, optionally only through ``relations``; raises NodeNotFound."""
+        ...
+
+    def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
+        """Nodes whose name or alias matches ``text``, best first."""
+        ...
+
+    def shortest_paths(
+        self,
+        src: str,
+        dst: str,
+        *,
+        k: int = 1,
+        max_hops: int = 3,
+        relations: Sequence[str] | None = None,
+        directed: bool = False,
+    ) -> list[GraphPath]:
+        """Up to ``k`` shortest simple paths of at most ``max_hops`` edges, shortest first."""
+        ...
+
+    def subgraph(
+        self,
+        seeds: Sequence[str],
+        *,
+        hops: int = 1,
+        relations: Sequence[str] | None = None,
+        max_nodes: int | None = None,
+    ) -> Subgraph:
+        """The nodes within ``hops`` of the seeds and the edges among them."""
+        ...
+
+    def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
+        """Insert or update nodes (by id) and edges (by edge id)."""
+        ...

@@ -1,0 +1,84 @@
+"""RDF export of a bundle with rdflib: Turtle, N-Triples or N-Quads.
+
+N-Triples and N-Quads are written in chunks, so memory stays flat on large bundles; Turtle needs the
+whole graph in memory to group statements by subject.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Literal as TypingLiteral
+
+from rdflib import Dataset, Graph, URIRef
+from rdflib.namespace import RDF, RDFS, SKOS
+
+from metakg.errors import ExportError
+from metakg.schemas.rdf_mapping import MK, MKE, MKR, MKS, MKT, SCHEMA, Quad
+
+RdfFormat = TypingLiteral["ttl", "nt", "nq"]
+FORMATS: dict[str, str] = {"ttl": "turtle", "nt": "nt", "nq": "nquads"}
+CHUNK = 50_000
+
+
+def _bind(graph: Graph) -> None:
+    for prefix, ns in (("mk", MK), ("mkt", MKT), ("mkr", MKR), ("mke", MKE), ("mks", MKS), ("schema", SCHEMA),
+                       ("skos", SKOS), ("rdfs", RDFS), ("rdf", RDF)):
+        graph.bind(prefix, ns, override=True)
+
+
+def write_rdf(
+    quads: Iterable[Quad],
+    path: Path,
+    fmt: RdfFormat,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Serialise ``quads`` to ``path``.
+
+    Args:
+        quads: statements from :func:`metakg.schemas.rdf_mapping.bundle_quads`.
+        path: the output file (overwritten).
+        fmt: ``ttl`` and ``nt`` drop graph names; ``nq`` keeps them.
+        progress: called with the number of statements written so far, once per chunk.
+
+    Returns:
+        The number of statements serialised (before any de-duplication by a reader).
+
+    Raises:
+        ExportError: unknown format, or the file cannot be written.
+    """
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown RDF format {fmt!r}; use one of {sorted(FORMATS)}.")
+    tmp = path.with_name(path.name + ".tmp")
+    written = 0
+    try:
+        if fmt == "ttl":
+            graph = Graph()
+            _bind(graph)
+            for s, p, o, _g in quads:
+                graph.add((s, p, o))
+                written += 1
+            graph.serialize(destination=tmp, format="turtle", encoding="utf-8")
+        else:
+            with tmp.open("wb") as out:
+                iterator = iter(quads)
+                while chunk := list(itertools.islice(iterator, CHUNK)):
+                    if fmt == "nt":
+                        g = Graph()
+                        for s, p, o, _g in chunk:
+                            g.add((s, p, o))
+                        out.write(g.serialize(format="nt", encoding="utf-8"))
+                    else:
+                        ds = Dataset()
+                        for s, p, o, gname in chunk:
+                            ds.add((s, p, o, gname if gname is not None else URIRef(str(ds.default_graph.identifier))))
+                        out.write(ds.serialize(format="nquads", encoding="utf-8"))
+                    written += len(chunk)
+                    if progress:
+                        progress(written)
+        tmp.replace(path)
+    except OSError as e:
+        raise ExportError(f"cannot write {path}: {e.strerror or e}.") from e
+    return written

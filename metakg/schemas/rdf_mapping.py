@@ -1,0 +1,162 @@
+"""The RDF mapping: a pure function from node and edge frames to quads (rdflib terms).
+
+- node: ``rdf:type`` its metakg type class, ``rdfs:label``, ``schema:description``, one ``skos:altLabel``
+  per alias, one ``skos:exactMatch`` per xref (``mk:xref`` literal when the xref is not a CURIE),
+  ``mk:source``;
+- edge: ``src mkr:<rel> dst`` in the named graph of its source; with provenance, an ``rdf:Statement``
+  ``mke:<edge id>`` carrying subject, predicate, object, confidence, count, source, importer, model,
+  prompt hash, run id, creation time and one ``mk:record`` per record id (in the same named graph);
+- vocabulary: each type an ``rdfs:Class`` with label and ``rdfs:subClassOf`` its parent; each relation
+  used an ``rdf:Property`` labelled with its display form.
+
+:func:`expected_triple_count` says how many distinct triples (or quads) an export must hold, computed from
+the frames independently of the generator, so a round trip can be checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+from rdflib import RDF, RDFS, SKOS, Literal, Namespace, URIRef
+from rdflib.namespace import XSD
+from rdflib.term import Node
+
+from metakg.schemas.curie import expand, is_curie
+from metakg.schemas.vocabulary import TypeVocabulary
+
+MK = Namespace("https://w3id.org/metakg/vocab#")
+MKT = Namespace("https://w3id.org/metakg/type/")
+MKR = Namespace("https://w3id.org/metakg/rel/")
+MKE = Namespace("https://w3id.org/metakg/edge/")
+MKS = Namespace("https://w3id.org/metakg/source/")
+SCHEMA = Namespace("http://schema.org/")
+
+Quad = tuple[Node, Node, Node, URIRef | None]
+
+_EDGE_OPTIONAL = (("importer", MK["importer"]), ("model", MK["model"]), ("prompt_hash", MK["promptHash"]),
+                  ("run_id", MK["runId"]))
+
+
+def node_iri(node_id: str) -> URIRef:
+    """The IRI of a node id (its CURIE expanded)."""
+    return URIRef(expand(node_id))
+
+
+def source_graph(source: str) -> URIRef:
+    """The named graph that holds a source's edges."""
+    return MKS[_segment(source)]
+
+
+def _segment(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else f"%{ord(ch):02X}" for ch in text)
+
+
+def vocabulary_quads(vocabulary: TypeVocabulary) -> Iterator[Quad]:
+    """The type classes with labels and subclass links."""
+    for name, parent in vocabulary.parents.items():
+        cls = MKT[name]
+        yield cls, RDF.type, RDFS.Class, None
+        yield cls, RDFS.label, Literal(vocabulary.labels[name]), None
+        if parent is not None:
+            yield cls, RDFS.subClassOf, MKT[parent], None
+
+
+def node_quads(nodes: pl.DataFrame) -> Iterator[Quad]:
+    """The triples of each node (default graph)."""
+    for row in nodes.iter_rows(named=True):
+        s = node_iri(row["id"])
+        yield s, RDF.type, MKT[row["type"]], None
+        yield s, RDFS.label, Literal(row["name"]), None
+        if row["description"]:
+            yield s, SCHEMA.description, Literal(row["description"]), None
+        for alias in row["aliases"] or []:
+            yield s, SKOS.altLabel, Literal(alias), None
+        for xref in row["xrefs"] or []:
+            yield (s, SKOS.exactMatch, URIRef(expand(xref)), None) if is_curie(xref) else (s, MK["xref"], Literal(xref), None)
+        yield s, MK["source"], Literal(row["source"]), None
+
+
+def relation_quads(edges: pl.DataFrame) -> Iterator[Quad]:
+    """One ``rdf:Property`` per relation used, labelled with its first display form."""
+    for rel, display in edges.group_by("rel", maintain_order=True).agg(pl.col("display").first()).iter_rows():
+        yield MKR[rel], RDF.type, RDF.Property, None
+        yield MKR[rel], RDFS.label, Literal(display or rel), None
+
+
+def edge_quads(edges: pl.DataFrame, *, provenance: bool = True) -> Iterator[Quad]:
+    """The edge triples, each in its source's named graph, with reified provenance when asked."""
+    for row in edges.iter_rows(named=True):
+        g = source_graph(row["source"])
+        s, p, o = node_iri(row["src"]), MKR[row["rel"]], node_iri(row["dst"])
+        yield s, p, o, g
+        if not provenance:
+            continue
+        e = MKE[row["id"].removeprefix("e:")]
+        yield e, RDF.type, RDF.Statement, g
+        yield e, RDF.subject, s, g
+        yield e, RDF.predicate, p, g
+        yield e, RDF.object, o, g
+        yield e, MK["confidence"], Literal(row["confidence"], datatype=XSD.double), g
+        yield e, MK["count"], Literal(row["count"], datatype=XSD.integer), g
+        yield e, MK["source"], Literal(row["source"]), g
+        for column, predicate in _EDGE_OPTIONAL:
+            if row[column]:
+                yield e, predicate, Literal(row[column]), g
+        created: datetime | None = row["created_at"]
+        if created is not None:
+            yield e, MK["createdAt"], Literal(created, datatype=XSD.dateTime), g
+        for record in row["record_ids"] or []:
+            yield e, MK["record"], Literal(record), g
+
+
+def bundle_quads(
+    nodes: pl.DataFrame, edges: pl.DataFrame, vocabulary: TypeVocabulary, *, provenance: bool = True
+) -> Iterator[Quad]:
+    """Every quad of a bundle: vocabulary, relations, nodes, edges."""
+    yield from vocabulary_quads(vocabulary)
+    yield from relation_quads(edges)
+    yield from node_quads(nodes)
+    yield from edge_quads(edges, provenance=provenance)
+
+
+def expected_triple_count(
+    nodes: pl.DataFrame,
+    edges: pl.DataFrame,
+    vocabulary: TypeVocabulary,
+    *,
+    provenance: bool = True,
+    named_graphs: bool = True,
+) -> int:
+    """How many distinct statements the mapping promises for these frames.
+
+    Args:
+        nodes: accepted nodes (ids unique).
+        edges: accepted edges (ids unique).
+        vocabulary: the type vocabulary exported with them.
+        provenance: whether reified edge provenance is included.
+        named_graphs: True for quad formats, where the same triple in two graphs counts twice.
+    """
+    vocab = sum(3 if parent is not None else 2 for parent in vocabulary.parents.values())
+    relations = 2 * edges["rel"].n_unique() if edges.height else 0
+    n: dict[str, Any] = nodes.select(
+        (pl.len() * 3).alias("base"),  # type, label, source
+        (pl.col("description").fill_null("") != "").sum().alias("desc"),
+        pl.col("aliases").list.unique().list.len().sum().alias("aliases"),
+        pl.col("xrefs").list.unique().list.len().sum().alias("xrefs"),
+    ).row(0, named=True)
+    node_total = sum(int(v or 0) for v in n.values())
+    key = ["src", "rel", "dst", "source"] if named_graphs else ["src", "rel", "dst"]
+    direct = edges.select(key).unique().height if edges.height else 0
+    prov = 0
+    if provenance and edges.height:
+        p: dict[str, Any] = edges.select(
+            (pl.len() * 7).alias("base"),  # type, subject, predicate, object, confidence, count, source
+            *[(pl.col(c).fill_null("") != "").sum().alias(c) for c, _ in _EDGE_OPTIONAL],
+            pl.col("created_at").is_not_null().sum().alias("created_at"),
+            pl.col("record_ids").list.unique().list.len().sum().alias("records"),
+        ).row(0, named=True)
+        prov = sum(int(v or 0) for v in p.values())
+    return vocab + relations + node_total + direct + prov
