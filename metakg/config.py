@@ -154,8 +154,7 @@ def load_settings(**overrides: Any) -> Settings:
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors(include_url=False)
         )
         raise ConfigError(
-            f"invalid metakg settings ({problems}). Check the METAKG_* environment variables "
-            f"and the TOML config file."
+            f"invalid metakg settings ({problems}). Check the METAKG_* environment variables and the TOML config file."
         ) from e
 
 

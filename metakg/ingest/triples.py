@@ -48,6 +48,11 @@ class TripleIngestReport:
         return dict(self.__dict__)
 
 
+def _name(expr: pl.Expr) -> pl.Expr:
+    # LLM-written triples often end a name with sentence punctuation ("lifespan."): not part of the name
+    return normalise_name_expr(expr).str.strip_chars_end(".,;:!?").str.strip_chars()
+
+
 def _split_lines(data: bytes) -> tuple[list[str | None], list[bytes]]:
     """Decode the file line by line; lines that are not UTF-8 come back as None (raw bytes kept)."""
     raw_lines = data.split(b"\n")
@@ -117,9 +122,9 @@ def read_triples(
     fields = pl.col("line").str.split("\t")
     parsed = lines.with_columns(
         fields.list.len().alias("n_fields"),
-        normalise_name_expr(fields.list.get(0, null_on_oob=True)).alias("head"),
+        _name(fields.list.get(0, null_on_oob=True)).alias("head"),
         fields.list.get(1, null_on_oob=True).str.strip_chars().alias("relation"),
-        normalise_name_expr(fields.list.get(2, null_on_oob=True)).alias("tail"),
+        _name(fields.list.get(2, null_on_oob=True)).alias("tail"),
     ).with_columns(normalise_relation_expr(pl.col("relation")).alias("rel"))
     longest = pl.max_horizontal(
         pl.col("head").str.len_chars(), pl.col("relation").str.len_chars(), pl.col("tail").str.len_chars()
@@ -172,12 +177,16 @@ def read_triples(
         ]
     ).sort(["line_no", "slot"])
     mentions = mentions.with_columns(dataset_id_expr(dataset, pl.col("name")).alias("id"))
-    nodes = mentions.group_by("id", maintain_order=True).agg(
-        pl.col("name").first(),
-        pl.col("name").unique(maintain_order=True).slice(1).alias("aliases"),
-    ).with_columns(
-        pl.lit(node_type).alias("type"),
-        pl.lit(source).alias("source"),
+    nodes = (
+        mentions.group_by("id", maintain_order=True)
+        .agg(
+            pl.col("name").first(),
+            pl.col("name").unique(maintain_order=True).slice(1).alias("aliases"),
+        )
+        .with_columns(
+            pl.lit(node_type).alias("type"),
+            pl.lit(source).alias("source"),
+        )
     )
 
     say("building edges")
@@ -187,16 +196,20 @@ def read_triples(
         dataset_id_expr(dataset, pl.col("tail")).alias("dst"),
         (pl.lit(f"{record_prefix}:") + pl.col("line_no").cast(pl.String)).alias("record"),
     )
-    edges = triples.group_by(["src", "rel", "dst"], maintain_order=True).agg(
-        pl.col("relation").first().alias("display"),
-        pl.len().cast(pl.Int64).alias("count"),
-        pl.col("record").alias("record_ids"),
-    ).with_columns(
-        pl.lit(source).alias("source"),
-        pl.lit(confidence, dtype=pl.Float64).alias("confidence"),
-        pl.lit(IMPORTER).alias("importer"),
-        pl.lit(run_id).alias("run_id"),
-        pl.lit(now, dtype=pl.Datetime("us", "UTC")).alias("created_at"),
+    edges = (
+        triples.group_by(["src", "rel", "dst"], maintain_order=True)
+        .agg(
+            pl.col("relation").first().alias("display"),
+            pl.len().cast(pl.Int64).alias("count"),
+            pl.col("record").alias("record_ids"),
+        )
+        .with_columns(
+            pl.lit(source).alias("source"),
+            pl.lit(confidence, dtype=pl.Float64).alias("confidence"),
+            pl.lit(IMPORTER).alias("importer"),
+            pl.lit(run_id).alias("run_id"),
+            pl.lit(now, dtype=pl.Datetime("us", "UTC")).alias("created_at"),
+        )
     )
     edges = edges.with_columns(edge_ids(edges))
 

@@ -88,8 +88,9 @@ class EmbeddedStore:
         self._index(conform_nodes(nodes), conform_edges(edges))
 
     @classmethod
-    def from_bundle(cls, bundle: Bundle, *, embedder: Embedder | None = None,
-                    embeddings: pl.DataFrame | None = None) -> EmbeddedStore:
+    def from_bundle(
+        cls, bundle: Bundle, *, embedder: Embedder | None = None, embeddings: pl.DataFrame | None = None
+    ) -> EmbeddedStore:
         """A store over a bundle already read."""
         return cls(bundle.nodes, bundle.edges, embedder=embedder, embeddings=embeddings)
 
@@ -109,8 +110,11 @@ class EmbeddedStore:
             raise StoreError("some edges point at node ids that do not exist; run `metakg validate` first.")
         self._rels: list[str] = sorted(edges["rel"].unique().to_list())
         self._rel_code = {r: i for i, r in enumerate(self._rels)}
-        rel = ends["rel"].replace_strict(self._rel_code, return_dtype=pl.Int64).to_numpy() if edges.height else (
-            np.empty(0, dtype=np.int64))
+        rel = (
+            ends["rel"].replace_strict(self._rel_code, return_dtype=pl.Int64).to_numpy()
+            if edges.height
+            else (np.empty(0, dtype=np.int64))
+        )
         s = ends["_s"].to_numpy().astype(np.int64)
         d = ends["_d"].to_numpy().astype(np.int64)
         e = np.arange(edges.height, dtype=np.int64)
@@ -118,8 +122,9 @@ class EmbeddedStore:
         self._src, self._dst = s, d
         self._out = _Csr.build(n, s, d, e, rel)
         self._in = _Csr.build(n, d, s, e, rel)
-        self._both = _Csr.build(n, np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([e, e]),
-                                np.concatenate([rel, rel]))
+        self._both = _Csr.build(
+            n, np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([e, e]), np.concatenate([rel, rel])
+        )
         self._names: dict[str, list[int]] | None = None
         self._keys: dict[str, list[int]] | None = None
         self._vectors: npt.NDArray[np.float32] | None = None
@@ -159,22 +164,35 @@ class EmbeddedStore:
     def _node(self, i: int) -> NodeRecord:
         row = self._nodes.row(i, named=True)
         return NodeRecord(
-            id=row["id"], name=row["name"], type=row["type"], source=row["source"], description=row["description"],
-            aliases=tuple(row["aliases"] or ()), xrefs=tuple(row["xrefs"] or ()),
+            id=row["id"],
+            name=row["name"],
+            type=row["type"],
+            source=row["source"],
+            description=row["description"],
+            aliases=tuple(row["aliases"] or ()),
+            xrefs=tuple(row["xrefs"] or ()),
         )
 
     def _edge(self, e: int) -> EdgeRecord:
         row = self._edges.row(e, named=True)
         return EdgeRecord(
-            id=row["id"], src=row["src"], dst=row["dst"], rel=row["rel"], display=row["display"] or row["rel"],
-            source=row["source"], confidence=float(row["confidence"]), count=int(row["count"] or 1),
+            id=row["id"],
+            src=row["src"],
+            dst=row["dst"],
+            rel=row["rel"],
+            display=row["display"] or row["rel"],
+            source=row["source"],
+            confidence=float(row["confidence"]),
+            count=int(row["count"] or 1),
         )
 
     def _require(self, node_id: str) -> int:
         try:
             return self._idx[node_id]
         except KeyError:
-            raise NodeNotFound(f"no node with id {node_id!r} in this graph; find ids with `metakg query search`.") from None
+            raise NodeNotFound(
+                f"no node with id {node_id!r} in this graph; find ids with `metakg query search`."
+            ) from None
 
     def _rel_filter(self, relations: Sequence[str] | None) -> IntArray | None:
         if relations is None:
@@ -216,8 +234,9 @@ class EmbeddedStore:
             for p in positions:
                 if limit is not None and len(result) >= limit:
                     return result
-                result.append(Neighbour(node=self._node(int(csr.nbr[p])), edge=self._edge(int(csr.eid[p])),
-                                        direction=way))
+                result.append(
+                    Neighbour(node=self._node(int(csr.nbr[p])), edge=self._edge(int(csr.eid[p])), direction=way)
+                )
         return result
 
     def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
@@ -251,9 +270,15 @@ class EmbeddedStore:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [SearchHit(self._node(int(i)), float(np.clip(scores[i], 0.0, 1.0)), "embedding") for i in top]
 
-    def _distances_to(self, csr: _Csr, target: int, depth: int, allowed: IntArray | None,
-                      dist: npt.NDArray[np.int8] | None = None, frontier: IntArray | None = None
-                      ) -> tuple[npt.NDArray[np.int8], IntArray]:
+    def _distances_to(
+        self,
+        csr: _Csr,
+        target: int,
+        depth: int,
+        allowed: IntArray | None,
+        dist: npt.NDArray[np.int8] | None = None,
+        frontier: IntArray | None = None,
+    ) -> tuple[npt.NDArray[np.int8], IntArray]:
         """BFS levels from ``target``: dist[v] = hops from v to target (-1 beyond ``depth``)."""
         if dist is None or frontier is None:
             dist = np.full(self._nodes.height, -1, dtype=np.int8)
@@ -336,8 +361,7 @@ class EmbeddedStore:
                 edges.pop()
                 nodes.pop()
 
-        if dist[s] >= 0 and dist[s] <= length:
-            yield from step(s, length)
+        yield from step(s, length)
 
     def subgraph(
         self,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal as TypingLiteral
 
-from rdflib import Dataset, Graph, URIRef
+from rdflib import Dataset, Graph
 from rdflib.namespace import RDF, RDFS, SKOS
 
 from metakg.errors import ExportError
@@ -23,8 +23,17 @@ CHUNK = 50_000
 
 
 def _bind(graph: Graph) -> None:
-    for prefix, ns in (("mk", MK), ("mkt", MKT), ("mkr", MKR), ("mke", MKE), ("mks", MKS), ("schema", SCHEMA),
-                       ("skos", SKOS), ("rdfs", RDFS), ("rdf", RDF)):
+    for prefix, ns in (
+        ("mk", MK),
+        ("mkt", MKT),
+        ("mkr", MKR),
+        ("mke", MKE),
+        ("mks", MKS),
+        ("schema", SCHEMA),
+        ("skos", SKOS),
+        ("rdfs", RDFS),
+        ("rdf", RDF),
+    ):
         graph.bind(prefix, ns, override=True)
 
 
@@ -73,7 +82,8 @@ def write_rdf(
                     else:
                         ds = Dataset()
                         for s, p, o, gname in chunk:
-                            ds.add((s, p, o, gname if gname is not None else URIRef(str(ds.default_graph.identifier))))
+                            target = ds.default_graph if gname is None else ds.graph(gname)
+                            target.add((s, p, o))
                         out.write(ds.serialize(format="nquads", encoding="utf-8"))
                     written += len(chunk)
                     if progress:

@@ -166,8 +166,9 @@ def read_bundle(path: Path, *, verify: bool = False) -> Bundle:
         rejects = pl.read_parquet(rejects_path) if rejects_path.exists() else empty_rejects()
     except (OSError, pl.exceptions.PolarsError) as e:
         raise BundleError(f"cannot read the tables of bundle {path}: {e}.") from e
-    return Bundle(nodes=conform_nodes(nodes), edges=conform_edges(edges), rejects=conform_rejects(rejects),
-                  manifest=manifest)
+    return Bundle(
+        nodes=conform_nodes(nodes), edges=conform_edges(edges), rejects=conform_rejects(rejects), manifest=manifest
+    )
 
 
 def merge_bundles(bundles: list[Bundle]) -> Bundle:
@@ -185,17 +186,20 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
     nodes = pl.concat([conform_nodes(b.nodes) for b in bundles], how="vertical")
     edges = pl.concat([conform_edges(b.edges) for b in bundles], how="vertical")
     rejects = pl.concat([conform_rejects(b.rejects) for b in bundles], how="vertical")
+    # every name and alias seen for an id stays findable: the names not kept become aliases
     merged_nodes = (
-        nodes.with_row_index("_order")
+        nodes.with_columns(pl.concat_list(pl.col("name"), pl.col("aliases")).alias("_names"))
         .group_by("id", maintain_order=True)
         .agg(
             pl.col("name").drop_nulls().first(),
             pl.col("type").drop_nulls().first(),
             pl.col("source").drop_nulls().first(),
             pl.col("description").drop_nulls().first(),
-            pl.col("aliases").flatten().drop_nulls().unique(maintain_order=True),
-            pl.col("xrefs").flatten().drop_nulls().unique(maintain_order=True),
+            pl.col("_names").explode().drop_nulls().unique(maintain_order=True),
+            pl.col("xrefs").explode().drop_nulls().unique(maintain_order=True),
         )
+        .with_columns(pl.col("_names").list.filter(pl.element() != pl.col("name")).alias("aliases"))
+        .drop("_names")
     )
     merged_edges = edges.group_by("id", maintain_order=True).agg(
         pl.col("src").first(),
@@ -205,7 +209,7 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
         pl.col("source").first(),
         pl.col("confidence").max(),
         pl.col("count").sum(),
-        pl.col("record_ids").flatten().drop_nulls().unique(maintain_order=True),
+        pl.col("record_ids").explode().drop_nulls().unique(maintain_order=True),
         pl.col("importer").first(),
         pl.col("model").first(),
         pl.col("prompt_hash").first(),

@@ -36,8 +36,12 @@ SCHEMA = Namespace("http://schema.org/")
 
 Quad = tuple[Node, Node, Node, URIRef | None]
 
-_EDGE_OPTIONAL = (("importer", MK["importer"]), ("model", MK["model"]), ("prompt_hash", MK["promptHash"]),
-                  ("run_id", MK["runId"]))
+_EDGE_OPTIONAL = (
+    ("importer", MK["importer"]),
+    ("model", MK["model"]),
+    ("prompt_hash", MK["promptHash"]),
+    ("run_id", MK["runId"]),
+)
 
 
 def node_iri(node_id: str) -> URIRef:
@@ -75,7 +79,11 @@ def node_quads(nodes: pl.DataFrame) -> Iterator[Quad]:
         for alias in row["aliases"] or []:
             yield s, SKOS.altLabel, Literal(alias), None
         for xref in row["xrefs"] or []:
-            yield (s, SKOS.exactMatch, URIRef(expand(xref)), None) if is_curie(xref) else (s, MK["xref"], Literal(xref), None)
+            yield (
+                (s, SKOS.exactMatch, URIRef(expand(xref)), None)
+                if is_curie(xref)
+                else (s, MK["xref"], Literal(xref), None)
+            )
         yield s, MK["source"], Literal(row["source"]), None
 
 

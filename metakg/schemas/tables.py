@@ -56,7 +56,9 @@ _REQUIRED_NODE = ("id", "name", "type", "source")
 _REQUIRED_EDGE = ("src", "dst", "rel", "source")
 
 
-def _conform(frame: pl.DataFrame, schema: Mapping[str, pl.DataType], required: tuple[str, ...], what: str) -> pl.DataFrame:
+def _conform(
+    frame: pl.DataFrame, schema: Mapping[str, pl.DataType], required: tuple[str, ...], what: str
+) -> pl.DataFrame:
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise BundleError(f"{what} table lacks required column(s) {missing}; it has {frame.columns}.")
@@ -129,9 +131,7 @@ def edge_id(src: str, rel: str, dst: str, source: str) -> str:
 def edge_ids(frame: pl.DataFrame) -> pl.Series:
     """:func:`edge_id` for every row of a frame with src, rel, dst, source (nulls hash as empty strings)."""
     keys = frame.select(
-        pl.concat_str(
-            [pl.col(c).fill_null("") for c in ("src", "rel", "dst", "source")], separator="\x1f"
-        )
+        pl.concat_str([pl.col(c).fill_null("") for c in ("src", "rel", "dst", "source")], separator="\x1f")
     ).to_series()
     blake = hashlib.blake2b
     return pl.Series(

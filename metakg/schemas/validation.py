@@ -189,10 +189,12 @@ def validate(bundle: Bundle, types: Iterable[str], *, run_gx: bool = True) -> tu
     edges_checked = check_edges(bundle.edges, accepted_nodes["id"])
     accepted_edges = edges_checked.filter(pl.col("_check").is_null())
 
-    node_record = pl.concat_str(pl.lit("nodes row "), pl.col("_row").cast(pl.String), pl.lit(" id="),
-                                pl.col("id").fill_null("<null>"))
-    edge_record = pl.concat_str(pl.lit("edges row "), pl.col("_row").cast(pl.String), pl.lit(" id="),
-                                pl.col("id").fill_null("<null>"))
+    node_record = pl.concat_str(
+        pl.lit("nodes row "), pl.col("_row").cast(pl.String), pl.lit(" id="), pl.col("id").fill_null("<null>")
+    )
+    edge_record = pl.concat_str(
+        pl.lit("edges row "), pl.col("_row").cast(pl.String), pl.lit(" id="), pl.col("id").fill_null("<null>")
+    )
     new_rejects = pl.concat(
         [_rejects_from(nodes_checked, "nodes", node_record), _rejects_from(edges_checked, "edges", edge_record)]
     )
@@ -276,10 +278,10 @@ def render_html(report: ValidationReport, rejects: pl.DataFrame, examples: int =
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}tr.bad td{{background:#fde8e8}}</style></head>
 <body><h1>Validation {status}</h1>
 <p>Nodes: {report.nodes_in} read, {report.nodes} accepted. Edges: {report.edges_in} read, {report.edges}
-accepted. Rows rejected: {report.rejected}. Table-level failures: {esc(', '.join(report.table_failures) or 'none')}.
+accepted. Rows rejected: {report.rejected}. Table-level failures: {esc(", ".join(report.table_failures) or "none")}.
 Validated at {esc(report.validated_at)}.</p>
 <h2>Checks</h2><table><tr><th>check</th><th>meaning</th><th>rows rejected</th>
 <th>great-expectations unexpected</th></tr>{rows}</table>
-<h2>Examples of rejected rows</h2>{''.join(sections) or '<p>none</p>'}
+<h2>Examples of rejected rows</h2>{"".join(sections) or "<p>none</p>"}
 </body></html>
 """

@@ -1,0 +1,329 @@
+"""Composition root: turns settings into objects, wires the stages, returns values.
+
+The CLI calls only this module. Every function returns plain results (reports, dicts, stores) and
+reports progress through an optional callback; none prints or exits.
+"""
+
+from __future__ import annotations
+
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from metakg.config import Settings
+from metakg.errors import ConfigError, InputDataError, NodeNotFound, UsageError
+from metakg.ingest.triples import TripleIngestReport, read_triples
+from metakg.llm.embedder import Embedder, OnnxEmbedder, Vectors, resolve_model_dir
+from metakg.loaders.embedded_store import EmbeddedStore
+from metakg.loaders.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord
+from metakg.loaders.rdf_export import RdfFormat, write_rdf
+from metakg.schemas.bundle import (
+    EMBEDDINGS_FILE,
+    merge_bundles,
+    read_bundle,
+    read_manifest,
+    write_bundle,
+)
+from metakg.schemas.rdf_mapping import bundle_quads, expected_triple_count
+from metakg.schemas.validation import ValidationReport, validate, write_reports
+from metakg.schemas.vocabulary import default_vocabulary
+
+Progress = Callable[[str], None]
+
+DEMO_KG = "metakgrag_pilot/commonsenseqa__knowledge_graph.txt"
+DEMO_KG_URL = (
+    "https://raw.githubusercontent.com/XujieYuan/Understanding-KG-RAG/"
+    "6da0f52f8221b237722a49912b53f3683a190cce/data/commonsenseqa/knowledge_graph.txt"
+)
+
+
+def _quiet(_message: str) -> None:
+    return None
+
+
+# ---------------------------------------------------------------------------- ingest and validate
+def ingest_triples(
+    path: Path,
+    dataset: str,
+    out: Path,
+    settings: Settings,
+    *,
+    source: str | None = None,
+    node_type: str = "concept",
+    confidence: float = 1.0,
+    progress: Progress | None = None,
+) -> TripleIngestReport:
+    """Read a tab-separated triple file and write it as a bundle at ``out``.
+
+    Raises:
+        InputDataError: the file cannot be read.
+        UsageError: bad dataset name, unknown node type, or confidence outside [0, 1].
+        BundleError: ``out`` cannot be written.
+    """
+    if node_type not in default_vocabulary().names:
+        raise UsageError(f"unknown node type {node_type!r}; choose one of {sorted(default_vocabulary().names)}.")
+    if not 0.0 <= confidence <= 1.0:
+        raise UsageError(f"confidence must be in [0, 1], got {confidence}.")
+    if not path.is_file():
+        raise InputDataError(f"triple file {path} does not exist or is not a file.")
+    bundle, report = read_triples(
+        path,
+        dataset,
+        source=source,
+        node_type=node_type,
+        confidence=confidence,
+        max_field_chars=settings.ingest.max_field_chars,
+        progress=progress,
+    )
+    (progress or _quiet)("writing bundle")
+    write_bundle(out, bundle)
+    return report
+
+
+def validate_bundle(path: Path, settings: Settings, *, progress: Progress | None = None) -> ValidationReport:
+    """Validate the bundle at ``path`` in place: rejected rows move to its rejects, reports are written.
+
+    Raises:
+        BundleError: the bundle cannot be read or written.
+    """
+    say = progress or _quiet
+    say("reading bundle")
+    bundle = read_bundle(path)
+    say("running checks")
+    checked, report = validate(bundle, default_vocabulary().names)
+    say("writing bundle")
+    write_bundle(path, checked)
+    write_reports(report, checked.rejects, path, html_report=settings.validation.html_report)
+    return report
+
+
+def bundle_info(path: Path) -> dict[str, Any]:
+    """The manifest of the bundle at ``path`` (counts, sources, hashes, validation summary)."""
+    return read_manifest(path)
+
+
+def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:
+    """Merge bundles into a new bundle at ``out``; returns its manifest.
+
+    Raises:
+        UsageError: ``out`` is one of the inputs.
+        BundleError: an input cannot be read or ``out`` cannot be written.
+    """
+    if any(p.resolve() == out.resolve() for p in paths):
+        raise UsageError(f"the output {out} is also an input; merge into a new directory.")
+    merged = merge_bundles([read_bundle(p) for p in paths])
+    return write_bundle(out, merged)
+
+
+def export_rdf(
+    path: Path, out: Path, fmt: RdfFormat, *, provenance: bool = True, progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
+    """Export a bundle as RDF; returns the statement counts written and promised by the mapping.
+
+    Raises:
+        BundleError: the bundle cannot be read.
+        ExportError: the output cannot be written.
+    """
+    bundle = read_bundle(path)
+    vocabulary = default_vocabulary()
+    written = write_rdf(
+        bundle_quads(bundle.nodes, bundle.edges, vocabulary, provenance=provenance), out, fmt, progress=progress
+    )
+    expected = expected_triple_count(
+        bundle.nodes, bundle.edges, vocabulary, provenance=provenance, named_graphs=(fmt == "nq")
+    )
+    return {
+        "output": str(out),
+        "format": fmt,
+        "statements_written": written,
+        "statements_expected": expected,
+        "nodes": bundle.nodes.height,
+        "edges": bundle.edges.height,
+    }
+
+
+# ---------------------------------------------------------------------------- embeddings and stores
+class DeferredEmbedder:
+    """An Embedder that finds (and, if need be, downloads) its model on first use, not when built."""
+
+    def __init__(self, settings: Settings, progress: Progress | None = None) -> None:
+        """Keep the settings; no I/O here."""
+        self._settings = settings
+        self._progress = progress
+        self._inner: OnnxEmbedder | None = None
+
+    def _get(self) -> OnnxEmbedder:
+        if self._inner is None:
+            folder = resolve_model_dir(self._settings.embedder, self._settings.paths.cache_dir, say=self._progress)
+            self._inner = OnnxEmbedder(
+                folder, batch_size=self._settings.embedder.batch_size, max_length=self._settings.embedder.max_length
+            )
+        return self._inner
+
+    @property
+    def name(self) -> str:
+        """The model folder's name."""
+        return self._get().name
+
+    @property
+    def dim(self) -> int:
+        """The vector size."""
+        return self._get().dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed texts with the resolved model."""
+        return self._get().embed(texts)
+
+
+def make_embedder(settings: Settings, progress: Progress | None = None) -> Embedder:
+    """The configured embedder (the model is located on first use)."""
+    return DeferredEmbedder(settings, progress)
+
+
+def embed_bundle(path: Path, settings: Settings, *, progress: Progress | None = None) -> dict[str, Any]:
+    """Compute name embeddings for every node and store them in the bundle (``embeddings.parquet``).
+
+    Raises:
+        BundleError: the bundle cannot be read or written.
+        EmbeddingError: the model cannot be found or run.
+    """
+    bundle = read_bundle(path)
+    embedder = make_embedder(settings, progress)
+    (progress or _quiet)(f"embedding {bundle.nodes.height} names")
+    vectors = embedder.embed(bundle.nodes["name"].to_list())
+    frame = pl.DataFrame({"id": bundle.nodes["id"], "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32))})
+    frame.write_parquet(path / EMBEDDINGS_FILE)
+    bundle.manifest["embeddings"] = {
+        "model": embedder.name,
+        "dim": int(vectors.shape[1]) if len(vectors) else embedder.dim,
+        "field": "name",
+        "nodes": frame.height,
+    }
+    write_bundle(path, bundle)
+    return dict(bundle.manifest["embeddings"])
+
+
+def open_store(path: Path, settings: Settings, *, progress: Progress | None = None) -> EmbeddedStore:
+    """The configured GraphStore over a bundle (today: the embedded store).
+
+    Raises:
+        BundleError: the bundle cannot be read.
+        StoreError: the bundle is not valid enough to index (run validate first).
+    """
+    bundle = read_bundle(path)
+    embeddings = None
+    if "embeddings" in bundle.manifest and (path / EMBEDDINGS_FILE).is_file():
+        embeddings = pl.read_parquet(path / EMBEDDINGS_FILE)
+    return EmbeddedStore.from_bundle(bundle, embedder=make_embedder(settings, progress), embeddings=embeddings)
+
+
+def resolve_node(store: GraphStore, text: str) -> NodeRecord:
+    """A node by id, else the best name match (exact, normalised, then embedding).
+
+    Raises:
+        NodeNotFound: nothing matches.
+    """
+    node = store.get_node(text)
+    if node is not None:
+        return node
+    hits = store.search(text, mode="auto", k=1)
+    if not hits:
+        raise NodeNotFound(f"no node has the id or name {text!r}.")
+    return hits[0].node
+
+
+def neighbours_of(
+    store: GraphStore, text: str, *, relations: Sequence[str] | None = None, limit: int | None = 20
+) -> tuple[NodeRecord, list[Neighbour]]:
+    """The node ``text`` resolves to and its neighbours."""
+    node = resolve_node(store, text)
+    return node, store.neighbours(node.id, relations=relations, limit=limit)
+
+
+def paths_between(
+    store: GraphStore, a: str, b: str, *, k: int = 1, max_hops: int = 3, relations: Sequence[str] | None = None
+) -> tuple[NodeRecord, NodeRecord, list[GraphPath]]:
+    """The nodes ``a`` and ``b`` resolve to and up to ``k`` shortest paths between them."""
+    na, nb = resolve_node(store, a), resolve_node(store, b)
+    return na, nb, store.shortest_paths(na.id, nb.id, k=k, max_hops=max_hops, relations=relations)
+
+
+# ---------------------------------------------------------------------------- demo
+def demo_triples_file(settings: Settings, progress: Progress | None = None) -> Path:
+    """The CommonsenseQA KG file: from the data directory, else downloaded once into the cache.
+
+    Raises:
+        ConfigError: no data directory and the download fails.
+    """
+    data_dir = settings.resolved_data_dir()
+    if data_dir is not None and (data_dir / DEMO_KG).is_file():
+        return data_dir / DEMO_KG
+    cached = settings.paths.cache_dir / "data" / DEMO_KG
+    if cached.is_file():
+        return cached
+    (progress or _quiet)(f"downloading {DEMO_KG_URL}")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_name(cached.name + ".part")
+    try:
+        with urllib.request.urlopen(DEMO_KG_URL, timeout=60) as response, tmp.open("wb") as fh:
+            shutil.copyfileobj(response, fh)
+    except (urllib.error.URLError, OSError, TimeoutError) as e:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(
+            f"the demo needs {DEMO_KG}: not found under the data directory "
+            f"({data_dir or 'none; set METAKG_PATHS__DATA_DIR'}) and the download failed ({e})."
+        ) from e
+    tmp.replace(cached)
+    return cached
+
+
+@dataclass
+class DemoResult:
+    """What the demo did and found."""
+
+    bundle: Path
+    ingest: TripleIngestReport
+    validation: ValidationReport
+    concept: NodeRecord
+    neighbours: list[Neighbour]
+    path_ends: tuple[NodeRecord, NodeRecord]
+    paths: list[GraphPath]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def run_demo(
+    settings: Settings,
+    out: Path,
+    *,
+    concept: str = "car",
+    path_from: str = "dog",
+    path_to: str = "cat",
+    progress: Progress | None = None,
+) -> DemoResult:
+    """Ingest the CommonsenseQA KG, validate it, load it into the embedded store, query it."""
+    say = progress or _quiet
+    source = demo_triples_file(settings, say)
+    say(f"ingesting {source}")
+    report = ingest_triples(source, "commonsenseqa", out, settings, progress=say)
+    say("validating")
+    validation = validate_bundle(out, settings, progress=say)
+    say("loading the embedded store")
+    store = open_store(out, settings, progress=say)
+    node, neighbours = neighbours_of(store, concept, limit=10)
+    a, b, paths = paths_between(store, path_from, path_to, k=3, max_hops=settings.store.max_hops)
+    return DemoResult(
+        bundle=out,
+        ingest=report,
+        validation=validation,
+        concept=node,
+        neighbours=neighbours,
+        path_ends=(a, b),
+        paths=paths,
+        counts=store.counts(),
+    )

@@ -1,0 +1,1 @@
+"""The ``metakg`` command line: a thin typer layer over :mod:`metakg.api`."""

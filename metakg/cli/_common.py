@@ -1,0 +1,93 @@
+"""What every command shares: settings, progress on stderr, the --json contract, exit codes.
+
+``--json`` makes a command print exactly one JSON object as the last line of stdout. Exit codes: 0
+success, 1 data or validation failure, 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from metakg.config import Settings, load_settings
+from metakg.errors import MetakgError
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+JSON_HELP = "Print one JSON object with the results as the last line of stdout."
+
+
+def settings() -> Settings:
+    """The settings (environment, TOML file); a bad setting exits with status 2."""
+    try:
+        return load_settings()
+    except MetakgError as e:
+        fail(e, json_mode=False)
+
+
+def emit_json(payload: dict[str, Any]) -> None:
+    """The one JSON line of a --json run."""
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def fail(error: MetakgError, *, json_mode: bool, command: str = "") -> NoReturn:
+    """Report ``error`` (stderr, plus the JSON line with --json) and exit with its code."""
+    err.print(f"[bold red]error:[/] {error}", highlight=False, markup=True)
+    if json_mode:
+        emit_json(
+            {
+                "ok": False,
+                "command": command,
+                "error": str(error),
+                "error_type": type(error).__name__,
+                "exit_code": error.exit_code,
+            }
+        )
+    raise typer.Exit(error.exit_code)
+
+
+@contextmanager
+def guarded(command: str, json_mode: bool) -> Iterator[None]:
+    """Run a command body: MetakgError becomes a clear message and its exit code, never a traceback."""
+    try:
+        yield
+    except MetakgError as e:
+        fail(e, json_mode=json_mode, command=command)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+@contextmanager
+def progress(message: str, *, quiet: bool = False) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr whose text the library's progress callback updates."""
+    if quiet or not err.is_terminal:
+
+        def log(stage: str) -> None:
+            if not quiet:
+                err.print(f"[dim]… {stage}[/]", highlight=False)
+
+        yield log
+        return
+    with err.status(message) as status:
+
+        def update(stage: str) -> None:
+            status.update(f"{message}: {stage}")
+
+        yield update
+
+
+def finish(ok: bool, payload: dict[str, Any], *, json_mode: bool, fail_on_problem: bool = True) -> None:
+    """Print the JSON line when asked and exit 1 when the work found data problems."""
+    if json_mode:
+        emit_json({"ok": ok, **payload})
+    if not ok and fail_on_problem:
+        raise typer.Exit(1)

@@ -1,0 +1,153 @@
+"""Commands on whole bundles: ``validate``, ``info``, ``merge``, ``embed``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from metakg import api
+from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, settings
+from metakg.schemas.validation import REPORT_HTML, REPORT_JSON
+
+
+def validate(
+    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when rows were rejected."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Validate a bundle in place: great-expectations suites plus referential-integrity and
+    mirrored-duplicate checks. Failing rows move to rejects.parquet with their reason; validation.json and
+    validation.html are written into the bundle. Exit 1 when rows were rejected or a table-level check
+    failed."""
+    cfg = settings()
+    with guarded("validate", json_mode):
+        with progress(f"validating {bundle}") as say:
+            report = api.validate_bundle(bundle, cfg, progress=say)
+        if not json_mode:
+            table = Table(title=f"validation of {bundle}: {'passed' if report.ok else 'FAILED'}")
+            for column in ("check", "rows rejected", "great-expectations unexpected"):
+                table.add_column(column)
+            for c in report.checks:
+                gx = "" if c.gx_unexpected is None else str(c.gx_unexpected)
+                table.add_row(c.check, str(c.rejected), gx, style="red" if c.rejected else None)
+            out.print(table)
+            out.print(
+                f"nodes {report.nodes_in} -> {report.nodes}, edges {report.edges_in} -> {report.edges}, "
+                f"{report.rejected} rows rejected; reports: {bundle / REPORT_JSON}, {bundle / REPORT_HTML}"
+            )
+            for failure in report.table_failures:
+                err.print(f"[red]table-level failure: {failure}[/]")
+        payload = {
+            "command": "validate",
+            "bundle": str(bundle),
+            "nodes": report.nodes,
+            "edges": report.edges,
+            "nodes_in": report.nodes_in,
+            "edges_in": report.edges_in,
+            "rejected": report.rejected,
+            "failures": report.failures,
+            "table_failures": report.table_failures,
+        }
+        hard_failure = bool(report.table_failures)
+        fail = hard_failure or (cfg.validation.fail_on_reject and not allow_rejects)
+        finish(report.ok, payload, json_mode=json_mode, fail_on_problem=fail)
+
+
+def info(
+    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    top: int = typer.Option(10, help="How many node types and relations to list."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Summarise a bundle: counts per type and relation, sources, validation status, content hashes."""
+    with guarded("info", json_mode):
+        manifest = api.bundle_info(bundle)
+        counts = manifest.get("counts", {})
+        if not json_mode:
+            validation = manifest.get("validation")
+            status = (
+                "not validated"
+                if not validation
+                else ("passed" if validation.get("ok") else f"failed ({', '.join(validation.get('failures', []))})")
+            )
+            out.print(
+                f"[bold]{bundle}[/] (schema {manifest.get('schema_version')}, written {manifest.get('written_at')})"
+            )
+            out.print(
+                f"nodes {counts.get('nodes', 0)}, edges {counts.get('edges', 0)}, rejects {counts.get('rejects', 0)}; "
+                f"validation: {status}"
+            )
+            for title, key in (
+                ("node types", "node_types"),
+                ("relations", "relations"),
+                ("rejects by check", "rejects_by_check"),
+            ):
+                items = list(counts.get(key, {}).items())
+                if items:
+                    table = Table(title=f"{title} ({len(items)})")
+                    table.add_column(title)
+                    table.add_column("count", justify="right")
+                    for name, n in items[:top]:
+                        table.add_row(name, str(n))
+                    out.print(table)
+            for src in manifest.get("sources", []):
+                out.print(
+                    f"source {src.get('name')}: {src.get('input')} via {src.get('importer')} "
+                    f"(read {src.get('read')}, accepted {src.get('accepted')}, rejected {src.get('rejected')})"
+                )
+            if "embeddings" in manifest:
+                out.print(f"embeddings: {manifest['embeddings']}")
+        finish(
+            True,
+            {
+                "command": "info",
+                "bundle": str(bundle),
+                "nodes": counts.get("nodes", 0),
+                "edges": counts.get("edges", 0),
+                "rejected": counts.get("rejects", 0),
+                "manifest": manifest,
+            },
+            json_mode=json_mode,
+        )
+
+
+def merge(
+    bundles: list[Path] = typer.Argument(..., help="Bundle directories to merge."),
+    output: Path = typer.Option(..., "--output", "-o", help="New bundle directory."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Merge bundles: union of nodes (dedup by id, aliases and xrefs united) and edges (dedup by edge id,
+    counts summed, record ids united). Validate the result before use."""
+    with guarded("merge", json_mode):
+        manifest = api.merge(bundles, output)
+        counts = manifest["counts"]
+        if not json_mode:
+            out.print(f"merged {len(bundles)} bundles into {output}: {counts['nodes']} nodes, {counts['edges']} edges")
+        finish(
+            True,
+            {
+                "command": "merge",
+                "bundle": str(output),
+                "inputs": [str(b) for b in bundles],
+                "nodes": counts["nodes"],
+                "edges": counts["edges"],
+                "rejected": counts["rejects"],
+            },
+            json_mode=json_mode,
+        )
+
+
+def embed(
+    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Embed every node name (all-MiniLM-L6-v2, ONNX) into the bundle's embeddings.parquet, so embedding
+    search needs no recomputation. The model comes from METAKG_EMBEDDER__MODEL_DIR or the cache."""
+    cfg = settings()
+    with guarded("embed", json_mode):
+        with progress(f"embedding names of {bundle}") as say:
+            result = api.embed_bundle(bundle, cfg, progress=say)
+        if not json_mode:
+            out.print(f"embedded {result['nodes']} node names with {result['model']} ({result['dim']} dimensions)")
+        finish(True, {"command": "embed", "bundle": str(bundle), **result}, json_mode=json_mode)

@@ -1,0 +1,48 @@
+"""``metakg export ...``: bundles to other formats."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from metakg import api
+from metakg.cli._common import JSON_HELP, finish, guarded, out, progress
+
+app = typer.Typer(help="Write a bundle in another format.", no_args_is_help=True)
+
+
+class RdfFormatChoice(StrEnum):
+    """The RDF serialisations offered."""
+
+    ttl = "ttl"
+    nt = "nt"
+    nq = "nq"
+
+
+@app.command("rdf")
+def rdf(
+    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    output: Path = typer.Option(..., "--output", "-o", help="RDF file to write."),
+    fmt: RdfFormatChoice = typer.Option(
+        RdfFormatChoice.ttl,
+        "--format",
+        "-f",
+        help="ttl (Turtle), nt (N-Triples) or nq (N-Quads, a named graph per source).",
+    ),
+    provenance: bool = typer.Option(
+        True, "--provenance/--no-provenance", help="Add a reified rdf:Statement with provenance for every edge."
+    ),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Export a bundle as RDF with rdflib: labels, types, skos:exactMatch for xrefs, one predicate per
+    relation, provenance kept."""
+    with guarded("export rdf", json_mode):
+        with progress(f"exporting {bundle}") as say:
+            result = api.export_rdf(
+                bundle, output, fmt.value, provenance=provenance, progress=lambda n: say(f"{n} statements")
+            )
+        if not json_mode:
+            out.print(f"wrote {result['statements_written']} statements ({fmt.value}) to {output}")
+        finish(True, {"command": "export rdf", **result}, json_mode=json_mode)

@@ -1,0 +1,50 @@
+"""The ``metakg`` typer app: registers the command groups."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from metakg import __version__
+from metakg.cli import bundle_cmd, config_cmd, demo_cmd, export_cmd, ingest_cmd, query_cmd
+
+app = typer.Typer(
+    name="metakg",
+    help="Build, validate, export and query knowledge graphs. Every command takes --json; exit codes: "
+    "0 success, 1 data or validation failure, 2 usage or configuration error.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(ingest_cmd.app, name="ingest")
+app.add_typer(export_cmd.app, name="export")
+app.add_typer(query_cmd.app, name="query")
+app.add_typer(config_cmd.app, name="config")
+app.command("validate")(bundle_cmd.validate)
+app.command("info")(bundle_cmd.info)
+app.command("merge")(bundle_cmd.merge)
+app.command("embed")(bundle_cmd.embed)
+app.command("demo")(demo_cmd.demo)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"metakg {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    config: Path | None = typer.Option(None, "--config", help="TOML settings file (same as METAKG_CONFIG)."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """metakg: knowledge graphs from datasets, PrimeKG and Wikidata, validated, loaded and questioned."""
+    if config is not None:
+        os.environ["METAKG_CONFIG"] = str(config)
+
+
+def main() -> None:
+    """Entry point of the ``metakg`` script."""
+    app()

@@ -1,0 +1,135 @@
+"""``metakg query ...``: ask a bundle's graph through the configured GraphStore."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from metakg import api
+from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
+from metakg.loaders.graph_store import GraphPath
+
+app = typer.Typer(help="Query a bundle: neighbours, paths, name search.", no_args_is_help=True)
+
+NODE_HELP = "A node id (kg:commonsenseqa/car) or a name; names are matched exactly, normalised, then by embedding."
+REL_HELP = "Only follow this relation (repeat for several)."
+
+
+def _path_text(path: GraphPath) -> str:
+    parts = [path.nodes[0]]
+    for edge, node in zip(path.edges, path.nodes[1:], strict=True):
+        arrow = f"-[{edge.display}]->" if edge.dst == node else f"<-[{edge.display}]-"
+        parts.extend([arrow, node])
+    return " ".join(parts)
+
+
+@app.command("neighbours")
+def neighbours(
+    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    node: str = typer.Argument(..., help=NODE_HELP),
+    rel: list[str] | None = typer.Option(None, "--rel", help=REL_HELP),
+    limit: int = typer.Option(20, help="At most this many neighbours."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """List the neighbours of a node, outgoing edges first."""
+    cfg = settings()
+    with guarded("query neighbours", json_mode):
+        with progress("loading store") as say:
+            store = api.open_store(bundle, cfg, progress=say)
+            found, items = api.neighbours_of(store, node, relations=rel, limit=limit)
+        if not json_mode:
+            out.print(f"{found.name} ({found.id}, {found.type}): {len(items)} neighbours", markup=False)
+            for n in items:
+                arrow = f"-[{n.edge.display}]->" if n.direction == "out" else f"<-[{n.edge.display}]-"
+                out.print(f"  {arrow} {n.node.name} ({n.node.id})", highlight=False, markup=False)
+        finish(
+            True,
+            {
+                "command": "query neighbours",
+                "node": asdict(found),
+                "count": len(items),
+                "neighbours": [
+                    {"direction": n.direction, "edge": asdict(n.edge), "node": asdict(n.node)} for n in items
+                ],
+            },
+            json_mode=json_mode,
+        )
+
+
+@app.command("path")
+def path(
+    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    start: str = typer.Argument(..., help=NODE_HELP),
+    end: str = typer.Argument(..., help=NODE_HELP),
+    k: int = typer.Option(1, "--k", "-k", help="How many shortest paths."),
+    max_hops: int | None = typer.Option(None, help="Longest path considered [default: store.max_hops, 3]."),
+    rel: list[str] | None = typer.Option(None, "--rel", help=REL_HELP),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Find up to k shortest simple paths between two nodes (edges followed in either direction).
+    Exit 1 when there is none within the hop limit."""
+    cfg = settings()
+    with guarded("query path", json_mode):
+        with progress("loading store") as say:
+            store = api.open_store(bundle, cfg, progress=say)
+            a, b, paths = api.paths_between(
+                store, start, end, k=k, max_hops=max_hops or cfg.store.max_hops, relations=rel
+            )
+        if not json_mode:
+            out.print(f"{len(paths)} path(s) from {a.name} to {b.name}", markup=False)
+            for p in paths:
+                out.print(f"  {p.hops} hops: {_path_text(p)}", highlight=False, markup=False)
+        finish(
+            bool(paths),
+            {
+                "command": "query path",
+                "from": a.id,
+                "to": b.id,
+                "count": len(paths),
+                "paths": [{"nodes": list(p.nodes), "edges": [asdict(e) for e in p.edges]} for p in paths],
+            },
+            json_mode=json_mode,
+        )
+
+
+class ModeChoice(StrEnum):
+    """Search modes."""
+
+    auto = "auto"
+    exact = "exact"
+    normalised = "normalised"
+    embedding = "embedding"
+
+
+@app.command("search")
+def search(
+    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    text: str = typer.Argument(..., help="A name to look for."),
+    mode: ModeChoice = typer.Option(ModeChoice.auto, help="auto tries exact, normalised, then embedding."),
+    k: int = typer.Option(10, "--k", "-k", help="At most this many hits."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Find nodes by name or alias: exact, normalised (case, punctuation, leading article), or by
+    embedding similarity."""
+    cfg = settings()
+    with guarded("query search", json_mode):
+        with progress("searching") as say:
+            store = api.open_store(bundle, cfg, progress=say)
+            hits = store.search(text, mode=mode.value, k=k)
+        if not json_mode:
+            for h in hits:
+                out.print(f"{h.score:.3f} {h.match:<10} {h.node.name} ({h.node.id})", highlight=False, markup=False)
+            if not hits:
+                out.print("no match")
+        finish(
+            True,
+            {
+                "command": "query search",
+                "count": len(hits),
+                "hits": [{"score": h.score, "match": h.match, "node": asdict(h.node)} for h in hits],
+            },
+            json_mode=json_mode,
+        )
