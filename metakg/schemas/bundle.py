@@ -198,7 +198,7 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
             pl.col("_names").explode().drop_nulls().unique(maintain_order=True),
             pl.col("xrefs").explode().drop_nulls().unique(maintain_order=True),
         )
-        .with_columns(pl.col("_names").list.filter(pl.element() != pl.col("name")).alias("aliases"))
+        .with_columns(pl.col("_names").list.set_difference(pl.concat_list(pl.col("name"))).alias("aliases"))
         .drop("_names")
     )
     merged_edges = edges.group_by("id", maintain_order=True).agg(
