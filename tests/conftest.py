@@ -1,0 +1,124 @@
+"""Shared fixtures: the real shared data and ONNX model, isolated settings, small bundles, a CLI runner."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from metakg.llm.embedder import OnnxEmbedder
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.tables import conform_edges, conform_nodes
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("METAKG_SHARED_DIR", REPO.parent / "shared"))
+DATA = SHARED / "data"
+MODEL = SHARED / "models" / "all-MiniLM-L6-v2"
+
+
+def _require(path: Path, what: str) -> Path:
+    if path.exists():
+        return path
+    message = f"{what} not found at {path}; set METAKG_SHARED_DIR to the folder holding data/ and models/."
+    if os.environ.get("CI"):
+        pytest.fail(message)  # in CI a missing input is an error, never a silent skip
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The shared public data (../shared/data)."""
+    return _require(DATA, "shared data")
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    """The ONNX all-MiniLM-L6-v2 folder (../shared/models/all-MiniLM-L6-v2)."""
+    return _require(MODEL / "model.onnx", "ONNX embedding model").parent
+
+
+@pytest.fixture(scope="session")
+def embedder(model_dir: Path) -> OnnxEmbedder:
+    """The real embedder, shared by the session (loading it takes a second)."""
+    return OnnxEmbedder(model_dir)
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test starts from default settings with its own cache dir and no config file."""
+    for key in list(os.environ):
+        if key.startswith("METAKG_") and key != "METAKG_SHARED_DIR":
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    if MODEL.is_dir():
+        monkeypatch.setenv("METAKG_EMBEDDER__MODEL_DIR", str(MODEL))
+    if DATA.is_dir():
+        monkeypatch.setenv("METAKG_PATHS__DATA_DIR", str(DATA))
+    yield
+
+
+def small_bundle() -> Bundle:
+    """A hand-made graph whose paths are known.
+
+    ::
+
+        aspirin -treats-> headache -symptom_of-> migraine <-treats- sumatriptan
+        aspirin -interacts_with-> warfarin -treats-> thrombosis
+        aspirin -treats-> fever ; fever -symptom_of-> flu ; flu -causes-> fever (a cycle)
+        "O'Brien \\ \"quoted\" MATCH (n) 東京" -related_to-> aspirin
+        isolated (no edges)
+    """
+    names = {
+        "aspirin": ("drug", ["acetylsalicylic acid", "ASA"], ["drugbank:DB00945", "wd:Q18216"]),
+        "headache": ("phenotype", ["cephalalgia"], []),
+        "migraine": ("disease", [], ["mondo:0005277"]),
+        "sumatriptan": ("drug", [], ["drugbank:DB00669"]),
+        "warfarin": ("drug", [], []),
+        "thrombosis": ("disease", [], []),
+        "fever": ("phenotype", ["pyrexia"], []),
+        "flu": ("disease", ["influenza"], []),
+        'O\'Brien \\ "quoted" MATCH (n) 東京': ("concept", [], []),
+        "isolated": ("concept", [], []),
+    }
+    ids = {name: f"kg:test/{i}" for i, name in enumerate(names)}
+    nodes = pl.DataFrame(
+        {
+            "id": list(ids.values()),
+            "name": list(names),
+            "type": [v[0] for v in names.values()],
+            "source": "test",
+            "description": ["a common painkiller", *[None] * (len(names) - 1)],
+            "aliases": [v[1] for v in names.values()],
+            "xrefs": [v[2] for v in names.values()],
+        }
+    )
+    triples = [
+        ("aspirin", "treats", "headache"),
+        ("headache", "symptom_of", "migraine"),
+        ("sumatriptan", "treats", "migraine"),
+        ("aspirin", "interacts_with", "warfarin"),
+        ("warfarin", "treats", "thrombosis"),
+        ("aspirin", "treats", "fever"),
+        ("fever", "symptom_of", "flu"),
+        ("flu", "causes", "fever"),
+        ('O\'Brien \\ "quoted" MATCH (n) 東京', "related_to", "aspirin"),
+    ]
+    edges = pl.DataFrame(
+        {
+            "src": [ids[a] for a, _, _ in triples],
+            "rel": [r for _, r, _ in triples],
+            "dst": [ids[b] for _, _, b in triples],
+            "source": "test",
+            "confidence": [0.9] * len(triples),
+            "record_ids": [[f"test.txt:{i + 1}"] for i in range(len(triples))],
+        }
+    )
+    return Bundle(nodes=conform_nodes(nodes), edges=conform_edges(edges))
+
+
+def node_id(bundle: Bundle, name: str) -> str:
+    """The id of the node called ``name`` in ``bundle``."""
+    return str(bundle.nodes.filter(pl.col("name") == name)["id"][0])

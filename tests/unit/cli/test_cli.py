@@ -1,0 +1,147 @@
+"""The command line: the --json contract, exit codes, and no tracebacks on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from metakg.cli.main import app
+from metakg.schemas.bundle import write_bundle
+from tests.conftest import small_bundle
+from tests.unit.schemas.test_validation import bad_bundle
+
+runner = CliRunner()
+
+
+def run(*args: str, code: int = 0) -> tuple[Result, dict[str, Any]]:
+    result = runner.invoke(app, list(args))
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output, output
+    assert result.exit_code == code, output
+    lines = result.stdout.strip().splitlines()
+    payload = json.loads(lines[-1]) if "--json" in args and lines else {}
+    return result, payload
+
+
+@pytest.fixture
+def triples(tmp_path: Path) -> Path:
+    path = tmp_path / "kg.txt"
+    path.write_bytes(
+        b"aspirin\ttreats\theadache\nheadache\tsymptom of\tmigraine\nbad line\n\xff\tr\tx\n"
+        b"aspirin\ttreats\theadache\nmigraine\tis a\tdisease\n"
+    )
+    return path
+
+
+def test_ingest_json_counts_add_up_and_exit_1_on_rejects(tmp_path: Path, triples: Path) -> None:
+    _, out = run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), "--json", code=1)
+    assert out["ok"] is False and out["command"] == "ingest triples"
+    assert (out["read"], out["accepted"], out["rejected"], out["nodes"], out["edges"]) == (6, 4, 2, 4, 3)
+    assert out["read"] == out["accepted"] + out["rejected"]
+    assert (tmp_path / "b" / "manifest.json").is_file()  # written despite the rejects
+    _, again = run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), "--json", "--allow-rejects")
+    assert again["rejected"] == 2
+
+
+def test_ingest_human_output(tmp_path: Path, triples: Path) -> None:
+    result, _ = run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), code=1)
+    assert "4 accepted, 2 rejected" in result.stdout
+    assert "rejects.parquet" in result.stderr
+
+
+def test_ingest_errors_have_the_right_codes(tmp_path: Path, triples: Path) -> None:
+    _, out = run(
+        "ingest", "triples", str(tmp_path / "missing.txt"), "-d", "t", "-o", str(tmp_path / "b"), "--json", code=1
+    )
+    assert out["ok"] is False and "does not exist" in out["error"]
+    _, bad_name = run("ingest", "triples", str(triples), "-d", "bad name", "-o", str(tmp_path / "b"), "--json", code=2)
+    assert "dataset name" in bad_name["error"]
+    run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), "--type", "unicorn", code=2)
+    run("ingest", "triples", str(triples), "-o", str(tmp_path / "b"), code=2)  # --dataset missing
+    run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), "--bogus", code=2)
+
+
+def test_validate_bad_bundle(tmp_path: Path) -> None:
+    write_bundle(tmp_path / "bad", bad_bundle())
+    _, out = run("validate", str(tmp_path / "bad"), "--json", code=1)
+    assert out["ok"] is False
+    assert {
+        "nodes.id_not_null",
+        "nodes.id_unique",
+        "edges.endpoint_exists",
+        "edges.confidence_in_range",
+        "nodes.name_not_empty",
+        "edges.mirrored_duplicate",
+    } <= set(out["failures"])
+    assert out["nodes_in"] == 9 and out["edges_in"] == 9 and out["nodes"] == 3 and out["edges"] == 1
+    assert out["rejected"] == (9 - 3) + (9 - 1)
+    assert (tmp_path / "bad" / "validation.html").is_file() and (tmp_path / "bad" / "validation.json").is_file()
+    # a second run finds nothing new: the bundle now holds only accepted rows
+    _, again = run("validate", str(tmp_path / "bad"), "--json")
+    assert again["ok"] is True and again["rejected"] == 0
+    _, info = run("info", str(tmp_path / "bad"), "--json")
+    assert info["rejected"] == 14 and info["manifest"]["validation"]["ok"] is True
+
+
+def test_validate_missing_bundle(tmp_path: Path) -> None:
+    _, out = run("validate", str(tmp_path / "nope"), "--json", code=1)
+    assert out["error_type"] == "BundleError"
+
+
+def test_info_merge_export(tmp_path: Path) -> None:
+    write_bundle(tmp_path / "a", small_bundle())
+    result, _ = run("info", str(tmp_path / "a"))
+    assert "treats" in result.stdout and "not validated" in result.stdout
+    _, out = run("merge", str(tmp_path / "a"), str(tmp_path / "a"), "-o", str(tmp_path / "m"), "--json")
+    assert (out["nodes"], out["edges"]) == (10, 9)
+    run("merge", str(tmp_path / "a"), "-o", str(tmp_path / "a"), code=2)
+    _, rdf = run("export", "rdf", str(tmp_path / "m"), "-o", str(tmp_path / "kg.nt"), "--format", "nt", "--json")
+    assert rdf["statements_written"] == rdf["statements_expected"] > 0
+    run("export", "rdf", str(tmp_path / "m"), "-o", str(tmp_path / "kg.x"), "--format", "xml", code=2)
+
+
+def test_query_commands(tmp_path: Path) -> None:
+    write_bundle(tmp_path / "a", small_bundle())
+    bundle = str(tmp_path / "a")
+    _, out = run("query", "neighbours", bundle, "Aspirin", "--rel", "treats", "--json")
+    assert out["node"]["id"] == "kg:test/0"
+    assert {n["node"]["name"] for n in out["neighbours"]} == {"headache", "fever"}
+    result, _ = run("query", "neighbours", bundle, "aspirin")
+    assert "-[treats]-> headache" in result.stdout
+    _, path = run("query", "path", bundle, "aspirin", "migraine", "--json")
+    assert path["count"] == 1 and len(path["paths"][0]["edges"]) == 2
+    _, none = run("query", "path", bundle, "aspirin", "isolated", "--json", code=1)
+    assert none["count"] == 0
+    _, hits = run("query", "search", bundle, "pyrexia", "--mode", "exact", "--json")
+    assert [h["node"]["name"] for h in hits["hits"]] == ["fever"]
+    run("query", "path", bundle, "aspirin", "migraine", "--k", "0", code=1)  # StoreError: k must be >= 1
+    _, unknown = run("query", "neighbours", bundle, "zzzzqqq unknown thing", "--json")
+    assert unknown["node"]["name"]  # an embedding match is always found when the embedder is configured
+
+
+def test_embed_then_search(tmp_path: Path) -> None:
+    write_bundle(tmp_path / "a", small_bundle())
+    _, out = run("embed", str(tmp_path / "a"), "--json")
+    assert out["nodes"] == 10 and out["dim"] == 384 and out["model"] == "all-MiniLM-L6-v2"
+    _, hits = run("query", "search", str(tmp_path / "a"), "influenza virus", "--mode", "embedding", "-k", "2", "--json")
+    assert hits["hits"][0]["node"]["name"] == "flu"
+
+
+def test_config_show_and_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, out = run("config", "show", "--json")
+    assert out["settings"]["store"]["max_hops"] == 3
+    monkeypatch.setenv("METAKG_STORE__MAX_HOPS", "0")
+    result, _ = run("config", "show", code=2)
+    assert "store.max_hops" in result.stderr
+
+
+def test_version_and_help() -> None:
+    result, _ = run("--version")
+    assert result.stdout.startswith("metakg ")
+    result, _ = run("ingest", "triples", "--help")
+    assert "--dataset" in result.stdout and "rejects.parquet" in result.stdout

@@ -1,0 +1,52 @@
+"""The ONNX MiniLM embedder, run for real on the shared model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from metakg.config import EmbedderSettings
+from metakg.errors import EmbeddingError
+from metakg.llm.embedder import Embedder, OnnxEmbedder, resolve_model_dir
+
+
+def test_vectors_are_unit_length_and_meaningful(embedder: OnnxEmbedder) -> None:
+    assert isinstance(embedder, Embedder)
+    vectors = embedder.embed(["dog", "puppy", "stock market crash"])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
+
+
+def test_batching_and_order_do_not_change_results(model_dir: Path) -> None:
+    texts = ["a", "a much longer sentence about knowledge graphs and retrieval", "aspirin", "東京タワー", ""]
+    one_by_one = np.vstack([OnnxEmbedder(model_dir, batch_size=1).embed([t]) for t in texts])
+    batched = OnnxEmbedder(model_dir, batch_size=2).embed(texts)
+    assert np.allclose(one_by_one, batched, atol=1e-4)
+
+
+def test_empty_input(embedder: OnnxEmbedder) -> None:
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_missing_model_is_explained(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingError, match="METAKG_EMBEDDER__MODEL_DIR"):
+        OnnxEmbedder(tmp_path).embed(["x"])
+
+
+def test_resolve_prefers_configured_then_cache(tmp_path: Path, model_dir: Path) -> None:
+    assert resolve_model_dir(EmbedderSettings(model_dir=model_dir), tmp_path) == model_dir
+    cached = tmp_path / "models" / "all-MiniLM-L6-v2"
+    cached.mkdir(parents=True)
+    for name in ("model.onnx", "tokenizer.json"):
+        (cached / name).symlink_to(model_dir / name)
+    assert resolve_model_dir(EmbedderSettings(), tmp_path) == cached
+
+
+def test_download_failure_is_explained(tmp_path: Path) -> None:
+    settings = EmbedderSettings(model_url="http://127.0.0.1:9/model.onnx", tokenizer_url="http://127.0.0.1:9/t.json")
+    with pytest.raises(EmbeddingError, match="cannot download"):
+        resolve_model_dir(settings, tmp_path)
+    assert not list((tmp_path / "models").rglob("*.part"))

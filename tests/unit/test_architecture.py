@@ -1,0 +1,64 @@
+"""The dependency direction of ARCHITECTURE.md section 1 and one module per heavy library."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "metakg"
+
+#: library -> the one module allowed to import it
+OWNERS = {
+    "great_expectations": {"schemas/expectations.py"},
+    "neo4j": {"loaders/neo4j_store.py"},
+    "SPARQLWrapper": {"ingest/wikidata.py"},
+    "openai": {"llm/openai_client.py"},
+    "spacy": {"extractors/text_processing.py"},
+    "onnxruntime": {"llm/embedder.py"},
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                names.add(arg.value.split(".")[0])
+    return names
+
+
+def test_layers_contract_holds() -> None:
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports"), "--no-cache"],
+        cwd=PACKAGE.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 kept, 0 broken" in result.stdout
+
+
+def test_heavy_libraries_have_one_owner_module() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).as_posix()
+        for library in imported_modules(path) & set(OWNERS):
+            assert relative in OWNERS[library], f"{relative} imports {library}; only {OWNERS[library]} may"
+
+
+def test_importing_the_package_does_nothing_heavy() -> None:
+    code = (
+        "import sys, metakg, metakg.api, metakg.cli.main;"
+        "heavy = {'great_expectations', 'onnxruntime', 'neo4j', 'spacy', 'openai'} & set(sys.modules);"
+        "print(sorted(heavy))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
