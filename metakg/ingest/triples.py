@@ -122,10 +122,36 @@ def read_triples(
     fields = pl.col("line").str.split("\t")
     parsed = lines.with_columns(
         fields.list.len().alias("n_fields"),
-        _name(fields.list.get(0, null_on_oob=True)).alias("head"),
+        fields.list.get(0, null_on_oob=True).alias("raw_head"),
         fields.list.get(1, null_on_oob=True).str.strip_chars().alias("relation"),
-        _name(fields.list.get(2, null_on_oob=True)).alias("tail"),
-    ).with_columns(normalise_relation_expr(pl.col("relation")).alias("rel"))
+        fields.list.get(2, null_on_oob=True).alias("raw_tail"),
+    )
+    # Normalisation is costly per string and names repeat a lot: normalise each distinct value once.
+    raw_names = pl.concat(
+        [parsed.select(pl.col("raw_head").alias("raw")), parsed.select(pl.col("raw_tail").alias("raw"))]
+    )
+    names = raw_names.unique().with_columns(_name(pl.col("raw")).alias("name"))
+    relations = (
+        parsed.select("relation").unique().with_columns(normalise_relation_expr(pl.col("relation")).alias("rel"))
+    )
+    parsed = (
+        parsed.join(
+            names.rename({"raw": "raw_head", "name": "head"}),
+            on="raw_head",
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        )
+        .join(
+            names.rename({"raw": "raw_tail", "name": "tail"}),
+            on="raw_tail",
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        )
+        .join(relations, on="relation", how="left", nulls_equal=True, maintain_order="left")
+        .drop("raw_head", "raw_tail")
+    )
     longest = pl.max_horizontal(
         pl.col("head").str.len_chars(), pl.col("relation").str.len_chars(), pl.col("tail").str.len_chars()
     )
@@ -170,31 +196,30 @@ def read_triples(
         ).alias("payload"),
     )
 
+    # Each distinct surface name is turned into an id once; mentions keep file order so that the first
+    # surface form seen becomes the node's name and the others its aliases.
     mentions = pl.concat(
         [
-            good.select(pl.col("head").alias("name"), pl.col("line_no"), pl.lit(0).alias("slot")),
-            good.select(pl.col("tail").alias("name"), pl.col("line_no"), pl.lit(1).alias("slot")),
+            good.select(pl.col("head").alias("name"), (pl.col("line_no") * 2).alias("order")),
+            good.select(pl.col("tail").alias("name"), (pl.col("line_no") * 2 + 1).alias("order")),
         ]
-    ).sort(["line_no", "slot"])
-    mentions = mentions.with_columns(dataset_id_expr(dataset, pl.col("name")).alias("id"))
+    )
+    surface = mentions.group_by("name").agg(pl.col("order").min())
+    surface = surface.with_columns(dataset_id_expr(dataset, pl.col("name")).alias("id")).sort("order")
     nodes = (
-        mentions.group_by("id", maintain_order=True)
-        .agg(
-            pl.col("name").first(),
-            pl.col("name").unique(maintain_order=True).slice(1).alias("aliases"),
-        )
-        .with_columns(
-            pl.lit(node_type).alias("type"),
-            pl.lit(source).alias("source"),
-        )
+        surface.group_by("id", maintain_order=True)
+        .agg(pl.col("name").first(), pl.col("name").slice(1).alias("aliases"))
+        .with_columns(pl.lit(node_type).alias("type"), pl.lit(source).alias("source"))
     )
 
     say("building edges")
     now = datetime.now(UTC)
-    triples = good.with_columns(
-        dataset_id_expr(dataset, pl.col("head")).alias("src"),
-        dataset_id_expr(dataset, pl.col("tail")).alias("dst"),
-        (pl.lit(f"{record_prefix}:") + pl.col("line_no").cast(pl.String)).alias("record"),
+    ids = surface.select("name", "id")
+    triples = (
+        good.join(ids.rename({"name": "head", "id": "src"}), on="head", how="left")
+        .join(ids.rename({"name": "tail", "id": "dst"}), on="tail", how="left")
+        .sort("line_no")
+        .with_columns((pl.lit(f"{record_prefix}:") + pl.col("line_no").cast(pl.String)).alias("record"))
     )
     edges = (
         triples.group_by(["src", "rel", "dst"], maintain_order=True)

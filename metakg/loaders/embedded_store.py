@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -101,6 +101,7 @@ class EmbeddedStore:
         self._nodes = nodes
         self._edges = edges
         ids = nodes["id"].to_list()
+        self._ids: list[str] = ids
         self._idx: dict[str, int] = {node_id: i for i, node_id in enumerate(ids)}
         lookup = pl.DataFrame({"id": ids, "_i": pl.int_range(0, len(ids), eager=True, dtype=pl.Int64)})
         ends = edges.select("src", "dst", "rel").with_row_index("_e")
@@ -161,30 +162,25 @@ class EmbeddedStore:
         return self._vectors
 
     # ------------------------------------------------------------------ records
-    def _node(self, i: int) -> NodeRecord:
-        row = self._nodes.row(i, named=True)
-        return NodeRecord(
-            id=row["id"],
-            name=row["name"],
-            type=row["type"],
-            source=row["source"],
-            description=row["description"],
-            aliases=tuple(row["aliases"] or ()),
-            xrefs=tuple(row["xrefs"] or ()),
-        )
+    def _nodes_at(self, indices: Sequence[int]) -> list[NodeRecord]:
+        """Node records for row indices, fetched in one gather."""
+        if not len(indices):
+            return []
+        rows = self._nodes[list(indices)].iter_rows()
+        return [
+            NodeRecord(id=i, name=n, type=t, source=s, description=d, aliases=tuple(a or ()), xrefs=tuple(x or ()))
+            for i, n, t, s, d, a, x in rows
+        ]
 
-    def _edge(self, e: int) -> EdgeRecord:
-        row = self._edges.row(e, named=True)
-        return EdgeRecord(
-            id=row["id"],
-            src=row["src"],
-            dst=row["dst"],
-            rel=row["rel"],
-            display=row["display"] or row["rel"],
-            source=row["source"],
-            confidence=float(row["confidence"]),
-            count=int(row["count"] or 1),
-        )
+    def _edges_at(self, indices: Sequence[int]) -> list[EdgeRecord]:
+        """Edge records for row indices, fetched in one gather."""
+        if not len(indices):
+            return []
+        frame = self._edges[list(indices)].select("id", "src", "dst", "rel", "display", "source", "confidence", "count")
+        return [
+            EdgeRecord(id=i, src=s, dst=d, rel=r, display=disp or r, source=src, confidence=float(c), count=int(n or 1))
+            for i, s, d, r, disp, src, c, n in frame.iter_rows()
+        ]
 
     def _require(self, node_id: str) -> int:
         try:
@@ -207,7 +203,7 @@ class EmbeddedStore:
     def get_node(self, node_id: str) -> NodeRecord | None:
         """The node with this id, or None."""
         i = self._idx.get(node_id)
-        return None if i is None else self._node(i)
+        return None if i is None else self._nodes_at([i])[0]
 
     def neighbours(
         self,
@@ -220,24 +216,28 @@ class EmbeddedStore:
         """Nodes one edge away (outgoing first), optionally only through ``relations``."""
         i = self._require(node_id)
         allowed = self._rel_filter(relations)
-        result: list[Neighbour] = []
-        sides: list[tuple[_Csr, Any]] = []
+        sides: list[tuple[_Csr, Literal["out", "in"]]] = []
         if direction in ("out", "both"):
             sides.append((self._out, "out"))
         if direction in ("in", "both"):
             sides.append((self._in, "in"))
+        node_idx: list[int] = []
+        edge_idx: list[int] = []
+        ways: list[Literal["out", "in"]] = []
         for csr, way in sides:
             lo, hi = int(csr.ptr[i]), int(csr.ptr[i + 1])
             positions = np.arange(lo, hi)
             if allowed is not None:
                 positions = positions[np.isin(csr.rel[positions], allowed)]
-            for p in positions:
-                if limit is not None and len(result) >= limit:
-                    return result
-                result.append(
-                    Neighbour(node=self._node(int(csr.nbr[p])), edge=self._edge(int(csr.eid[p])), direction=way)
-                )
-        return result
+            if limit is not None:
+                positions = positions[: max(0, limit - len(node_idx))]
+            node_idx.extend(csr.nbr[positions].tolist())
+            edge_idx.extend(csr.eid[positions].tolist())
+            ways.extend([way] * len(positions))
+        return [
+            Neighbour(node=n, edge=e, direction=w)
+            for n, e, w in zip(self._nodes_at(node_idx), self._edges_at(edge_idx), ways, strict=True)
+        ]
 
     def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
         """Nodes matching ``text``: exact name or alias, then normalised (``auto`` falls back to embeddings)."""
@@ -246,10 +246,10 @@ class EmbeddedStore:
         hits: list[SearchHit] = []
         if mode in ("exact", "auto"):
             names, _keys = self._name_indexes()
-            hits = [SearchHit(self._node(i), 1.0, "exact") for i in names.get(text.strip(), [])[:k]]
+            hits = [SearchHit(n, 1.0, "exact") for n in self._nodes_at(names.get(text.strip(), [])[:k])]
         if mode == "normalised" or (mode == "auto" and not hits):
             _names, keys = self._name_indexes()
-            hits = [SearchHit(self._node(i), 1.0, "normalised") for i in keys.get(match_key(text), [])[:k]]
+            hits = [SearchHit(n, 1.0, "normalised") for n in self._nodes_at(keys.get(match_key(text), [])[:k])]
         if mode == "embedding" or (mode == "auto" and not hits and self._can_embed()):
             hits = self._embedding_search(text, k)
         return hits
@@ -268,7 +268,17 @@ class EmbeddedStore:
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [SearchHit(self._node(int(i)), float(np.clip(scores[i], 0.0, 1.0)), "embedding") for i in top]
+        nodes = self._nodes_at(top.tolist())
+        return [SearchHit(n, float(np.clip(scores[i], 0.0, 1.0)), "embedding") for n, i in zip(nodes, top, strict=True)]
+
+    def _distinct(self, values: IntArray) -> IntArray:
+        """The distinct node indices in ``values`` (unordered), in O(len) without sorting."""
+        if len(values) < 64:
+            return np.asarray(np.unique(values), dtype=np.int64)
+        slots = np.empty(self._nodes.height, dtype=np.int64)  # uninitialised: only written slots are read
+        order = np.arange(len(values))
+        slots[values] = order  # one occurrence of each value wins the slot, whichever it is
+        return values[slots[values] == order]
 
     def _distances_to(
         self,
@@ -289,8 +299,8 @@ class EmbeddedStore:
             positions, _owners = csr.expand(frontier)
             if allowed is not None:
                 positions = positions[np.isin(csr.rel[positions], allowed)]
-            nxt = np.unique(csr.nbr[positions])
-            nxt = nxt[dist[nxt] < 0]
+            nxt = csr.nbr[positions]
+            nxt = self._distinct(nxt[dist[nxt] < 0])
             level += 1
             dist[nxt] = level
             frontier = nxt
@@ -315,20 +325,33 @@ class EmbeddedStore:
         allowed = self._rel_filter(relations)
         forward = self._out if directed else self._both
         backward = self._in if directed else self._both
+        # Distances are computed by BFS from one end and paths enumerated from the other. BFS from the end
+        # whose two-hop neighbourhood is smaller: on hub-heavy graphs that is often 100x less work.
+        swap = self._two_hop_cost(forward, s) < self._two_hop_cost(backward, t)
+        if swap:
+            s, t, forward, backward = t, s, backward, forward
         paths: list[GraphPath] = []
         dist: npt.NDArray[np.int8] | None = None
         frontier: IntArray | None = None
         for length in range(1, max_hops + 1):
-            # distances to the target are needed up to length-1 hops to enumerate paths of `length`
+            # distances to the BFS root are needed up to length-1 hops to enumerate paths of `length`
             dist, frontier = self._distances_to(backward, t, length - 1, allowed, dist, frontier)
-            for edge_path in self._paths_of_length(forward, s, t, length, dist, allowed):
-                nodes = [src]
-                for node_index in edge_path[1]:
-                    nodes.append(str(self._nodes["id"][node_index]))
-                paths.append(GraphPath(nodes=tuple(nodes), edges=tuple(self._edge(e) for e in edge_path[0])))
+            for edge_list, node_list in self._paths_of_length(forward, s, t, length, dist, allowed):
+                nodes = [self._ids[s], *(self._ids[i] for i in node_list)]
+                edges = self._edges_at(edge_list)
+                if swap:
+                    nodes.reverse()
+                    edges.reverse()
+                paths.append(GraphPath(nodes=tuple(nodes), edges=tuple(edges)))
                 if len(paths) >= k:
                     return paths
         return paths
+
+    @staticmethod
+    def _two_hop_cost(csr: _Csr, u: int) -> int:
+        """How many adjacency entries a BFS from ``u`` reads to reach two hops."""
+        nbrs = csr.nbr[csr.ptr[u] : csr.ptr[u + 1]]
+        return int((csr.ptr[nbrs + 1] - csr.ptr[nbrs]).sum())
 
     def _paths_of_length(
         self, csr: _Csr, s: int, t: int, length: int, dist: npt.NDArray[np.int8], allowed: IntArray | None
@@ -382,8 +405,8 @@ class EmbeddedStore:
             positions, _owners = self._both.expand(frontier)
             if allowed is not None:
                 positions = positions[np.isin(self._both.rel[positions], allowed)]
-            nxt = np.unique(self._both.nbr[positions])
-            nxt = nxt[~keep[nxt]]
+            nxt = self._both.nbr[positions]
+            nxt = np.sort(self._distinct(nxt[~keep[nxt]]))
             if max_nodes is not None:
                 nxt = nxt[: max(0, max_nodes - int(keep.sum()))]
             keep[nxt] = True

@@ -1,0 +1,69 @@
+"""Helpers shared by the benchmarks: timing, peak memory, synthetic graphs, result files."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+WORK = Path(__file__).resolve().parent / ".work"
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far (MiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@contextmanager
+def timed(label: str, sink: dict[str, float]) -> Iterator[None]:
+    """Store the wall time of the block in ``sink[label]`` (seconds) and print it."""
+    start = time.perf_counter()
+    yield
+    sink[label] = time.perf_counter() - start
+    print(f"  {label:<44} {sink[label]:9.3f} s", flush=True)
+
+
+def median_ms(fn: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``fn`` over ``repeats`` calls, in milliseconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times) * 1000)
+
+
+def skewed_endpoints(rng: np.random.Generator, n_nodes: int, n_edges: int) -> tuple[np.ndarray, np.ndarray]:
+    """Edge endpoints with a heavy-tailed degree distribution (a few hubs, many leaves), like real KGs."""
+    weights = 1.0 / np.power(np.arange(n_nodes) + 10.0, 0.8)
+    weights /= weights.sum()
+    src = rng.choice(n_nodes, n_edges, p=weights)
+    dst = rng.integers(0, n_nodes, n_edges)
+    perm = rng.permutation(n_nodes)  # hubs are not the low ids
+    return perm[src], perm[dst]
+
+
+def record(name: str, figures: dict[str, Any]) -> Path:
+    """Write the figures to benchmarks/results/<name>.json (with the machine and time) and return the path."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {
+        "benchmark": name,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "synthetic_data": True,
+        **figures,
+    }
+    path.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    print(f"  figures recorded in {path}")
+    return path
