@@ -278,7 +278,8 @@ class EmbeddedStore:
         slots = np.empty(self._nodes.height, dtype=np.int64)  # uninitialised: only written slots are read
         order = np.arange(len(values))
         slots[values] = order  # one occurrence of each value wins the slot, whichever it is
-        return values[slots[values] == order]
+        distinct: IntArray = values[slots[values] == order]
+        return distinct
 
     def _distances_to(
         self,
