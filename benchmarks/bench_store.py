@@ -29,8 +29,13 @@ def make_bundle(n_nodes: int, n_edges: int, seed: int = 0) -> Bundle:
     nodes = conform_nodes(pl.DataFrame({"id": ids, "name": ids, "type": "concept", "source": "bench"}))
     edges = conform_edges(
         pl.DataFrame(
-            {"src": ids.gather(src), "dst": ids.gather(dst), "rel": [f"rel_{i}" for i in rng.integers(0, 40, n_edges)],
-             "source": "bench", "confidence": 1.0}
+            {
+                "src": ids.gather(src),
+                "dst": ids.gather(dst),
+                "rel": [f"rel_{i}" for i in rng.integers(0, 40, n_edges)],
+                "source": "bench",
+                "confidence": 1.0,
+            }
         )
     ).unique("id", keep="first", maintain_order=True)
     return Bundle(nodes=nodes, edges=edges)

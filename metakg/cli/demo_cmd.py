@@ -53,6 +53,8 @@ def demo(
                 "read": ing.read,
                 "accepted": ing.accepted,
                 "rejected": ing.rejected + val.rejected,
+                "ingest_nodes": ing.nodes,
+                "ingest_edges": ing.edges,
                 "nodes": val.nodes,
                 "edges": val.edges,
                 "failures": val.failures,

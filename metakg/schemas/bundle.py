@@ -109,7 +109,7 @@ def write_bundle(path: Path, bundle: Bundle) -> dict[str, Any]:
         manifest.setdefault("created_at", manifest["written_at"])
         manifest.setdefault("sources", [])
         tmp = manifest_path.with_name(MANIFEST_FILE + ".tmp")
-        tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+        tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, manifest_path)
     except OSError as e:
         raise BundleError(f"cannot write the bundle at {path}: {e}. Check the path and its permissions.") from e

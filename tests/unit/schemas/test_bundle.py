@@ -83,3 +83,11 @@ def test_merge_dedups_and_keeps_provenance() -> None:
     assert [s["name"] for s in merged.manifest["sources"]] == ["test", "other"]
     with pytest.raises(BundleError):
         merge_bundles([])
+
+
+def test_manifest_lists_most_frequent_first(tmp_path: Path) -> None:
+    write_bundle(tmp_path / "b", small_bundle())
+    manifest = json.loads((tmp_path / "b" / MANIFEST_FILE).read_text())
+    relations = list(manifest["counts"]["relations"].items())
+    assert relations[0] == ("treats", 4)
+    assert [n for _, n in relations] == sorted((n for _, n in relations), reverse=True)

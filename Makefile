@@ -1,0 +1,51 @@
+# metakg: `make install`, `make demo`, `make test`, `make bench`, `make lint`.
+# Everything runs in .venv; pip keeps its downloads in ~/.cache/pip, so repeated installs are fast.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+SHARED ?= $(abspath ../shared)
+
+# Real public data and the ONNX embedding model, read in place from ../shared when it is there.
+ifneq ($(wildcard $(SHARED)/models/all-MiniLM-L6-v2/model.onnx),)
+export METAKG_EMBEDDER__MODEL_DIR ?= $(SHARED)/models/all-MiniLM-L6-v2
+endif
+ifneq ($(wildcard $(SHARED)/data),)
+export METAKG_PATHS__DATA_DIR ?= $(SHARED)/data
+endif
+export METAKG_SHARED_DIR ?= $(SHARED)
+
+.PHONY: install demo test lint bench clean help
+
+help:
+	@echo "make install  create .venv and install metakg with its dev tools"
+	@echo "make demo     ingest, validate, load and query the CommonsenseQA KG (embedded store)"
+	@echo "make test     run the test suite (pytest)"
+	@echo "make lint     ruff, ruff format --check, mypy --strict"
+	@echo "make bench    run the benchmarks and record their figures in benchmarks/results/"
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: install
+	$(VENV)/bin/metakg demo
+
+test: install
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check metakg tests benchmarks
+	$(VENV)/bin/ruff format --check metakg tests benchmarks
+	$(VENV)/bin/mypy
+
+bench: install
+	$(PY) -m benchmarks.bench_ingest
+	$(PY) -m benchmarks.bench_store
+
+clean:
+	rm -rf out benchmarks/.work .pytest_cache .mypy_cache .ruff_cache
