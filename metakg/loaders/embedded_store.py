@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -26,6 +27,7 @@ from metakg.loaders.graph_store import (
     SearchMode,
     Subgraph,
 )
+from metakg.loaders.path_core import PathCore, address, load_library
 from metakg.schemas.bundle import Bundle, merge_bundles
 from metakg.schemas.tables import conform_edges, conform_nodes, match_key, match_key_expr
 
@@ -48,6 +50,11 @@ class _Csr:
         np.cumsum(np.bincount(a, minlength=n_nodes), out=ptr[1:])
         return cls(ptr=ptr, nbr=b[order], eid=eid[order], rel=rel[order])
 
+    @cached_property
+    def addresses(self) -> tuple[int, int, int, int]:
+        """Addresses of ptr, nbr, eid and rel, for the compiled path core."""
+        return address(self.ptr), address(self.nbr), address(self.eid), address(self.rel)
+
     def expand(self, frontier: IntArray) -> tuple[IntArray, IntArray]:
         """Positions into nbr/eid/rel of every edge leaving ``frontier``, and the frontier node of each."""
         starts = self.ptr[frontier]
@@ -61,6 +68,11 @@ class _Csr:
         return base + np.arange(total), frontier[owner]
 
 
+def _strings(value: pl.Series | None) -> tuple[str, ...]:
+    """A list cell (a Series when read by scalar access) as a tuple of strings."""
+    return () if value is None else tuple(value.to_list())
+
+
 class EmbeddedStore:
     """GraphStore over an in-memory bundle (the default store)."""
 
@@ -71,6 +83,7 @@ class EmbeddedStore:
         *,
         embedder: Embedder | None = None,
         embeddings: pl.DataFrame | None = None,
+        compiled: bool = True,
     ) -> None:
         """Index ``nodes`` and ``edges`` (validated common-schema frames).
 
@@ -79,12 +92,14 @@ class EmbeddedStore:
             edges: edge table; endpoints must be node ids.
             embedder: used for embedding search (names are embedded on first use unless ``embeddings``).
             embeddings: precomputed name embeddings (columns ``id`` and ``vector``), e.g. from the bundle.
+            compiled: use the compiled path core when it is installed (False: the numpy implementation).
 
         Raises:
             StoreError: duplicate node ids or dangling edge endpoints (validate the bundle first).
         """
         self._embedder = embedder
         self._precomputed = embeddings
+        self._compiled = compiled
         self._index(conform_nodes(nodes), conform_edges(edges))
 
     @classmethod
@@ -126,6 +141,11 @@ class EmbeddedStore:
         self._both = _Csr.build(
             n, np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([e, e]), np.concatenate([rel, rel])
         )
+        self._rel_of_edge = rel
+        self._node_cols = {name: nodes.get_column(name) for name in nodes.columns}
+        self._edge_cols = {name: edges.get_column(name) for name in edges.columns}
+        library = load_library() if self._compiled else None
+        self._core = PathCore(library, n) if library is not None else None
         self._names: dict[str, list[int]] | None = None
         self._keys: dict[str, list[int]] | None = None
         self._vectors: npt.NDArray[np.float32] | None = None
@@ -163,24 +183,41 @@ class EmbeddedStore:
 
     # ------------------------------------------------------------------ records
     def _nodes_at(self, indices: Sequence[int]) -> list[NodeRecord]:
-        """Node records for row indices, fetched in one gather."""
-        if not len(indices):
-            return []
-        rows = self._nodes[list(indices)].iter_rows()
+        """Node records for row indices (scalar access to each column is far cheaper than a gather)."""
+        c = self._node_cols
         return [
-            NodeRecord(id=i, name=n, type=t, source=s, description=d, aliases=tuple(a or ()), xrefs=tuple(x or ()))
-            for i, n, t, s, d, a, x in rows
+            NodeRecord(
+                id=self._ids[i],
+                name=c["name"][i],
+                type=c["type"][i],
+                source=c["source"][i],
+                description=c["description"][i],
+                aliases=_strings(c["aliases"][i]),
+                xrefs=_strings(c["xrefs"][i]),
+            )
+            for i in indices
         ]
 
     def _edges_at(self, indices: Sequence[int]) -> list[EdgeRecord]:
-        """Edge records for row indices, fetched in one gather."""
-        if not len(indices):
-            return []
-        frame = self._edges[list(indices)].select("id", "src", "dst", "rel", "display", "source", "confidence", "count")
-        return [
-            EdgeRecord(id=i, src=s, dst=d, rel=r, display=disp or r, source=src, confidence=float(c), count=int(n or 1))
-            for i, s, d, r, disp, src, c, n in frame.iter_rows()
-        ]
+        """Edge records for row indices."""
+        c = self._edge_cols
+        records = []
+        for e in indices:
+            rel = self._rels[int(self._rel_of_edge[e])]
+            count = c["count"][e]
+            records.append(
+                EdgeRecord(
+                    id=c["id"][e],
+                    src=self._ids[int(self._src[e])],
+                    dst=self._ids[int(self._dst[e])],
+                    rel=rel,
+                    display=c["display"][e] or rel,
+                    source=c["source"][e],
+                    confidence=float(c["confidence"][e]),
+                    count=int(count) if count is not None else 1,
+                )
+            )
+        return records
 
     def _require(self, node_id: str) -> int:
         try:
@@ -331,22 +368,47 @@ class EmbeddedStore:
         swap = self._two_hop_cost(forward, s) < self._two_hop_cost(backward, t)
         if swap:
             s, t, forward, backward = t, s, backward, forward
+        if self._core is not None:
+            rel_ok = None
+            if allowed is not None:
+                rel_ok = np.zeros(max(1, len(self._rels)), dtype=np.uint8)
+                rel_ok[allowed] = 1
+            raw = self._core.paths(
+                forward.addresses,
+                (backward.addresses[0], backward.addresses[1], backward.addresses[3]),
+                rel_ok,
+                s,
+                t,
+                max_hops,
+                k,
+            )
+        else:
+            raw = self._paths_numpy(forward, backward, s, t, k, max_hops, allowed)
         paths: list[GraphPath] = []
+        for edge_list, node_list in raw:
+            nodes = [self._ids[s], *(self._ids[i] for i in node_list)]
+            edges = self._edges_at(edge_list)
+            if swap:
+                nodes.reverse()
+                edges.reverse()
+            paths.append(GraphPath(nodes=tuple(nodes), edges=tuple(edges)))
+        return paths
+
+    def _paths_numpy(
+        self, forward: _Csr, backward: _Csr, s: int, t: int, k: int, max_hops: int, allowed: IntArray | None
+    ) -> list[tuple[list[int], list[int]]]:
+        """The reference implementation of the compiled core: same paths, same order."""
+        found: list[tuple[list[int], list[int]]] = []
         dist: npt.NDArray[np.int8] | None = None
         frontier: IntArray | None = None
         for length in range(1, max_hops + 1):
             # distances to the BFS root are needed up to length-1 hops to enumerate paths of `length`
             dist, frontier = self._distances_to(backward, t, length - 1, allowed, dist, frontier)
-            for edge_list, node_list in self._paths_of_length(forward, s, t, length, dist, allowed):
-                nodes = [self._ids[s], *(self._ids[i] for i in node_list)]
-                edges = self._edges_at(edge_list)
-                if swap:
-                    nodes.reverse()
-                    edges.reverse()
-                paths.append(GraphPath(nodes=tuple(nodes), edges=tuple(edges)))
-                if len(paths) >= k:
-                    return paths
-        return paths
+            for path in self._paths_of_length(forward, s, t, length, dist, allowed):
+                found.append(path)
+                if len(found) >= k:
+                    return found
+        return found
 
     @staticmethod
     def _two_hop_cost(csr: _Csr, u: int) -> int:
@@ -414,13 +476,8 @@ class EmbeddedStore:
             frontier = nxt
         edge_mask = keep[self._src] & keep[self._dst]
         if allowed is not None:
-            edge_mask &= np.isin(self._out_rel_by_edge(), allowed)
+            edge_mask &= np.isin(self._rel_of_edge, allowed)
         return Subgraph(nodes=self._nodes.filter(pl.Series(keep)), edges=self._edges.filter(pl.Series(edge_mask)))
-
-    def _out_rel_by_edge(self) -> IntArray:
-        codes = np.empty(self._edges.height, dtype=np.int64)
-        codes[self._out.eid] = self._out.rel
-        return codes
 
     def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
         """Add or update nodes and edges, then re-index (merge semantics of :func:`merge_bundles`)."""

@@ -13,6 +13,7 @@ from metakg.errors import StoreError
 from metakg.llm.embedder import Embedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.graph_store import GraphStore
+from metakg.loaders.path_core import load_library
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import conform_edges, conform_nodes
 from tests.conftest import small_bundle
@@ -98,3 +99,29 @@ def test_precomputed_embeddings_are_used(embedder: Embedder) -> None:
     assert store.search("migraine", mode="embedding", k=1)[0].node.name == "migraine"
     with pytest.raises(StoreError, match="cover every node"):
         EmbeddedStore.from_bundle(bundle, embedder=embedder, embeddings=frame.head(3)).search("x", mode="embedding")
+
+
+def test_compiled_core_is_built() -> None:
+    assert load_library() is not None, "metakg/loaders/_paths.c was not compiled: run `make install`"
+    nodes, edges = random_graph(50, 100, 3)
+    assert EmbeddedStore(nodes, edges)._core is not None
+    assert EmbeddedStore(nodes, edges, compiled=False)._core is None
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("relations", [None, ["a", "c"]])
+def test_compiled_core_matches_numpy_reference(seed: int, directed: bool, relations: list[str] | None) -> None:
+    nodes, edges = random_graph(400, 1400, seed)
+    compiled = EmbeddedStore(nodes, edges)
+    reference = EmbeddedStore(nodes, edges, compiled=False)
+    rnd = random.Random(seed)
+    ids = nodes["id"].to_list()
+    found = 0
+    for _ in range(120):
+        a, b = rnd.sample(ids, 2)
+        kwargs = {"k": 7, "max_hops": 4, "directed": directed, "relations": relations}
+        got = compiled.shortest_paths(a, b, **kwargs)  # type: ignore[arg-type]
+        assert got == reference.shortest_paths(a, b, **kwargs)  # type: ignore[arg-type]
+        found += len(got)
+    assert found > 10  # enough pairs are connected for the comparison to mean something
