@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from metakg.config import Settings
@@ -35,6 +36,8 @@ from metakg.schemas.validation import ValidationReport, validate, write_reports
 from metakg.schemas.vocabulary import default_vocabulary
 
 Progress = Callable[[str], None]
+Counter = Callable[[int, int], None]  # (done, total)
+EMBED_BLOCK = 2048
 
 DEMO_KG = "metakgrag_pilot/commonsenseqa__knowledge_graph.txt"
 DEMO_KG_URL = (
@@ -122,7 +125,7 @@ def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:
 
 
 def export_rdf(
-    path: Path, out: Path, fmt: RdfFormat, *, provenance: bool = True, progress: Callable[[int], None] | None = None
+    path: Path, out: Path, fmt: RdfFormat, *, provenance: bool = True, progress: Counter | None = None
 ) -> dict[str, Any]:
     """Export a bundle as RDF; returns the statement counts written and promised by the mapping.
 
@@ -132,11 +135,16 @@ def export_rdf(
     """
     bundle = read_bundle(path)
     vocabulary = default_vocabulary()
-    written = write_rdf(
-        bundle_quads(bundle.nodes, bundle.edges, vocabulary, provenance=provenance), out, fmt, progress=progress
-    )
     expected = expected_triple_count(
         bundle.nodes, bundle.edges, vocabulary, provenance=provenance, named_graphs=(fmt == "nq")
+    )
+
+    def report(done: int) -> None:
+        if progress is not None:
+            progress(done, expected)
+
+    written = write_rdf(
+        bundle_quads(bundle.nodes, bundle.edges, vocabulary, provenance=provenance), out, fmt, progress=report
     )
     return {
         "output": str(out),
@@ -186,8 +194,16 @@ def make_embedder(settings: Settings, progress: Progress | None = None) -> Embed
     return DeferredEmbedder(settings, progress)
 
 
-def embed_bundle(path: Path, settings: Settings, *, progress: Progress | None = None) -> dict[str, Any]:
+def embed_bundle(
+    path: Path, settings: Settings, *, progress: Progress | None = None, counter: Counter | None = None
+) -> dict[str, Any]:
     """Compute name embeddings for every node and store them in the bundle (``embeddings.parquet``).
+
+    Args:
+        path: the bundle directory.
+        settings: where the model is.
+        progress: called with stage messages (e.g. a model download).
+        counter: called with (names embedded, total) after each block.
 
     Raises:
         BundleError: the bundle cannot be read or written.
@@ -195,8 +211,13 @@ def embed_bundle(path: Path, settings: Settings, *, progress: Progress | None = 
     """
     bundle = read_bundle(path)
     embedder = make_embedder(settings, progress)
-    (progress or _quiet)(f"embedding {bundle.nodes.height} names")
-    vectors = embedder.embed(bundle.nodes["name"].to_list())
+    names = bundle.nodes["name"].to_list()
+    blocks = []
+    for start in range(0, len(names), EMBED_BLOCK):
+        blocks.append(embedder.embed(names[start : start + EMBED_BLOCK]))
+        if counter is not None:
+            counter(min(start + EMBED_BLOCK, len(names)), len(names))
+    vectors = np.vstack(blocks) if blocks else np.zeros((0, embedder.dim), dtype=np.float32)
     frame = pl.DataFrame({"id": bundle.nodes["id"], "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32))})
     frame.write_parquet(path / EMBEDDINGS_FILE)
     bundle.manifest["embeddings"] = {

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -122,3 +125,28 @@ def small_bundle() -> Bundle:
 def node_id(bundle: Bundle, name: str) -> str:
     """The id of the node called ``name`` in ``bundle``."""
     return str(bundle.nodes.filter(pl.col("name") == name)["id"][0])
+
+
+@pytest.fixture
+def serve_dir() -> Iterator[Callable[[Path], str]]:
+    """Serve a folder over real HTTP on 127.0.0.1; returns its base URL. Servers stop after the test."""
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def start(root: Path) -> str:
+        handler = functools.partial(QuietHandler, directory=str(root))
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        servers.append(httpd)
+        return f"http://127.0.0.1:{httpd.server_address[1]}"
+
+    yield start
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """A file server that does not log every request to stderr."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from metakg.config import Settings, load_settings
 from metakg.errors import MetakgError
@@ -83,6 +84,31 @@ def progress(message: str, *, quiet: bool = False) -> Iterator[Callable[[str], N
             status.update(f"{message}: {stage}")
 
         yield update
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr; the library calls the yielded function with (done, total)."""
+    if not err.is_terminal:
+        last = [-1]
+
+        def log(done: int, total: int) -> None:
+            tenth = 10 * done // max(total, 1)
+            if tenth != last[0]:
+                last[0] = tenth
+                err.print(f"[dim]… {description}: {done}/{total}[/]", highlight=False)
+
+        yield log
+        return
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err
+    ) as bar:
+        task = bar.add_task(description, total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield advance
 
 
 def finish(ok: bool, payload: dict[str, Any], *, json_mode: bool, fail_on_problem: bool = True) -> None:

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, settings
+from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
 from metakg.schemas.validation import REPORT_HTML, REPORT_JSON
 
 
@@ -146,8 +146,8 @@ def embed(
     search needs no recomputation. The model comes from METAKG_EMBEDDER__MODEL_DIR or the cache."""
     cfg = settings()
     with guarded("embed", json_mode):
-        with progress(f"embedding names of {bundle}") as say:
-            result = api.embed_bundle(bundle, cfg, progress=say)
+        with progress_bar("embedding node names") as advance:
+            result = api.embed_bundle(bundle, cfg, progress=lambda message: err.print(message), counter=advance)
         if not json_mode:
             out.print(f"embedded {result['nodes']} node names with {result['model']} ({result['dim']} dimensions)")
         finish(True, {"command": "embed", "bundle": str(bundle), **result}, json_mode=json_mode)

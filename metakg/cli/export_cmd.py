@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, finish, guarded, out, progress
+from metakg.cli._common import JSON_HELP, finish, guarded, out, progress_bar
 
 app = typer.Typer(help="Write a bundle in another format.", no_args_is_help=True)
 
@@ -39,10 +39,8 @@ def rdf(
     """Export a bundle as RDF with rdflib: labels, types, skos:exactMatch for xrefs, one predicate per
     relation, provenance kept."""
     with guarded("export rdf", json_mode):
-        with progress(f"exporting {bundle}") as say:
-            result = api.export_rdf(
-                bundle, output, fmt.value, provenance=provenance, progress=lambda n: say(f"{n} statements")
-            )
+        with progress_bar(f"writing {fmt.value} statements") as advance:
+            result = api.export_rdf(bundle, output, fmt.value, provenance=provenance, progress=advance)
         if not json_mode:
             out.print(f"wrote {result['statements_written']} statements ({fmt.value}) to {output}")
         finish(True, {"command": "export rdf", **result}, json_mode=json_mode)

@@ -106,3 +106,10 @@ int64_t k_shortest_paths(const int64_t *f_ptr, const int64_t *f_nbr, const int64
     for (int64_t q = 0; q < level_end; q++) dist[queue[q]] = -1; /* leave the scratch clean */
     return found;
 }
+
+/* How many adjacency entries a BFS from u reads to reach two hops (chooses the cheaper BFS root). */
+int64_t two_hop_cost(const int64_t *ptr, const int64_t *nbr, int64_t u) {
+    int64_t cost = 0;
+    for (int64_t p = ptr[u]; p < ptr[u + 1]; p++) cost += ptr[nbr[p] + 1] - ptr[nbr[p]];
+    return cost;
+}

@@ -68,6 +68,25 @@ class _Csr:
         return base + np.arange(total), frontier[owner]
 
 
+@dataclass(frozen=True)
+class _Dictionary:
+    """A string column as distinct values plus one int32 code per row: record reads without polars calls."""
+
+    values: list[str | None]
+    codes: npt.NDArray[np.int32]
+
+    @classmethod
+    def encode(cls, column: pl.Series) -> _Dictionary:
+        values = column.unique(maintain_order=True)
+        lookup = pl.DataFrame({column.name: values, "_code": pl.int_range(len(values), eager=True, dtype=pl.Int32)})
+        codes = column.to_frame().join(lookup, on=column.name, how="left", nulls_equal=True, maintain_order="left")
+        return cls(values=values.to_list(), codes=codes["_code"].to_numpy())
+
+    def __getitem__(self, row: int) -> str | None:
+        value: str | None = self.values[self.codes[row]]
+        return value
+
+
 def _strings(value: pl.Series | None) -> tuple[str, ...]:
     """A list cell (a Series when read by scalar access) as a tuple of strings."""
     return () if value is None else tuple(value.to_list())
@@ -142,13 +161,31 @@ class EmbeddedStore:
             n, np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([e, e]), np.concatenate([rel, rel])
         )
         self._rel_of_edge = rel
-        self._node_cols = {name: nodes.get_column(name) for name in nodes.columns}
-        self._edge_cols = {name: edges.get_column(name) for name in edges.columns}
+        self._cache_columns(nodes, edges)
         library = load_library() if self._compiled else None
         self._core = PathCore(library, n) if library is not None else None
         self._names: dict[str, list[int]] | None = None
         self._keys: dict[str, list[int]] | None = None
         self._vectors: npt.NDArray[np.float32] | None = None
+
+    def _cache_columns(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
+        """Per-column caches that make a record a handful of array reads instead of polars calls."""
+        self._node_cols = {name: nodes.get_column(name) for name in ("description", "aliases", "xrefs")}
+        self._names_list: list[str] = nodes["name"].to_list()
+        self._node_type = _Dictionary.encode(nodes["type"])
+        self._node_source = _Dictionary.encode(nodes["source"])
+        self._has_description = nodes["description"].is_not_null().to_numpy()
+        self._n_aliases = nodes["aliases"].list.len().fill_null(0).to_numpy()
+        self._n_xrefs = nodes["xrefs"].list.len().fill_null(0).to_numpy()
+        self._edge_display = _Dictionary.encode(edges["display"])
+        self._edge_source = _Dictionary.encode(edges["source"])
+        self._confidence = edges["confidence"].to_numpy()
+        self._count = edges["count"].fill_null(1).to_numpy()
+        # Edge ids as fixed-width bytes (18 bytes each for metakg's own ids); long custom ids stay in polars.
+        longest = int(edges["id"].str.len_bytes().max() or 0) if edges.height else 0  # type: ignore[arg-type]
+        self._edge_id_bytes: npt.NDArray[np.bytes_] | None = (
+            np.asarray(edges["id"].cast(pl.Binary).to_list(), dtype=f"S{max(1, longest)}") if longest <= 64 else None
+        )
 
     def _name_indexes(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
         if self._names is None or self._keys is None:
@@ -183,41 +220,58 @@ class EmbeddedStore:
 
     # ------------------------------------------------------------------ records
     def _nodes_at(self, indices: Sequence[int]) -> list[NodeRecord]:
-        """Node records for row indices (scalar access to each column is far cheaper than a gather)."""
+        """Node records for row indices, read from per-column caches (no polars call per row)."""
         c = self._node_cols
-        return [
-            NodeRecord(
-                id=self._ids[i],
-                name=c["name"][i],
-                type=c["type"][i],
-                source=c["source"][i],
-                description=c["description"][i],
-                aliases=_strings(c["aliases"][i]),
-                xrefs=_strings(c["xrefs"][i]),
-            )
-            for i in indices
-        ]
-
-    def _edges_at(self, indices: Sequence[int]) -> list[EdgeRecord]:
-        """Edge records for row indices."""
-        c = self._edge_cols
         records = []
-        for e in indices:
-            rel = self._rels[int(self._rel_of_edge[e])]
-            count = c["count"][e]
+        for i in indices:
             records.append(
-                EdgeRecord(
-                    id=c["id"][e],
-                    src=self._ids[int(self._src[e])],
-                    dst=self._ids[int(self._dst[e])],
-                    rel=rel,
-                    display=c["display"][e] or rel,
-                    source=c["source"][e],
-                    confidence=float(c["confidence"][e]),
-                    count=int(count) if count is not None else 1,
+                NodeRecord(
+                    id=self._ids[i],
+                    name=self._names_list[i],
+                    type=str(self._node_type[i]),
+                    source=str(self._node_source[i]),
+                    description=c["description"][i] if self._has_description[i] else None,
+                    aliases=_strings(c["aliases"][i]) if self._n_aliases[i] else (),
+                    xrefs=_strings(c["xrefs"][i]) if self._n_xrefs[i] else (),
                 )
             )
         return records
+
+    def _edges_at(self, indices: Sequence[int]) -> list[EdgeRecord]:
+        """Edge records for row indices, read from per-column caches (one array gather per column)."""
+        idx = np.asarray(indices, dtype=np.int64)
+        ids = self._ids
+        rels = [self._rels[r] for r in self._rel_of_edge[idx].tolist()]
+        displays = [self._edge_display.values[c] for c in self._edge_display.codes[idx].tolist()]
+        sources = [self._edge_source.values[c] for c in self._edge_source.codes[idx].tolist()]
+        return [
+            EdgeRecord(
+                id=self._edge_id(e),
+                src=ids[s],
+                dst=ids[d],
+                rel=rel,
+                display=display or rel,
+                source=str(source),
+                confidence=confidence,
+                count=count,
+            )
+            for e, s, d, rel, display, source, confidence, count in zip(
+                idx.tolist(),
+                self._src[idx].tolist(),
+                self._dst[idx].tolist(),
+                rels,
+                displays,
+                sources,
+                self._confidence[idx].tolist(),
+                self._count[idx].tolist(),
+                strict=True,
+            )
+        ]
+
+    def _edge_id(self, e: int) -> str:
+        if self._edge_id_bytes is not None:
+            return bytes(self._edge_id_bytes[e]).decode("utf-8")
+        return str(self._edges.get_column("id")[e])
 
     def _require(self, node_id: str) -> int:
         try:
@@ -410,9 +464,10 @@ class EmbeddedStore:
                     return found
         return found
 
-    @staticmethod
-    def _two_hop_cost(csr: _Csr, u: int) -> int:
+    def _two_hop_cost(self, csr: _Csr, u: int) -> int:
         """How many adjacency entries a BFS from ``u`` reads to reach two hops."""
+        if self._core is not None:
+            return self._core.two_hop_cost(csr.addresses[0], csr.addresses[1], u)
         nbrs = csr.nbr[csr.ptr[u] : csr.ptr[u + 1]]
         return int((csr.ptr[nbrs + 1] - csr.ptr[nbrs]).sum())
 

@@ -32,6 +32,9 @@ def load_library() -> ctypes.CDLL | None:
     fn = lib.k_shortest_paths
     fn.restype = _I
     fn.argtypes = [_P, _P, _P, _P, _P, _P, _P, _P, _I, _I, _I, _I, _P, _P, _P, _P, _P]
+    cost = lib.two_hop_cost
+    cost.restype = _I
+    cost.argtypes = [_P, _P, _I]
     return lib
 
 
@@ -48,6 +51,7 @@ class PathCore:
     def __init__(self, lib: ctypes.CDLL, n_nodes: int) -> None:
         """Allocate the per-graph scratch: distances (kept all -1 between calls by the C code) and a queue."""
         self._fn = lib.k_shortest_paths
+        self._cost = lib.two_hop_cost
         self._lock = threading.Lock()
         self._dist = np.full(n_nodes, -1, dtype=np.int8)
         self._queue = np.empty(n_nodes, dtype=np.int64)
@@ -61,6 +65,10 @@ class PathCore:
         self._out_len = np.empty(size, dtype=np.int64)
         self._outputs = (address(self._out_edges), address(self._out_nodes), address(self._out_len))
         self._out_size = size
+
+    def two_hop_cost(self, ptr: int, nbr: int, u: int) -> int:
+        """Adjacency entries read by a BFS from ``u`` to two hops (``ptr``, ``nbr``: array addresses)."""
+        return int(self._cost(ptr, nbr, u))
 
     def paths(
         self,

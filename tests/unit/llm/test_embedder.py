@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -50,3 +51,19 @@ def test_download_failure_is_explained(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingError, match="cannot download"):
         resolve_model_dir(settings, tmp_path)
     assert not list((tmp_path / "models").rglob("*.part"))
+
+
+def test_model_is_downloaded_once_into_the_cache(
+    tmp_path: Path, model_dir: Path, serve_dir: Callable[[Path], str]
+) -> None:
+    base = serve_dir(model_dir)
+    settings = EmbedderSettings(model_url=f"{base}/model.onnx", tokenizer_url=f"{base}/tokenizer.json")
+    messages: list[str] = []
+    folder = resolve_model_dir(settings, tmp_path, say=messages.append)
+    assert folder == tmp_path / "models" / "all-MiniLM-L6-v2"
+    assert (folder / "model.onnx").stat().st_size == (model_dir / "model.onnx").stat().st_size
+    assert len(messages) == 2 and all("downloading" in m for m in messages)
+    vectors = OnnxEmbedder(folder).embed(["aspirin"])
+    assert np.allclose(vectors, OnnxEmbedder(model_dir).embed(["aspirin"]))
+    assert resolve_model_dir(settings, tmp_path, say=messages.append) == folder
+    assert len(messages) == 2  # nothing downloaded the second time
