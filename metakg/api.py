@@ -6,9 +6,6 @@ reports progress through an optional callback; none prints or exits.
 
 from __future__ import annotations
 
-import shutil
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +16,7 @@ import polars as pl
 
 from metakg.config import Settings
 from metakg.errors import ConfigError, InputDataError, NodeNotFound, UsageError
+from metakg.fetch import download
 from metakg.ingest.triples import TripleIngestReport, read_triples
 from metakg.llm.embedder import Embedder, OnnxEmbedder, Vectors, resolve_model_dir
 from metakg.loaders.embedded_store import EmbeddedStore
@@ -289,19 +287,13 @@ def demo_triples_file(settings: Settings, progress: Progress | None = None) -> P
     if cached.is_file():
         return cached
     (progress or _quiet)(f"downloading {DEMO_KG_URL}")
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_name(cached.name + ".part")
-    try:
-        with urllib.request.urlopen(DEMO_KG_URL, timeout=60) as response, tmp.open("wb") as fh:
-            shutil.copyfileobj(response, fh)
-    except (urllib.error.URLError, OSError, TimeoutError) as e:
-        tmp.unlink(missing_ok=True)
-        raise ConfigError(
-            f"the demo needs {DEMO_KG}: not found under the data directory "
-            f"({data_dir or 'none; set METAKG_PATHS__DATA_DIR'}) and the download failed ({e})."
-        ) from e
-    tmp.replace(cached)
-    return cached
+    return download(
+        DEMO_KG_URL,
+        cached,
+        error=ConfigError,
+        hint=f"The demo needs {DEMO_KG}: put it under the data directory "
+        f"({data_dir or 'none; set METAKG_PATHS__DATA_DIR'}).",
+    )
 
 
 @dataclass

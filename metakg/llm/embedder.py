@@ -7,10 +7,7 @@ constructor.
 
 from __future__ import annotations
 
-import shutil
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -20,6 +17,7 @@ import numpy.typing as npt
 
 from metakg.config import EmbedderSettings
 from metakg.errors import EmbeddingError
+from metakg.fetch import download
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_FILES = ("model.onnx", "tokenizer.json")
@@ -130,20 +128,6 @@ class OnnxEmbedder:
         return out
 
 
-def _download(url: str, target: Path) -> None:
-    tmp = target.with_name(target.name + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=60) as response, tmp.open("wb") as fh:
-            shutil.copyfileobj(response, fh)
-    except (urllib.error.URLError, OSError, TimeoutError) as e:
-        tmp.unlink(missing_ok=True)
-        raise EmbeddingError(
-            f"cannot download {url} ({e}). When offline, copy model.onnx and tokenizer.json of "
-            f"{MODEL_NAME} into a folder and set METAKG_EMBEDDER__MODEL_DIR to it."
-        ) from e
-    tmp.replace(target)
-
-
 def resolve_model_dir(settings: EmbedderSettings, cache_dir: Path, *, say: Callable[[str], None] | None = None) -> Path:
     """The folder of the embedding model: the configured one, else the cache (downloading once).
 
@@ -160,5 +144,11 @@ def resolve_model_dir(settings: EmbedderSettings, cache_dir: Path, *, say: Calla
         if not (folder / filename).is_file():
             if say:
                 say(f"downloading {url} into {folder}")
-            _download(url, folder / filename)
+            download(
+                url,
+                folder / filename,
+                error=EmbeddingError,
+                hint=f"When offline, copy model.onnx and tokenizer.json of {MODEL_NAME} into a folder and set "
+                "METAKG_EMBEDDER__MODEL_DIR to it.",
+            )
     return folder

@@ -39,6 +39,6 @@ def test_failed_download_is_explained_and_leaves_nothing(
     monkeypatch.setenv("METAKG_PATHS__DATA_DIR", str(tmp_path / "empty"))
     monkeypatch.setattr(api, "DEMO_KG_URL", f"{server}/missing.txt")
     settings = load_settings()
-    with pytest.raises(ConfigError, match="download failed"):
+    with pytest.raises(ConfigError, match="download of"):
         api.demo_triples_file(settings)
     assert not list(settings.paths.cache_dir.rglob("*.txt*"))

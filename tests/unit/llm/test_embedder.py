@@ -48,7 +48,7 @@ def test_resolve_prefers_configured_then_cache(tmp_path: Path, model_dir: Path) 
 
 def test_download_failure_is_explained(tmp_path: Path) -> None:
     settings = EmbedderSettings(model_url="http://127.0.0.1:9/model.onnx", tokenizer_url="http://127.0.0.1:9/t.json")
-    with pytest.raises(EmbeddingError, match="cannot download"):
+    with pytest.raises(EmbeddingError, match="download of"):
         resolve_model_dir(settings, tmp_path)
     assert not list((tmp_path / "models").rglob("*.part"))
 
