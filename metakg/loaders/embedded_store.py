@@ -205,17 +205,30 @@ class EmbeddedStore:
 
     def _node_vectors(self) -> npt.NDArray[np.float32]:
         if self._vectors is None:
-            if self._precomputed is not None:
-                frame = self._nodes.select("id").join(self._precomputed, on="id", how="left")
-                if frame["vector"].null_count():
-                    raise StoreError("the bundle's embeddings do not cover every node; run `metakg embed` again.")
-                self._vectors = np.asarray(frame["vector"].to_list(), dtype=np.float32)
-            elif self._embedder is not None:
-                self._vectors = self._embedder.embed(self._nodes["name"].to_list())
-            else:
+            if self._precomputed is None and self._embedder is None:
                 raise StoreError(
                     "embedding search needs an embedder or precomputed embeddings (run `metakg embed BUNDLE`)."
                 )
+            names = self._nodes["name"]
+            if self._precomputed is None:
+                missing = np.arange(self._nodes.height)
+                vectors = np.zeros((self._nodes.height, 0), dtype=np.float32)
+            else:
+                frame = self._nodes.select("id").join(self._precomputed, on="id", how="left", maintain_order="left")
+                missing = np.flatnonzero(frame["vector"].is_null().to_numpy())
+                width = len(frame["vector"].drop_nulls()[0]) if frame["vector"].null_count() < frame.height else 0
+                vectors = np.asarray(
+                    frame["vector"].fill_null(pl.lit([0.0] * width, dtype=pl.List(pl.Float32))).to_list(),
+                    dtype=np.float32,
+                ).reshape(self._nodes.height, width)
+            if len(missing):  # nodes added after the embeddings were computed (upsert) are embedded now
+                if self._embedder is None:
+                    raise StoreError("the bundle's embeddings do not cover every node; run `metakg embed` again.")
+                fresh = self._embedder.embed(names.gather(missing).to_list())
+                if vectors.shape[1] == 0:
+                    vectors = np.zeros((self._nodes.height, fresh.shape[1]), dtype=np.float32)
+                vectors[missing] = fresh
+            self._vectors = vectors
         return self._vectors
 
     # ------------------------------------------------------------------ records
@@ -537,5 +550,4 @@ class EmbeddedStore:
     def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
         """Add or update nodes and edges, then re-index (merge semantics of :func:`merge_bundles`)."""
         merged = merge_bundles([Bundle(self._nodes, self._edges), Bundle(conform_nodes(nodes), conform_edges(edges))])
-        self._precomputed = None if self._precomputed is None else self._precomputed
         self._index(merged.nodes, merged.edges)

@@ -97,8 +97,8 @@ def test_precomputed_embeddings_are_used(embedder: Embedder) -> None:
     frame = pl.DataFrame({"id": bundle.nodes["id"], "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32))})
     store = EmbeddedStore.from_bundle(bundle, embedder=embedder, embeddings=frame)
     assert store.search("migraine", mode="embedding", k=1)[0].node.name == "migraine"
-    with pytest.raises(StoreError, match="cover every node"):
-        EmbeddedStore.from_bundle(bundle, embedder=embedder, embeddings=frame.head(3)).search("x", mode="embedding")
+    partial = EmbeddedStore.from_bundle(bundle, embedder=embedder, embeddings=frame.head(3))
+    assert partial.search("migraine", mode="embedding", k=1)[0].node.name == "migraine"  # the rest embedded now
 
 
 def test_compiled_core_is_built() -> None:
@@ -125,3 +125,28 @@ def test_compiled_core_matches_numpy_reference(seed: int, directed: bool, relati
         assert got == reference.shortest_paths(a, b, **kwargs)  # type: ignore[arg-type]
         found += len(got)
     assert found > 10  # enough pairs are connected for the comparison to mean something
+
+
+def test_upsert_after_precomputed_embeddings_embeds_only_new_nodes(embedder: Embedder) -> None:
+    bundle = small_bundle()
+    calls: list[list[str]] = []
+
+    class CountingEmbedder:
+        name, dim = embedder.name, embedder.dim
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            calls.append(list(texts))
+            return embedder.embed(texts)
+
+    vectors = embedder.embed(bundle.nodes["name"].to_list())
+    frame = pl.DataFrame({"id": bundle.nodes["id"], "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32))})
+    store = EmbeddedStore.from_bundle(bundle, embedder=CountingEmbedder(), embeddings=frame)
+    store.upsert(
+        conform_nodes(
+            pl.DataFrame({"id": ["kg:test/tea"], "name": ["green tea"], "type": ["concept"], "source": ["t"]})
+        ),
+        conform_edges(pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "rel": pl.String, "source": pl.String})),
+    )
+    hits = store.search("a cup of green tea", mode="embedding", k=1)
+    assert hits[0].node.name == "green tea"
+    assert calls == [["green tea"], ["a cup of green tea"]]  # the 10 precomputed names were not embedded again
