@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -81,8 +81,45 @@ class ValidationSettings(BaseModel):
 class StoreSettings(BaseModel):
     """Which GraphStore the QA engine and the query commands use."""
 
-    backend: Literal["embedded"] = "embedded"
+    backend: Literal["embedded", "neo4j"] = "embedded"
     max_hops: int = Field(default=3, ge=1, le=6, description="Default hop limit of path queries.")
+
+
+class Neo4jSettings(BaseModel):
+    """How to reach Neo4j. ``NEO4J_URI``, ``NEO4J_USER``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE`` are honoured."""
+
+    uri: str = Field(default="bolt://127.0.0.1:7687", description="Bolt or neo4j:// URI (the `make neo4j-up` server).")
+    user: str = "neo4j"
+    password: SecretStr = Field(default=SecretStr(""), description="Never printed; empty for a server without auth.")
+    database: str = "neo4j"
+    batch_size: int = Field(default=5000, ge=1, le=100_000, description="Rows per UNWIND ... MERGE transaction.")
+
+    @field_validator("uri")
+    @classmethod
+    def _uri_scheme(cls, value: str) -> str:
+        schemes = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
+        if not value.startswith(schemes):
+            raise ValueError(f"neo4j.uri {value!r} must start with one of {', '.join(schemes)}")
+        return value
+
+
+class _Neo4jEnvSource(PydanticBaseSettingsSource):
+    """The conventional NEO4J_* variables, below METAKG_NEO4J__* in precedence."""
+
+    NAMES: ClassVar[dict[str, str]] = {
+        "NEO4J_URI": "uri",
+        "NEO4J_USER": "user",
+        "NEO4J_USERNAME": "user",
+        "NEO4J_PASSWORD": "password",
+        "NEO4J_DATABASE": "database",
+    }
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values = {key: os.environ[name] for name, key in self.NAMES.items() if os.environ.get(name)}
+        return {"neo4j": values} if values else {}
 
 
 class Settings(BaseSettings):
@@ -100,6 +137,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -111,7 +149,7 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_file = _config_file()
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, _Neo4jEnvSource(settings_cls)]
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)

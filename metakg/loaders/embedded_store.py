@@ -26,6 +26,7 @@ from metakg.loaders.graph_store import (
     SearchHit,
     SearchMode,
     Subgraph,
+    run_search,
 )
 from metakg.loaders.path_core import PathCore, address, load_library
 from metakg.schemas.bundle import Bundle, merge_bundles
@@ -345,21 +346,14 @@ class EmbeddedStore:
 
     def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
         """Nodes matching ``text``: exact name or alias, then normalised (``auto`` falls back to embeddings)."""
-        if k < 1:
-            raise StoreError(f"k must be at least 1, got {k}.")
-        hits: list[SearchHit] = []
-        if mode in ("exact", "auto"):
-            names, _keys = self._name_indexes()
-            hits = [SearchHit(n, 1.0, "exact") for n in self._nodes_at(names.get(text.strip(), [])[:k])]
-        if mode == "normalised" or (mode == "auto" and not hits):
-            _names, keys = self._name_indexes()
-            hits = [SearchHit(n, 1.0, "normalised") for n in self._nodes_at(keys.get(match_key(text), [])[:k])]
-        if mode == "embedding" or (mode == "auto" and not hits and self._can_embed()):
-            hits = self._embedding_search(text, k)
-        return hits
-
-    def _can_embed(self) -> bool:
-        return self._embedder is not None or self._precomputed is not None
+        return run_search(
+            text,
+            mode=mode,
+            k=k,
+            exact=lambda: self._nodes_at(self._name_indexes()[0].get(text.strip(), [])[:k]),
+            normalised=lambda: self._nodes_at(self._name_indexes()[1].get(match_key(text), [])[:k]),
+            embedding=self._embedding_search if self._embedder is not None else None,
+        )
 
     def _embedding_search(self, text: str, k: int) -> list[SearchHit]:
         if self._embedder is None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 import polars as pl
+
+from metakg.errors import StoreError
 
 Direction = Literal["out", "in", "both"]
 SearchMode = Literal["exact", "normalised", "embedding", "auto"]
@@ -132,3 +134,42 @@ class GraphStore(Protocol):
     def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
         """Insert or update nodes (by id) and edges (by edge id)."""
         ...
+
+
+def run_search(
+    text: str,
+    *,
+    mode: SearchMode,
+    k: int,
+    exact: Callable[[], list[NodeRecord]],
+    normalised: Callable[[], list[NodeRecord]],
+    embedding: Callable[[str, int], list[SearchHit]] | None,
+) -> list[SearchHit]:
+    """The search policy every store shares: exact, normalised, then (``auto``) embedding similarity.
+
+    Args:
+        text: what to look for.
+        mode: ``exact``, ``normalised``, ``embedding`` or ``auto``.
+        k: at most this many hits.
+        exact: the store's exact name/alias lookup.
+        normalised: the store's normalised-key lookup.
+        embedding: the store's vector search, or None when it cannot embed.
+
+    Raises:
+        StoreError: ``k`` < 1, or embedding search asked for without an embedder.
+    """
+    if k < 1:
+        raise StoreError(f"k must be at least 1, got {k}.")
+    if mode in ("exact", "auto"):
+        hits = [SearchHit(node, 1.0, "exact") for node in exact()]
+        if hits or mode == "exact":
+            return hits
+    if mode in ("normalised", "auto"):
+        hits = [SearchHit(node, 1.0, "normalised") for node in normalised()]
+        if hits or mode == "normalised":
+            return hits
+    if embedding is None:
+        if mode == "embedding":
+            raise StoreError("embedding search needs an embedder or precomputed embeddings (run `metakg embed`).")
+        return []
+    return embedding(text, k)

@@ -1,0 +1,145 @@
+"""Every Cypher statement metakg sends, as pure functions: text in, no I/O, values always as parameters.
+
+Labels and relationship types cannot be parameters in Cypher; they come from the type vocabulary and from
+relation names that passed validation (``RELATION_PATTERN``), are checked again here, and are quoted with
+backticks. Hop limits and k are integers checked here before they are written into a pattern.
+"""
+
+from __future__ import annotations
+
+import re
+
+from metakg.errors import StoreError
+from metakg.schemas.tables import RELATION_PATTERN
+
+ENTITY = "Entity"
+_LABEL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_REL_RE = re.compile(RELATION_PATTERN)
+
+NODE_RETURN = "n {.id, .name, .type, .source, .description, .aliases, .xrefs}"
+EDGE_RETURN = "r {.id, .display, .source, .confidence, .count, src: startNode(r).id, dst: endNode(r).id, rel: type(r)}"
+
+
+def label_of(node_type: str) -> str:
+    """The Neo4j label of a vocabulary type: ``gene_protein`` -> ``GeneProtein``.
+
+    Raises:
+        StoreError: the type cannot be a label.
+    """
+    label = "".join(part[:1].upper() + part[1:] for part in node_type.split("_"))
+    if not _LABEL_RE.match(label):
+        raise StoreError(f"node type {node_type!r} cannot be turned into a Neo4j label.")
+    return label
+
+
+def rel_type(rel: str) -> str:
+    """The quoted relationship type of a relation name.
+
+    Raises:
+        StoreError: the relation is not snake_case word characters (validate the bundle first).
+    """
+    if not _REL_RE.match(rel) or "`" in rel:
+        raise StoreError(f"relation {rel!r} cannot be a relationship type; run `metakg validate` first.")
+    return f"`{rel}`"
+
+
+def _positive(name: str, value: int, upper: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= upper:
+        raise StoreError(f"{name} must be an integer from 1 to {upper}, got {value!r}.")
+    return value
+
+
+def schema_statements(vector_dimensions: int | None) -> list[str]:
+    """Constraint and indexes: unique entity id, name lookups, full-text names, optional vector index."""
+    statements = [
+        f"CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (n:{ENTITY}) REQUIRE n.id IS UNIQUE",
+        f"CREATE INDEX entity_name IF NOT EXISTS FOR (n:{ENTITY}) ON (n.name)",
+        f"CREATE INDEX entity_name_key IF NOT EXISTS FOR (n:{ENTITY}) ON (n.name_key)",
+        f"CREATE FULLTEXT INDEX entity_names IF NOT EXISTS FOR (n:{ENTITY}) ON EACH [n.name, n.all_names]",
+    ]
+    if vector_dimensions is not None:
+        dims = _positive("vector dimensions", vector_dimensions, 4096)
+        statements.append(
+            f"CREATE VECTOR INDEX entity_embedding IF NOT EXISTS FOR (n:{ENTITY}) ON n.embedding "
+            f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}"
+        )
+    return statements
+
+
+def merge_nodes(node_type: str) -> str:
+    """Upsert a batch ``$rows`` of ``{id, props}`` as :Entity plus the type's label."""
+    return f"UNWIND $rows AS row MERGE (n:{ENTITY} {{id: row.id}}) SET n += row.props, n:{label_of(node_type)}"
+
+
+def merge_edges(rel: str) -> str:
+    """Upsert a batch ``$rows`` of ``{id, src, dst, props}`` as relationships of one type, keyed by edge id."""
+    return (
+        f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
+        f"MERGE (a)-[r:{rel_type(rel)} {{id: row.id}}]->(b) SET r += row.props"
+    )
+
+
+def merge_edge_single(rel: str) -> str:
+    """One edge per statement (``$id, $src, $dst, $props``): the slow baseline of the load benchmark."""
+    return (
+        f"MATCH (a:{ENTITY} {{id: $src}}) MATCH (b:{ENTITY} {{id: $dst}}) "
+        f"MERGE (a)-[r:{rel_type(rel)} {{id: $id}}]->(b) SET r += $props"
+    )
+
+
+def set_embeddings() -> str:
+    """Store name embeddings: ``$rows`` of ``{id, vector}``."""
+    return f"UNWIND $rows AS row MATCH (n:{ENTITY} {{id: row.id}}) SET n.embedding = row.vector"
+
+
+COUNT_NODES = f"MATCH (n:{ENTITY}) RETURN count(n) AS n"
+COUNT_EDGES = f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) RETURN count(r) AS n"
+GET_NODES = f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) RETURN {NODE_RETURN} AS node"
+NEIGHBOURS_OUT = (
+    f"MATCH (s:{ENTITY} {{id: $id}})-[r]->(n:{ENTITY}) WHERE $rels IS NULL OR type(r) IN $rels "
+    f"RETURN {NODE_RETURN} AS node, {EDGE_RETURN} AS edge ORDER BY r.id LIMIT $limit"
+)
+NEIGHBOURS_IN = (
+    f"MATCH (s:{ENTITY} {{id: $id}})<-[r]-(n:{ENTITY}) WHERE $rels IS NULL OR type(r) IN $rels "
+    f"RETURN {NODE_RETURN} AS node, {EDGE_RETURN} AS edge ORDER BY r.id LIMIT $limit"
+)
+SEARCH_EXACT = (
+    f"MATCH (n:{ENTITY}) WHERE n.name = $text OR $text IN n.aliases RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
+)
+SEARCH_KEY = (
+    f"MATCH (n:{ENTITY}) WHERE n.name_key = $key OR $key IN n.alias_keys "
+    f"RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
+)
+SEARCH_VECTOR = (
+    "CALL db.index.vector.queryNodes('entity_embedding', $k, $vector) YIELD node AS n, score "
+    f"RETURN {NODE_RETURN} AS node, score ORDER BY score DESC"
+)
+HAS_VECTOR_INDEX = "SHOW VECTOR INDEXES YIELD name WHERE name = 'entity_embedding' RETURN count(*) AS n"
+NEXT_HOP = (
+    f"MATCH (a:{ENTITY})-[r]-(b:{ENTITY}) WHERE a.id IN $ids AND ($rels IS NULL OR type(r) IN $rels) "
+    "RETURN DISTINCT b.id AS id ORDER BY id"
+)
+SUBGRAPH_NODES = f"MATCH (n:{ENTITY}) WHERE n.id IN $ids RETURN {NODE_RETURN} AS node ORDER BY n.id"
+SUBGRAPH_EDGES = (
+    f"MATCH (a:{ENTITY})-[r]->(b:{ENTITY}) WHERE a.id IN $ids AND b.id IN $ids "
+    f"AND ($rels IS NULL OR type(r) IN $rels) RETURN {EDGE_RETURN} AS edge ORDER BY r.id"
+)
+
+
+def shortest_paths(k: int, max_hops: int, *, directed: bool) -> str:
+    """Up to k shortest simple paths ($src to $dst, optional $rels) with the SHORTEST k path selector.
+
+    The ``WHERE`` inside the parenthesised pattern is applied during the search, so only simple paths (no
+    node twice) are counted towards k.
+    """
+    k = _positive("k", k, 1000)
+    hops = _positive("max_hops", max_hops, 10)
+    arrow = "->" if directed else "-"
+    return (
+        f"MATCH p = SHORTEST {k} ((a:{ENTITY} {{id: $src}})((x)-[r]{arrow}(y)){{1,{hops}}}(b:{ENTITY} {{id: $dst}}) "
+        "WHERE all(i IN range(0, size(x) - 1) WHERE NOT x[i] IN x[i + 1..]) AND NOT b IN x "
+        "AND ($rels IS NULL OR all(rel IN r WHERE type(rel) IN $rels))) "
+        "RETURN [n IN nodes(p) | n.id] AS nodes, "
+        "[r IN relationships(p) | r {.id, .display, .source, .confidence, .count, src: startNode(r).id, "
+        "dst: endNode(r).id, rel: type(r)}] AS edges ORDER BY length(p)"
+    )

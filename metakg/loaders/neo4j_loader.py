@@ -1,0 +1,172 @@
+"""Load a bundle into Neo4j: constraint and indexes first, then nodes, then edges, in UNWIND ... MERGE batches.
+
+Loading is idempotent (MERGE on the entity id and on the edge id) and resumable: every committed batch is
+recorded in a checkpoint file next to the bundle, so a re-run after an interruption skips what is done and
+ends with the same counts. The driver is passed in (this module does not import neo4j).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from metakg.loaders import cypher
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.tables import match_key_expr
+
+CHECKPOINT_FILE = "neo4j_load_checkpoint.json"
+Counter = Callable[[int, int], None]
+
+
+@dataclass
+class LoadReport:
+    """What a load did and what Neo4j holds afterwards."""
+
+    nodes_in_bundle: int
+    edges_in_bundle: int
+    nodes_in_neo4j: int
+    edges_in_neo4j: int
+    batches_run: int
+    batches_skipped: int
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data."""
+        return dict(self.__dict__)
+
+
+def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl.DataFrame:
+    """``id`` plus a ``props`` struct per node (name keys for search, all names for the full-text index)."""
+    frame = nodes.with_columns(
+        match_key_expr(pl.col("name")).alias("name_key"),
+        pl.col("aliases").list.eval(match_key_expr(pl.element())).alias("alias_keys"),
+        pl.concat_list(pl.col("name"), pl.col("aliases")).list.join(" | ").alias("all_names"),
+    )
+    columns = ["name", "type", "source", "description", "aliases", "xrefs", "name_key", "alias_keys", "all_names"]
+    if embeddings is not None:
+        frame = frame.join(embeddings.rename({"vector": "embedding"}), on="id", how="left", maintain_order="left")
+        columns.append("embedding")
+    return frame.select("id", "type", pl.struct(columns).alias("props"))
+
+
+def edge_rows(edges: pl.DataFrame) -> pl.DataFrame:
+    """``id, src, dst, rel`` plus a ``props`` struct per edge (everything but the endpoints and type)."""
+    columns = [
+        "display",
+        "source",
+        "confidence",
+        "count",
+        "record_ids",
+        "importer",
+        "model",
+        "prompt_hash",
+        "run_id",
+        "created_at",
+    ]
+    return edges.select("id", "src", "dst", "rel", pl.struct(columns).alias("props"))
+
+
+def _batches(frame: pl.DataFrame, key: str, size: int, columns: list[str]) -> Iterator[tuple[str, str, list[Any]]]:
+    """(group value, batch id, rows) for each batch of each group, in a stable order."""
+    for value in sorted(frame[key].unique().to_list()):
+        group = frame.filter(pl.col(key) == value).select(columns)
+        for number, start in enumerate(range(0, group.height, size)):
+            yield value, f"{key}={value}#{number}", group.slice(start, size).to_dicts()
+
+
+def _checkpoint_key(bundle: Bundle, target: str) -> str:
+    hashes = json.dumps(bundle.manifest.get("content_hashes", {}), sort_keys=True)
+    return hashlib.sha256(f"{target}\n{hashes}".encode()).hexdigest()
+
+
+def _count(driver: Any, database: str, query: str) -> int:
+    records, _summary, _keys = driver.execute_query(query, database_=database)
+    return int(records[0]["n"])
+
+
+def load_bundle(
+    driver: Any,
+    bundle: Bundle,
+    *,
+    database: str,
+    target: str,
+    batch_size: int = 5000,
+    embeddings: pl.DataFrame | None = None,
+    checkpoint_dir: Path | None = None,
+    progress: Counter | None = None,
+    statement_hook: Callable[[str], None] | None = None,
+) -> LoadReport:
+    """Load ``bundle`` into the database.
+
+    Args:
+        driver: a neo4j ``Driver``.
+        bundle: a validated bundle.
+        database: the database name.
+        target: identifies the server and database in the checkpoint (the URI, never the password).
+        batch_size: rows per transaction.
+        embeddings: name embeddings (``id``, ``vector``) to store and index, when the bundle has them.
+        checkpoint_dir: where the checkpoint file lives (the bundle directory); None disables resuming.
+        progress: called with (rows done, rows in total) after each batch.
+        statement_hook: called before each batch with its id (used by tests to interrupt a load).
+
+    Returns:
+        The counts in Neo4j after the load.
+    """
+    start = time.perf_counter()
+    checkpoint_path = checkpoint_dir / CHECKPOINT_FILE if checkpoint_dir is not None else None
+    key = _checkpoint_key(bundle, target)
+    done: set[str] = set()
+    if checkpoint_path is not None and checkpoint_path.is_file():
+        saved = json.loads(checkpoint_path.read_text(encoding="utf-8"))
+        if saved.get("key") == key:
+            done = set(saved.get("done", []))
+    dims = None
+    if embeddings is not None and embeddings.height:
+        dims = len(embeddings["vector"][0])
+    for statement in cypher.schema_statements(dims):
+        driver.execute_query(statement, database_=database)
+    nodes = node_rows(bundle.nodes, embeddings)
+    edges = edge_rows(bundle.edges)
+    total = nodes.height + edges.height
+    finished = ran = skipped = 0
+
+    def run_batches(frame: pl.DataFrame, group: str, columns: list[str], query_for: Callable[[str], str]) -> None:
+        nonlocal finished, ran, skipped
+        for value, batch_id, rows in _batches(frame, group, batch_size, columns):
+            batch_key = f"{'nodes' if group == 'type' else 'edges'}:{batch_id}"
+            if batch_key in done:
+                skipped += 1
+            else:
+                if statement_hook is not None:
+                    statement_hook(batch_key)
+                query = query_for(value)
+                with driver.session(database=database) as session:
+                    session.execute_write(lambda tx, q=query, r=rows: tx.run(q, rows=r).consume())
+                done.add(batch_key)
+                ran += 1
+                if checkpoint_path is not None:
+                    checkpoint_path.write_text(json.dumps({"key": key, "done": sorted(done)}), encoding="utf-8")
+            finished += len(rows)
+            if progress is not None:
+                progress(finished, total)
+
+    run_batches(nodes, "type", ["id", "props"], cypher.merge_nodes)
+    run_batches(edges, "rel", ["id", "src", "dst", "props"], cypher.merge_edges)
+    if checkpoint_path is not None:
+        checkpoint_path.unlink(missing_ok=True)  # complete: the next load starts (and merges) from scratch
+    return LoadReport(
+        nodes_in_bundle=bundle.nodes.height,
+        edges_in_bundle=bundle.edges.height,
+        nodes_in_neo4j=_count(driver, database, cypher.COUNT_NODES),
+        edges_in_neo4j=_count(driver, database, cypher.COUNT_EDGES),
+        batches_run=ran,
+        batches_skipped=skipped,
+        seconds=time.perf_counter() - start,
+    )

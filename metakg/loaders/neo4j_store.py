@@ -1,0 +1,248 @@
+"""The Neo4j GraphStore (the only module that imports the neo4j driver).
+
+Every statement comes from :mod:`metakg.loaders.cypher` with its values as parameters. The driver is
+created by :func:`connect` and passed in, so a store can share it with the loader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from metakg.config import Neo4jSettings
+from metakg.errors import ConfigError, NodeNotFound, StoreError
+from metakg.llm.embedder import Embedder
+from metakg.loaders import cypher
+from metakg.loaders.graph_store import (
+    Direction,
+    EdgeRecord,
+    GraphPath,
+    Neighbour,
+    NodeRecord,
+    SearchHit,
+    SearchMode,
+    Subgraph,
+    run_search,
+)
+from metakg.loaders.neo4j_loader import load_bundle
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.tables import conform_edges, conform_nodes, match_key
+
+
+def connect(settings: Neo4jSettings) -> Any:
+    """A verified neo4j ``Driver`` for the configured server.
+
+    Raises:
+        ConfigError: the server does not answer or refuses the credentials (the message never holds the
+            password).
+    """
+    import neo4j
+    from neo4j.exceptions import AuthError, ServiceUnavailable
+
+    password = settings.password.get_secret_value()
+    auth = (settings.user, password) if password else None
+    try:
+        driver = neo4j.GraphDatabase.driver(settings.uri, auth=auth)
+        driver.verify_connectivity()
+    except ServiceUnavailable as e:
+        raise ConfigError(
+            f"cannot reach Neo4j at {settings.uri} ({e}). Start one with `make neo4j-up`, or set NEO4J_URI."
+        ) from e
+    except AuthError as e:
+        raise ConfigError(
+            f"Neo4j at {settings.uri} refused user {settings.user!r}: check NEO4J_USER/NEO4J_PASSWORD."
+        ) from e
+    return driver
+
+
+def _node(data: dict[str, Any]) -> NodeRecord:
+    return NodeRecord(
+        id=data["id"],
+        name=data["name"],
+        type=data["type"],
+        source=data["source"],
+        description=data.get("description"),
+        aliases=tuple(data.get("aliases") or ()),
+        xrefs=tuple(data.get("xrefs") or ()),
+    )
+
+
+def _edge(data: dict[str, Any]) -> EdgeRecord:
+    return EdgeRecord(
+        id=data["id"],
+        src=data["src"],
+        dst=data["dst"],
+        rel=data["rel"],
+        display=data.get("display") or data["rel"],
+        source=data["source"],
+        confidence=float(data["confidence"]),
+        count=int(data.get("count") or 1),
+    )
+
+
+class Neo4jStore:
+    """GraphStore over a Neo4j database loaded by :func:`metakg.loaders.neo4j_loader.load_bundle`."""
+
+    def __init__(
+        self, driver: Any, *, database: str = "neo4j", embedder: Embedder | None = None, target: str = "neo4j"
+    ) -> None:
+        """Keep the driver; no query is sent until a method is called."""
+        self._driver = driver
+        self._database = database
+        self._embedder = embedder
+        self._target = target
+
+    def _run(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        records, _summary, _keys = self._driver.execute_query(
+            query, parameters_=params, database_=self._database, routing_="r"
+        )
+        return [record.data() for record in records]
+
+    def _require(self, node_id: str) -> None:
+        if not self._run(cypher.GET_NODES, ids=[node_id]):
+            raise NodeNotFound(f"no node with id {node_id!r} in this graph; find ids with `metakg query search`.")
+
+    def counts(self) -> dict[str, int]:
+        """Entity nodes and the relationships between them."""
+        return {"nodes": self._run(cypher.COUNT_NODES)[0]["n"], "edges": self._run(cypher.COUNT_EDGES)[0]["n"]}
+
+    def get_node(self, node_id: str) -> NodeRecord | None:
+        """The node with this id, or None."""
+        rows = self._run(cypher.GET_NODES, ids=[node_id])
+        return _node(rows[0]["node"]) if rows else None
+
+    def neighbours(
+        self,
+        node_id: str,
+        *,
+        relations: Sequence[str] | None = None,
+        direction: Direction = "both",
+        limit: int | None = None,
+    ) -> list[Neighbour]:
+        """Nodes one edge away (outgoing first), optionally only through ``relations``."""
+        self._require(node_id)
+        rels = list(relations) if relations is not None else None
+        result: list[Neighbour] = []
+        for way, query in (("out", cypher.NEIGHBOURS_OUT), ("in", cypher.NEIGHBOURS_IN)):
+            if direction not in (way, "both"):
+                continue
+            remaining = None if limit is None else limit - len(result)
+            if remaining is not None and remaining <= 0:
+                break
+            rows = self._run(query, id=node_id, rels=rels, limit=remaining if remaining is not None else 2**62)
+            result.extend(Neighbour(node=_node(r["node"]), edge=_edge(r["edge"]), direction=way) for r in rows)  # type: ignore[arg-type]
+        return result
+
+    def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
+        """Nodes matching ``text``: exact name or alias, normalised, or by the vector index."""
+        return run_search(
+            text,
+            mode=mode,
+            k=k,
+            exact=lambda: [_node(r["node"]) for r in self._run(cypher.SEARCH_EXACT, text=text.strip(), k=k)],
+            normalised=lambda: [_node(r["node"]) for r in self._run(cypher.SEARCH_KEY, key=match_key(text), k=k)],
+            embedding=self._embedding_search if self._embedder is not None else None,
+        )
+
+    def _embedding_search(self, text: str, k: int) -> list[SearchHit]:
+        if self._embedder is None:
+            raise StoreError("embedding search needs an embedder to embed the query; configure the embedder.")
+        if not self._run(cypher.HAS_VECTOR_INDEX)[0]["n"]:
+            raise StoreError("this database has no name embeddings: run `metakg embed BUNDLE`, then load it again.")
+        vector = self._embedder.embed([text])[0].tolist()
+        rows = self._run(cypher.SEARCH_VECTOR, k=k, vector=vector)
+        # Neo4j reports cosine similarity as (1 + cos) / 2; report cos like the embedded store does
+        return [SearchHit(_node(r["node"]), max(0.0, min(1.0, 2 * float(r["score"]) - 1)), "embedding") for r in rows]
+
+    def shortest_paths(
+        self,
+        src: str,
+        dst: str,
+        *,
+        k: int = 1,
+        max_hops: int = 3,
+        relations: Sequence[str] | None = None,
+        directed: bool = False,
+    ) -> list[GraphPath]:
+        """Up to ``k`` shortest simple paths of at most ``max_hops`` edges (Cypher ``SHORTEST k``)."""
+        if k < 1 or max_hops < 1:
+            raise StoreError(f"k and max_hops must be at least 1 (got k={k}, max_hops={max_hops}).")
+        self._require(src)
+        self._require(dst)
+        if src == dst:
+            return [GraphPath(nodes=(src,), edges=())]
+        rels = list(relations) if relations is not None else None
+        rows = self._run(cypher.shortest_paths(k, max_hops, directed=directed), src=src, dst=dst, rels=rels)
+        return [GraphPath(nodes=tuple(r["nodes"]), edges=tuple(_edge(e) for e in r["edges"])) for r in rows]
+
+    def subgraph(
+        self,
+        seeds: Sequence[str],
+        *,
+        hops: int = 1,
+        relations: Sequence[str] | None = None,
+        max_nodes: int | None = None,
+    ) -> Subgraph:
+        """Nodes within ``hops`` of ``seeds`` (either direction) and every edge among them."""
+        for seed in seeds:
+            self._require(seed)
+        rels = list(relations) if relations is not None else None
+        keep: list[str] = sorted(set(seeds))
+        frontier = keep
+        for _ in range(hops):
+            if not frontier:
+                break
+            found = [r["id"] for r in self._run(cypher.NEXT_HOP, ids=frontier, rels=rels)]
+            seen = set(keep)
+            new = [i for i in found if i not in seen]
+            if max_nodes is not None:
+                new = new[: max(0, max_nodes - len(keep))]
+            keep.extend(new)
+            frontier = new
+        nodes = [_node(r["node"]) for r in self._run(cypher.SUBGRAPH_NODES, ids=keep)]
+        edges = [_edge(r["edge"]) for r in self._run(cypher.SUBGRAPH_EDGES, ids=keep, rels=rels)]
+        node_frame = conform_nodes(
+            pl.DataFrame(
+                [{**n.__dict__, "aliases": list(n.aliases), "xrefs": list(n.xrefs)} for n in nodes],
+                schema={
+                    "id": pl.String,
+                    "name": pl.String,
+                    "type": pl.String,
+                    "source": pl.String,
+                    "description": pl.String,
+                    "aliases": pl.List(pl.String),
+                    "xrefs": pl.List(pl.String),
+                },
+            )
+        )
+        edge_frame = conform_edges(
+            pl.DataFrame(
+                [e.__dict__ for e in edges],
+                schema={
+                    "id": pl.String,
+                    "src": pl.String,
+                    "dst": pl.String,
+                    "rel": pl.String,
+                    "display": pl.String,
+                    "source": pl.String,
+                    "confidence": pl.Float64,
+                    "count": pl.Int64,
+                },
+            )
+        )
+        return Subgraph(nodes=node_frame, edges=edge_frame)
+
+    def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
+        """MERGE nodes (by id) and edges (by edge id); properties given overwrite stored ones."""
+        load_bundle(
+            self._driver,
+            Bundle(conform_nodes(nodes), conform_edges(edges)),
+            database=self._database,
+            target=self._target,
+        )
+
+    def load(self, bundle: Bundle, **options: Any) -> Any:
+        """Load a whole bundle (see :func:`metakg.loaders.neo4j_loader.load_bundle` for the options)."""
+        return load_bundle(self._driver, bundle, database=self._database, target=self._target, **options)

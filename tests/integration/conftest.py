@@ -1,0 +1,66 @@
+"""A real Neo4j 5 Community server for the integration tests, started from the Maven Central jars.
+
+Set NEO4J_URI (and NEO4J_USER / NEO4J_PASSWORD) to test against another server instead; the tests then
+use a database of their own there only if you also set NEO4J_DATABASE.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from metakg.config import Neo4jSettings
+from metakg.loaders.neo4j_store import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tools import neo4j_server  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def neo4j_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jSettings]:
+    if os.environ.get("NEO4J_URI"):
+        yield Neo4jSettings(
+            uri=os.environ["NEO4J_URI"],
+            user=os.environ.get("NEO4J_USER", "neo4j"),
+            password=os.environ.get("NEO4J_PASSWORD", ""),
+            database=os.environ.get("NEO4J_DATABASE", "neo4j"),
+        )
+        return
+    home = tmp_path_factory.mktemp("neo4j")
+    try:
+        server = neo4j_server.start(home, neo4j_server.free_port(), heap="1g", pagecache_mb=256)
+    except neo4j_server.Neo4jServerError as e:
+        pytest.fail(f"could not start the test Neo4j server: {e}")  # never a silent skip
+    try:
+        yield Neo4jSettings(uri=server.uri)
+    finally:
+        neo4j_server.stop(server)
+
+
+@pytest.fixture(scope="session")
+def neo4j_driver(neo4j_settings: Neo4jSettings) -> Iterator[Any]:
+    driver = connect(neo4j_settings)
+    yield driver
+    driver.close()
+
+
+@pytest.fixture
+def clean_neo4j(neo4j_driver: Any, neo4j_settings: Neo4jSettings) -> Any:
+    """The driver, with the database emptied (data, indexes and constraints) before the test."""
+    database = neo4j_settings.database
+    with neo4j_driver.session(database=database) as session:  # IN TRANSACTIONS needs an auto-commit query
+        session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
+    for kind in ("CONSTRAINTS", "INDEXES"):
+        records, _, _ = neo4j_driver.execute_query(f"SHOW {kind} YIELD name, type RETURN name, type",
+                                                   database_=database)
+        for record in records:
+            if record["type"] == "LOOKUP":
+                continue
+            neo4j_driver.execute_query(f"DROP {kind[:-1] if kind == 'CONSTRAINTS' else 'INDEX'} `{record['name']}` IF EXISTS",
+                                       database_=database)
+    return neo4j_driver

@@ -1,0 +1,165 @@
+"""Build and run a Neo4j 5.26 Community server from the Maven Central jars (no Docker, no tarball).
+
+    python tools/neo4j_server.py up [--port 7687] [--home .neo4j/data]   # start in the background
+    python tools/neo4j_server.py down                                   # stop it
+    python tools/neo4j_server.py status
+
+The jars are resolved by Maven into ~/.m2 (tools/neo4j/pom.xml); a 30-line Java launcher
+(tools/neo4j/src/MetakgNeo4j.java) starts the database with the Bolt connector on 127.0.0.1 and
+authentication off. Tests use :func:`start` and :func:`stop` directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+POM = ROOT / "neo4j" / "pom.xml"
+SOURCE = ROOT / "neo4j" / "src" / "MetakgNeo4j.java"
+STATE = ROOT.parent / ".neo4j"
+
+
+class Neo4jServerError(RuntimeError):
+    """The server could not be built or started."""
+
+
+@dataclass
+class Server:
+    """A running server process and its Bolt URI."""
+
+    process: subprocess.Popen[bytes] | None
+    pid: int
+    uri: str
+    home: Path
+
+
+def build(work: Path = STATE) -> str:
+    """Resolve the jars (Maven) and compile the launcher; returns the Java classpath."""
+    work.mkdir(parents=True, exist_ok=True)
+    classpath_file = work / "classpath.txt"
+    classes = work / "classes"
+    if not classpath_file.exists() or classpath_file.stat().st_mtime < POM.stat().st_mtime:
+        if shutil.which("mvn") is None:
+            raise Neo4jServerError("Maven (mvn) is needed to fetch the Neo4j jars: apt-get install maven")
+        result = subprocess.run(
+            ["mvn", "-q", "-B", "-f", str(POM), "dependency:build-classpath", f"-Dmdep.outputFile={classpath_file}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise Neo4jServerError(f"mvn could not resolve the Neo4j jars:\n{result.stdout}\n{result.stderr}")
+    classpath = classpath_file.read_text(encoding="utf-8").strip()
+    launcher = classes / "MetakgNeo4j.class"
+    if not launcher.exists() or launcher.stat().st_mtime < SOURCE.stat().st_mtime:
+        result = subprocess.run(
+            ["javac", "-cp", classpath, "-d", str(classes), str(SOURCE)], capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            raise Neo4jServerError(f"javac failed:\n{result.stderr}")
+    return f"{classes}{os.pathsep}{classpath}"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def start(home: Path, port: int, *, heap: str = "2g", pagecache_mb: int = 512, timeout: float = 180.0,
+          detach: bool = False, log: Path | None = None) -> Server:
+    """Start a server on 127.0.0.1:``port`` with its data under ``home``; waits until Bolt answers."""
+    if _listening(port):
+        raise Neo4jServerError(f"port {port} is already in use on 127.0.0.1")
+    classpath = build()
+    home.mkdir(parents=True, exist_ok=True)
+    log = log or home / "neo4j.log"
+    command = ["java", f"-Xmx{heap}", "-cp", classpath, "MetakgNeo4j", str(home), str(port), str(pagecache_mb)]
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=detach
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise Neo4jServerError(f"Neo4j exited with status {process.returncode}; see {log}")
+        if _listening(port) and "READY" in log.read_text(encoding="utf-8", errors="replace"):
+            return Server(process=process, pid=process.pid, uri=f"bolt://127.0.0.1:{port}", home=home)
+        time.sleep(0.5)
+    process.kill()
+    raise Neo4jServerError(f"Neo4j did not start within {timeout:.0f} s; see {log}")
+
+
+def stop(server: Server, timeout: float = 60.0) -> None:
+    """Stop the server cleanly (SIGTERM runs the shutdown hook), killing it if it hangs."""
+    try:
+        os.kill(server.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process is not None and server.process.poll() is not None:
+            return
+        try:
+            os.kill(server.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.3)
+    os.kill(server.pid, signal.SIGKILL)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument("--port", type=int, default=7687)
+    parser.add_argument("--home", type=Path, default=STATE / "data")
+    parser.add_argument("--heap", default="2g")
+    args = parser.parse_args()
+    pid_file = STATE / "server.pid"
+    if args.action == "up":
+        if pid_file.exists():
+            print(f"already running (pid {pid_file.read_text().strip()}); `make neo4j-down` first", file=sys.stderr)
+            sys.exit(1)
+        try:
+            server = start(args.home, args.port, heap=args.heap, detach=True)
+        except Neo4jServerError as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(1)
+        pid_file.write_text(f"{server.pid}\n{server.uri}\n", encoding="utf-8")
+        print(f"Neo4j 5 Community is running (pid {server.pid}, data in {args.home}). Settings that reach it:")
+        print(f"export NEO4J_URI={server.uri}")
+        print("export NEO4J_USER=neo4j")
+        print("export NEO4J_PASSWORD=  # authentication is off on this local server")
+        print("export NEO4J_DATABASE=neo4j")
+        if args.port == 7687:
+            print("(these are metakg's defaults: the CLI reaches this server without any setting)")
+    elif args.action == "down":
+        if not pid_file.exists():
+            print("not running")
+            return
+        pid, uri = pid_file.read_text().split()
+        stop(Server(process=None, pid=int(pid), uri=uri, home=args.home))
+        pid_file.unlink()
+        print(f"stopped Neo4j (pid {pid})")
+    else:
+        print(pid_file.read_text() if pid_file.exists() else "not running")
+
+
+if __name__ == "__main__":
+    main()
