@@ -39,8 +39,8 @@ test: install
 	$(PY) -m pytest
 
 lint: install
-	$(VENV)/bin/ruff check metakg tests benchmarks
-	$(VENV)/bin/ruff format --check metakg tests benchmarks
+	$(VENV)/bin/ruff check metakg tests benchmarks tools
+	$(VENV)/bin/ruff format --check metakg tests benchmarks tools
 	$(VENV)/bin/mypy
 
 bench: install

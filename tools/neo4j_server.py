@@ -82,8 +82,16 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def start(home: Path, port: int, *, heap: str = "2g", pagecache_mb: int = 512, timeout: float = 180.0,
-          detach: bool = False, log: Path | None = None) -> Server:
+def start(
+    home: Path,
+    port: int,
+    *,
+    heap: str = "2g",
+    pagecache_mb: int = 512,
+    timeout: float = 180.0,
+    detach: bool = False,
+    log: Path | None = None,
+) -> Server:
     """Start a server on 127.0.0.1:``port`` with its data under ``home``; waits until Bolt answers."""
     if _listening(port):
         raise Neo4jServerError(f"port {port} is already in use on 127.0.0.1")

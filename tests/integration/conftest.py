@@ -18,7 +18,7 @@ from metakg.config import Neo4jSettings
 from metakg.loaders.neo4j_store import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tools import neo4j_server  # noqa: E402
+from tools import neo4j_server
 
 
 @pytest.fixture(scope="session")
@@ -55,12 +55,11 @@ def clean_neo4j(neo4j_driver: Any, neo4j_settings: Neo4jSettings) -> Any:
     database = neo4j_settings.database
     with neo4j_driver.session(database=database) as session:  # IN TRANSACTIONS needs an auto-commit query
         session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
-    for kind in ("CONSTRAINTS", "INDEXES"):
-        records, _, _ = neo4j_driver.execute_query(f"SHOW {kind} YIELD name, type RETURN name, type",
-                                                   database_=database)
+    for show, drop in (("CONSTRAINTS", "CONSTRAINT"), ("INDEXES", "INDEX")):
+        records, _, _ = neo4j_driver.execute_query(
+            f"SHOW {show} YIELD name, type RETURN name, type", database_=database
+        )
         for record in records:
-            if record["type"] == "LOOKUP":
-                continue
-            neo4j_driver.execute_query(f"DROP {kind[:-1] if kind == 'CONSTRAINTS' else 'INDEX'} `{record['name']}` IF EXISTS",
-                                       database_=database)
+            if record["type"] != "LOOKUP":  # the built-in token lookup indexes stay
+                neo4j_driver.execute_query(f"DROP {drop} `{record['name']}` IF EXISTS", database_=database)
     return neo4j_driver

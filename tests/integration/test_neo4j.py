@@ -30,8 +30,7 @@ class TestNeo4jStoreContract(GraphStoreContract):
     def store(  # type: ignore[override]
         self, bundle: Bundle, embedder: Embedder, clean_neo4j: Any, neo4j_settings: Neo4jSettings
     ) -> GraphStore:
-        store = Neo4jStore(clean_neo4j, database=neo4j_settings.database, embedder=embedder,
-                           target=neo4j_settings.uri)
+        store = Neo4jStore(clean_neo4j, database=neo4j_settings.database, embedder=embedder, target=neo4j_settings.uri)
         store.load(bundle, embeddings=embeddings_of(bundle, embedder))
         return store
 
@@ -48,14 +47,15 @@ def test_load_is_idempotent(clean_neo4j: Any, neo4j_settings: Neo4jSettings) -> 
     first = load_bundle(clean_neo4j, bundle, database=db, target="t", batch_size=3)
     assert (first.nodes_in_neo4j, first.edges_in_neo4j) == (bundle.nodes.height, bundle.edges.height)
     before, _, _ = clean_neo4j.execute_query(
-        "MATCH (n:Entity) RETURN n.id AS id, properties(n) AS p ORDER BY id", database_=db)
+        "MATCH (n:Entity) RETURN n.id AS id, properties(n) AS p ORDER BY id", database_=db
+    )
     second = load_bundle(clean_neo4j, bundle, database=db, target="t", batch_size=4)
     after, _, _ = clean_neo4j.execute_query(
-        "MATCH (n:Entity) RETURN n.id AS id, properties(n) AS p ORDER BY id", database_=db)
+        "MATCH (n:Entity) RETURN n.id AS id, properties(n) AS p ORDER BY id", database_=db
+    )
     assert (second.nodes_in_neo4j, second.edges_in_neo4j) == (first.nodes_in_neo4j, first.edges_in_neo4j)
     assert [r.data() for r in before] == [r.data() for r in after]
-    labels, _, _ = clean_neo4j.execute_query(
-        "MATCH (n:Entity {id: 'kg:test/0'}) RETURN labels(n) AS l", database_=db)
+    labels, _, _ = clean_neo4j.execute_query("MATCH (n:Entity {id: 'kg:test/0'}) RETURN labels(n) AS l", database_=db)
     assert set(labels[0]["l"]) == {"Entity", "Drug"}
 
 
@@ -72,13 +72,21 @@ def test_interrupted_load_resumes_to_the_same_counts(
             raise KeyboardInterrupt("killed half-way")
 
     with pytest.raises(KeyboardInterrupt):
-        load_bundle(clean_neo4j, bundle, database=neo4j_settings.database, target="t", batch_size=2,
-                    checkpoint_dir=tmp_path / "b", statement_hook=crash_after_five)
+        load_bundle(
+            clean_neo4j,
+            bundle,
+            database=neo4j_settings.database,
+            target="t",
+            batch_size=2,
+            checkpoint_dir=tmp_path / "b",
+            statement_hook=crash_after_five,
+        )
     assert (tmp_path / "b" / CHECKPOINT_FILE).is_file()
     partial = counts(clean_neo4j, neo4j_settings.database)
     assert partial[0] + partial[1] < bundle.nodes.height + bundle.edges.height
-    report = load_bundle(clean_neo4j, bundle, database=neo4j_settings.database, target="t", batch_size=2,
-                         checkpoint_dir=tmp_path / "b")
+    report = load_bundle(
+        clean_neo4j, bundle, database=neo4j_settings.database, target="t", batch_size=2, checkpoint_dir=tmp_path / "b"
+    )
     assert report.batches_skipped == 5
     assert (report.nodes_in_neo4j, report.edges_in_neo4j) == (bundle.nodes.height, bundle.edges.height)
     assert not (tmp_path / "b" / CHECKPOINT_FILE).exists()
