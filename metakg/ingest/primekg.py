@@ -1,0 +1,286 @@
+"""PrimeKG (Chandak et al. 2023) into the common schema: ``kg.csv``, or ``nodes.csv`` + ``edges.csv``.
+
+- Node ids are CURIEs built from ``x_source``/``x_id`` (``NCBI`` -> ``ncbigene:``, ``MONDO`` ->
+  ``mondo:0005148`` zero-padded, grouped MONDO ids -> ``mondo.grouped:``, ``HPO`` -> ``hp:``, ...), never
+  names; the PrimeKG ``node_index`` is kept as the xref ``primekg.index:<n>``.
+- Node types map to the vocabulary (``gene/protein`` -> ``gene_protein``; ``biological process`` and
+  ``biological_process`` alike).
+- PrimeKG stores each relationship twice (source and target swapped, same label) and has exact duplicate
+  rows: all copies become one edge, oriented from the smaller to the larger id, whose ``count`` says how many
+  rows stated it; the report says how many copies were collapsed.
+- A row with a missing value, an unknown source or type, an empty id, a malformed index or bytes that are
+  not UTF-8 is rejected with its reason; read = accepted + rejected.
+
+The file is scanned lazily with polars, every column as text, so a bad value never stops the read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from metakg.errors import InputDataError
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids, normalise_relation_expr
+from metakg.schemas.vocabulary import default_vocabulary
+
+IMPORTER = "metakg.ingest.primekg"
+KG_COLUMNS = [
+    "relation", "display_relation", "x_index", "x_id", "x_type", "x_name", "x_source",
+    "y_index", "y_id", "y_type", "y_name", "y_source",
+]  # fmt: skip
+NODE_COLUMNS = ["node_index", "node_id", "node_type", "node_name", "node_source"]
+EDGE_COLUMNS = ["relation", "display_relation", "x_index", "y_index"]
+DATAVERSE_KG_URL = "https://dataverse.harvard.edu/api/access/datafile/6180620"
+KG_MD5 = "aac8191d4fbc5bf09cdf8c3c78b4e75f"
+
+#: PrimeKG source -> (CURIE prefix, zero-pad numeric ids to this width or 0)
+SOURCE_PREFIXES: dict[str, tuple[str, int]] = {
+    "NCBI": ("ncbigene", 0),
+    "DrugBank": ("drugbank", 0),
+    "MONDO": ("mondo", 7),
+    "MONDO_grouped": ("mondo.grouped", 0),
+    "HPO": ("hp", 7),
+    "UBERON": ("uberon", 7),
+    "GO": ("go", 7),
+    "REACTOME": ("reactome", 0),
+    "CTD": ("ctd", 0),
+}
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PrimeKGReport:
+    """What one PrimeKG import read, accepted, rejected and collapsed."""
+
+    read: int
+    accepted: int
+    rejected: int
+    nodes: int
+    edges: int
+    collapsed_copies: int
+    mirrored_pairs: int
+    exact_duplicates: int
+
+    def as_dict(self) -> dict[str, int]:
+        """Plain JSON-able data."""
+        return dict(self.__dict__)
+
+
+def _scan(path: Path, columns: list[str]) -> pl.LazyFrame:
+    """Scan a CSV with every column as text plus one spare column that catches surplus fields."""
+    try:
+        with path.open("rb") as fh:
+            header = fh.readline().decode("utf-8", errors="replace").strip().split(",")
+    except OSError as e:
+        raise InputDataError(f"cannot read {path}: {e.strerror or e}.") from e
+    if header != columns:
+        raise InputDataError(f"{path} does not have the PrimeKG header {','.join(columns)} (found {','.join(header)}).")
+    names = [*columns, "_surplus"]
+    return pl.scan_csv(
+        path,
+        has_header=False,
+        skip_rows=1,
+        schema={name: pl.String for name in names},
+        truncate_ragged_lines=True,
+        missing_columns="insert",
+        encoding="utf8-lossy",
+    ).with_row_index("_row", offset=2)
+
+
+def scan_kg(path: Path) -> pl.LazyFrame:
+    """``kg.csv`` (or a folder holding it, or ``nodes.csv`` + ``edges.csv``) as kg.csv-shaped text columns.
+
+    Raises:
+        InputDataError: the path holds neither layout, or a header is wrong.
+    """
+    if path.is_dir():
+        if (path / "kg.csv").is_file():
+            return _scan(path / "kg.csv", KG_COLUMNS)
+        if (path / "nodes.csv").is_file() and (path / "edges.csv").is_file():
+            nodes = _scan(path / "nodes.csv", NODE_COLUMNS).drop("_row", "_surplus")
+            edges = _scan(path / "edges.csv", EDGE_COLUMNS)
+            side = {c: c.replace("node_", "") for c in NODE_COLUMNS}
+            x = nodes.rename({k: f"x_{v}" for k, v in side.items()})
+            y = nodes.rename({k: f"y_{v}" for k, v in side.items()})
+            return (
+                edges.join(x, on="x_index", how="left", maintain_order="left")
+                .join(y, on="y_index", how="left", maintain_order="left")
+                .select("_row", *KG_COLUMNS, "_surplus")
+            )
+        raise InputDataError(f"{path} holds neither kg.csv nor nodes.csv + edges.csv.")
+    if not path.is_file():
+        raise InputDataError(
+            f"PrimeKG file {path} does not exist. Download kg.csv from Harvard Dataverse (doi:10.7910/DVN/IXA7BM) "
+            "or run `metakg ingest primekg --download`."
+        )
+    return _scan(path, KG_COLUMNS)
+
+
+def _curie(source: pl.Expr, local: pl.Expr) -> pl.Expr:
+    prefix = source.replace_strict({k: v[0] for k, v in SOURCE_PREFIXES.items()}, default=None)
+    width = source.replace_strict({k: v[1] for k, v in SOURCE_PREFIXES.items()}, default=0, return_dtype=pl.Int64)
+    padded = pl.when((width > 0) & local.str.contains(r"^\d+$")).then(local.str.zfill(7)).otherwise(local)
+    return prefix + ":" + padded
+
+
+def _type(column: pl.Expr) -> pl.Expr:
+    mapping = default_vocabulary().primekg
+    normalised = column.str.strip_chars().str.replace_all(" ", "_")
+    lookup = {key.replace(" ", "_"): value for key, value in mapping.items()}
+    return normalised.replace_strict(lookup, default=None)
+
+
+def _reason() -> pl.Expr:
+    checks: list[tuple[str, str, pl.Expr]] = []
+    for column in KG_COLUMNS:
+        checks.append(("missing_value", f"{column} is missing", pl.col(column).is_null()))
+    checks += [
+        ("surplus_fields", "the row has more than 12 fields", pl.col("_surplus").is_not_null()),
+        ("invalid_utf8", "the row has bytes that are not UTF-8",
+         pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in KG_COLUMNS])),
+        ("empty_id", "x_id or y_id is empty",
+         (pl.col("x_id").str.strip_chars() == "") | (pl.col("y_id").str.strip_chars() == "")),
+        ("malformed_index", "x_index or y_index is not a whole number",
+         ~pl.col("x_index").str.contains(r"^\d+$") | ~pl.col("y_index").str.contains(r"^\d+$")),
+        ("unknown_source", "x_source or y_source is not a PrimeKG source",
+         pl.col("_x").is_null() | pl.col("_y").is_null()),
+        ("unknown_type", "x_type or y_type is not a PrimeKG node type",
+         pl.col("_xt").is_null() | pl.col("_yt").is_null()),
+        ("bad_relation", "relation has no letters or digits", pl.col("_rel") == ""),
+    ]  # fmt: skip
+    expr: Any = pl.lit(None, dtype=pl.String)
+    for check, reason, failing in reversed(checks):
+        expr = pl.when(failing.fill_null(True)).then(pl.lit(f"{check}\t{reason}")).otherwise(expr)
+    return expr.alias("_reason")
+
+
+def read_primekg(
+    path: Path, *, source: str = "primekg", run_id: str | None = None, progress: Progress | None = None
+) -> tuple[Bundle, PrimeKGReport]:
+    """Read PrimeKG into a bundle (not yet validated, not yet written).
+
+    Args:
+        path: ``kg.csv``, or a folder with ``kg.csv`` or ``nodes.csv`` + ``edges.csv``.
+        source: the ``source`` of every node and edge.
+        run_id: provenance run id; a new one is made when None.
+        progress: called with a short stage name as the work advances.
+
+    Raises:
+        InputDataError: the file is missing or its header is not PrimeKG's.
+    """
+    say = progress or (lambda _stage: None)
+    run_id = run_id or uuid.uuid4().hex
+    say("scanning")
+    rows = (
+        scan_kg(path)
+        .with_columns(
+            _curie(pl.col("x_source"), pl.col("x_id").str.strip_chars()).alias("_x"),
+            _curie(pl.col("y_source"), pl.col("y_id").str.strip_chars()).alias("_y"),
+            _type(pl.col("x_type")).alias("_xt"),
+            _type(pl.col("y_type")).alias("_yt"),
+            normalise_relation_expr(pl.col("relation")).alias("_rel"),
+        )
+        .with_columns(_reason())
+    )
+    rows = scan.collect()
+    say("splitting accepted and rejected rows")
+    bad = rows.filter(pl.col("_reason").is_not_null())
+    good = rows.filter(pl.col("_reason").is_null()).drop("_surplus", "_reason")
+    record_prefix = path.name if path.is_file() else f"{path.name}/kg.csv"
+    rejects = bad.select(
+        pl.lit("ingest").alias("stage"),
+        pl.lit("input").alias("table"),
+        (pl.lit(f"{record_prefix} row ") + pl.col("_row").cast(pl.String)).alias("record"),
+        pl.col("_reason").str.split_exact("\t", 1).struct.field("field_0").alias("check"),
+        pl.col("_reason").str.split_exact("\t", 1).struct.field("field_1").alias("reason"),
+        pl.concat_str([pl.col(c).fill_null("") for c in [*KG_COLUMNS, "_surplus"]], separator=",").alias("payload"),
+    )
+    del rows, bad
+
+    say("building nodes")
+    sides = [
+        good.select(
+            pl.col(f"_{s}").alias("id"),
+            pl.col(f"{s}_name").alias("name"),
+            pl.col(f"_{s}t").alias("type"),
+            (pl.lit("primekg.index:") + pl.col(f"{s}_index")).alias("xref"),
+            pl.col("_row"),
+        )
+        for s in ("x", "y")
+    ]
+    nodes = (
+        pl.concat(sides)
+        .sort("_row")
+        .unique("id", keep="first", maintain_order=True)
+        .select("id", "name", "type", pl.lit(source).alias("source"), pl.concat_list("xref").alias("xrefs"))
+    )
+
+    say("collapsing mirrored and duplicate rows")
+    oriented = good.select(
+        pl.min_horizontal("_x", "_y").alias("src"),
+        pl.max_horizontal("_x", "_y").alias("dst"),
+        (pl.col("_x") > pl.col("_y")).alias("_flipped"),
+        pl.col("_rel").alias("rel"),
+        pl.col("display_relation").alias("display"),
+        pl.col("_row"),
+    )
+    edges = oriented.group_by(["src", "rel", "dst"], maintain_order=True).agg(
+        pl.col("display").first(),
+        pl.len().cast(pl.Int64).alias("count"),
+        (pl.lit(f"{record_prefix} row ") + pl.col("_row").first().cast(pl.String)).alias("record"),
+        pl.col("_flipped").n_unique().alias("_orientations"),
+    )
+    exact_duplicates = good.height - good.select("_x", "_rel", "_y").n_unique() if good.height else 0
+    now = datetime.now(UTC)
+    edges = edges.with_columns(
+        pl.concat_list("record").alias("record_ids"),
+        pl.lit(source).alias("source"),
+        pl.lit(1.0).alias("confidence"),
+        pl.lit(IMPORTER).alias("importer"),
+        pl.lit(run_id).alias("run_id"),
+        pl.lit(now, dtype=pl.Datetime("us", "UTC")).alias("created_at"),
+    )
+    mirrored_pairs = int((edges["_orientations"] == 2).sum())
+    edges = edges.drop("record", "_orientations")
+    edges = edges.with_columns(edge_ids(edges))
+
+    report = PrimeKGReport(
+        read=good.height + rejects.height,
+        accepted=good.height,
+        rejected=rejects.height,
+        nodes=nodes.height,
+        edges=edges.height,
+        collapsed_copies=good.height - edges.height,
+        mirrored_pairs=mirrored_pairs,
+        exact_duplicates=exact_duplicates,
+    )
+    manifest: dict[str, Any] = {
+        "sources": [
+            {
+                "name": source,
+                "importer": IMPORTER,
+                "input": str(path),
+                "run_id": run_id,
+                **report.as_dict(),
+                "at": now.isoformat(timespec="seconds"),
+            }
+        ]
+    }
+    return Bundle(conform_nodes(nodes), conform_edges(edges), rejects, manifest), report
+
+
+def md5_of(path: Path) -> str:
+    """The MD5 of a file (PrimeKG publishes the MD5 of kg.csv)."""
+    digest = hashlib.md5(usedforsecurity=False)
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
