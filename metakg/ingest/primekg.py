@@ -29,6 +29,7 @@ import polars as pl
 from metakg.errors import InputDataError
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids, normalise_relation_expr
+from metakg.schemas.validation import first_failure
 from metakg.schemas.vocabulary import default_vocabulary
 
 IMPORTER = "metakg.ingest.primekg"
@@ -138,28 +139,33 @@ def _type(column: pl.Expr) -> pl.Expr:
     return normalised.replace_strict(lookup, default=None)
 
 
-def _reason() -> pl.Expr:
-    checks: list[tuple[str, str, pl.Expr]] = []
-    for column in KG_COLUMNS:
-        checks.append(("missing_value", f"{column} is missing", pl.col(column).is_null()))
-    checks += [
-        ("surplus_fields", "the row has more than 12 fields", pl.col("_surplus").is_not_null()),
-        ("invalid_utf8", "the row has bytes that are not UTF-8",
-         pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in KG_COLUMNS])),
-        ("empty_id", "x_id or y_id is empty",
-         (pl.col("x_id").str.strip_chars() == "") | (pl.col("y_id").str.strip_chars() == "")),
-        ("malformed_index", "x_index or y_index is not a whole number",
-         ~pl.col("x_index").str.contains(r"^\d+$") | ~pl.col("y_index").str.contains(r"^\d+$")),
-        ("unknown_source", "x_source or y_source is not a PrimeKG source",
-         pl.col("_x").is_null() | pl.col("_y").is_null()),
-        ("unknown_type", "x_type or y_type is not a PrimeKG node type",
-         pl.col("_xt").is_null() | pl.col("_yt").is_null()),
-        ("bad_relation", "relation has no letters or digits", pl.col("_rel") == ""),
-    ]  # fmt: skip
-    expr: Any = pl.lit(None, dtype=pl.String)
-    for check, reason, failing in reversed(checks):
-        expr = pl.when(failing.fill_null(True)).then(pl.lit(f"{check}\t{reason}")).otherwise(expr)
-    return expr.alias("_reason")
+#: row check -> the reason stored with a rejected row
+REASONS = {
+    "missing_value": "a column is missing or empty",
+    "surplus_fields": "the row has more than 12 fields",
+    "invalid_utf8": "the row has bytes that are not UTF-8",
+    "empty_id": "x_id or y_id is blank",
+    "malformed_index": "x_index or y_index is not a whole number",
+    "unknown_source": "x_source or y_source is not a PrimeKG source",
+    "unknown_type": "x_type or y_type is not a PrimeKG node type",
+    "bad_relation": "relation has no letters or digits",
+}
+
+
+def _check() -> pl.Expr:
+    """The first row check a PrimeKG row fails, or null."""
+    return first_failure(
+        [
+            ("missing_value", pl.any_horizontal([pl.col(c).is_null() for c in KG_COLUMNS])),
+            ("surplus_fields", pl.col("_surplus").is_not_null()),
+            ("invalid_utf8", pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in KG_COLUMNS])),
+            ("empty_id", (pl.col("x_id").str.strip_chars() == "") | (pl.col("y_id").str.strip_chars() == "")),
+            ("malformed_index", ~pl.col("x_index").str.contains(r"^\d+$") | ~pl.col("y_index").str.contains(r"^\d+$")),
+            ("unknown_source", pl.col("_x").is_null() | pl.col("_y").is_null()),
+            ("unknown_type", pl.col("_xt").is_null() | pl.col("_yt").is_null()),
+            ("bad_relation", pl.col("_rel") == ""),
+        ]
+    ).alias("_check")
 
 
 def read_primekg(
@@ -179,7 +185,7 @@ def read_primekg(
     say = progress or (lambda _stage: None)
     run_id = run_id or uuid.uuid4().hex
     say("scanning")
-    rows = (
+    scan = (
         scan_kg(path)
         .with_columns(
             _curie(pl.col("x_source"), pl.col("x_id").str.strip_chars()).alias("_x"),
@@ -188,19 +194,19 @@ def read_primekg(
             _type(pl.col("y_type")).alias("_yt"),
             normalise_relation_expr(pl.col("relation")).alias("_rel"),
         )
-        .with_columns(_reason())
+        .with_columns(_check())
     )
     rows = scan.collect()
     say("splitting accepted and rejected rows")
-    bad = rows.filter(pl.col("_reason").is_not_null())
-    good = rows.filter(pl.col("_reason").is_null()).drop("_surplus", "_reason")
+    bad = rows.filter(pl.col("_check").is_not_null())
+    good = rows.filter(pl.col("_check").is_null()).drop("_surplus", "_check")
     record_prefix = path.name if path.is_file() else f"{path.name}/kg.csv"
     rejects = bad.select(
         pl.lit("ingest").alias("stage"),
         pl.lit("input").alias("table"),
         (pl.lit(f"{record_prefix} row ") + pl.col("_row").cast(pl.String)).alias("record"),
-        pl.col("_reason").str.split_exact("\t", 1).struct.field("field_0").alias("check"),
-        pl.col("_reason").str.split_exact("\t", 1).struct.field("field_1").alias("reason"),
+        pl.col("_check").alias("check"),
+        pl.col("_check").replace_strict(REASONS).alias("reason"),
         pl.concat_str([pl.col(c).fill_null("") for c in [*KG_COLUMNS, "_surplus"]], separator=",").alias("payload"),
     )
     del rows, bad

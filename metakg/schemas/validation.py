@@ -76,12 +76,21 @@ class ValidationReport:
         return data
 
 
-def _first_failure(frame: pl.DataFrame, rules: list[tuple[str, pl.Expr]]) -> pl.DataFrame:
-    """Add ``_check``: the name of the first rule whose expression is true for the row, else null."""
+def first_failure(rules: list[tuple[str, pl.Expr]]) -> pl.Expr:
+    """The name of the first rule whose expression is true (or null) for a row, else null.
+
+    Args:
+        rules: (check name, expression that is true where the row fails), in the order they are tried.
+    """
     expr: Any = pl.lit(None, dtype=pl.String)
     for name, failing in reversed(rules):
         expr = pl.when(failing.fill_null(True)).then(pl.lit(name)).otherwise(expr)
-    return frame.with_columns(expr.alias("_check"))
+    return expr  # type: ignore[no-any-return]
+
+
+def _first_failure(frame: pl.DataFrame, rules: list[tuple[str, pl.Expr]]) -> pl.DataFrame:
+    """Add ``_check``: the name of the first rule that fails for the row, else null."""
+    return frame.with_columns(first_failure(rules).alias("_check"))
 
 
 def _blank(column: str) -> pl.Expr:
