@@ -23,6 +23,7 @@ help:
 	@echo "make test     run the test suite (pytest)"
 	@echo "make lint     ruff, ruff format --check, mypy --strict"
 	@echo "make bench    run the benchmarks and record their figures in benchmarks/results/"
+	@echo "make neo4j-up / neo4j-down  start / stop a local Neo4j 5 server (Maven Central jars)"
 
 install: $(VENV)/.installed
 
@@ -49,3 +50,12 @@ bench: install
 
 clean:
 	rm -rf out benchmarks/.work .pytest_cache .mypy_cache .ruff_cache
+
+# A local Neo4j 5 Community server from the Maven Central jars (tools/neo4j_server.py), left running on
+# 127.0.0.1:7687 with authentication off: metakg's default Neo4j settings reach it.
+.PHONY: neo4j-up neo4j-down
+neo4j-up: install
+	$(PY) tools/neo4j_server.py up
+
+neo4j-down:
+	$(PY) tools/neo4j_server.py down

@@ -17,10 +17,15 @@ import polars as pl
 from metakg.config import Settings
 from metakg.errors import ConfigError, InputDataError, NodeNotFound, UsageError
 from metakg.fetch import download
+from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_of, read_primekg
+from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
 from metakg.ingest.triples import TripleIngestReport, read_triples
 from metakg.llm.embedder import Embedder, OnnxEmbedder, Vectors, resolve_model_dir
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord
+from metakg.loaders.neo4j_admin import write_admin_import
+from metakg.loaders.neo4j_loader import load_bundle
+from metakg.loaders.neo4j_store import Neo4jStore, connect
 from metakg.loaders.rdf_export import RdfFormat, write_rdf
 from metakg.schemas.bundle import (
     EMBEDDINGS_FILE,
@@ -85,6 +90,69 @@ def ingest_triples(
     (progress or _quiet)("writing bundle")
     write_bundle(out, bundle)
     return report
+
+
+def primekg_download(settings: Settings, progress: Progress | None = None) -> Path:
+    """PrimeKG's kg.csv from Harvard Dataverse, fetched once into the cache and checked against its MD5.
+
+    Raises:
+        InputDataError: the download fails (offline) or the file's MD5 is not the published one.
+    """
+    target = settings.paths.cache_dir / "primekg" / "kg.csv"
+    if not target.is_file():
+        (progress or _quiet)(f"downloading {DATAVERSE_KG_URL} (about 1 GB)")
+        download(
+            DATAVERSE_KG_URL,
+            target,
+            error=InputDataError,
+            hint=f"Offline: download kg.csv from Harvard Dataverse (doi:10.7910/DVN/IXA7BM) and put it at {target}, "
+            "or pass its path.",
+            timeout=600,
+        )
+    (progress or _quiet)("checking the MD5 of kg.csv")
+    digest = md5_of(target)
+    if digest != KG_MD5:
+        raise InputDataError(f"{target} has MD5 {digest}, not PrimeKG's {KG_MD5}: delete it and download it again.")
+    return target
+
+
+def ingest_primekg(
+    path: Path | None,
+    out: Path,
+    settings: Settings,
+    *,
+    download_missing: bool = False,
+    progress: Progress | None = None,
+) -> PrimeKGReport:
+    """Read PrimeKG (``kg.csv`` or ``nodes.csv`` + ``edges.csv``) and write it as a bundle at ``out``.
+
+    Raises:
+        UsageError: neither a path nor ``download_missing``.
+        InputDataError: the file is missing, malformed as a whole, or the download fails.
+    """
+    if path is None:
+        if not download_missing:
+            raise UsageError("give the path of kg.csv (or its folder), or --download to fetch it.")
+        path = primekg_download(settings, progress)
+    bundle, report = read_primekg(path, progress=progress)
+    (progress or _quiet)("writing bundle")
+    write_bundle(out, bundle)
+    return report
+
+
+def synthetic_primekg(out_dir: Path, settings: Settings, *, scale: float, seed: int = 0) -> SyntheticPrimeKG:
+    """Write a SYNTHETIC PrimeKG-shaped kg.csv following the published per-type and per-relation counts.
+
+    Raises:
+        ConfigError: the count tables are not under the data directory.
+        UsageError: scale not in (0, 2].
+    """
+    if not 0 < scale <= 2:
+        raise UsageError(f"scale must be in (0, 2], got {scale}.")
+    data_dir = settings.resolved_data_dir()
+    if data_dir is None or not (data_dir / "primekg").is_dir():
+        raise ConfigError("the synthetic generator needs primekg/primekg_plus_Table*.csv: set METAKG_PATHS__DATA_DIR.")
+    return generate(out_dir, data_dir / "primekg", scale=scale, seed=seed)
 
 
 def validate_bundle(path: Path, settings: Settings, *, progress: Progress | None = None) -> ValidationReport:
@@ -228,18 +296,89 @@ def embed_bundle(
     return dict(bundle.manifest["embeddings"])
 
 
-def open_store(path: Path, settings: Settings, *, progress: Progress | None = None) -> EmbeddedStore:
-    """The configured GraphStore over a bundle (today: the embedded store).
+def load_neo4j(
+    path: Path, settings: Settings, *, batch_size: int | None = None, progress: Counter | None = None
+) -> dict[str, Any]:
+    """Load a bundle into the configured Neo4j (idempotent, resumable); returns the counts in Neo4j.
 
     Raises:
         BundleError: the bundle cannot be read.
-        StoreError: the bundle is not valid enough to index (run validate first).
+        ConfigError: Neo4j cannot be reached.
     """
     bundle = read_bundle(path)
     embeddings = None
     if "embeddings" in bundle.manifest and (path / EMBEDDINGS_FILE).is_file():
         embeddings = pl.read_parquet(path / EMBEDDINGS_FILE)
+    driver = connect(settings.neo4j)
+    try:
+        report = load_bundle(
+            driver,
+            bundle,
+            database=settings.neo4j.database,
+            target=settings.neo4j.uri,
+            batch_size=batch_size or settings.neo4j.batch_size,
+            embeddings=embeddings,
+            checkpoint_dir=path,
+            progress=progress,
+        )
+    finally:
+        driver.close()
+    return {"uri": settings.neo4j.uri, "database": settings.neo4j.database, **report.as_dict()}
+
+
+def export_neo4j_admin(path: Path, out_dir: Path, settings: Settings) -> dict[str, Any]:
+    """Write neo4j-admin import files for a bundle; returns the files and the command to run.
+
+    Raises:
+        BundleError: the bundle cannot be read.
+    """
+    return write_admin_import(read_bundle(path), out_dir, database=settings.neo4j.database)
+
+
+def open_store(
+    path: Path | None, settings: Settings, *, backend: str | None = None, progress: Progress | None = None
+) -> GraphStore:
+    """The configured GraphStore: the embedded store over the bundle at ``path``, or the Neo4j database.
+
+    Raises:
+        UsageError: the embedded store without a bundle path.
+        BundleError: the bundle cannot be read.
+        StoreError: the bundle is not valid enough to index (run validate first).
+        ConfigError: Neo4j cannot be reached.
+    """
+    backend = backend or settings.store.backend
+    if backend == "neo4j":
+        return Neo4jStore(
+            connect(settings.neo4j),
+            database=settings.neo4j.database,
+            embedder=make_embedder(settings, progress),
+            target=settings.neo4j.uri,
+        )
+    if path is None:
+        raise UsageError("the embedded store needs a bundle directory.")
+    bundle = read_bundle(path)
+    embeddings = None
+    if "embeddings" in bundle.manifest and (path / EMBEDDINGS_FILE).is_file():
+        embeddings = pl.read_parquet(path / EMBEDDINGS_FILE)
     return EmbeddedStore.from_bundle(bundle, embedder=make_embedder(settings, progress), embeddings=embeddings)
+
+
+NEO4J_SCHEMES = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
+
+
+def open_graph(graph: str, settings: Settings, *, progress: Progress | None = None) -> GraphStore:
+    """A GraphStore for ``graph``: a Neo4j URI (user, password, database from the settings) or a bundle path.
+
+    Raises:
+        BundleError: the bundle cannot be read.
+        ConfigError: Neo4j cannot be reached.
+    """
+    if graph.startswith(NEO4J_SCHEMES):
+        neo4j_settings = settings.neo4j.model_copy(update={"uri": graph})
+        return open_store(
+            None, settings.model_copy(update={"neo4j": neo4j_settings}), backend="neo4j", progress=progress
+        )
+    return open_store(Path(graph), settings, backend="embedded", progress=progress)
 
 
 def resolve_node(store: GraphStore, text: str) -> NodeRecord:
@@ -327,7 +466,7 @@ def run_demo(
     say("validating")
     validation = validate_bundle(out, settings, progress=say)
     say("loading the embedded store")
-    store = open_store(out, settings, progress=say)
+    store = open_store(out, settings, backend="embedded", progress=say)
     node, neighbours = neighbours_of(store, concept, limit=10)
     a, b, paths = paths_between(store, path_from, path_to, k=3, max_hops=settings.store.max_hops)
     return DemoResult(

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, finish, guarded, out, progress_bar
+from metakg.cli._common import JSON_HELP, finish, guarded, out, progress_bar, settings
 
 app = typer.Typer(help="Write a bundle in another format.", no_args_is_help=True)
 
@@ -44,3 +44,28 @@ def rdf(
         if not json_mode:
             out.print(f"wrote {result['statements_written']} statements ({fmt.value}) to {output}")
         finish(True, {"command": "export rdf", **result}, json_mode=json_mode)
+
+
+@app.command("neo4j-admin")
+def neo4j_admin(
+    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    directory: Path = typer.Argument(..., help="Folder for the header and data CSV files."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Write CSV and header files for `neo4j-admin database import full` (the fastest first load into an
+    empty database) and print the exact command."""
+    cfg = settings()
+    with guarded("export neo4j-admin", json_mode):
+        result = api.export_neo4j_admin(bundle, directory, cfg)
+        if not json_mode:
+            out.print(f"wrote {result['nodes']} nodes and {result['edges']} edges to {directory}; run:")
+            out.print(result["command"], markup=False, highlight=False)
+        finish(
+            True,
+            {
+                "command": "export neo4j-admin",
+                "import_command": result["command"],
+                **{k: v for k, v in result.items() if k != "command"},
+            },
+            json_mode=json_mode,
+        )

@@ -47,3 +47,40 @@ def triples(
             json_mode=json_mode,
             fail_on_problem=fail,
         )
+
+
+@app.command("primekg")
+def primekg(
+    path: Path | None = typer.Argument(
+        None, help="kg.csv, or a folder with kg.csv or nodes.csv + edges.csv. Omit with --download."
+    ),
+    output: Path = typer.Option(..., "--output", "-o", help="Bundle directory to write (replaced if it exists)."),
+    download: bool = typer.Option(
+        False, "--download", help="Fetch kg.csv from Harvard Dataverse into the cache (once) and check its MD5."
+    ),
+    allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when some rows were rejected."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Ingest PrimeKG. Node ids are CURIEs from each row's source and id (ncbigene:, drugbank:, mondo:, ...);
+    node types map to the vocabulary; the mirrored copy PrimeKG stores of every relationship and exact
+    duplicate rows collapse into one edge (counted in the report); bad rows go to rejects.parquet."""
+    cfg = settings()
+    with guarded("ingest primekg", json_mode):
+        with progress("ingesting PrimeKG") as say:
+            report = api.ingest_primekg(path, output, cfg, download_missing=download, progress=say)
+        if not json_mode:
+            out.print(
+                f"read {report.read} rows: {report.accepted} accepted, {report.rejected} rejected; "
+                f"{report.collapsed_copies} copies collapsed ({report.mirrored_pairs} mirrored pairs, "
+                f"{report.exact_duplicates} exact duplicate rows)\n"
+                f"bundle {output}: {report.nodes} nodes, {report.edges} edges"
+            )
+            if report.rejected:
+                err.print(f"[yellow]{report.rejected} rows rejected; see {output / 'rejects.parquet'}[/]")
+        fail = cfg.validation.fail_on_reject and not allow_rejects
+        finish(
+            report.rejected == 0,
+            {"command": "ingest primekg", "bundle": str(output), **report.as_dict()},
+            json_mode=json_mode,
+            fail_on_problem=fail,
+        )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from enum import StrEnum
-from pathlib import Path
 
 import typer
 
@@ -14,6 +13,7 @@ from metakg.loaders.graph_store import GraphPath
 
 app = typer.Typer(help="Query a bundle: neighbours, paths, name search.", no_args_is_help=True)
 
+GRAPH_HELP = "A bundle directory (embedded store), or a Neo4j URI such as bolt://127.0.0.1:7687 (Neo4j store)."
 NODE_HELP = "A node id (kg:commonsenseqa/car) or a name; names are matched exactly, normalised, then by embedding."
 REL_HELP = "Only follow this relation (repeat for several)."
 
@@ -28,7 +28,7 @@ def _path_text(path: GraphPath) -> str:
 
 @app.command("neighbours")
 def neighbours(
-    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    graph: str = typer.Argument(..., help=GRAPH_HELP),
     node: str = typer.Argument(..., help=NODE_HELP),
     rel: list[str] | None = typer.Option(None, "--rel", help=REL_HELP),
     limit: int = typer.Option(20, help="At most this many neighbours."),
@@ -38,7 +38,7 @@ def neighbours(
     cfg = settings()
     with guarded("query neighbours", json_mode):
         with progress("loading store") as say:
-            store = api.open_store(bundle, cfg, progress=say)
+            store = api.open_graph(graph, cfg, progress=say)
             found, items = api.neighbours_of(store, node, relations=rel, limit=limit)
         if not json_mode:
             out.print(f"{found.name} ({found.id}, {found.type}): {len(items)} neighbours", markup=False)
@@ -61,7 +61,7 @@ def neighbours(
 
 @app.command("path")
 def path(
-    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    graph: str = typer.Argument(..., help=GRAPH_HELP),
     start: str = typer.Argument(..., help=NODE_HELP),
     end: str = typer.Argument(..., help=NODE_HELP),
     k: int = typer.Option(1, "--k", "-k", help="How many shortest paths."),
@@ -74,7 +74,7 @@ def path(
     cfg = settings()
     with guarded("query path", json_mode):
         with progress("loading store") as say:
-            store = api.open_store(bundle, cfg, progress=say)
+            store = api.open_graph(graph, cfg, progress=say)
             a, b, paths = api.paths_between(
                 store, start, end, k=k, max_hops=max_hops or cfg.store.max_hops, relations=rel
             )
@@ -106,7 +106,7 @@ class ModeChoice(StrEnum):
 
 @app.command("search")
 def search(
-    bundle: Path = typer.Argument(..., help="Bundle directory."),
+    graph: str = typer.Argument(..., help=GRAPH_HELP),
     text: str = typer.Argument(..., help="A name to look for."),
     mode: ModeChoice = typer.Option(ModeChoice.auto, help="auto tries exact, normalised, then embedding."),
     k: int = typer.Option(10, "--k", "-k", help="At most this many hits."),
@@ -117,7 +117,7 @@ def search(
     cfg = settings()
     with guarded("query search", json_mode):
         with progress("searching") as say:
-            store = api.open_store(bundle, cfg, progress=say)
+            store = api.open_graph(graph, cfg, progress=say)
             hits = store.search(text, mode=mode.value, k=k)
         if not json_mode:
             for h in hits:

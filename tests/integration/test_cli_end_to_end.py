@@ -15,9 +15,14 @@ METAKG = Path(sys.executable).parent / "metakg"
 pytestmark = pytest.mark.integration
 
 
-def metakg(*args: str, code: int = 0, cwd: Path | None = None) -> dict[str, Any]:
+def metakg(*args: str, code: int = 0, cwd: Path | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
     result = subprocess.run(
-        [str(METAKG), *args, "--json"], capture_output=True, text=True, env=dict(os.environ), cwd=cwd, check=False
+        [str(METAKG), *args, "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        check=False,
     )
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
     assert result.returncode == code, result.stdout + result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +91,57 @@ def test_interrupted_load_resumes_to_the_same_counts(
     assert report.batches_skipped == 5
     assert (report.nodes_in_neo4j, report.edges_in_neo4j) == (bundle.nodes.height, bundle.edges.height)
     assert not (tmp_path / "b" / CHECKPOINT_FILE).exists()
+
+
+def test_cli_load_query_and_reload(
+    tmp_path: Path, clean_neo4j: Any, neo4j_settings: Neo4jSettings, data_dir: Path
+) -> None:
+    """The real `metakg` executable: PrimeKG-derived rows -> bundle -> Neo4j, twice, then queried there."""
+    from tests.integration.test_cli_end_to_end import metakg
+    from tests.unit.ingest.test_primekg import literature_as_kg
+
+    kg, n_nodes, n_edges = literature_as_kg(data_dir, tmp_path / "kg.csv")
+    bundle = tmp_path / "plus"
+    ingest = metakg("ingest", "primekg", str(kg), "-o", str(bundle))
+    assert (ingest["nodes"], ingest["edges"]) == (n_nodes, n_edges)
+    metakg("validate", str(bundle))
+    env = {"NEO4J_URI": neo4j_settings.uri, "NEO4J_DATABASE": neo4j_settings.database}
+    first = metakg("load", "neo4j", str(bundle), "--batch-size", "50", env=env)
+    assert (first["nodes"], first["edges"]) == (n_nodes, n_edges)
+    second = metakg("load", "neo4j", str(bundle), env=env)
+    assert (second["nodes"], second["edges"]) == (n_nodes, n_edges)
+    neighbours = metakg(
+        "query", "neighbours", neo4j_settings.uri, "mondo.grouped:10079_16781_16207", "--limit", "5", env=env
+    )
+    assert neighbours["count"] == 5 and neighbours["node"]["name"] == "Canavan disease"
+    path = metakg("query", "path", neo4j_settings.uri, "Canavan disease", "leukodystrophy", env=env)
+    assert path["count"] == 1 and path["paths"][0]["nodes"][-1] == "mondo:0019046"
+
+
+def test_neo4j_admin_import_files_load_into_a_real_database(tmp_path: Path) -> None:
+    """`metakg export neo4j-admin` files, imported with neo4j-admin from the same jars, then served."""
+    from tests.integration.conftest import neo4j_server
+    from tests.integration.test_cli_end_to_end import metakg
+
+    bundle = small_bundle()
+    write_bundle(tmp_path / "b", bundle)
+    exported = metakg("export", "neo4j-admin", str(tmp_path / "b"), str(tmp_path / "admin"))
+    arguments = shlex.split(exported["import_command"])
+    assert arguments[:4] == ["neo4j-admin", "database", "import", "full"]
+    home = tmp_path / "home"
+    result = neo4j_server.admin_import(home, arguments[4:])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "IMPORT DONE" in result.stdout
+    server = neo4j_server.start(home, neo4j_server.free_port(), heap="512m", pagecache_mb=64)
+    try:
+        from metakg.loaders.neo4j_store import connect
+
+        driver = connect(Neo4jSettings(uri=server.uri))
+        store = Neo4jStore(driver)
+        assert store.counts() == {"nodes": bundle.nodes.height, "edges": bundle.edges.height}
+        aspirin = store.get_node("kg:test/0")
+        assert aspirin is not None and set(aspirin.aliases) == {"acetylsalicylic acid", "ASA"}
+        assert store.shortest_paths("kg:test/0", "kg:test/2")[0].hops == 2
+        driver.close()
+    finally:
+        neo4j_server.stop(server)

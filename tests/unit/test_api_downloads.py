@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from metakg import api
 from metakg.config import load_settings
-from metakg.errors import ConfigError
+from metakg.errors import ConfigError, UsageError
 
 
 @pytest.fixture
@@ -42,3 +43,22 @@ def test_failed_download_is_explained_and_leaves_nothing(
     with pytest.raises(ConfigError, match="download of"):
         api.demo_triples_file(settings)
     assert not list(settings.paths.cache_dir.rglob("*.txt*"))
+
+
+def test_primekg_download_checks_the_md5(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path
+) -> None:
+    from metakg.errors import InputDataError
+
+    monkeypatch.setattr(api, "DATAVERSE_KG_URL", f"{server}/kg.txt")
+    settings = load_settings()
+    with pytest.raises(InputDataError, match="MD5"):
+        api.ingest_primekg(None, tmp_path / "b", settings, download_missing=True)
+    head = (data_dir / "primekg" / "primekg_kg_head5.csv").read_bytes()
+    cached = settings.paths.cache_dir / "primekg" / "kg.csv"
+    cached.write_bytes(head)  # a file already in the cache is not fetched again; its MD5 is still checked
+    monkeypatch.setattr(api, "KG_MD5", hashlib.md5(head, usedforsecurity=False).hexdigest())
+    report = api.ingest_primekg(None, tmp_path / "b", settings, download_missing=True)
+    assert (report.read, report.edges) == (5, 5)
+    with pytest.raises(UsageError, match="--download"):
+        api.ingest_primekg(None, tmp_path / "b", settings)

@@ -145,3 +145,28 @@ def test_version_and_help() -> None:
     assert result.stdout.startswith("metakg ")
     result, _ = run("ingest", "triples", "--help")
     assert "--dataset" in result.stdout and "rejects.parquet" in result.stdout
+
+
+def test_synthetic_and_primekg_commands(tmp_path: Path) -> None:
+    _, synthetic = run("synthetic", "primekg", "-o", str(tmp_path / "syn"), "--scale", "0.001", "--json")
+    assert synthetic["synthetic"] is True and "synthetic" in synthetic["path"]
+    _, ingest = run("ingest", "primekg", synthetic["path"], "-o", str(tmp_path / "b"), "--json")
+    assert ingest["read"] == synthetic["rows"] and ingest["rejected"] == 0
+    assert ingest["mirrored_pairs"] == ingest["edges"]
+    assert ingest["read"] == ingest["accepted"] + ingest["rejected"]
+    run("synthetic", "primekg", "-o", str(tmp_path / "x"), "--scale", "5", code=2)
+    _, missing = run("ingest", "primekg", "-o", str(tmp_path / "b"), "--json", code=2)
+    assert "--download" in missing["error"]
+    _, admin = run("export", "neo4j-admin", str(tmp_path / "b"), str(tmp_path / "admin"), "--json")
+    assert admin["import_command"].startswith("neo4j-admin database import full")
+    assert admin["nodes"] == ingest["nodes"] and admin["edges"] == ingest["edges"]
+
+
+def test_unreachable_neo4j_is_a_configuration_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_bundle(tmp_path / "a", small_bundle())
+    monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:9")
+    _, out = run("load", "neo4j", str(tmp_path / "a"), "--json", code=2)
+    assert "make neo4j-up" in out["error"]
+    monkeypatch.setenv("NEO4J_PASSWORD", "do-not-print-me")
+    result, _ = run("query", "path", "bolt://127.0.0.1:9", "a", "b", code=2)
+    assert "do-not-print-me" not in result.stdout + result.stderr

@@ -1,0 +1,51 @@
+"""``metakg load ...``: bundles into graph databases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from metakg import api
+from metakg.cli._common import JSON_HELP, finish, guarded, out, progress_bar, settings
+
+app = typer.Typer(help="Load a bundle into a graph database.", no_args_is_help=True)
+
+
+@app.command("neo4j")
+def neo4j(
+    bundle: Path = typer.Argument(..., help="Bundle directory (validate it first)."),
+    batch_size: int | None = typer.Option(
+        None, help="Rows per UNWIND ... MERGE transaction [default: neo4j.batch_size]."
+    ),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Load a bundle into Neo4j (NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE, default the
+    `make neo4j-up` server): uniqueness constraint on the id, name and full-text indexes, a vector index when
+    the bundle has embeddings; nodes before edges, one relationship type per relation. Loading twice changes
+    nothing; an interrupted load resumes where it stopped."""
+    cfg = settings()
+    with guarded("load neo4j", json_mode):
+        with progress_bar("loading rows into Neo4j") as advance:
+            result = api.load_neo4j(bundle, cfg, batch_size=batch_size, progress=advance)
+        if not json_mode:
+            out.print(
+                f"Neo4j {result['uri']} ({result['database']}) now holds {result['nodes_in_neo4j']} nodes and "
+                f"{result['edges_in_neo4j']} edges; {result['batches_run']} batches run, "
+                f"{result['batches_skipped']} skipped (already loaded), {result['seconds']:.1f} s"
+            )
+        ok = (
+            result["nodes_in_neo4j"] >= result["nodes_in_bundle"]
+            and result["edges_in_neo4j"] >= result["edges_in_bundle"]
+        )
+        finish(
+            ok,
+            {
+                "command": "load neo4j",
+                "bundle": str(bundle),
+                "nodes": result["nodes_in_neo4j"],
+                "edges": result["edges_in_neo4j"],
+                **result,
+            },
+            json_mode=json_mode,
+        )
