@@ -30,6 +30,8 @@ _PREFIXES: dict[str, str] = {
     "ctd": "https://identifiers.org/ctd.chemical:",
     "umls": "https://identifiers.org/umls:",
     "chebi": "http://purl.obolibrary.org/obo/CHEBI_",
+    "mondo.grouped": "https://w3id.org/metakg/primekg/mondo-grouped/",
+    "primekg.index": "https://w3id.org/metakg/primekg/node-index/",
 }
 PREFIXES = MappingProxyType(_PREFIXES)
 

@@ -84,3 +84,8 @@ def test_conform_fills_optional_columns_and_requires_the_rest() -> None:
     assert edges["display"].to_list() == ["r"]
     with pytest.raises(BundleError, match="lacks required column"):
         conform_nodes(pl.DataFrame({"id": ["x"]}))
+
+
+def test_edge_ids_never_change() -> None:
+    # BLAKE3("kg:a/x\x1fis_a\x1fkg:a/y\x1fsrc")[:16]: bundles and databases keep these ids, so the value is pinned
+    assert edge_id("kg:a/x", "is_a", "kg:a/y", "src") == "e:06793f34219811b6"
