@@ -75,7 +75,7 @@ class PrimeKGReport:
         return dict(self.__dict__)
 
 
-def _scan(path: Path, columns: list[str]) -> pl.LazyFrame:
+def _scan(path: Path, columns: list[str], *, lossy: bool = False) -> pl.LazyFrame:
     """Scan a CSV with every column as text plus one spare column that catches surplus fields."""
     try:
         with path.open("rb") as fh:
@@ -92,11 +92,11 @@ def _scan(path: Path, columns: list[str]) -> pl.LazyFrame:
         schema={name: pl.String for name in names},
         truncate_ragged_lines=True,
         missing_columns="insert",
-        encoding="utf8-lossy",
+        encoding="utf8-lossy" if lossy else "utf8",
     ).with_row_index("_row", offset=2)
 
 
-def scan_kg(path: Path) -> pl.LazyFrame:
+def scan_kg(path: Path, *, lossy: bool = False) -> pl.LazyFrame:
     """``kg.csv`` (or a folder holding it, or ``nodes.csv`` + ``edges.csv``) as kg.csv-shaped text columns.
 
     Raises:
@@ -104,10 +104,10 @@ def scan_kg(path: Path) -> pl.LazyFrame:
     """
     if path.is_dir():
         if (path / "kg.csv").is_file():
-            return _scan(path / "kg.csv", KG_COLUMNS)
+            return _scan(path / "kg.csv", KG_COLUMNS, lossy=lossy)
         if (path / "nodes.csv").is_file() and (path / "edges.csv").is_file():
-            nodes = _scan(path / "nodes.csv", NODE_COLUMNS).drop("_row", "_surplus")
-            edges = _scan(path / "edges.csv", EDGE_COLUMNS)
+            nodes = _scan(path / "nodes.csv", NODE_COLUMNS, lossy=lossy).drop("_row", "_surplus")
+            edges = _scan(path / "edges.csv", EDGE_COLUMNS, lossy=lossy)
             side = {c: c.replace("node_", "") for c in NODE_COLUMNS}
             x = nodes.rename({k: f"x_{v}" for k, v in side.items()})
             y = nodes.rename({k: f"y_{v}" for k, v in side.items()})
@@ -122,7 +122,7 @@ def scan_kg(path: Path) -> pl.LazyFrame:
             f"PrimeKG file {path} does not exist. Download kg.csv from Harvard Dataverse (doi:10.7910/DVN/IXA7BM) "
             "or run `metakg ingest primekg --download`."
         )
-    return _scan(path, KG_COLUMNS)
+    return _scan(path, KG_COLUMNS, lossy=lossy)
 
 
 def _curie(source: pl.Expr, local: pl.Expr) -> pl.Expr:
@@ -152,13 +152,18 @@ REASONS = {
 }
 
 
-def _check() -> pl.Expr:
-    """The first row check a PrimeKG row fails, or null."""
+def _check(lossy: bool) -> pl.Expr:
+    """The first row check a PrimeKG row fails, or null (``lossy``: the file had bytes that are not UTF-8)."""
+    invalid = (
+        pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in KG_COLUMNS])
+        if lossy
+        else pl.lit(False)
+    )
     return first_failure(
         [
             ("missing_value", pl.any_horizontal([pl.col(c).is_null() for c in KG_COLUMNS])),
             ("surplus_fields", pl.col("_surplus").is_not_null()),
-            ("invalid_utf8", pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in KG_COLUMNS])),
+            ("invalid_utf8", invalid),
             ("empty_id", (pl.col("x_id").str.strip_chars() == "") | (pl.col("y_id").str.strip_chars() == "")),
             ("malformed_index", ~pl.col("x_index").str.contains(r"^\d+$") | ~pl.col("y_index").str.contains(r"^\d+$")),
             ("unknown_source", pl.col("_x").is_null() | pl.col("_y").is_null()),
@@ -166,6 +171,36 @@ def _check() -> pl.Expr:
             ("bad_relation", pl.col("_rel") == ""),
         ]
     ).alias("_check")
+
+
+def _checked(scan: pl.LazyFrame, *, lossy: bool, relations: dict[str, str]) -> pl.LazyFrame:
+    """Derived columns (CURIE ids, vocabulary types, relation) and the row check."""
+    return scan.with_columns(
+        _curie(pl.col("x_source"), pl.col("x_id").str.strip_chars()).alias("_x"),
+        _curie(pl.col("y_source"), pl.col("y_id").str.strip_chars()).alias("_y"),
+        _type(pl.col("x_type")).alias("_xt"),
+        _type(pl.col("y_type")).alias("_yt"),
+        pl.col("relation").replace_strict(relations, default=None, return_dtype=pl.String).alias("_rel"),
+    ).with_columns(_check(lossy))
+
+
+def _kept(checked: pl.LazyFrame) -> pl.LazyFrame:
+    """The columns later steps need, with few-valued ones as categoricals (most of the memory is text)."""
+    type_enum = pl.Enum(sorted(default_vocabulary().names))
+    return checked.select(
+        "_row",
+        "_check",
+        "_x",
+        "_y",
+        pl.col("_xt").cast(type_enum),
+        pl.col("_yt").cast(type_enum),
+        pl.col("_rel").cast(pl.Categorical),
+        pl.col("display_relation").cast(pl.Categorical),
+        "x_name",
+        "y_name",
+        "x_index",
+        "y_index",
+    )
 
 
 def read_primekg(
@@ -185,66 +220,110 @@ def read_primekg(
     say = progress or (lambda _stage: None)
     run_id = run_id or uuid.uuid4().hex
     say("scanning")
-    scan = (
-        scan_kg(path)
-        .with_columns(
-            _curie(pl.col("x_source"), pl.col("x_id").str.strip_chars()).alias("_x"),
-            _curie(pl.col("y_source"), pl.col("y_id").str.strip_chars()).alias("_y"),
-            _type(pl.col("x_type")).alias("_xt"),
-            _type(pl.col("y_type")).alias("_yt"),
-            normalise_relation_expr(pl.col("relation")).alias("_rel"),
-        )
-        .with_columns(_check())
-    )
-    rows = scan.collect()
-    say("splitting accepted and rejected rows")
-    bad = rows.filter(pl.col("_check").is_not_null())
-    good = rows.filter(pl.col("_check").is_null()).drop("_surplus", "_check")
     record_prefix = path.name if path.is_file() else f"{path.name}/kg.csv"
-    rejects = bad.select(
+    # One streaming pass keeps only what later steps need (the raw text columns are most of the memory);
+    # strict UTF-8 is the fast path, and only a file with bad bytes is read again with them replaced.
+    distinct = scan_kg(path, lossy=True).select(pl.col("relation").drop_nulls().unique()).collect()["relation"]
+    relations = dict(
+        zip(distinct.to_list(), pl.select(normalise_relation_expr(pl.lit(distinct))).to_series(), strict=True)
+    )
+    lossy = False
+    try:
+        table = _kept(_checked(scan_kg(path), lossy=False, relations=relations)).collect(engine="streaming")
+    except pl.exceptions.ComputeError as e:
+        if "utf" not in str(e).lower():
+            raise InputDataError(f"cannot parse {path} as CSV: {e}") from e
+        lossy = True
+        table = _kept(_checked(scan_kg(path, lossy=True), lossy=True, relations=relations)).collect(engine="streaming")
+    say("collecting rejected rows")
+    bad = table.filter(pl.col("_check").is_not_null()).select("_row", "_check")
+    payloads = (
+        scan_kg(path, lossy=lossy)
+        .filter(pl.col("_row").is_in(bad["_row"].implode()))
+        .select(
+            "_row",
+            pl.concat_str([pl.col(c).fill_null("") for c in [*KG_COLUMNS, "_surplus"]], separator=",").alias("payload"),
+        )
+        .collect()
+        if bad.height
+        else pl.DataFrame(schema={"_row": pl.UInt32, "payload": pl.String})
+    )
+    rejects = bad.join(payloads, on="_row", how="left", maintain_order="left").select(
         pl.lit("ingest").alias("stage"),
         pl.lit("input").alias("table"),
         (pl.lit(f"{record_prefix} row ") + pl.col("_row").cast(pl.String)).alias("record"),
         pl.col("_check").alias("check"),
         pl.col("_check").replace_strict(REASONS).alias("reason"),
-        pl.concat_str([pl.col(c).fill_null("") for c in [*KG_COLUMNS, "_surplus"]], separator=",").alias("payload"),
+        pl.col("payload"),
     )
-    del rows, bad
+    good = table.filter(pl.col("_check").is_null()).drop("_check")
+    del table
 
     say("building nodes")
     sides = [
         good.select(
             pl.col(f"_{s}").alias("id"),
             pl.col(f"{s}_name").alias("name"),
-            pl.col(f"_{s}t").alias("type"),
-            (pl.lit("primekg.index:") + pl.col(f"{s}_index")).alias("xref"),
+            pl.col(f"_{s}t").cast(pl.String).alias("type"),
+            pl.col(f"{s}_index").alias("index"),
             pl.col("_row"),
-        )
+        ).unique("id", keep="first", maintain_order=True)
         for s in ("x", "y")
     ]
     nodes = (
         pl.concat(sides)
-        .sort("_row")
+        .sort("_row", maintain_order=True)
         .unique("id", keep="first", maintain_order=True)
-        .select("id", "name", "type", pl.lit(source).alias("source"), pl.concat_list("xref").alias("xrefs"))
+        .select(
+            "id",
+            "name",
+            "type",
+            pl.lit(source).alias("source"),
+            pl.concat_list(pl.lit("primekg.index:") + pl.col("index")).alias("xrefs"),
+        )
     )
+    good = good.drop("x_name", "y_name", "x_index", "y_index")
 
     say("collapsing mirrored and duplicate rows")
-    oriented = good.select(
-        pl.min_horizontal("_x", "_y").alias("src"),
-        pl.max_horizontal("_x", "_y").alias("dst"),
-        (pl.col("_x") > pl.col("_y")).alias("_flipped"),
-        pl.col("_rel").alias("rel"),
-        pl.col("display_relation").alias("display"),
+    # Ids become integer codes whose order is the ids' sort order, so orienting (smaller id first) and
+    # grouping work on 4-byte integers instead of strings.
+    ids = nodes["id"].sort()
+    id_type = pl.Enum(ids)
+    rel_names = good["_rel"].cast(pl.String).unique().sort()
+    coded = good.select(
+        pl.col("_x").cast(id_type).to_physical().alias("x"),
+        pl.col("_y").cast(id_type).to_physical().alias("y"),
+        pl.col("_rel").cast(pl.String).cast(pl.Enum(rel_names)).to_physical().alias("r"),
+        pl.col("display_relation").cast(pl.String).alias("display"),
         pl.col("_row"),
     )
-    edges = oriented.group_by(["src", "rel", "dst"], maintain_order=True).agg(
-        pl.col("display").first(),
-        pl.len().cast(pl.Int64).alias("count"),
-        (pl.lit(f"{record_prefix} row ") + pl.col("_row").first().cast(pl.String)).alias("record"),
-        pl.col("_flipped").n_unique().alias("_orientations"),
+    accepted = good.height
+    del good
+    exact_duplicates = accepted - coded.select("x", "r", "y").n_unique() if accepted else 0
+    edges = (
+        coded.select(
+            pl.min_horizontal("x", "y").alias("s"),
+            pl.max_horizontal("x", "y").alias("d"),
+            "r",
+            (pl.col("x") > pl.col("y")).alias("_flipped"),
+            "display",
+            "_row",
+        )
+        .group_by(["s", "r", "d"], maintain_order=True)
+        .agg(
+            pl.col("display").first(),
+            pl.len().cast(pl.Int64).alias("count"),
+            pl.col("_row").first(),
+            pl.col("_flipped").n_unique().alias("_orientations"),
+        )
     )
-    exact_duplicates = good.height - good.select("_x", "_rel", "_y").n_unique() if good.height else 0
+    del coded
+    edges = edges.with_columns(
+        ids.gather(edges["s"]).alias("src"),
+        ids.gather(edges["d"]).alias("dst"),
+        rel_names.gather(edges["r"]).alias("rel"),
+        (pl.lit(f"{record_prefix} row ") + pl.col("_row").cast(pl.String)).alias("record"),
+    ).drop("s", "d", "r", "_row")
     now = datetime.now(UTC)
     edges = edges.with_columns(
         pl.concat_list("record").alias("record_ids"),
@@ -259,12 +338,12 @@ def read_primekg(
     edges = edges.with_columns(edge_ids(edges))
 
     report = PrimeKGReport(
-        read=good.height + rejects.height,
-        accepted=good.height,
+        read=accepted + rejects.height,
+        accepted=accepted,
         rejected=rejects.height,
         nodes=nodes.height,
         edges=edges.height,
-        collapsed_copies=good.height - edges.height,
+        collapsed_copies=accepted - edges.height,
         mirrored_pairs=mirrored_pairs,
         exact_duplicates=exact_duplicates,
     )
