@@ -76,16 +76,33 @@ class ValidationReport:
         return data
 
 
-def first_failure(rules: list[tuple[str, pl.Expr]]) -> pl.Expr:
-    """The name of the first rule whose expression is true (or null) for a row, else null.
+def first_failure_code(rules: list[tuple[str, pl.Expr]]) -> pl.Expr:
+    """The position (UInt8) of the first rule whose expression is true (or null) for a row, else null.
 
     Args:
         rules: (check name, expression that is true where the row fails), in the order they are tried.
     """
-    expr: Any = pl.lit(None, dtype=pl.String)
-    for name, failing in reversed(rules):
-        expr = pl.when(failing.fill_null(True)).then(pl.lit(name)).otherwise(expr)
-    return expr  # type: ignore[no-any-return]
+    code: Any = pl.lit(None, dtype=pl.UInt8)
+    for number, (_name, failing) in reversed(list(enumerate(rules))):
+        code = pl.when(failing.fill_null(True)).then(pl.lit(number, dtype=pl.UInt8)).otherwise(code)
+    return code  # type: ignore[no-any-return]
+
+
+def code_names(code: pl.Expr, rules: list[tuple[str, pl.Expr]]) -> pl.Expr:
+    """Rule positions from :func:`first_failure_code` back to rule names.
+
+    A when/then chain streams in bounded memory (``replace_strict`` took gigabytes on 8M rows); compute
+    the code into a column first so that it is evaluated once.
+    """
+    names: Any = pl.lit(None, dtype=pl.String)
+    for number, (name, _failing) in reversed(list(enumerate(rules))):
+        names = pl.when(code == number).then(pl.lit(name)).otherwise(names)
+    return names  # type: ignore[no-any-return]
+
+
+def first_failure(rules: list[tuple[str, pl.Expr]]) -> pl.Expr:
+    """The name of the first rule whose expression is true (or null) for a row, else null."""
+    return code_names(first_failure_code(rules), rules)
 
 
 def _first_failure(frame: pl.DataFrame, rules: list[tuple[str, pl.Expr]]) -> pl.DataFrame:
@@ -148,15 +165,20 @@ def check_edges(edges: pl.DataFrame, node_ids: pl.Series) -> pl.DataFrame:
         pl.when(passing & dangling).then(pl.lit("edges.endpoint_exists")).otherwise(pl.col("_check")).alias("_check")
     )
     # A mirrored duplicate is (b, rel, a) from the same source when (a, rel, b) is also there: keep the
-    # earlier row of the pair, reject the later one. Self-loops are not mirrors of themselves.
+    # earlier row of the pair, reject the later one. One edge of every such pair has src > dst, so only
+    # those rows are probed (none in sources that orient edges canonically, such as PrimeKG); self-loops
+    # are not mirrors of themselves.
     alive = frame.filter(pl.col("_check").is_null()).select("_row", "src", "dst", "rel", "source")
-    mirrors = alive.join(
-        alive.rename({"src": "dst", "dst": "src", "_row": "_mirror_row"}),
-        on=["src", "dst", "rel", "source"],
+    reversed_rows = alive.filter(pl.col("src") > pl.col("dst"))
+    pairs = reversed_rows.join(
+        alive.filter(pl.col("src") < pl.col("dst")),
+        left_on=["src", "dst", "rel", "source"],
+        right_on=["dst", "src", "rel", "source"],
         how="inner",
         nulls_equal=True,
-    ).filter((pl.col("src") != pl.col("dst")) & (pl.col("_mirror_row") < pl.col("_row")))
-    later = mirrors["_row"].unique()
+        suffix="_mirror",
+    )
+    later = pairs.select(pl.max_horizontal("_row", "_row_mirror")).to_series().unique()
     return frame.with_columns(
         pl.when(pl.col("_row").is_in(later.implode()))
         .then(pl.lit("edges.mirrored_duplicate"))
