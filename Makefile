@@ -47,6 +47,8 @@ lint: install
 bench: install
 	$(PY) -m benchmarks.bench_ingest
 	$(PY) -m benchmarks.bench_store
+	$(PY) -m benchmarks.bench_primekg --scale 1.0
+	$(PY) -m benchmarks.bench_neo4j_load
 
 clean:
 	rm -rf out benchmarks/.work .pytest_cache .mypy_cache .ruff_cache

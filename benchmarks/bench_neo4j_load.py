@@ -42,7 +42,7 @@ def fresh_server(name: str) -> neo4j_server.Server:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--scale", type=float, default=0.005)
+    parser.add_argument("--scale", type=float, default=0.02)
     parser.add_argument("--per-row-limit", type=int, default=5000, help="relationships loaded one by one")
     args = parser.parse_args()
     settings = load_settings()
@@ -85,6 +85,7 @@ def main() -> None:
                 id=row["id"],
                 src=row["src"],
                 dst=row["dst"],
+                created_at=row["created_at"],
                 props=row["props"],
                 database_="neo4j",
             )

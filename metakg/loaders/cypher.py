@@ -75,7 +75,8 @@ def merge_edges(rel: str) -> str:
     """Upsert a batch ``$rows`` of ``{id, src, dst, props}`` as relationships of one type, keyed by edge id."""
     return (
         f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
-        f"MERGE (a)-[r:{rel_type(rel)} {{id: row.id}}]->(b) SET r += row.props"
+        f"MERGE (a)-[r:{rel_type(rel)} {{id: row.id}}]->(b) "
+        "SET r += row.props, r.created_at = datetime(row.created_at)"
     )
 
 
@@ -83,7 +84,7 @@ def merge_edge_single(rel: str) -> str:
     """One edge per statement (``$id, $src, $dst, $props``): the slow baseline of the load benchmark."""
     return (
         f"MATCH (a:{ENTITY} {{id: $src}}) MATCH (b:{ENTITY} {{id: $dst}}) "
-        f"MERGE (a)-[r:{rel_type(rel)} {{id: $id}}]->(b) SET r += $props"
+        f"MERGE (a)-[r:{rel_type(rel)} {{id: $id}}]->(b) SET r += $props, r.created_at = datetime($created_at)"
     )
 
 

@@ -57,20 +57,12 @@ def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl
 
 
 def edge_rows(edges: pl.DataFrame) -> pl.DataFrame:
-    """``id, src, dst, rel`` plus a ``props`` struct per edge (everything but the endpoints and type)."""
-    columns = [
-        "display",
-        "source",
-        "confidence",
-        "count",
-        "record_ids",
-        "importer",
-        "model",
-        "prompt_hash",
-        "run_id",
-        "created_at",
-    ]
-    return edges.select("id", "src", "dst", "rel", pl.struct(columns).alias("props"))
+    """``id, src, dst, rel, created_at`` plus a ``props`` struct per edge (the other properties)."""
+    columns = ["display", "source", "confidence", "count", "record_ids", "importer", "model", "prompt_hash", "run_id"]
+    # the time goes as ISO text and becomes a DateTime in Cypher: converting Python datetimes in the driver
+    # took a quarter of the load time
+    created = pl.col("created_at").dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ").alias("created_at")
+    return edges.select("id", "src", "dst", "rel", created, pl.struct(columns).alias("props"))
 
 
 def _batches(frame: pl.DataFrame, key: str, size: int, columns: list[str]) -> Iterator[tuple[str, str, list[Any]]]:
@@ -158,7 +150,7 @@ def load_bundle(
                 progress(finished, total)
 
     run_batches(nodes, "type", ["id", "props"], cypher.merge_nodes)
-    run_batches(edges, "rel", ["id", "src", "dst", "props"], cypher.merge_edges)
+    run_batches(edges, "rel", ["id", "src", "dst", "created_at", "props"], cypher.merge_edges)
     if checkpoint_path is not None:
         checkpoint_path.unlink(missing_ok=True)  # complete: the next load starts (and merges) from scratch
     return LoadReport(
