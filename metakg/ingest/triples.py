@@ -26,6 +26,7 @@ from metakg.schemas.tables import (
     normalise_name_expr,
     normalise_relation_expr,
 )
+from metakg.schemas.validation import code_names, first_failure_code
 
 IMPORTER = "metakg.ingest.triples"
 Progress = Callable[[str], None]
@@ -155,30 +156,32 @@ def read_triples(
     longest = pl.max_horizontal(
         pl.col("head").str.len_chars(), pl.col("relation").str.len_chars(), pl.col("tail").str.len_chars()
     )
-    reason = (
-        pl.when(pl.col("line").is_null())
-        .then(pl.lit("invalid_utf8\tline is not valid UTF-8"))
-        .when(pl.col("n_fields") != 3)
-        .then(
-            pl.lit("field_count\texpected 3 tab-separated fields (head, relation, tail), found ")
-            + pl.col("n_fields").cast(pl.String)
-        )
-        .when(pl.col("head") == "")
-        .then(pl.lit("empty_field\thead is empty"))
-        .when(pl.col("relation") == "")
-        .then(pl.lit("empty_field\trelation is empty"))
-        .when(pl.col("tail") == "")
-        .then(pl.lit("empty_field\ttail is empty"))
-        .when(longest > max_field_chars)
-        .then(pl.lit(f"field_too_long\ta field is longer than {max_field_chars} characters (ingest.max_field_chars)"))
-        .when(pl.col("rel") == "")
-        .then(pl.lit("bad_relation\trelation has no letters or digits"))
-        .otherwise(None)
+    # (check, reason, failing): the first failing rule of a line decides its check and reason
+    rules: list[tuple[str, str, pl.Expr]] = [
+        ("invalid_utf8", "line is not valid UTF-8", pl.col("line").is_null()),
+        ("field_count", "expected 3 tab-separated fields (head, relation, tail), found ", pl.col("n_fields") != 3),
+        ("empty_field", "head is empty", pl.col("head") == ""),
+        ("empty_field", "relation is empty", pl.col("relation") == ""),
+        ("empty_field", "tail is empty", pl.col("tail") == ""),
+        (
+            "field_too_long",
+            f"a field is longer than {max_field_chars} characters (ingest.max_field_chars)",
+            longest > max_field_chars,
+        ),
+        ("bad_relation", "relation has no letters or digits", pl.col("rel") == ""),
+    ]
+    parsed = parsed.with_columns(first_failure_code([(c, f) for c, _, f in rules]).alias("_code")).with_columns(
+        code_names(pl.col("_code"), [(c, f) for c, _, f in rules]).alias("check"),
+        code_names(pl.col("_code"), [(r, f) for _, r, f in rules]).alias("reason"),
+    )
+    parsed = parsed.with_columns(
+        pl.when(pl.col("check") == "field_count")
+        .then(pl.col("reason") + pl.col("n_fields").cast(pl.String))
+        .otherwise(pl.col("reason"))
         .alias("reason")
     )
-    parsed = parsed.with_columns(reason)
-    bad = parsed.filter(pl.col("reason").is_not_null())
-    good = parsed.filter(pl.col("reason").is_null())
+    bad = parsed.filter(pl.col("check").is_not_null())
+    good = parsed.filter(pl.col("check").is_null())
 
     say("building nodes")
     invalid_payload = {
@@ -188,8 +191,8 @@ def read_triples(
         pl.lit("ingest").alias("stage"),
         pl.lit("input").alias("table"),
         (pl.lit(f"{record_prefix}:") + pl.col("line_no").cast(pl.String)).alias("record"),
-        pl.col("reason").str.split_exact("\t", 1).struct.field("field_0").alias("check"),
-        pl.col("reason").str.split_exact("\t", 1).struct.field("field_1").alias("reason"),
+        pl.col("check"),
+        pl.col("reason"),
         pl.coalesce(
             pl.col("line"),
             pl.col("line_no").replace_strict(invalid_payload, default=None, return_dtype=pl.String),
