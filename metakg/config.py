@@ -85,6 +85,57 @@ class StoreSettings(BaseModel):
     max_hops: int = Field(default=3, ge=1, le=6, description="Default hop limit of path queries.")
 
 
+class LLMSettings(BaseModel):
+    """The chat model: any OpenAI-compatible endpoint, or the local SmolLM2 server when none is set.
+
+    ``METAKG_LLM__BASE_URL``, ``METAKG_LLM__API_KEY``, ``METAKG_LLM__MODEL``; ``METAKG_LLM_BASE_URL``,
+    ``METAKG_LLM_API_KEY``, ``METAKG_LLM_MODEL`` and ``OPENAI_API_KEY`` are honoured too.
+    """
+
+    base_url: str | None = Field(default=None, description="e.g. https://api.openai.com/v1; None: local server.")
+    api_key: SecretStr = Field(default=SecretStr(""), description="Never printed or logged.")
+    model: str = Field(default="smollm2-135m-instruct", description="Model name sent to the endpoint.")
+    timeout_s: float = Field(default=60.0, gt=0, description="Seconds to wait for one reply.")
+    max_retries: int = Field(default=5, ge=0, le=20, description="Retries on 429, 5xx, timeouts, dropped links.")
+    backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each time (Retry-After wins).")
+    concurrency: int = Field(default=4, ge=1, le=256, description="Requests in flight at once.")
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=512, ge=1, le=32768)
+    prices_per_mtok: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="model -> (USD per million prompt tokens, per million completion tokens); unknown: 0.",
+    )
+    local_port: int = Field(default=8765, ge=1024, le=65535, description="Port of `metakg llm serve`.")
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"llm.base_url {value!r} must start with http:// or https://")
+        return value
+
+
+class _LLMEnvSource(PydanticBaseSettingsSource):
+    """METAKG_LLM_* (single underscore) and OPENAI_API_KEY, below METAKG_LLM__* in precedence."""
+
+    NAMES: ClassVar[dict[str, str]] = {
+        "METAKG_LLM_BASE_URL": "base_url",
+        "METAKG_LLM_API_KEY": "api_key",
+        "METAKG_LLM_MODEL": "model",
+        "OPENAI_API_KEY": "api_key",
+    }
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for name, key in self.NAMES.items():
+            if os.environ.get(name) and key not in values:
+                values[key] = os.environ[name]
+        return {"llm": values} if values else {}
+
+
 class Neo4jSettings(BaseModel):
     """How to reach Neo4j. ``NEO4J_URI``, ``NEO4J_USER``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE`` are honoured."""
 
@@ -138,6 +189,7 @@ class Settings(BaseSettings):
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -149,7 +201,12 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_file = _config_file()
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, _Neo4jEnvSource(settings_cls)]
+        sources: list[PydanticBaseSettingsSource] = [
+            init_settings,
+            env_settings,
+            _Neo4jEnvSource(settings_cls),
+            _LLMEnvSource(settings_cls),
+        ]
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)

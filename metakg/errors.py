@@ -64,3 +64,9 @@ class ExportError(MetakgError):
     """An export (RDF, admin-import files) could not be written."""
 
     exit_code = 1
+
+
+class LLMError(MetakgError):
+    """The model endpoint could not answer (after retries), or answered with something unusable."""
+
+    exit_code = 1

@@ -1,0 +1,92 @@
+"""A content-addressed response cache (SQLite): a repeated request costs nothing and a killed run resumes.
+
+Keys are :meth:`ChatRequest.key` (model, messages, parameters). Replies are stored once complete, so an
+interrupted run re-asks only what was never answered.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+from metakg.llm.client import ChatRequest, Completion, Usage
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    finish_reason TEXT,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+)
+"""
+
+
+class ResponseCache:
+    """SQLite-backed cache of completions; safe to share between threads of one process."""
+
+    def __init__(self, path: Path) -> None:
+        """Remember the file; it is opened (and created) on first use."""
+        self.path = path
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def _db(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._connection.execute("PRAGMA journal_mode=WAL")
+            self._connection.execute(_SCHEMA)
+        return self._connection
+
+    def get(self, request: ChatRequest) -> Completion | None:
+        """The cached completion of ``request``, marked ``cached=True``, or None."""
+        with self._lock:
+            row = (
+                self._db()
+                .execute(
+                    "SELECT model, text, prompt_tokens, completion_tokens, finish_reason FROM responses WHERE key = ?",
+                    (request.key(),),
+                )
+                .fetchone()
+            )
+        if row is None:
+            return None
+        model, text, prompt, completion, finish = row
+        return Completion(text=text, model=model, usage=Usage(prompt, completion), cached=True, finish_reason=finish)
+
+    def put(self, request: ChatRequest, completion: Completion) -> None:
+        """Store a completion (the first answer to a key wins)."""
+        with self._lock:
+            self._db().execute(
+                "INSERT OR IGNORE INTO responses (key, model, text, prompt_tokens, completion_tokens, finish_reason) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    request.key(),
+                    completion.model,
+                    completion.text,
+                    completion.usage.prompt_tokens,
+                    completion.usage.completion_tokens,
+                    completion.finish_reason,
+                ),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db().execute("SELECT count(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the database."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def export(self) -> str:
+        """All entries as JSON lines (for inspection)."""
+        with self._lock:
+            rows = self._db().execute("SELECT key, model, text FROM responses ORDER BY created_at").fetchall()
+        return "\n".join(json.dumps({"key": k, "model": m, "text": t}) for k, m, t in rows)

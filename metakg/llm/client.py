@@ -1,0 +1,91 @@
+"""The LLMClient protocol and its value types: chat messages in, text and token usage out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message."""
+
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a call used."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A reply: its text, the tokens it cost, how long it took, and whether it came from the cache."""
+
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    cached: bool = False
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """Everything that determines a reply; its :meth:`key` addresses the response cache."""
+
+    messages: tuple[Message, ...]
+    model: str
+    temperature: float = 0.0
+    max_tokens: int = 512
+    json_mode: bool = False
+
+    def key(self) -> str:
+        """SHA-256 of the model, messages and parameters (the cache key)."""
+        payload = {
+            "model": self.model,
+            "messages": [[m.role, m.content] for m in self.messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "json_mode": self.json_mode,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def as_openai(self) -> list[dict[str, Any]]:
+        """The messages in the OpenAI chat format."""
+        return [{"role": m.role, "content": m.content} for m in self.messages]
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """Sends chat requests to a model."""
+
+    @property
+    def model(self) -> str:
+        """The model name requests go to."""
+        ...
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        """One reply; raises LLMError when the model cannot answer after the retries."""
+        ...
+
+
+def request(
+    messages: Sequence[Message], *, model: str, temperature: float = 0.0, max_tokens: int = 512, json_mode: bool = False
+) -> ChatRequest:
+    """Build a :class:`ChatRequest`."""
+    return ChatRequest(tuple(messages), model, temperature, max_tokens, json_mode)

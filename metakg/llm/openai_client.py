@@ -1,0 +1,173 @@
+"""The LLMClient for any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp server, Ollama).
+
+The only module that imports the ``openai`` SDK. The SDK's own retries are off; this client retries 429,
+5xx, timeouts, dropped connections and unreadable replies with exponential backoff, honouring
+``Retry-After``. A semaphore bounds the requests in flight. Replies are cached (content-addressed) and
+every call goes into the usage ledger. When a server refuses JSON mode, the request is sent again as
+plain text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from metakg.config import LLMSettings
+from metakg.errors import ConfigError, LLMError
+from metakg.llm.cache import ResponseCache
+from metakg.llm.client import ChatRequest, Completion, Usage
+from metakg.llm.ledger import UsageLedger
+
+MAX_RETRY_AFTER_S = 120.0
+
+
+def _retry_after(error: Any) -> float | None:
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after")
+    try:
+        return min(MAX_RETRY_AFTER_S, max(0.0, float(value))) if value is not None else None
+    except ValueError:
+        return None
+
+
+class OpenAICompatibleClient:
+    """LLMClient over the openai SDK with retries, bounded concurrency, a response cache and a ledger."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        base_url: str,
+        cache: ResponseCache | None = None,
+        ledger: UsageLedger | None = None,
+    ) -> None:
+        """Keep the settings; the HTTP client is created on the first request, not here."""
+        self._settings = settings
+        self._base_url = base_url
+        self._cache = cache
+        self._ledger = ledger
+        self._client: Any = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._json_unsupported = False
+
+    @property
+    def model(self) -> str:
+        """The configured model name."""
+        return self._settings.model
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            try:
+                import openai
+            except ImportError as e:  # pragma: no cover - openai is a runtime dependency
+                raise ConfigError("the openai package is missing: pip install openai") from e
+            self._client = openai.AsyncOpenAI(
+                base_url=self._base_url,
+                api_key=self._settings.api_key.get_secret_value() or "not-needed",
+                timeout=self._settings.timeout_s,
+                max_retries=0,
+            )
+        return self._client
+
+    async def complete(self, request: ChatRequest, *, tag: str = "") -> Completion:
+        """A reply to ``request``: from the cache, or from the endpoint with retries.
+
+        Raises:
+            LLMError: no usable reply after ``max_retries`` retries, or the request itself is refused (4xx).
+        """
+        if self._cache is not None:
+            hit = self._cache.get(request)
+            if hit is not None:
+                if self._ledger is not None:
+                    self._ledger.record(hit, tag=tag, model=request.model, attempts=0)
+                return hit
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self._settings.concurrency)
+        async with self._semaphore:
+            completion, attempts = await self._with_retries(request, tag)
+        if self._cache is not None:
+            self._cache.put(request, completion)
+        if self._ledger is not None:
+            self._ledger.record(completion, tag=tag, model=request.model, attempts=attempts)
+        return completion
+
+    async def _with_retries(self, request: ChatRequest, tag: str) -> tuple[Completion, int]:
+        import openai
+
+        delay = self._settings.backoff_s
+        last: str = ""
+        for attempt in range(1, self._settings.max_retries + 2):
+            try:
+                return await self._once(request), attempt
+            except openai.BadRequestError as e:
+                if request.json_mode and not self._json_unsupported and "response_format" in str(e):
+                    self._json_unsupported = True  # the server has no JSON mode: plain text from now on
+                    continue
+                self._fail(request, tag, attempt, f"request refused: {e}")
+                raise LLMError(f"the endpoint refused the request ({e}).") from e
+            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as e:
+                self._fail(request, tag, attempt, f"{type(e).__name__}")
+                raise LLMError(
+                    f"the endpoint {self._base_url} refused the model {request.model!r} ({type(e).__name__}): "
+                    "check METAKG_LLM__API_KEY and METAKG_LLM__MODEL."
+                ) from e
+            except openai.RateLimitError as e:
+                last = "429 rate limited"
+                wait = _retry_after(e)
+                await asyncio.sleep(wait if wait is not None else delay)
+            except (
+                openai.APIStatusError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+                openai.APIResponseValidationError,
+                ValueError,
+            ) as e:
+                last = f"{type(e).__name__}: {str(e)[:200]}"
+                wait = _retry_after(e)
+                await asyncio.sleep(wait if wait is not None else delay)
+            delay *= 2
+        message = f"no reply from {self._base_url} after {self._settings.max_retries + 1} attempts (last: {last})"
+        self._fail(request, tag, self._settings.max_retries + 1, message)
+        raise LLMError(message)
+
+    def _fail(self, request: ChatRequest, tag: str, attempts: int, error: str) -> None:
+        if self._ledger is not None:
+            self._ledger.record(None, tag=tag, model=request.model, attempts=attempts, error=error)
+
+    async def _once(self, request: ChatRequest) -> Completion:
+        extra: dict[str, Any] = {}
+        if request.json_mode and not self._json_unsupported:
+            extra["response_format"] = {"type": "json_object"}
+        start = time.perf_counter()
+        response = await self._sdk().chat.completions.create(
+            model=request.model,
+            messages=request.as_openai(),
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            **extra,
+        )
+        latency = time.perf_counter() - start
+        if not getattr(response, "choices", None):
+            raise ValueError("the reply has no choices")
+        choice = response.choices[0]
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=choice.message.content or "",
+            model=getattr(response, "model", None) or request.model,
+            usage=Usage(
+                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            ),
+            latency_s=latency,
+            finish_reason=choice.finish_reason,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

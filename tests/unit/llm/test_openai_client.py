@@ -1,0 +1,111 @@
+"""The OpenAI-compatible client against a real HTTP server on 127.0.0.1 that injects faults."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from metakg.config import LLMSettings
+from metakg.errors import LLMError
+from metakg.llm.cache import ResponseCache
+from metakg.llm.client import Message, request
+from metakg.llm.ledger import UsageLedger
+from metakg.llm.openai_client import OpenAICompatibleClient
+from tests.fault_server import FaultServer
+
+
+@pytest.fixture
+def server() -> Iterator[FaultServer]:
+    running = FaultServer().start()
+    yield running
+    running.stop()
+
+
+def make_client(server: FaultServer, tmp_path: Path, **overrides: object) -> tuple[OpenAICompatibleClient, UsageLedger]:
+    options: dict[str, object] = {
+        "model": "test-model",
+        "api_key": "sk-secret-never-shown",
+        "timeout_s": 1.0,
+        "max_retries": 5,
+        "backoff_s": 0.01,
+        "prices_per_mtok": {"test-model": (1.0, 2.0)},
+        **overrides,
+    }
+    settings = LLMSettings.model_validate(options)
+    ledger = UsageLedger("run-1", settings.prices_per_mtok, path=tmp_path / "ledger.jsonl")
+    return OpenAICompatibleClient(
+        settings, base_url=server.url, cache=ResponseCache(tmp_path / "cache.sqlite"), ledger=ledger
+    ), ledger
+
+
+def ask(text: str = "hello", json_mode: bool = False):  # type: ignore[no-untyped-def]
+    return request([Message("user", text)], model="test-model", json_mode=json_mode)
+
+
+def test_a_plain_reply_is_returned_cached_and_accounted(server: FaultServer, tmp_path: Path) -> None:
+    client, ledger = make_client(server, tmp_path)
+    first = asyncio.run(client.complete(ask(), tag="q1"))
+    assert first.text == "ok reply" and first.usage.prompt_tokens == 11 and not first.cached
+    second = asyncio.run(client.complete(ask(), tag="q1"))
+    assert second.cached and second.text == "ok reply"
+    assert len(server.requests) == 1  # the repeat made no HTTP call
+    summary = ledger.summary()
+    assert summary["llm_calls"] == 1 and summary["cache_hits"] == 1 and summary["tokens"] == 14
+    assert summary["cost_usd"] == pytest.approx((11 * 1.0 + 3 * 2.0) / 1e6)
+    assert (tmp_path / "ledger.jsonl").read_text().count("\n") == 2
+
+
+def test_429_honours_retry_after(server: FaultServer, tmp_path: Path) -> None:
+    client, ledger = make_client(server, tmp_path)
+    server.script("429:0.6")
+    start = time.perf_counter()
+    reply = asyncio.run(client.complete(ask()))
+    assert reply.text == "ok reply" and time.perf_counter() - start >= 0.6
+    assert len(server.requests) == 2 and ledger.summary()["retries"] == 1
+
+
+def test_every_fault_is_retried_until_a_reply(server: FaultServer, tmp_path: Path) -> None:
+    client, ledger = make_client(server, tmp_path)
+    server.script("500", "drop", "truncated", "slow:1.5")
+    reply = asyncio.run(client.complete(ask(), tag="q"))
+    assert reply.text == "ok reply"
+    assert len(server.requests) == 5
+    entry = ledger.entries[-1]
+    assert entry.attempts == 5 and entry.error is None
+
+
+def test_persistent_failure_stops_cleanly_and_says_why(server: FaultServer, tmp_path: Path) -> None:
+    client, ledger = make_client(server, tmp_path, max_retries=2)
+    server.script("500", "500", "500", "500")
+    with pytest.raises(LLMError, match="after 3 attempts") as info:
+        asyncio.run(client.complete(ask(), tag="q"))
+    assert "sk-secret-never-shown" not in str(info.value)
+    assert len(server.requests) == 3
+    summary = ledger.summary()
+    assert summary["failures"] == 1 and summary["llm_calls"] == 0 and summary["errors"]
+    assert "sk-secret-never-shown" not in (tmp_path / "ledger.jsonl").read_text()
+
+
+def test_json_mode_falls_back_to_plain_text(server: FaultServer, tmp_path: Path) -> None:
+    client, _ = make_client(server, tmp_path)
+    server.script("refuse_json")
+    reply = asyncio.run(client.complete(ask(json_mode=True)))
+    assert reply.text == "ok reply"
+    assert "response_format" in server.requests[0] and "response_format" not in server.requests[1]
+
+
+def test_concurrency_is_bounded(server: FaultServer, tmp_path: Path) -> None:
+    client, ledger = make_client(server, tmp_path, concurrency=2)
+    server.script(*["slow:0.3"] * 6)
+
+    async def many() -> list[str]:
+        replies = await asyncio.gather(*(client.complete(ask(f"q{i}"), tag=f"q{i}") for i in range(6)))
+        return [r.text for r in replies]
+
+    assert asyncio.run(many()) == ["ok reply"] * 6
+    assert server.max_in_flight == 2
+    assert ledger.summary()["llm_calls"] == 6
