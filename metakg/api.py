@@ -6,7 +6,9 @@ reports progress through an optional callback; none prints or exits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,12 @@ from metakg.fetch import download
 from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_of, read_primekg
 from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
 from metakg.ingest.triples import TripleIngestReport, read_triples
+from metakg.llm import local_server
+from metakg.llm.cache import ResponseCache
+from metakg.llm.client import Completion, Message, request
 from metakg.llm.embedder import Embedder, OnnxEmbedder, Vectors, resolve_model_dir
+from metakg.llm.ledger import UsageLedger
+from metakg.llm.openai_client import OpenAICompatibleClient
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord
 from metakg.loaders.neo4j_admin import write_admin_import
@@ -410,6 +417,55 @@ def paths_between(
     """The nodes ``a`` and ``b`` resolve to and up to ``k`` shortest paths between them."""
     na, nb = resolve_node(store, a), resolve_node(store, b)
     return na, nb, store.shortest_paths(na.id, nb.id, k=k, max_hops=max_hops, relations=relations)
+
+
+# ---------------------------------------------------------------------------- LLM
+@contextmanager
+def llm_session(
+    settings: Settings, *, run_id: str | None = None, progress: Progress | None = None
+) -> Iterator[tuple[OpenAICompatibleClient, UsageLedger]]:
+    """A cached, accounted LLM client for one run; starts (and stops) the local server when no endpoint is set.
+
+    Raises:
+        ConfigError: no endpoint configured and the local model cannot be started.
+    """
+    import uuid
+
+    run_id = run_id or uuid.uuid4().hex
+    folder = settings.paths.cache_dir / "llm"
+    cache = ResponseCache(folder / "responses.sqlite")
+    ledger = UsageLedger(run_id, settings.llm.prices_per_mtok, path=folder / "ledger.jsonl")
+    try:
+        if settings.llm.base_url:
+            yield (
+                OpenAICompatibleClient(settings.llm, base_url=settings.llm.base_url, cache=cache, ledger=ledger),
+                ledger,
+            )
+            return
+        (progress or _quiet)("starting the local SmolLM2 server")
+        with local_server.running() as server:
+            llm = settings.llm.model_copy(update={"model": server.model})
+            yield OpenAICompatibleClient(llm, base_url=server.base_url, cache=cache, ledger=ledger), ledger
+    finally:
+        cache.close()
+
+
+def ask(settings: Settings, prompt: str, *, system: str | None = None) -> tuple[Completion, dict[str, Any]]:
+    """One question to the configured model; returns the reply and the ledger summary."""
+    with llm_session(settings) as (client, ledger):
+        messages = ([Message("system", system)] if system else []) + [Message("user", prompt)]
+        completion = asyncio.run(
+            client.complete(
+                request(
+                    messages,
+                    model=client.model,
+                    temperature=settings.llm.temperature,
+                    max_tokens=settings.llm.max_tokens,
+                ),
+                tag="ask",
+            )
+        )
+        return completion, ledger.summary()
 
 
 # ---------------------------------------------------------------------------- demo

@@ -8,7 +8,17 @@ from pathlib import Path
 import typer
 
 from metakg import __version__
-from metakg.cli import bundle_cmd, config_cmd, demo_cmd, export_cmd, ingest_cmd, load_cmd, query_cmd, synthetic_cmd
+from metakg.cli import (
+    bundle_cmd,
+    config_cmd,
+    demo_cmd,
+    export_cmd,
+    ingest_cmd,
+    llm_cmd,
+    load_cmd,
+    query_cmd,
+    synthetic_cmd,
+)
 
 app = typer.Typer(
     name="metakg",
@@ -24,6 +34,7 @@ app.add_typer(export_cmd.app, name="export")
 app.add_typer(query_cmd.app, name="query")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(synthetic_cmd.app, name="synthetic")
+app.add_typer(llm_cmd.app, name="llm")
 app.command("validate")(bundle_cmd.validate)
 app.command("info")(bundle_cmd.info)
 app.command("merge")(bundle_cmd.merge)

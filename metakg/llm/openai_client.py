@@ -53,11 +53,20 @@ class OpenAICompatibleClient:
         self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None
         self._json_unsupported = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def model(self) -> str:
         """The configured model name."""
         return self._settings.model
+
+    def _bind_loop(self) -> None:
+        # the SDK's HTTP client and the semaphore belong to one event loop; a new loop gets new ones
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop = loop
+            self._client = None
+            self._semaphore = asyncio.Semaphore(self._settings.concurrency)
 
     def _sdk(self) -> Any:
         if self._client is None:
@@ -85,8 +94,8 @@ class OpenAICompatibleClient:
                 if self._ledger is not None:
                     self._ledger.record(hit, tag=tag, model=request.model, attempts=0)
                 return hit
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self._settings.concurrency)
+        self._bind_loop()
+        assert self._semaphore is not None
         async with self._semaphore:
             completion, attempts = await self._with_retries(request, tag)
         if self._cache is not None:

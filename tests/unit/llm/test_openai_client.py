@@ -109,3 +109,20 @@ def test_concurrency_is_bounded(server: FaultServer, tmp_path: Path) -> None:
     assert asyncio.run(many()) == ["ok reply"] * 6
     assert server.max_in_flight == 2
     assert ledger.summary()["llm_calls"] == 6
+
+
+def test_cli_ask_uses_the_configured_endpoint_and_the_cache(
+    server: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.cli.test_cli import run
+
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-never-shown")
+    _, first = run("llm", "ask", "What treats migraine?", "--json")
+    assert first["reply"] == "ok reply" and first["cached"] is False and first["llm_calls"] == 1
+    result, second = run("llm", "ask", "What treats migraine?", "--json")
+    assert second["cached"] is True and second["llm_calls"] == 0 and second["cache_hits"] == 1
+    assert len(server.requests) == 1
+    assert "sk-secret-never-shown" not in result.stdout + result.stderr
+    _, shown = run("config", "show", "--json")
+    assert shown["settings"]["llm"]["api_key"] == "**********"

