@@ -1,0 +1,107 @@
+"""Parse what real models reply into triples: every reply line becomes a triple or a reject with a reason.
+
+Tolerated: numbered or bulleted lines, code fences, the separators ``\\``, ``|``, tab, ``->``, ``;`` and
+``,`` (in that order of preference), parenthesised ``(s, p, o)`` tuples, JSON (a list of 3-element lists or
+of objects with subject/predicate/object keys, possibly inside prose), and prose lines around the triples.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+_BULLET = re.compile(r"^\s*(?:[-*•]+|\d+[.)]|\(\d+\))\s*")
+_FENCE = re.compile(r"^\s*```")
+_SEPARATORS = ["\\", "|", "\t", "->", ";", ","]
+_JSON_BLOCK = re.compile(r"(\[.*\]|\{.*\})", re.DOTALL)
+_PROSE_START = re.compile(r"^(here (are|is)|the following|triples?:|sure|note:|i (have|will|can))", re.IGNORECASE)
+MAX_PART_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Triple:
+    """One extracted statement."""
+
+    subject: str
+    predicate: str
+    object: str
+
+
+@dataclass
+class ParseResult:
+    """The triples found in a reply and the lines refused, each with its reason."""
+
+    triples: list[Triple] = field(default_factory=list)
+    rejects: list[tuple[str, str]] = field(default_factory=list)  # (line, reason)
+
+
+def _clean(part: str) -> str:
+    return " ".join(part.strip().strip("\"'`[](){}<>").strip().split())
+
+
+def _from_parts(parts: list[str], line: str, result: ParseResult) -> None:
+    cleaned = [_clean(p) for p in parts]
+    if len(cleaned) != 3:
+        result.rejects.append((line, f"expected 3 parts, found {len(cleaned)}"))
+    elif not all(cleaned):
+        result.rejects.append((line, "a part is empty"))
+    elif any(len(p) > MAX_PART_CHARS for p in cleaned):
+        result.rejects.append((line, f"a part is longer than {MAX_PART_CHARS} characters"))
+    else:
+        result.triples.append(Triple(*cleaned))
+
+
+def _from_json(value: object, result: ParseResult) -> bool:
+    items = value.get("triples") if isinstance(value, dict) else value
+    if isinstance(items, dict):
+        items = [items]
+    if not isinstance(items, list):
+        return False
+    for item in items:
+        if isinstance(item, list | tuple):
+            _from_parts([str(x) for x in item], json.dumps(item, ensure_ascii=False), result)
+        elif isinstance(item, dict):
+            keys = {k.lower(): v for k, v in item.items()}
+            parts = [
+                keys.get("subject", keys.get("head")),
+                keys.get("predicate", keys.get("relation")),
+                keys.get("object", keys.get("tail")),
+            ]
+            if any(p is None for p in parts):
+                result.rejects.append((json.dumps(item, ensure_ascii=False), "object without subject/predicate/object"))
+            else:
+                _from_parts([str(p) for p in parts], json.dumps(item, ensure_ascii=False), result)
+        else:
+            result.rejects.append((json.dumps(item, ensure_ascii=False), "not a triple"))
+    return True
+
+
+def parse_reply(reply: str) -> ParseResult:
+    """Triples and rejected lines of one model reply: every non-blank line is one or the other (code fences
+    excepted), so prose around the triples is accounted for as a reject with its reason."""
+    result = ParseResult()
+    text = reply.strip()
+    if not text:
+        return result
+    block = _JSON_BLOCK.search(text)
+    if (block and text.lstrip().startswith(("[", "{", "```"))) or (block and '"subject"' in text):
+        try:
+            if block and _from_json(json.loads(block.group(1)), result):
+                return result
+        except json.JSONDecodeError:
+            pass  # not JSON after all: read it line by line
+    for raw in text.splitlines():
+        if not raw.strip() or _FENCE.match(raw):
+            continue
+        line = _BULLET.sub("", raw).strip()
+        if line.startswith("(") and line.endswith(")"):
+            line = line[1:-1]
+        separator = next((s for s in _SEPARATORS if s in line), None)
+        if separator is None:
+            prose = _PROSE_START.match(line) or line.endswith((":", ".", "!")) or len(line.split()) > 3
+            reason = "prose, not a triple" if prose else "no separator between subject, predicate and object"
+            result.rejects.append((raw, reason))
+            continue
+        _from_parts(line.split(separator), raw, result)
+    return result
