@@ -1,0 +1,233 @@
+"""Dataset readers: QA sets and documents into records for extraction (one polars frame, one row a record).
+
+Formats: MedAgentsBench/MedQA jsonl (``question``, ``options``, ``answer_idx``), CommonsenseQA (the official
+schema and the Hugging Face layout), the MetaKGRAG pilot format (``{"question": "stem\\nA: ...", "answer":
+"A"}``; free-text answers too), and plain text, jsonl or csv with a field mapping. Every input line ends up a
+record or a reject with its reason. Chunking of long texts happens in the extraction stage.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+from metakg.errors import InputDataError, UsageError
+
+DatasetFormat = Literal["medagents", "csqa", "pilot", "text", "jsonl", "csv"]
+FORMATS: tuple[str, ...] = ("medagents", "csqa", "pilot", "text", "jsonl", "csv")
+
+RECORD_SCHEMA: dict[str, pl.DataType] = {
+    "record_id": pl.String(),
+    "kind": pl.String(),  # qa | text
+    "question": pl.String(),
+    "option_labels": pl.List(pl.String()),
+    "option_texts": pl.List(pl.String()),
+    "answer": pl.String(),  # the correct label, or a free-text answer
+    "answer_text": pl.String(),
+    "concept": pl.String(),
+    "text": pl.String(),
+}
+_OPTION_LINE = re.compile(r"^\s*([A-Z])\s*[:.)]\s*(.+?)\s*$")
+
+
+class RecordError(ValueError):
+    """One input record cannot be read; the message is the reason stored with the reject."""
+
+
+@dataclass
+class DatasetRead:
+    """The records of a dataset and the input lines refused."""
+
+    records: pl.DataFrame
+    rejects: pl.DataFrame
+    read: int
+
+    @property
+    def accepted(self) -> int:
+        """How many records were read successfully."""
+        return self.records.height
+
+
+def _qa(record_id: str, question: str, options: dict[str, str], answer: str, concept: str | None) -> dict[str, Any]:
+    if not question.strip():
+        raise RecordError("question is empty")
+    labels = list(options)
+    if options and answer not in options:
+        raise RecordError(f"answer {answer!r} is not one of the options {labels}")
+    return {
+        "record_id": record_id,
+        "kind": "qa",
+        "question": question.strip(),
+        "option_labels": labels,
+        "option_texts": [str(options[label]) for label in labels],
+        "answer": answer,
+        "answer_text": str(options[answer]) if options else answer,
+        "concept": concept,
+        "text": None,
+    }
+
+
+def _medagents(row: dict[str, Any], record_id: str) -> dict[str, Any]:
+    try:
+        options = {str(k): str(v) for k, v in dict(row["options"]).items()}
+        return _qa(str(row.get("realidx", record_id)), str(row["question"]), options, str(row["answer_idx"]), None)
+    except (KeyError, TypeError, ValueError) as e:
+        raise RecordError(f"not a MedAgentsBench item ({type(e).__name__}: {e})") from e
+
+
+def _csqa(row: dict[str, Any], record_id: str) -> dict[str, Any]:
+    try:
+        question = row["question"]
+        if isinstance(question, dict):  # the official schema
+            options = {c["label"]: c["text"] for c in question["choices"]}
+            return _qa(str(row["id"]), question["stem"], options, row["answerKey"], question.get("question_concept"))
+        choices = row["choices"]  # the Hugging Face layout
+        options = dict(zip(choices["label"], choices["text"], strict=True))
+        return _qa(str(row["id"]), str(question), options, row["answerKey"], row.get("question_concept"))
+    except (KeyError, TypeError, ValueError) as e:
+        raise RecordError(f"not a CommonsenseQA item ({type(e).__name__}: {e})") from e
+
+
+def _pilot(row: dict[str, Any], record_id: str) -> dict[str, Any]:
+    try:
+        lines = str(row["question"]).strip().splitlines()
+        answer = str(row["answer"]).strip()
+    except (KeyError, TypeError) as e:
+        raise RecordError(f"not a pilot item ({type(e).__name__}: {e})") from e
+    options: dict[str, str] = {}
+    stem: list[str] = []
+    for number, line in enumerate(lines):
+        match = _OPTION_LINE.match(line) if number > 0 else None
+        if match:
+            options[match.group(1)] = match.group(2)
+        elif not options:
+            stem.append(line)
+    if options and len(answer) == 1:
+        return _qa(record_id, "\n".join(stem), options, answer, None)
+    return _qa(record_id, "\n".join(lines), {}, answer, None)  # a dialogue with a free-text answer
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                yield number, "\x00invalid utf-8\x00" + raw.decode("utf-8", errors="backslashreplace")
+                continue
+            if line.strip():
+                yield number, line
+
+
+def read_dataset(
+    path: Path,
+    fmt: DatasetFormat,
+    *,
+    limit: int | None = None,
+    text_field: str = "text",
+    id_field: str | None = None,
+) -> DatasetRead:
+    """Read ``path`` in ``fmt``; ``limit`` keeps the first N accepted records.
+
+    Args:
+        path: the dataset file.
+        fmt: one of :data:`FORMATS`.
+        limit: stop after this many accepted records.
+        text_field: the text column of jsonl/csv documents.
+        id_field: the id column of jsonl/csv documents (default: the line number).
+
+    Raises:
+        UsageError: unknown format.
+        InputDataError: the file cannot be read, or a csv lacks ``text_field``.
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown dataset format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+    if not path.is_file():
+        raise InputDataError(f"dataset file {path} does not exist.")
+    records: list[dict[str, Any]] = []
+    rejects: list[dict[str, Any]] = []
+    read = 0
+    name = path.name
+
+    def reject(number: int, reason: str, payload: str) -> None:
+        rejects.append(
+            {
+                "stage": "ingest",
+                "table": "input",
+                "record": f"{name}:{number}",
+                "check": "bad_record",
+                "reason": reason,
+                "payload": payload,
+            }
+        )
+
+    if fmt == "text":
+        text = path.read_text(encoding="utf-8", errors="replace")
+        read = 1
+        if text.strip():
+            records.append({"record_id": name, "kind": "text", "text": text})
+        else:
+            reject(1, "the file is empty", "")
+    elif fmt == "csv":
+        try:
+            frame = pl.read_csv(path, infer_schema=False)
+        except (OSError, pl.exceptions.PolarsError) as e:
+            raise InputDataError(f"cannot read {path} as CSV: {e}") from e
+        if text_field not in frame.columns:
+            raise InputDataError(f"{path} has no column {text_field!r} (columns: {frame.columns}); set --text-field.")
+        for number, row in enumerate(frame.iter_rows(named=True), start=2):
+            read += 1
+            value = row[text_field]
+            if value is None or not str(value).strip():
+                reject(number, f"{text_field} is empty", json.dumps(row, ensure_ascii=False))
+                continue
+            record_id = str(row[id_field]) if id_field and row.get(id_field) is not None else f"{name}:{number}"
+            records.append({"record_id": record_id, "kind": "text", "text": str(value)})
+            if limit is not None and len(records) >= limit:
+                break
+    else:
+        parsers: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
+            "medagents": _medagents, "csqa": _csqa, "pilot": _pilot,
+        }  # fmt: skip
+        for number, line in _json_lines(path):
+            read += 1
+            if line.startswith("\x00invalid utf-8\x00"):
+                reject(number, "the line is not valid UTF-8", line.split("\x00", 2)[2])
+                continue
+            try:
+                row = json.loads(line)
+                if not isinstance(row, dict):
+                    raise RecordError("the line is not a JSON object")
+                if fmt == "jsonl":
+                    value = row.get(text_field)
+                    if value is None or not str(value).strip():
+                        raise RecordError(f"{text_field} is missing or empty")
+                    record_id = str(row[id_field]) if id_field and row.get(id_field) is not None else f"{name}:{number}"
+                    records.append({"record_id": record_id, "kind": "text", "text": str(value)})
+                else:
+                    records.append(parsers[fmt](row, f"{name}:{number}"))
+            except json.JSONDecodeError as e:
+                reject(number, f"invalid JSON ({e.msg} at column {e.colno})", line.rstrip("\n"))
+            except RecordError as e:
+                reject(number, str(e), line.rstrip("\n"))
+            if limit is not None and len(records) >= limit:
+                break
+    frame = pl.DataFrame(records, schema=RECORD_SCHEMA) if records else pl.DataFrame(schema=RECORD_SCHEMA)
+    reject_frame = pl.DataFrame(
+        rejects,
+        schema={
+            "stage": pl.String,
+            "table": pl.String,
+            "record": pl.String,
+            "check": pl.String,
+            "reason": pl.String,
+            "payload": pl.String,
+        },
+    )
+    return DatasetRead(records=frame, rejects=reject_frame, read=read)

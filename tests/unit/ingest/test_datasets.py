@@ -1,0 +1,78 @@
+"""Dataset readers on the real shared QA sets, and on bad lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metakg.errors import InputDataError, UsageError
+from metakg.ingest.datasets import read_dataset
+
+
+def test_medagents_medqa(data_dir: Path) -> None:
+    result = read_dataset(data_dir / "medagentsbench" / "medqa_test_hard.jsonl", "medagents")
+    assert (result.read, result.accepted, result.rejects.height) == (100, 100, 0)
+    first = result.records.row(0, named=True)
+    assert first["option_labels"] == ["A", "B", "C", "D"] and first["answer"] in first["option_labels"]
+    assert first["answer_text"] == first["option_texts"][first["option_labels"].index(first["answer"])]
+
+
+def test_both_commonsenseqa_layouts_give_the_same_records(data_dir: Path) -> None:
+    hf = read_dataset(data_dir / "commonsenseqa" / "csqa_dev_hfformat.jsonl", "csqa")
+    official = read_dataset(data_dir / "commonsenseqa" / "csqa_dev_official_schema.jsonl", "csqa")
+    assert hf.accepted == official.accepted == 1221
+    assert hf.records.equals(official.records)
+    assert hf.records["concept"][0] == "revolving door"
+
+
+def test_pilot_format_with_options_and_with_free_text(data_dir: Path) -> None:
+    csqa = read_dataset(data_dir / "metakgrag_pilot" / "commonsenseqa__commonsenseqa.json", "pilot", limit=20)
+    assert csqa.accepted == 20 and csqa.rejects.height == 0
+    row = csqa.records.row(0, named=True)
+    assert row["question"] == "What do people aim to do at work?"
+    assert row["option_labels"] == ["A", "B", "C", "D", "E"] and row["answer"] == "A"
+    assert row["answer_text"] == "complete job"
+    dialogue = read_dataset(data_dir / "metakgrag_pilot" / "GenMedGPT-5K__genmedgpt-5k.json", "pilot")
+    # the real file has two items with an empty question: rejected with that reason, the rest kept
+    assert (dialogue.read, dialogue.accepted) == (800, 798)
+    assert dialogue.rejects["reason"].to_list() == ["question is empty", "question is empty"]
+    assert dialogue.records["option_labels"][0].to_list() == []
+
+
+def test_bad_lines_are_rejected_and_counted(tmp_path: Path) -> None:
+    good = {"question": "q?", "options": {"A": "x", "B": "y"}, "answer_idx": "B", "realidx": 7}
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(
+        (
+            json.dumps(good)
+            + "\n{not json\n"
+            + json.dumps({**good, "answer_idx": "Z"})
+            + "\n[1, 2]\n"
+            + json.dumps({"question": "no options"})
+            + "\n\n"
+        ).encode()
+        + b'{"question": "\xff"}\n'
+    )
+    result = read_dataset(path, "medagents")
+    assert (result.read, result.accepted, result.rejects.height) == (6, 1, 5)
+    reasons = result.rejects["reason"].to_list()
+    assert reasons[0].startswith("invalid JSON") and "not one of the options" in reasons[1]
+    assert reasons[2] == "the line is not a JSON object" and reasons[4] == "the line is not valid UTF-8"
+    assert result.records["record_id"].to_list() == ["7"]
+
+
+def test_documents_jsonl_csv_text(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "body": "Aspirin treats pain."}\n{"id": "b", "body": ""}\n')
+    jsonl = read_dataset(tmp_path / "d.jsonl", "jsonl", text_field="body", id_field="id")
+    assert jsonl.records["record_id"].to_list() == ["a"] and jsonl.rejects.height == 1
+    (tmp_path / "d.csv").write_text("id,body\n1,Fever is a symptom of flu.\n2,\n")
+    csv = read_dataset(tmp_path / "d.csv", "csv", text_field="body")
+    assert csv.accepted == 1 and csv.read == 2
+    with pytest.raises(InputDataError, match="no column"):
+        read_dataset(tmp_path / "d.csv", "csv", text_field="missing")
+    (tmp_path / "t.txt").write_text("One sentence. Another one.")
+    assert read_dataset(tmp_path / "t.txt", "text").records["kind"].to_list() == ["text"]
+    with pytest.raises(UsageError):
+        read_dataset(tmp_path / "t.txt", "xml")  # type: ignore[arg-type]
