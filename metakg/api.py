@@ -36,6 +36,7 @@ from metakg.loaders.neo4j_store import Neo4jStore, connect
 from metakg.loaders.rdf_export import RdfFormat, write_rdf
 from metakg.schemas.bundle import (
     EMBEDDINGS_FILE,
+    Bundle,
     merge_bundles,
     read_bundle,
     read_manifest,
@@ -303,6 +304,13 @@ def embed_bundle(
     return dict(bundle.manifest["embeddings"])
 
 
+def _bundle_embeddings(path: Path, bundle: Bundle) -> pl.DataFrame | None:
+    """The name embeddings stored in the bundle by `metakg embed`, or None."""
+    if "embeddings" in bundle.manifest and (path / EMBEDDINGS_FILE).is_file():
+        return pl.read_parquet(path / EMBEDDINGS_FILE)
+    return None
+
+
 def load_neo4j(
     path: Path, settings: Settings, *, batch_size: int | None = None, progress: Counter | None = None
 ) -> dict[str, Any]:
@@ -313,9 +321,7 @@ def load_neo4j(
         ConfigError: Neo4j cannot be reached.
     """
     bundle = read_bundle(path)
-    embeddings = None
-    if "embeddings" in bundle.manifest and (path / EMBEDDINGS_FILE).is_file():
-        embeddings = pl.read_parquet(path / EMBEDDINGS_FILE)
+    embeddings = _bundle_embeddings(path, bundle)
     driver = connect(settings.neo4j)
     try:
         report = load_bundle(
@@ -364,9 +370,7 @@ def open_store(
     if path is None:
         raise UsageError("the embedded store needs a bundle directory.")
     bundle = read_bundle(path)
-    embeddings = None
-    if "embeddings" in bundle.manifest and (path / EMBEDDINGS_FILE).is_file():
-        embeddings = pl.read_parquet(path / EMBEDDINGS_FILE)
+    embeddings = _bundle_embeddings(path, bundle)
     return EmbeddedStore.from_bundle(bundle, embedder=make_embedder(settings, progress), embeddings=embeddings)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
@@ -115,25 +115,35 @@ class LLMSettings(BaseModel):
         return value
 
 
-class _LLMEnvSource(PydanticBaseSettingsSource):
-    """METAKG_LLM_* (single underscore) and OPENAI_API_KEY, below METAKG_LLM__* in precedence."""
+class _AliasEnvSource(PydanticBaseSettingsSource):
+    """Conventional variables outside the METAKG_ scheme for one section (lower precedence than METAKG_*).
 
-    NAMES: ClassVar[dict[str, str]] = {
-        "METAKG_LLM_BASE_URL": "base_url",
-        "METAKG_LLM_API_KEY": "api_key",
-        "METAKG_LLM_MODEL": "model",
-        "OPENAI_API_KEY": "api_key",
-    }
+    ``names`` maps a variable to a field; where several name one field, the first one set wins.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], section: str, names: dict[str, str]) -> None:
+        super().__init__(settings_cls)
+        self.section = section
+        self.names = names
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
         values: dict[str, Any] = {}
-        for name, key in self.NAMES.items():
+        for name, key in self.names.items():
             if os.environ.get(name) and key not in values:
                 values[key] = os.environ[name]
-        return {"llm": values} if values else {}
+        return {self.section: values} if values else {}
+
+
+#: METAKG_LLM_* (single underscore) and OPENAI_API_KEY
+LLM_ENV_ALIASES = {
+    "METAKG_LLM_BASE_URL": "base_url",
+    "METAKG_LLM_API_KEY": "api_key",
+    "METAKG_LLM_MODEL": "model",
+    "OPENAI_API_KEY": "api_key",
+}
 
 
 class Neo4jSettings(BaseModel):
@@ -154,23 +164,14 @@ class Neo4jSettings(BaseModel):
         return value
 
 
-class _Neo4jEnvSource(PydanticBaseSettingsSource):
-    """The conventional NEO4J_* variables, below METAKG_NEO4J__* in precedence."""
-
-    NAMES: ClassVar[dict[str, str]] = {
-        "NEO4J_URI": "uri",
-        "NEO4J_USER": "user",
-        "NEO4J_USERNAME": "user",
-        "NEO4J_PASSWORD": "password",
-        "NEO4J_DATABASE": "database",
-    }
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        values = {key: os.environ[name] for name, key in self.NAMES.items() if os.environ.get(name)}
-        return {"neo4j": values} if values else {}
+#: the conventional NEO4J_* variables (NEO4J_USERNAME wins over NEO4J_USER)
+NEO4J_ENV_ALIASES = {
+    "NEO4J_URI": "uri",
+    "NEO4J_USERNAME": "user",
+    "NEO4J_USER": "user",
+    "NEO4J_PASSWORD": "password",
+    "NEO4J_DATABASE": "database",
+}
 
 
 class Settings(BaseSettings):
@@ -204,8 +205,8 @@ class Settings(BaseSettings):
         sources: list[PydanticBaseSettingsSource] = [
             init_settings,
             env_settings,
-            _Neo4jEnvSource(settings_cls),
-            _LLMEnvSource(settings_cls),
+            _AliasEnvSource(settings_cls, "neo4j", NEO4J_ENV_ALIASES),
+            _AliasEnvSource(settings_cls, "llm", LLM_ENV_ALIASES),
         ]
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
