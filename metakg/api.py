@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,11 @@ import polars as pl
 
 from metakg.config import Settings
 from metakg.errors import ConfigError, InputDataError, NodeNotFound, UsageError
+from metakg.extractors.pipeline import RunStats, build_bundle, plan_units, run_units
+from metakg.extractors.pipeline import summary as extraction_summary
+from metakg.extractors.resolution import LinkTarget
 from metakg.fetch import download
+from metakg.ingest.datasets import DatasetFormat, read_dataset
 from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_of, read_primekg
 from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
 from metakg.ingest.triples import TripleIngestReport, read_triples
@@ -42,6 +47,7 @@ from metakg.schemas.bundle import (
     read_manifest,
     write_bundle,
 )
+from metakg.schemas.curie import check_dataset_name
 from metakg.schemas.rdf_mapping import bundle_quads, expected_triple_count
 from metakg.schemas.validation import ValidationReport, validate, write_reports
 from metakg.schemas.vocabulary import default_vocabulary
@@ -470,6 +476,155 @@ def ask(settings: Settings, prompt: str, *, system: str | None = None) -> tuple[
             )
         )
         return completion, ledger.summary()
+
+
+# ---------------------------------------------------------------------------- extraction
+def link_target(
+    path: Path, settings: Settings, embedder: Embedder | None, progress: Progress | None = None
+) -> LinkTarget:
+    """The nodes of the bundle at ``path`` indexed for linking; with an embedder, also their name vectors
+    (the bundle's stored embeddings when `metakg embed` made them with the same model, else computed now).
+
+    Raises:
+        BundleError: the bundle cannot be read.
+    """
+    say = progress or _quiet
+    say(f"reading link target {path}")
+    bundle = read_bundle(path)
+    if embedder is None:
+        return LinkTarget.from_nodes(bundle.nodes)
+    stored = _bundle_embeddings(path, bundle)
+    if stored is not None and bundle.manifest.get("embeddings", {}).get("model") == embedder.name:
+        vectors = np.asarray(stored["vector"].to_list(), dtype=np.float32).reshape(stored.height, -1)
+        return LinkTarget.from_nodes(bundle.nodes, vectors, stored["id"].to_list())
+    names = bundle.nodes["name"].to_list()
+    say(f"embedding {len(names)} link-target names (run `metakg embed {path}` once to keep them)")
+    blocks = [embedder.embed(names[i : i + EMBED_BLOCK]) for i in range(0, len(names), EMBED_BLOCK)]
+    vectors = np.vstack(blocks) if blocks else np.zeros((0, embedder.dim), dtype=np.float32)
+    return LinkTarget.from_nodes(bundle.nodes, vectors, bundle.nodes["id"].to_list())
+
+
+def extract(
+    path: Path,
+    fmt: DatasetFormat,
+    out: Path,
+    settings: Settings,
+    *,
+    dataset: str,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    budget_usd: float | None = None,
+    link_to: Path | None = None,
+    text_field: str = "text",
+    id_field: str | None = None,
+    progress: Progress | None = None,
+    counter: Callable[[RunStats], None] | None = None,
+) -> dict[str, Any]:
+    """Extract triples from a dataset with the configured LLM into a validated bundle at ``out``.
+
+    Replies are cached, so a run that was killed, failed in part or ran out of budget continues where it
+    stopped when started again, and a repeated run makes no LLM call.
+
+    Returns:
+        The run summary (records, LLM calls, cache hits, triples, rejected lines, tokens, cost, ...).
+
+    Raises:
+        UsageError: bad dataset name, format, limit, concurrency or budget.
+        InputDataError: the dataset cannot be read.
+        BundleError: the link target cannot be read or ``out`` cannot be written.
+        ConfigError: no endpoint configured and the local model cannot be started.
+    """
+    import time
+    import uuid
+
+    say = progress or _quiet
+    check_dataset_name(dataset)
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}.")
+    if concurrency is not None and concurrency < 1:
+        raise UsageError(f"--concurrency must be at least 1, got {concurrency}.")
+    if budget_usd is not None and budget_usd < 0:
+        raise UsageError(f"--budget-usd must not be negative, got {budget_usd}.")
+    if settings.extract.node_type not in default_vocabulary().names:
+        raise UsageError(f"extract.node_type {settings.extract.node_type!r} is not a vocabulary type.")
+    if link_to is not None and link_to.resolve() == out.resolve():
+        raise UsageError(f"--link-to {link_to} is also the output; write the extraction to a new directory.")
+    started = time.perf_counter()
+    run_id = uuid.uuid4().hex
+    say(f"reading {path}")
+    data = read_dataset(path, fmt, limit=limit, text_field=text_field, id_field=id_field)
+    units = plan_units(data.records, chunk_chars=settings.extract.chunk_chars, relations=settings.extract.relations)
+    embedder = make_embedder(settings, progress) if settings.extract.embeddings else None
+    target = link_target(link_to, settings, embedder, progress) if link_to is not None else None
+    llm = settings.llm.model_copy(update={"concurrency": concurrency or settings.llm.concurrency})
+    session_settings = settings.model_copy(update={"llm": llm})
+    with llm_session(session_settings, run_id=run_id, progress=progress) as (client, ledger):
+        say(f"extracting from {len(units)} prompts with {client.model}")
+        outcomes, stats = asyncio.run(
+            run_units(
+                units,
+                client,
+                temperature=llm.temperature,
+                max_tokens=llm.max_tokens,
+                concurrency=llm.concurrency,
+                budget_usd=budget_usd,
+                prices=llm.prices_per_mtok,
+                progress=counter,
+            )
+        )
+        model = client.model
+        usage = ledger.summary()
+    result = build_bundle(
+        outcomes,
+        dataset,
+        run_id=run_id,
+        node_type=settings.extract.node_type,
+        confidence=settings.extract.confidence,
+        embedder=embedder,
+        threshold=settings.extract.link_threshold,
+        target=target,
+        input_rejects=data.rejects,
+        progress=progress,
+    )
+    figures = {
+        "records": data.accepted,
+        "read": data.read,
+        "input_rejects": data.rejects.height,
+        **extraction_summary(stats, result, outcomes),
+        "retries": usage["retries"],
+    }
+    result.bundle.manifest = {
+        "sources": [
+            {
+                "name": dataset,
+                "dataset": dataset,
+                "importer": "extract",
+                "input": str(path),
+                "format": fmt,
+                "run_id": run_id,
+                "model": model,
+                "prompts": sorted({f"{u.prompt.version}:{u.prompt.template_hash}" for u in units}),
+                "link_to": str(link_to) if link_to is not None else None,
+                "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                **{k: v for k, v in figures.items() if k != "errors"},
+            }
+        ]
+    }
+    say("writing bundle")
+    write_bundle(out, result.bundle)
+    say("validating")
+    report = validate_bundle(out, settings)
+    figures.update(
+        {
+            "run_id": run_id,
+            "model": model,
+            "bundle": str(out),
+            "validation_ok": report.ok,
+            "validation_rejected": report.rejected,
+            "wall_s": round(time.perf_counter() - started, 3),
+        }
+    )
+    return figures
 
 
 # ---------------------------------------------------------------------------- demo

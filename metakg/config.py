@@ -78,6 +78,23 @@ class ValidationSettings(BaseModel):
     html_report: bool = Field(default=True, description="Write validation.html next to validation.json.")
 
 
+class ExtractSettings(BaseModel):
+    """LLM triple extraction (`metakg extract`)."""
+
+    chunk_chars: int = Field(
+        default=1500, ge=100, description="Largest text chunk sent in one prompt (whole sentences)."
+    )
+    relations: list[str] = Field(
+        default_factory=list, description="Allowed predicates named in the prompt; empty: any predicate."
+    )
+    confidence: float = Field(default=0.8, ge=0, le=1, description="Confidence given to extracted edges.")
+    node_type: str = Field(default="concept", description="Vocabulary type of new (unlinked) nodes.")
+    embeddings: bool = Field(default=True, description="Resolve and link mentions by name-embedding similarity too.")
+    link_threshold: float = Field(
+        default=0.9, gt=0, le=1, description="Cosine similarity at or above which two names are one entity."
+    )
+
+
 class StoreSettings(BaseModel):
     """Which GraphStore the QA engine and the query commands use."""
 
@@ -188,6 +205,7 @@ class Settings(BaseSettings):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
+    extract: ExtractSettings = Field(default_factory=ExtractSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)

@@ -87,26 +87,35 @@ def progress(message: str, *, quiet: bool = False) -> Iterator[Callable[[str], N
 
 
 @contextmanager
-def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr; the library calls the yielded function with (done, total)."""
+def progress_bar(description: str) -> Iterator[Callable[..., None]]:
+    """A progress bar on stderr; the library calls the yielded function with (done, total[, info]).
+
+    ``info`` is a short text shown after the bar (e.g. rate, tokens, cost). Without a terminal, a line is
+    logged at every tenth of the way.
+    """
     if not err.is_terminal:
         last = [-1]
 
-        def log(done: int, total: int) -> None:
+        def log(done: int, total: int, info: str = "") -> None:
             tenth = 10 * done // max(total, 1)
             if tenth != last[0]:
                 last[0] = tenth
-                err.print(f"[dim]… {description}: {done}/{total}[/]", highlight=False)
+                err.print(f"[dim]… {description}: {done}/{total} {info}[/]", highlight=False)
 
         yield log
         return
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[info]}"),
+        console=err,
     ) as bar:
-        task = bar.add_task(description, total=None)
+        task = bar.add_task(description, total=None, info="")
 
-        def advance(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+        def advance(done: int, total: int, info: str = "") -> None:
+            bar.update(task, completed=done, total=total, info=info)
 
         yield advance
 

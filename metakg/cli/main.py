@@ -13,6 +13,7 @@ from metakg.cli import (
     config_cmd,
     demo_cmd,
     export_cmd,
+    extract_cmd,
     ingest_cmd,
     llm_cmd,
     load_cmd,
@@ -39,6 +40,7 @@ app.command("validate")(bundle_cmd.validate)
 app.command("info")(bundle_cmd.info)
 app.command("merge")(bundle_cmd.merge)
 app.command("embed")(bundle_cmd.embed)
+app.command("extract")(extract_cmd.extract)
 app.command("demo")(demo_cmd.demo)
 
 

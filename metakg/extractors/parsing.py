@@ -1,6 +1,7 @@
 """Parse what real models reply into triples: every reply line becomes a triple or a reject with a reason.
 
-Tolerated: numbered or bulleted lines, code fences, the separators ``\\``, ``|``, tab, ``->``, ``;`` and
+Tolerated: two-part lines whose second part starts with a copula (``fridge\\is used for food storage``
+becomes ``fridge / is used for / food storage``), numbered or bulleted lines, code fences, the separators ``\\``, ``|``, tab, ``->``, ``;`` and
 ``,`` (in that order of preference), parenthesised ``(s, p, o)`` tuples, JSON (a list of 3-element lists or
 of objects with subject/predicate/object keys, possibly inside prose), and prose lines around the triples.
 """
@@ -34,13 +35,34 @@ class ParseResult:
 
     triples: list[Triple] = field(default_factory=list)
     rejects: list[tuple[str, str]] = field(default_factory=list)  # (line, reason)
+    repaired: int = 0  # two-part lines read as subject + "predicate object" (see _split_predicate)
 
 
 def _clean(part: str) -> str:
     return " ".join(part.strip().strip("\"'`[](){}<>").strip().split())
 
 
+_PREPOSITION = r"(?:by|in|for|at|on|of|to|with|from|as|into|about)"
+# "is used for food storage": a copula or auxiliary, then optionally an article, a participle and/or a
+# preposition, then the object. Small models often write the predicate and the object as one part.
+_COPULA_SPLIT = re.compile(
+    rf"^(?P<predicate>(?:is|are|was|were|has|have|had|can|may|will|does|do)(?: not)?"
+    rf"(?: (?:a|an|the)\b| (?:used|found|located|made|part|kind|type|form|caused|known)(?: {_PREPOSITION})?"
+    rf"| \w+(?:ed|en) {_PREPOSITION}| {_PREPOSITION})?)\s+(?P<object>\S.*)$",
+    re.IGNORECASE,
+)
+
+
+def _split_predicate(part: str) -> list[str] | None:
+    """``is used for food storage`` -> ``[is used for, food storage]``, or None when it does not read so."""
+    match = _COPULA_SPLIT.match(part.strip())
+    return [match.group("predicate"), match.group("object")] if match else None
+
+
 def _from_parts(parts: list[str], line: str, result: ParseResult) -> None:
+    if len(parts) == 2 and (split := _split_predicate(parts[1])) is not None:
+        parts = [parts[0], *split]
+        result.repaired += 1
     cleaned = [_clean(p) for p in parts]
     if len(cleaned) != 3:
         result.rejects.append((line, f"expected 3 parts, found {len(cleaned)}"))

@@ -8,13 +8,14 @@ fenced and declared to be data, so instructions inside it are not followed.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from metakg.llm.client import Message
 
-QA_ITEM_VERSION = "qa-item/1"
-CHUNK_VERSION = "chunk/1"
+QA_ITEM_VERSION = "qa-item/2"
+CHUNK_VERSION = "chunk/2"
 
 _SYSTEM = (
     "You extract knowledge-graph triples. Answer only with triples, one per line, written as "
@@ -37,6 +38,11 @@ def _hash(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
+def _data(text: str) -> str:
+    """Source text made safe inside the fence: a ``<data>`` or ``</data>`` tag in it cannot close the fence."""
+    return re.sub(r"<(/?)data>", lambda m: f"<{m.group(1)}data\u200b>", text.strip(), flags=re.IGNORECASE)
+
+
 def _relations_clause(relations: Sequence[str] | None) -> str:
     if not relations:
         return ""
@@ -51,6 +57,32 @@ _QA_TEMPLATE = (
 )
 _CHUNK_TEMPLATE = "Extract the facts stated in this text.\n{relations}<data>\n{text}\n</data>\nTriples:"
 
+# One worked example per template (a user turn and the assistant's answer) shows the line format; even a
+# 135M-parameter model follows it far more often than the instruction alone.
+_QA_EXAMPLE = (
+    _QA_TEMPLATE.format(
+        relations="",
+        question="Where would you keep milk so that it stays cold?",
+        options="A: fridge\nB: oven\nC: cupboard",
+        answer="fridge",
+        concept="milk",
+    ),
+    "milk\\is kept in\\fridge\nfridge\\is used for\\keeping food cold\noven\\is used for\\heating food",
+)
+_CHUNK_EXAMPLE = (
+    _CHUNK_TEMPLATE.format(relations="", text="Aspirin reduces fever. It is sold without a prescription."),
+    "aspirin\\reduces\\fever\naspirin\\is sold without\\prescription",
+)
+
+
+def _messages(example: tuple[str, str], user: str) -> tuple[Message, ...]:
+    return (
+        Message("system", _SYSTEM),
+        Message("user", example[0]),
+        Message("assistant", example[1]),
+        Message("user", user),
+    )
+
 
 def qa_item_prompt(
     question: str,
@@ -64,23 +96,23 @@ def qa_item_prompt(
     option_lines = "\n".join(f"{label}: {text}" for label, text in options.items())
     user = _QA_TEMPLATE.format(
         relations=_relations_clause(relations),
-        question=question.strip(),
-        options=option_lines,
-        answer=answer.strip(),
-        concept=(concept or "").strip() or "(not given)",
+        question=_data(question),
+        options=_data(option_lines),
+        answer=_data(answer),
+        concept=_data(concept or "") or "(not given)",
     )
     return Prompt(
-        (Message("system", _SYSTEM), Message("user", user)),
+        _messages(_QA_EXAMPLE, user),
         QA_ITEM_VERSION,
-        _hash(QA_ITEM_VERSION, _SYSTEM, _QA_TEMPLATE, _relations_clause(relations)),
+        _hash(QA_ITEM_VERSION, _SYSTEM, _QA_TEMPLATE, *_QA_EXAMPLE, _relations_clause(relations)),
     )
 
 
 def chunk_prompt(text: str, *, relations: Sequence[str] | None = None) -> Prompt:
     """The prompt for one chunk of a document."""
-    user = _CHUNK_TEMPLATE.format(relations=_relations_clause(relations), text=text.strip())
+    user = _CHUNK_TEMPLATE.format(relations=_relations_clause(relations), text=_data(text))
     return Prompt(
-        (Message("system", _SYSTEM), Message("user", user)),
+        _messages(_CHUNK_EXAMPLE, user),
         CHUNK_VERSION,
-        _hash(CHUNK_VERSION, _SYSTEM, _CHUNK_TEMPLATE, _relations_clause(relations)),
+        _hash(CHUNK_VERSION, _SYSTEM, _CHUNK_TEMPLATE, *_CHUNK_EXAMPLE, _relations_clause(relations)),
     )

@@ -60,3 +60,31 @@ def chunk_text(text: str, *, max_chars: int = 1500) -> list[Chunk]:
     if start is not None and end is not None:
         chunks.append(Chunk(len(chunks), start, end, text[start:end].strip()))
     return chunks
+
+
+@lru_cache(maxsize=1)
+def _lemma_table() -> Any:
+    """spaCy's English lemma lookup table (from spacy-lookups-data; no statistical model is needed)."""
+    import spacy
+
+    try:
+        nlp = spacy.blank("en")
+        nlp.add_pipe("lemmatizer", config={"mode": "lookup"})
+        nlp.initialize()
+        lemmatizer: Any = nlp.get_pipe("lemmatizer")
+        table = lemmatizer.lookups.get_table("lemma_lookup")
+    except (ValueError, KeyError, OSError) as e:  # pragma: no cover - spacy-lookups-data is a dependency
+        raise RuntimeError("spaCy's English lemma table is missing: pip install spacy-lookups-data") from e
+    return table  # a spacy.lookups.Table: keys are string hashes, .get(str) works
+
+
+def lemma_key(key: str) -> str:
+    """``key`` (already lower-cased, see ``match_key``) with its last word lemmatised.
+
+    English noun phrases inflect on their head, the last word: "kidney stones" -> "kidney stone", "mice" ->
+    "mouse". Modifiers keep their form ("running shoes" -> "running shoe"), so lemmatisation merges plural
+    and singular mentions without merging an activity with its verb.
+    """
+    head, space, last = key.rpartition(" ")
+    lemma = _lemma_table().get(last, last)
+    return f"{head}{space}{lemma}"

@@ -79,8 +79,9 @@ class LLMClient(Protocol):
         """The model name requests go to."""
         ...
 
-    async def complete(self, request: ChatRequest) -> Completion:
-        """One reply; raises LLMError when the model cannot answer after the retries."""
+    async def complete(self, request: ChatRequest, *, tag: str = "") -> Completion:
+        """One reply (``tag`` labels the call in the usage ledger); raises LLMError when the model cannot
+        answer after the retries."""
         ...
 
 

@@ -27,6 +27,12 @@ class LedgerEntry:
     error: str | None = None
 
 
+def price(prices: dict[str, tuple[float, float]], model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    """USD for these tokens of ``model`` from a table of (prompt, completion) prices per million tokens."""
+    prompt_price, completion_price = prices.get(model, (0.0, 0.0))
+    return (prompt_tokens * prompt_price + completion_tokens * completion_price) / 1_000_000
+
+
 class UsageLedger:
     """Collects entries in memory and, when given a path, appends them to a JSON-lines file."""
 
@@ -42,8 +48,7 @@ class UsageLedger:
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float:
         """USD for these tokens from the price table (0 for models it does not list)."""
-        prompt_price, completion_price = self.prices.get(model, (0.0, 0.0))
-        return (prompt_tokens * prompt_price + completion_tokens * completion_price) / 1_000_000
+        return price(self.prices, model, prompt_tokens, completion_tokens)
 
     def record(
         self, completion: Completion | None, *, tag: str, model: str, attempts: int = 1, error: str | None = None

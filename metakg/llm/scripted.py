@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from metakg.errors import LLMError
+from metakg.llm.cache import ResponseCache
 from metakg.llm.client import ChatRequest, Completion, Usage
 
 
@@ -20,12 +21,18 @@ class ScriptedClient:
         *,
         model: str = "scripted",
         default: str | None = None,
+        cache: ResponseCache | None = None,
     ) -> None:
-        """Keep the script; ``default`` answers prompts the table does not match (None: raise LLMError)."""
+        """Keep the script; ``default`` answers prompts the table does not match (None: raise LLMError).
+
+        With ``cache``, replies are cached exactly as the OpenAI-compatible client caches them, so resumed
+        runs can be tested without a server.
+        """
         self._replies = replies
         self._model = model
         self._default = default
         self.calls: list[ChatRequest] = []
+        self._cache = cache
 
     @property
     def model(self) -> str:
@@ -33,7 +40,11 @@ class ScriptedClient:
         return self._model
 
     async def complete(self, request: ChatRequest, *, tag: str = "") -> Completion:
-        """The scripted reply; token counts are word counts."""
+        """The scripted reply; token counts are word counts. A function script may raise LLMError."""
+        if self._cache is not None:
+            hit = self._cache.get(request)
+            if hit is not None:
+                return hit
         self.calls.append(request)
         prompt = request.messages[-1].content if request.messages else ""
         if callable(self._replies):
@@ -47,4 +58,7 @@ class ScriptedClient:
             else:
                 raise LLMError(f"the script has no reply for: {prompt[:80]!r}")
         usage = Usage(sum(len(m.content.split()) for m in request.messages), len(text.split()))
-        return Completion(text=text, model=self._model, usage=usage)
+        completion = Completion(text=text, model=self._model, usage=usage, finish_reason="stop")
+        if self._cache is not None:
+            self._cache.put(request, completion)
+        return completion

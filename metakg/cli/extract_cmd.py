@@ -1,0 +1,105 @@
+"""``metakg extract``: LLM triple extraction from a QA set or documents into a validated KG bundle."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import cast
+
+import typer
+
+from metakg import api
+from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
+from metakg.errors import UsageError
+from metakg.extractors.pipeline import RunStats
+from metakg.ingest.datasets import FORMATS, DatasetFormat
+
+
+def _default_dataset(path: Path) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem).strip("_.-")
+    return name or "extracted"
+
+
+def extract(
+    dataset_file: Path = typer.Argument(..., metavar="DATASET", help="The dataset file to extract triples from."),
+    fmt: str = typer.Option(
+        ...,
+        "--format",
+        "-f",
+        help=f"{' | '.join(FORMATS)}: MedAgentsBench/MedQA jsonl, CommonsenseQA (official or HF layout), "
+        "MetaKGRAG pilot json, plain text, or jsonl/csv documents (see --text-field).",
+    ),
+    output: Path = typer.Option(..., "--output", "-o", help="Bundle directory to write (replaced if it exists)."),
+    dataset: str | None = typer.Option(
+        None, "--dataset", "-d", help="Scopes new node ids, kg:<dataset>/<concept> [default: the file name]."
+    ),
+    limit: int | None = typer.Option(None, help="Use only the first N records."),
+    concurrency: int | None = typer.Option(None, help="LLM requests in flight [default: llm.concurrency, 4]."),
+    budget_usd: float | None = typer.Option(
+        None, "--budget-usd", help="Stop sending new requests once fresh calls cost this much (llm.prices_per_mtok)."
+    ),
+    link_to: Path | None = typer.Option(
+        None, "--link-to", help="A bundle (e.g. PrimeKG, Wikidata) whose ids matching mentions take."
+    ),
+    text_field: str = typer.Option("text", help="jsonl/csv: the column with the text."),
+    id_field: str | None = typer.Option(None, help="jsonl/csv: the column with the record id [default: line]."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Extract triples with the configured LLM (the local SmolLM2 server when no endpoint is set).
+
+    One prompt per QA item, one per sentence-bounded chunk of a document. Every reply line becomes a
+    triple or a reject with its reason; mentions are normalised and resolved (exact, lemma, embedding) and,
+    with --link-to, take the ids of matching nodes. Replies are cached: a killed run, started again, asks
+    the model only what it never answered, and an identical run makes no LLM call. The bundle is validated.
+    Exit 1 when some prompts failed or were skipped by the budget, or validation rejected rows.
+    """
+    cfg = settings()
+    with guarded("extract", json_mode):
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+        name = dataset or _default_dataset(dataset_file)
+        with progress(f"extracting from {dataset_file}") as say, progress_bar("prompts") as advance:
+
+            def count(stats: RunStats) -> None:
+                advance(
+                    stats.done,
+                    stats.total,
+                    f"{stats.items_per_s:.2f} items/s · {stats.tokens} tokens · ${stats.cost_usd:.4f} · "
+                    f"{stats.cache_hits} cached · {stats.failed} failed",
+                )
+
+            summary = api.extract(
+                dataset_file,
+                cast(DatasetFormat, fmt),
+                output,
+                cfg,
+                dataset=name,
+                limit=limit,
+                concurrency=concurrency,
+                budget_usd=budget_usd,
+                link_to=link_to,
+                text_field=text_field,
+                id_field=id_field,
+                progress=say,
+                counter=count,
+            )
+        complete = summary["failed"] == 0 and summary["skipped_budget"] == 0
+        if not json_mode:
+            out.print(
+                f"{summary['records']} records, {summary['units']} prompts: {summary['llm_calls']} LLM calls, "
+                f"{summary['cache_hits']} from the cache, {summary['failed']} failed, "
+                f"{summary['skipped_budget']} skipped by the budget\n"
+                f"{summary['triples']} triples ({summary['rejected_lines']} reply lines rejected), "
+                f"{summary['tokens']} tokens, ${summary['cost_usd']:.4f}\n"
+                f"bundle {output}: {summary['nodes']} nodes, {summary['edges']} edges; "
+                f"validation {'passed' if summary['validation_ok'] else 'rejected rows'}"
+            )
+            for error in summary["errors"]:
+                err.print(f"[yellow]failed: {error}[/]", highlight=False)
+            if not complete:
+                err.print("[yellow]run the same command again to continue; answered prompts come from the cache[/]")
+        finish(
+            complete and summary["validation_ok"],
+            {"command": "extract", **summary},
+            json_mode=json_mode,
+        )

@@ -1,0 +1,356 @@
+"""The extraction pipeline: records -> prompts -> LLM replies -> triples -> resolved, provenanced bundle.
+
+Stages, each a plain function:
+
+1. :func:`plan_units`: one unit of work per QA item, one per sentence-bounded chunk of a text record.
+2. :func:`run_units`: the units go to the LLM with bounded concurrency and an optional USD budget. Each unit
+   ends in exactly one outcome: ``ok`` (a reply), ``failed`` (no reply after the client's retries; the
+   reason is kept) or ``skipped`` (the budget was spent before it started). Replies are cached by the
+   client, so a killed or failed run, run again, asks the model only what it never answered.
+3. :func:`build_bundle`: every reply line becomes a triple or a reject with its reason; mentions are
+   normalised and resolved (:mod:`metakg.extractors.resolution`); edges carry their provenance (the
+   record and chunk ids that stated them, model, prompt hash, run id, time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import polars as pl
+
+from metakg.errors import LLMError
+from metakg.extractors.parsing import parse_reply
+from metakg.extractors.prompts import Prompt, chunk_prompt, qa_item_prompt
+from metakg.extractors.resolution import LinkTarget, Resolution, match_keys, resolve_mentions
+from metakg.extractors.text_processing import chunk_text
+from metakg.llm.client import Completion, LLMClient, request
+from metakg.llm.embedder import Embedder
+from metakg.llm.ledger import price
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.tables import (
+    conform_edges,
+    conform_nodes,
+    conform_rejects,
+    edge_ids,
+    normalise_name_expr,
+    normalise_relation_expr,
+)
+
+IMPORTER = "extract"
+Status = Literal["ok", "failed", "skipped"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One LLM request: a QA item, or one chunk of a text record (``unit_id`` = ``<record>#<chunk>``)."""
+
+    unit_id: str
+    record_id: str
+    prompt: Prompt
+    chunk: int | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one unit."""
+
+    unit: Unit
+    status: Status
+    completion: Completion | None = None
+    error: str | None = None
+
+
+@dataclass
+class RunStats:
+    """Running totals of a run, passed to the progress callback after each unit."""
+
+    done: int = 0
+    total: int = 0
+    llm_calls: int = 0
+    cache_hits: int = 0
+    failed: int = 0
+    skipped: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def tokens(self) -> int:
+        """Prompt plus completion tokens of fresh calls (cache hits cost nothing)."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def items_per_s(self) -> float:
+        """Units finished per second so far."""
+        elapsed = time.perf_counter() - self.started
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+
+Progress = Callable[[RunStats], None]
+
+
+def plan_units(records: pl.DataFrame, *, chunk_chars: int = 1500, relations: Sequence[str] | None = None) -> list[Unit]:
+    """The units of work of ``records`` (a frame in :data:`~metakg.ingest.datasets.RECORD_SCHEMA`)."""
+    units: list[Unit] = []
+    for row in records.iter_rows(named=True):
+        record_id = row["record_id"]
+        if row["kind"] == "qa":
+            options = dict(zip(row["option_labels"] or [], row["option_texts"] or [], strict=True))
+            prompt = qa_item_prompt(
+                row["question"], options, row["answer_text"] or row["answer"] or "", row["concept"], relations=relations
+            )
+            units.append(Unit(record_id, record_id, prompt))
+        else:
+            for chunk in chunk_text(row["text"] or "", max_chars=chunk_chars):
+                prompt = chunk_prompt(chunk.text, relations=relations)
+                units.append(Unit(f"{record_id}#{chunk.index}", record_id, prompt, chunk.index))
+    return units
+
+
+async def run_units(
+    units: Sequence[Unit],
+    client: LLMClient,
+    *,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    concurrency: int = 4,
+    budget_usd: float | None = None,
+    prices: dict[str, tuple[float, float]] | None = None,
+    progress: Progress | None = None,
+) -> tuple[list[Outcome], RunStats]:
+    """Send every unit to ``client``; returns one outcome per unit, in unit order, and the totals.
+
+    At most ``concurrency`` requests are in flight. With ``budget_usd``, a unit that would start after the
+    fresh calls' cost (``prices``, USD per million tokens) reached the budget is skipped; calls already in
+    flight finish, so a run can overshoot by at most ``concurrency - 1`` calls.
+    """
+    stats = RunStats(total=len(units))
+    semaphore = asyncio.Semaphore(concurrency)
+    table = prices or {}
+
+    async def one(unit: Unit) -> Outcome:
+        async with semaphore:
+            if budget_usd is not None and stats.cost_usd >= budget_usd:
+                outcome = Outcome(unit, "skipped", error=f"the budget of ${budget_usd:g} was spent")
+            else:
+                chat = request(unit.prompt.messages, model=client.model, temperature=temperature, max_tokens=max_tokens)
+                try:
+                    completion = await client.complete(chat, tag=f"extract:{unit.unit_id}")
+                    outcome = Outcome(unit, "ok", completion)
+                except LLMError as e:
+                    outcome = Outcome(unit, "failed", error=str(e))
+        _count(stats, outcome, table)
+        if progress is not None:
+            progress(stats)
+        return outcome
+
+    outcomes = await asyncio.gather(*(one(u) for u in units))
+    return list(outcomes), stats
+
+
+def _count(stats: RunStats, outcome: Outcome, prices: dict[str, tuple[float, float]]) -> None:
+    stats.done += 1
+    if outcome.status == "skipped":
+        stats.skipped += 1
+    elif outcome.status == "failed":
+        stats.failed += 1
+    elif outcome.completion is not None and outcome.completion.cached:
+        stats.cache_hits += 1
+    elif outcome.completion is not None:
+        usage = outcome.completion.usage
+        stats.llm_calls += 1
+        stats.prompt_tokens += usage.prompt_tokens
+        stats.completion_tokens += usage.completion_tokens
+        stats.cost_usd += price(prices, outcome.completion.model, usage.prompt_tokens, usage.completion_tokens)
+
+
+@dataclass
+class ExtractionResult:
+    """The bundle of a run (not yet validated) and its counts."""
+
+    bundle: Bundle
+    triples: int
+    rejected_lines: int
+    repaired_lines: int
+    records_without_triples: int
+    resolution: Resolution | None
+
+
+def _reject(record: str, check: str, reason: str, payload: str, table: str = "reply") -> dict[str, str]:
+    return {"stage": "extract", "table": table, "record": record, "check": check, "reason": reason, "payload": payload}
+
+
+def _name_forms(texts: list[str]) -> list[str]:
+    """Mentions as stored: NFC, whitespace collapsed, a leading article dropped (case is kept)."""
+    frame = pl.DataFrame({"t": pl.Series(texts, dtype=pl.String())})
+    expr = normalise_name_expr(pl.col("t")).str.replace(r"(?i)^(the|a|an)\s+", "")
+    return frame.select(expr).to_series().to_list()
+
+
+def build_bundle(
+    outcomes: Sequence[Outcome],
+    dataset: str,
+    *,
+    run_id: str,
+    node_type: str = "concept",
+    confidence: float = 0.8,
+    embedder: Embedder | None = None,
+    threshold: float = 0.9,
+    target: LinkTarget | None = None,
+    input_rejects: pl.DataFrame | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ExtractionResult:
+    """Parse the replies of ``outcomes`` into a bundle; every reply line and every unit is accounted for.
+
+    Units that failed or were skipped, reply lines that are not triples, triples whose subject or object
+    has no letters or digits, and triples whose subject and object resolve to the same entity go to the
+    rejects, each with its reason.
+    """
+    say = progress or (lambda _s: None)
+    now = datetime.now(UTC)
+    rejects: list[dict[str, str]] = []
+    rows: list[tuple[str, str, str, str, str, str]] = []  # unit id, subject, predicate, object, model, prompt hash
+    without = repaired = 0
+    say("parsing replies")
+    for outcome in outcomes:
+        unit = outcome.unit
+        if outcome.status != "ok" or outcome.completion is None:
+            check = "llm_failed" if outcome.status == "failed" else "budget_exhausted"
+            reason = (outcome.error or outcome.status) + (
+                "; run again to retry it (answered units come from the cache)"
+                if outcome.status == "failed"
+                else "; run again with a larger --budget-usd to continue (answered units come from the cache)"
+            )
+            rejects.append(_reject(unit.unit_id, check, reason, unit.prompt.messages[-1].content, table="input"))
+            continue
+        completion = outcome.completion
+        parsed = parse_reply(completion.text)
+        repaired += parsed.repaired
+        triples = parsed.triples
+        if completion.finish_reason == "length" and triples:
+            last = triples.pop()  # the reply was cut at max_tokens: its last triple may be cut too
+            rejects.append(
+                _reject(
+                    unit.unit_id,
+                    "reply_truncated",
+                    "the reply was cut at llm.max_tokens; its last line may be incomplete",
+                    f"{last.subject}\\{last.predicate}\\{last.object}",
+                )
+            )
+        for line, reason in parsed.rejects:
+            rejects.append(_reject(unit.unit_id, "unparsed_line", reason, line))
+        if not triples:
+            without += 1
+            if not parsed.rejects:
+                rejects.append(
+                    _reject(unit.unit_id, "no_triples", "the reply held no triple", completion.text, table="input")
+                )
+        for t in triples:
+            rows.append((unit.unit_id, t.subject, t.predicate, t.object, completion.model, unit.prompt.template_hash))
+    columns = ("unit", "subject", "predicate", "object", "model", "prompt_hash")
+    frame = pl.DataFrame(rows, schema=dict.fromkeys(columns, pl.String), orient="row")
+    frame = frame.with_columns(
+        pl.Series("subject", _name_forms(frame["subject"].to_list()), dtype=pl.String),
+        pl.Series("object", _name_forms(frame["object"].to_list()), dtype=pl.String),
+        normalise_relation_expr(pl.col("predicate")).alias("rel"),
+        pl.Series("s_key", match_keys(frame["subject"].to_list()), dtype=pl.String),
+        pl.Series("o_key", match_keys(frame["object"].to_list()), dtype=pl.String),
+    )
+    payload = pl.col("subject") + pl.lit("\\") + pl.col("predicate") + pl.lit("\\") + pl.col("object")
+
+    def refuse(failing: pl.Expr, check: str, reason: str) -> None:
+        bad = frame.filter(failing).select("unit", payload.alias("payload"))
+        rejects.extend(_reject(u, check, reason, p) for u, p in bad.iter_rows())
+
+    checks = [
+        ("empty_subject", "the subject has no letters or digits", pl.col("s_key") == ""),
+        ("empty_object", "the object has no letters or digits", pl.col("o_key") == ""),
+        ("bad_relation", "the predicate has no letters or digits", pl.col("rel") == ""),
+    ]
+    for check, reason, failing in checks:
+        refuse(failing, check, reason)
+        frame = frame.filter(~failing)
+
+    resolution: Resolution | None = None
+    nodes = conform_nodes(pl.DataFrame(schema=dict.fromkeys(("id", "name", "type", "source"), pl.String)))
+    if frame.height:
+        mentions = pl.concat([frame["subject"], frame["object"]]).unique(maintain_order=True).to_list()
+        say(f"resolving {len(mentions)} mentions")
+        resolution = resolve_mentions(
+            mentions, dataset, node_type=node_type, embedder=embedder, threshold=threshold, target=target, progress=say
+        )
+        ids = pl.DataFrame({"mention": list(resolution.ids), "id": list(resolution.ids.values())})
+        frame = frame.join(ids.rename({"mention": "subject", "id": "src"}), on="subject", how="left").join(
+            ids.rename({"mention": "object", "id": "dst"}), on="object", how="left"
+        )
+        refuse(pl.col("src") == pl.col("dst"), "self_loop", "the subject and the object resolve to the same entity")
+        frame = frame.filter(pl.col("src") != pl.col("dst"))
+        nodes = resolution.nodes
+    accepted = frame.height
+    edges = (
+        frame.group_by(["src", "rel", "dst"], maintain_order=True)
+        .agg(
+            pl.col("predicate").first().alias("display"),
+            pl.len().cast(pl.Int64).alias("count"),
+            pl.col("unit").unique(maintain_order=True).alias("record_ids"),
+            pl.col("model").first(),
+            pl.col("prompt_hash").first(),
+        )
+        .with_columns(
+            pl.lit(dataset).alias("source"),
+            pl.lit(confidence, dtype=pl.Float64).alias("confidence"),
+            pl.lit(IMPORTER).alias("importer"),
+            pl.lit(run_id).alias("run_id"),
+            pl.lit(now, dtype=pl.Datetime("us", "UTC")).alias("created_at"),
+        )
+        if frame.height
+        else pl.DataFrame(schema={"src": pl.String, "rel": pl.String, "dst": pl.String, "source": pl.String})
+    )
+    edges = conform_edges(edges.with_columns(edge_ids(edges)) if edges.height else edges)
+    used = pl.concat([edges["src"], edges["dst"]]).unique()
+    nodes = nodes.filter(pl.col("id").is_in(used.implode())).unique("id", keep="first", maintain_order=True)
+    reject_frame = conform_rejects(pl.DataFrame(rejects, schema=dict.fromkeys(_REJECT_COLUMNS, pl.String)))
+    if input_rejects is not None and input_rejects.height:
+        reject_frame = pl.concat([conform_rejects(input_rejects), reject_frame], how="vertical")
+    bundle = Bundle(nodes=nodes, edges=edges, rejects=reject_frame, manifest={})
+    return ExtractionResult(
+        bundle=bundle,
+        triples=accepted,
+        rejected_lines=sum(1 for r in rejects if r["table"] == "reply"),
+        repaired_lines=repaired,
+        records_without_triples=without,
+        resolution=resolution,
+    )
+
+
+_REJECT_COLUMNS = ("stage", "table", "record", "check", "reason", "payload")
+
+
+def summary(stats: RunStats, result: ExtractionResult, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """The figures of a run (the ``--json`` summary of ``metakg extract``)."""
+    errors = sorted({o.error for o in outcomes if o.status == "failed" and o.error})
+    return {
+        "units": stats.total,
+        "llm_calls": stats.llm_calls,
+        "cache_hits": stats.cache_hits,
+        "failed": stats.failed,
+        "skipped_budget": stats.skipped,
+        "triples": result.triples,
+        "rejected_lines": result.rejected_lines,
+        "repaired_lines": result.repaired_lines,
+        "units_without_triples": result.records_without_triples,
+        "prompt_tokens": stats.prompt_tokens,
+        "completion_tokens": stats.completion_tokens,
+        "tokens": stats.tokens,
+        "cost_usd": round(stats.cost_usd, 6),
+        "nodes": result.bundle.nodes.height,
+        "edges": result.bundle.edges.height,
+        "resolution": result.resolution.as_dict() if result.resolution else None,
+        "errors": errors,
+    }

@@ -1,0 +1,246 @@
+"""Entity resolution of extracted mentions: within the run, and against an existing bundle (linking).
+
+A mention is a subject or object string as the model wrote it. Mentions are grouped in three steps, each
+looser than the one before: the same **exact** key (case, whitespace, punctuation and a leading article
+ignored, see :func:`~metakg.schemas.tables.match_key_expr`), the same **lemma** key (the head word
+lemmatised with spaCy's lookup table: "kidney stones" = "kidney stone"), then **embedding** cosine
+similarity of the group names at or above a threshold. A group becomes one node.
+
+With a link target (the nodes of another bundle, e.g. PrimeKG or Wikidata), each group takes the target's
+canonical id when one of its mentions matches a target name or alias exactly, by lemma, or by embedding
+similarity (again at or above the threshold); the target's node row is carried into the output so the
+edges validate on their own and merge cleanly with the target bundle later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from metakg.extractors.text_processing import lemma_key
+from metakg.llm.embedder import Embedder, Vectors
+from metakg.schemas.curie import dataset_id_expr
+from metakg.schemas.tables import conform_nodes, match_key_expr
+
+Method = str  # "exact" | "lemma" | "embedding" (how a mention joined its group, or how a group was linked)
+BLOCK = 1024
+
+
+def match_keys(texts: Sequence[str]) -> list[str]:
+    """The exact-match keys of ``texts`` (vectorised, same code as the stores' name search)."""
+    if not texts:
+        return []
+    frame = pl.DataFrame({"t": pl.Series(list(texts), dtype=pl.String())})
+    return frame.select(match_key_expr(pl.col("t"))).to_series().to_list()
+
+
+@dataclass
+class LinkTarget:
+    """The nodes of an existing bundle indexed by exact key, lemma key and (optionally) name embedding."""
+
+    nodes: pl.DataFrame
+    by_key: dict[str, str]
+    by_lemma: dict[str, str]
+    vectors: Vectors | None = None
+    vector_ids: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_nodes(
+        cls, nodes: pl.DataFrame, vectors: Vectors | None = None, vector_ids: Sequence[str] = ()
+    ) -> LinkTarget:
+        """Index ``nodes`` (common-schema node rows). Names win over aliases; the first node wins a tie.
+
+        ``vectors`` are unit-length name embeddings of the nodes ``vector_ids`` (for example a bundle's
+        ``embeddings.parquet``); without them linking uses exact and lemma keys only.
+        """
+        names = nodes.select(
+            "id", pl.concat_list(pl.col("name"), pl.col("aliases").fill_null([])).alias("n")
+        ).with_row_index("_order")
+        exploded = names.explode("n").drop_nulls("n").with_row_index("_rank")
+        keyed = exploded.with_columns(match_key_expr(pl.col("n")).alias("key")).filter(pl.col("key") != "")
+        by_key: dict[str, str] = {}
+        by_lemma: dict[str, str] = {}
+        for node_id, key in zip(keyed["id"].to_list(), keyed["key"].to_list(), strict=True):
+            by_key.setdefault(key, node_id)
+        for node_id, key in zip(keyed["id"].to_list(), keyed["key"].to_list(), strict=True):
+            by_lemma.setdefault(lemma_key(key), node_id)
+        return cls(conform_nodes(nodes), by_key, by_lemma, vectors, list(vector_ids))
+
+
+@dataclass
+class Resolution:
+    """Every mention's node id, how it was resolved, and the node rows of all ids used."""
+
+    ids: dict[str, str]
+    nodes: pl.DataFrame
+    merged: dict[Method, int]  # mentions that joined another mention's group, by method
+    linked: dict[Method, int]  # groups that took a link-target id, by method
+    groups: int
+
+    def as_dict(self) -> dict[str, object]:
+        """Counts for reports."""
+        return {
+            "mentions": len(self.ids),
+            "groups": self.groups,
+            "merged": dict(self.merged),
+            "linked": dict(self.linked),
+        }
+
+
+def _best_earlier(vectors: Vectors, threshold: float) -> list[int]:
+    """For each row i, the most similar row j < i with cosine >= threshold, or -1 (blockwise, O(n) memory per block)."""
+    n = len(vectors)
+    best = [-1] * n
+    for start in range(0, n, BLOCK):
+        block = vectors[start : start + BLOCK] @ vectors[: start + BLOCK].T
+        for offset in range(block.shape[0]):
+            i = start + offset
+            if i == 0:
+                continue
+            row = block[offset, :i]
+            j = int(np.argmax(row))
+            if row[j] >= threshold:
+                best[i] = j
+    return best
+
+
+def resolve_mentions(
+    mentions: Sequence[str],
+    dataset: str,
+    *,
+    node_type: str = "concept",
+    embedder: Embedder | None = None,
+    threshold: float = 0.9,
+    target: LinkTarget | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Resolution:
+    """Group ``mentions`` (distinct, in first-seen order) into nodes and link the groups to ``target``.
+
+    Args:
+        mentions: distinct mention strings; the first mention of a group names its node.
+        dataset: scopes the ids of new nodes, ``kg:<dataset>/<slug>``.
+        node_type: the vocabulary type of new nodes.
+        embedder: enables the embedding step (None: exact and lemma only).
+        threshold: the cosine similarity at or above which two names are the same entity.
+        target: the link target, or None.
+        progress: called with stage names.
+    """
+    say = progress or (lambda _s: None)
+    keys = match_keys(mentions)
+    lemmas = [lemma_key(k) for k in keys]
+    # 1-2: exact, then lemma keys; a group is the list of mention indexes, its first the representative
+    group_of_lemma: dict[str, int] = {}
+    groups: list[list[int]] = []
+    merged: dict[Method, int] = {}
+    for i, lemma in enumerate(lemmas):
+        g = group_of_lemma.get(lemma)
+        if g is None:
+            group_of_lemma[lemma] = len(groups)
+            groups.append([i])
+        else:
+            groups[g].append(i)
+            method = "exact" if keys[groups[g][0]] == keys[i] else "lemma"
+            merged[method] = merged.get(method, 0) + 1
+    # 3: embedding similarity between group representatives (a group joins the earlier group it is closest to)
+    rep_vectors: Vectors | None = None
+    if embedder is not None and len(groups) > 1:
+        say(f"embedding {len(groups)} entity names")
+        rep_vectors = embedder.embed([mentions[g[0]] for g in groups])
+        best = _best_earlier(rep_vectors, threshold)
+        root = list(range(len(groups)))
+        for gi, j in enumerate(best):
+            if j >= 0:
+                r = root[j]
+                # join j's root only when close to the root itself too, so chains of near-synonyms do not drift
+                if float(rep_vectors[gi] @ rep_vectors[r]) >= threshold:
+                    root[gi] = r
+        if any(r != gi for gi, r in enumerate(root)):
+            joined: dict[int, list[int]] = {}
+            for gi, r in enumerate(root):
+                joined.setdefault(r, []).extend(groups[gi])
+                if r != gi:
+                    merged["embedding"] = merged.get("embedding", 0) + len(groups[gi])
+            keep = sorted(joined)
+            groups = [joined[r] for r in keep]
+            rep_vectors = rep_vectors[keep]
+    # linking: each group to a target id
+    linked: dict[Method, int] = {}
+    group_target: list[str | None] = [None] * len(groups)
+    if target is not None:
+        say("linking to the target bundle")
+        for gi, members in enumerate(groups):
+            hit = next((target.by_key[keys[m]] for m in members if keys[m] in target.by_key), None)
+            method = "exact"
+            if hit is None:
+                hit = next((target.by_lemma[lemmas[m]] for m in members if lemmas[m] in target.by_lemma), None)
+                method = "lemma"
+            if hit is not None:
+                group_target[gi] = hit
+                linked[method] = linked.get(method, 0) + 1
+        open_groups = [gi for gi, t in enumerate(group_target) if t is None]
+        if embedder is not None and target.vectors is not None and len(target.vectors) and open_groups:
+            vectors = (
+                rep_vectors[open_groups]
+                if rep_vectors is not None
+                else embedder.embed([mentions[groups[gi][0]] for gi in open_groups])
+            )
+            for start in range(0, len(open_groups), BLOCK):
+                sims = vectors[start : start + BLOCK] @ target.vectors.T
+                best_j = sims.argmax(axis=1)
+                for offset, j in enumerate(best_j.tolist()):
+                    if sims[offset, j] >= threshold:
+                        group_target[open_groups[start + offset]] = target.vector_ids[j]
+                        linked["embedding"] = linked.get("embedding", 0) + 1
+    return _assemble(mentions, groups, group_target, dataset, node_type, target, merged, linked)
+
+
+def _assemble(
+    mentions: Sequence[str],
+    groups: list[list[int]],
+    group_target: list[str | None],
+    dataset: str,
+    node_type: str,
+    target: LinkTarget | None,
+    merged: dict[Method, int],
+    linked: dict[Method, int],
+) -> Resolution:
+    rows = pl.DataFrame(
+        {
+            "group": [gi for gi, members in enumerate(groups) for _ in members],
+            "mention": [mentions[m] for members in groups for m in members],
+            "target": [group_target[gi] for gi, members in enumerate(groups) for _ in members],
+            "order": [m for members in groups for m in members],
+        },
+        schema={"group": pl.Int64, "mention": pl.String, "target": pl.String, "order": pl.Int64},
+    )
+    rep = rows.group_by("group", maintain_order=True).agg(pl.col("mention").first().alias("rep"))
+    rows = rows.join(rep, on="group", how="left", maintain_order="left").with_columns(
+        pl.coalesce(pl.col("target"), dataset_id_expr(dataset, pl.col("rep"))).alias("id")
+    )
+    ids = dict(zip(rows["mention"].to_list(), rows["id"].to_list(), strict=True))
+    new_nodes = (
+        rows.filter(pl.col("target").is_null())
+        .sort("order")
+        .group_by("id", maintain_order=True)
+        .agg(pl.col("mention").first().alias("name"), pl.col("mention").slice(1).alias("aliases"))
+        .with_columns(pl.lit(node_type).alias("type"), pl.lit(dataset).alias("source"))
+    )
+    frames = [conform_nodes(new_nodes)]
+    if target is not None:
+        surface = rows.filter(pl.col("target").is_not_null()).group_by("target").agg(pl.col("mention").alias("_m"))
+        carried = (
+            target.nodes.join(surface, left_on="id", right_on="target", how="inner")
+            .with_columns(
+                pl.concat_list(pl.col("aliases").fill_null([]), pl.col("_m"))
+                .list.unique(maintain_order=True)
+                .list.set_difference(pl.concat_list(pl.col("name")))
+                .alias("aliases")
+            )
+            .drop("_m")
+        )
+        frames.append(conform_nodes(carried))
+    nodes = pl.concat(frames, how="vertical")
+    return Resolution(ids=ids, nodes=nodes, merged=merged, linked=linked, groups=len(groups))
