@@ -12,6 +12,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -26,6 +27,7 @@ class FaultServer:
         self.max_in_flight = 0
         self.lock = threading.Lock()
         self.reply = "ok reply"
+        self.reply_for: Callable[[dict[str, Any]], str] | None = None  # a reply computed from the request body
         self.httpd: ThreadingHTTPServer | None = None
 
     def script(self, *actions: str) -> None:
@@ -103,7 +105,14 @@ class FaultServer:
                     "created": 0,
                     "model": body.get("model", "m"),
                     "choices": [
-                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": server.reply}}
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {
+                                "role": "assistant",
+                                "content": server.reply_for(body) if server.reply_for else server.reply,
+                            },
+                        }
                     ],
                     "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
                 }
@@ -111,7 +120,11 @@ class FaultServer:
             def _ok(self, body: dict[str, Any]) -> None:
                 self._send(200, json.dumps(self._completion(body)).encode())
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                return None  # a client that gave up on a slow reply closed the socket: expected here
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         return self
 

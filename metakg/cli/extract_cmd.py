@@ -94,10 +94,10 @@ def extract(
                 f"bundle {output}: {summary['nodes']} nodes, {summary['edges']} edges; "
                 f"validation {'passed' if summary['validation_ok'] else 'rejected rows'}"
             )
-            for error in summary["errors"]:
-                err.print(f"[yellow]failed: {error}[/]", highlight=False)
-            if not complete:
-                err.print("[yellow]run the same command again to continue; answered prompts come from the cache[/]")
+        for error in summary["errors"]:
+            err.print(f"[yellow]failed: {error}[/]", highlight=False)
+        if not complete:
+            err.print("[yellow]run the same command again to continue; answered prompts come from the cache[/]")
         finish(
             complete and summary["validation_ok"],
             {"command": "extract", **summary},

