@@ -52,11 +52,12 @@ lint: install
 	$(VENV)/bin/ruff format --check metakg tests benchmarks tools
 	$(VENV)/bin/mypy
 
-bench: install
+bench: install llm-install
 	$(PY) -m benchmarks.bench_ingest
 	$(PY) -m benchmarks.bench_store
 	$(PY) -m benchmarks.bench_primekg --scale 1.0
 	$(PY) -m benchmarks.bench_neo4j_load
+	$(PY) -m benchmarks.bench_extract
 
 clean:
 	rm -rf out benchmarks/.work .pytest_cache .mypy_cache .ruff_cache

@@ -7,12 +7,12 @@ reports progress through an optional callback; none prints or exits.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
@@ -52,6 +52,7 @@ from metakg.schemas.rdf_mapping import bundle_quads, expected_triple_count
 from metakg.schemas.validation import ValidationReport, validate, write_reports
 from metakg.schemas.vocabulary import default_vocabulary
 
+T = TypeVar("T")
 Progress = Callable[[str], None]
 Counter = Callable[[int, int], None]  # (done, total)
 EMBED_BLOCK = 2048
@@ -460,11 +461,24 @@ def llm_session(
         cache.close()
 
 
+def run_with(client: OpenAICompatibleClient, work: Coroutine[Any, Any, T]) -> T:
+    """Run ``work`` in a new event loop and close the client's HTTP connections before the loop ends."""
+
+    async def body() -> T:
+        try:
+            return await work
+        finally:
+            await client.aclose()
+
+    return asyncio.run(body())
+
+
 def ask(settings: Settings, prompt: str, *, system: str | None = None) -> tuple[Completion, dict[str, Any]]:
     """One question to the configured model; returns the reply and the ledger summary."""
     with llm_session(settings) as (client, ledger):
         messages = ([Message("system", system)] if system else []) + [Message("user", prompt)]
-        completion = asyncio.run(
+        completion = run_with(
+            client,
             client.complete(
                 request(
                     messages,
@@ -473,7 +487,7 @@ def ask(settings: Settings, prompt: str, *, system: str | None = None) -> tuple[
                     max_tokens=settings.llm.max_tokens,
                 ),
                 tag="ask",
-            )
+            ),
         )
         return completion, ledger.summary()
 
@@ -560,7 +574,8 @@ def extract(
     session_settings = settings.model_copy(update={"llm": llm})
     with llm_session(session_settings, run_id=run_id, progress=progress) as (client, ledger):
         say(f"extracting from {len(units)} prompts with {client.model}")
-        outcomes, stats = asyncio.run(
+        outcomes, stats = run_with(
+            client,
             run_units(
                 units,
                 client,
@@ -570,7 +585,7 @@ def extract(
                 budget_usd=budget_usd,
                 prices=llm.prices_per_mtok,
                 progress=counter,
-            )
+            ),
         )
         model = client.model
         usage = ledger.summary()

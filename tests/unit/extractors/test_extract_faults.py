@@ -156,3 +156,27 @@ def test_a_killed_run_resumes_without_asking_any_answered_prompt_again(
     # only the prompt in flight at the kill (concurrency 1) may be asked twice, never an answered one
     assert sum(1 for q in asked_again if q in asked_before) <= 1
     assert fates(out) == Counter(dict.fromkeys(record_ids(csqa, 10), 1))
+
+
+def test_link_to_gives_mentions_the_ids_of_an_existing_bundle(server: FaultServer, csqa: Path, tmp_path: Path) -> None:
+    reference = tmp_path / "ref.tsv"
+    reference.write_text("aspirin\ttreats\theadache\nheadache\tsymptom of\tmigraine\n")
+    run("ingest", "triples", str(reference), "-d", "ref", "-o", str(tmp_path / "ref"), "--json")
+    server.reply_for = lambda body: "Aspirin\\relieves\\headaches\nAspirin\\is sold in\\pharmacies"
+    out = tmp_path / "b"
+    args = ["extract", str(csqa), "-f", "csqa", "-o", str(out), "--limit", "2", "--json"]
+    _, summary = run(*args, "--link-to", str(tmp_path / "ref"))
+    assert summary["resolution"]["linked"] == {"exact": 1, "lemma": 1}
+    edges = read_bundle(out).edges
+    relieves = edges.filter(pl.col("rel") == "relieves").row(0, named=True)
+    assert (relieves["src"], relieves["dst"]) == ("kg:ref/aspirin", "kg:ref/headache")
+    assert relieves["count"] == 2 and len(relieves["record_ids"]) == 2
+    nodes = {r["id"]: r for r in read_bundle(out).nodes.iter_rows(named=True)}
+    assert "headaches" in nodes["kg:ref/headache"]["aliases"] and "kg:b/pharmacies" not in nodes
+    assert any(i.endswith("/pharmacies") and i.startswith("kg:csqa_dev_official_schema/") for i in nodes)
+    # the extraction merges cleanly into the reference: linked nodes are the same nodes
+    run("merge", str(tmp_path / "ref"), str(out), "-o", str(tmp_path / "m"), "--json")
+    _, checked = run("validate", str(tmp_path / "m"), "--json")
+    assert checked["ok"] is True and checked["nodes"] == 4  # aspirin, headache, migraine, pharmacies
+    _, self_link = run(*args, "--link-to", str(out), code=2)
+    assert "also the output" in self_link["error"]
