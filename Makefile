@@ -25,6 +25,7 @@ help:
 	@echo "make lint     ruff, ruff format --check, mypy --strict"
 	@echo "make bench    run the benchmarks and record their figures in benchmarks/results/"
 	@echo "make neo4j-up / neo4j-down  start / stop a local Neo4j 5 server (Maven Central jars)"
+	@echo "make sparql-up / sparql-down  start / stop a local Virtuoso SPARQL endpoint with Wikidata test data"
 
 install: $(VENV)/.installed
 
@@ -70,3 +71,12 @@ neo4j-up: install
 
 neo4j-down:
 	$(PY) tools/neo4j_server.py down
+
+# A local SPARQL endpoint (Debian's Virtuoso) loaded with Wikidata data derived from ../shared/data/wikidata,
+# left running at http://127.0.0.1:8890/sparql (tools/sparql_server.py).
+.PHONY: sparql-up sparql-down
+sparql-up: install
+	$(PY) tools/sparql_server.py up --port 8890
+
+sparql-down:
+	$(PY) tools/sparql_server.py down

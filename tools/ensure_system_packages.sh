@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Debian packages metakg's tests need beyond Python: a JDK 17+ and Maven for the Neo4j test server.
+# Debian packages metakg's tests need beyond Python: a JDK 17+ and Maven for the Neo4j test server, and
+# Virtuoso (virtuoso-opensource) for the local SPARQL endpoint the Wikidata sync is tested against.
 # Installs only what is missing (needs root, as in CI); prints what it found either way.
 set -euo pipefail
 missing=()
@@ -7,9 +8,10 @@ command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
+command -v virtuoso-t >/dev/null 2>&1 || missing+=(virtuoso-opensource)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-echo "java: $(java -version 2>&1 | head -n 1); maven: $(mvn -v 2>/dev/null | head -n 1)"
+echo "java: $(java -version 2>&1 | head -n 1); maven: $(mvn -v 2>/dev/null | head -n 1); virtuoso: $(command -v virtuoso-t)"
