@@ -11,6 +11,7 @@ Usage: ``python tools/sparql_server.py up [--port 8890]`` (loads the Wikidata te
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -129,7 +130,9 @@ def start(home: Path, http_port: int | None = None, data_dirs: tuple[Path, ...] 
     http_port = http_port or free_port()
     sql_port = free_port()
     dirs = ", ".join(str(d.resolve()) for d in (home, *data_dirs))
-    (home / "virtuoso.ini").write_text(_INI.format(home=home.resolve(), sql_port=sql_port, http_port=http_port, dirs=dirs))
+    (home / "virtuoso.ini").write_text(
+        _INI.format(home=home.resolve(), sql_port=sql_port, http_port=http_port, dirs=dirs)
+    )
     log = (home / "stdout.log").open("ab")
     process = subprocess.Popen(
         [binary, "+foreground", "+configfile", str(home / "virtuoso.ini")],
@@ -143,7 +146,9 @@ def start(home: Path, http_port: int | None = None, data_dirs: tuple[Path, ...] 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            tail = (home / "virtuoso.log").read_text(errors="replace")[-1500:] if (home / "virtuoso.log").exists() else ""
+            tail = (
+                (home / "virtuoso.log").read_text(errors="replace")[-1500:] if (home / "virtuoso.log").exists() else ""
+            )
             raise SparqlServerError(f"virtuoso exited with status {process.returncode}: {tail}")
         if _ready(server.endpoint):
             isql(server, 'GRANT SPARQL_UPDATE TO "SPARQL"')
@@ -203,10 +208,8 @@ def down() -> None:
         print("not running")
         return
     pid = int(pid_file.read_text())
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     pid_file.unlink()
     print(f"stopped Virtuoso (pid {pid})")
 
