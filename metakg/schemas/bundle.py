@@ -197,6 +197,9 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
             pl.col("description").drop_nulls().first(),
             pl.col("_names").explode().drop_nulls().unique(maintain_order=True),
             pl.col("xrefs").explode().drop_nulls().unique(maintain_order=True),
+            pl.col("properties").drop_nulls().first(),
+            pl.col("revision").drop_nulls().first(),
+            pl.col("retrieved_at").max(),
         )
         .with_columns(pl.col("_names").list.set_difference(pl.concat_list(pl.col("name"))).alias("aliases"))
         .drop("_names")

@@ -23,6 +23,10 @@ NODE_SCHEMA: Mapping[str, pl.DataType] = {
     "description": pl.String(),
     "aliases": pl.List(pl.String()),
     "xrefs": pl.List(pl.String()),
+    # source facts and provenance (Wikidata fills them; other sources leave them null)
+    "properties": pl.String(),  # JSON object: "label (Pxx)" -> literal values
+    "revision": pl.String(),  # the source revision the node was built from
+    "retrieved_at": pl.Datetime("us", "UTC"),
 }
 
 EDGE_SCHEMA: Mapping[str, pl.DataType] = {

@@ -1,0 +1,651 @@
+"""Wikidata subsets over SPARQL (SPARQLWrapper; the only module that imports it), synced incrementally.
+
+A subset spec (YAML) names seed items, the properties to follow and a hop count; and/or class-based
+selections (instances of a class, optionally only those with a given property); and/or a raw SPARQL
+SELECT returning ``?item``. Queries are portable (``rdfs:label``, ``schema:description``,
+``skos:altLabel``, ``schema:version``, ``schema:dateModified``, ``owl:sameAs``; no WDQS label service),
+batched with ``VALUES`` and paged, so they run on the Wikidata Query Service and on any endpoint holding
+Wikidata-shaped RDF (tests use Virtuoso).
+
+Incremental sync: a state file per subset keeps each entity's revision, modification time and fetched
+content. A re-sync first checks revisions in batches, then fetches only entities that are new or changed,
+drops entities that left the subset or were deleted, and follows redirects (``owl:sameAs``). The bundle
+is rebuilt from the state, written atomically, and only then is the new state written (atomically).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import time
+import urllib.error
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from metakg.errors import InputDataError, MetakgError, UsageError
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids, empty_rejects, normalise_relation_expr
+from metakg.schemas.vocabulary import TypeVocabulary
+
+WD = "http://www.wikidata.org/entity/"
+WDT = "http://www.wikidata.org/prop/direct/"
+IMPORTER = "wikidata"
+DEFAULT_ENDPOINT = "https://query.wikidata.org/sparql"
+PREFIXES = (
+    "PREFIX wd: <http://www.wikidata.org/entity/>\n"
+    "PREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
+    "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
+    "PREFIX skos: <http://www.w3.org/2004/02/skos/core#>\n"
+    "PREFIX schema: <http://schema.org/>\n"
+    "PREFIX owl: <http://www.w3.org/2002/07/owl#>\n"
+)
+#: external-identifier properties that become ``xrefs`` (prefix:value), so PrimeKG nodes and items meet
+XREF_PROPERTIES = {
+    "P715": "drugbank",
+    "P5270": "mondo",
+    "P351": "ncbigene",
+    "P352": "uniprot",
+    "P486": "mesh",
+    "P2892": "umls",
+    "P594": "ensembl",
+    "P683": "chebi",
+    "P3841": "hp",
+    "P1554": "uberon",
+    "P686": "go",
+    "P3937": "reactome",
+}
+TYPE_PROPERTY = "P31"
+_QID = re.compile(r"^Q[1-9][0-9]*$")
+_PID = re.compile(r"^P[1-9][0-9]*$")
+
+
+class SyncError(MetakgError):
+    """The endpoint could not be queried (after retries), answered malformed data, or the budget ran out."""
+
+    exit_code = 1
+
+
+class QueryTimeout(SyncError):
+    """A query hit the endpoint's time limit (or the client timeout); the caller splits the batch."""
+
+
+# ---------------------------------------------------------------------------- the spec
+class ClassSelection(BaseModel):
+    """Instances of ``class_`` (``wdt:P31``), optionally only those that have ``property``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    class_: str = Field(alias="class")
+    property: str | None = None
+    limit: int = Field(default=1000, ge=1, le=1_000_000)
+
+    @field_validator("class_")
+    @classmethod
+    def _q(cls, value: str) -> str:
+        if not _QID.match(value):
+            raise ValueError(f"{value!r} is not an item id like Q5")
+        return value
+
+    @field_validator("property")
+    @classmethod
+    def _p(cls, value: str | None) -> str | None:
+        if value is not None and not _PID.match(value):
+            raise ValueError(f"{value!r} is not a property id like P50")
+        return value
+
+
+class SubsetSpec(BaseModel):
+    """What to sync. See the module docstring and the README for the YAML form."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    seeds: list[str] = Field(default_factory=list)
+    properties: list[str] = Field(default_factory=list)
+    hops: int = Field(default=0, ge=0, le=3)
+    languages: list[str] = Field(default_factory=lambda: ["en"], min_length=1)
+    classes: list[ClassSelection] = Field(default_factory=list)
+    sparql: str | None = None
+    xrefs: dict[str, str] = Field(default_factory=dict, description="more external-id properties: PID -> prefix")
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, values: list[str]) -> list[str]:
+        bad = [v for v in values if not _QID.match(v)]
+        if bad:
+            raise ValueError(f"not item ids: {bad}")
+        return values
+
+    @field_validator("properties")
+    @classmethod
+    def _props(cls, values: list[str]) -> list[str]:
+        bad = [v for v in values if not _PID.match(v)]
+        if bad:
+            raise ValueError(f"not property ids: {bad}")
+        return values
+
+    @field_validator("languages")
+    @classmethod
+    def _langs(cls, values: list[str]) -> list[str]:
+        bad = [v for v in values if not re.match(r"^[a-z]{2,3}(-[a-z0-9]+)*$", v)]
+        if bad:
+            raise ValueError(f"not language codes: {bad}")
+        return values
+
+    @field_validator("sparql")
+    @classmethod
+    def _select_only(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        body = re.sub(r"(?im)^\s*(PREFIX|BASE)\s+[^\n]*$", "", value).strip()
+        if not re.match(r"(?i)^SELECT\b", body) or re.search(
+            r"(?i)\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|COPY|MOVE|ADD|SERVICE)\b", body
+        ):
+            raise ValueError("must be a read-only SELECT query returning ?item (no updates, no SERVICE)")
+        if "?item" not in body:
+            raise ValueError("must bind ?item")
+        return value
+
+    def xref_properties(self) -> dict[str, str]:
+        """External-id properties and their CURIE prefixes (the built-in ones plus the spec's)."""
+        return {**XREF_PROPERTIES, **self.xrefs}
+
+
+def load_spec(path: Path) -> SubsetSpec:
+    """Read and check a subset spec.
+
+    Raises:
+        InputDataError: the file is missing, not YAML, or a field is wrong (the message names it).
+    """
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InputDataError(f"cannot read subset spec {path}: {e.strerror or e}.") from e
+    except yaml.YAMLError as e:
+        raise InputDataError(f"subset spec {path} is not valid YAML: {e}") from e
+    if not isinstance(data, dict):
+        raise InputDataError(f"subset spec {path} must be a mapping (name:, seeds:, properties:, ...).")
+    try:
+        spec = SubsetSpec.model_validate(data)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors(include_url=False)
+        )
+        raise InputDataError(f"subset spec {path}: {problems}") from e
+    if not (spec.seeds or spec.classes or spec.sparql):
+        raise InputDataError(f"subset spec {path} selects nothing: give seeds, classes or sparql.")
+    return spec
+
+
+# ---------------------------------------------------------------------------- the endpoint
+@dataclass
+class SparqlClient:
+    """SELECT queries with retries: 429 honours Retry-After, 5xx and malformed replies back off, timeouts
+    raise :class:`QueryTimeout` (the caller splits the batch). ``max_queries`` bounds a run."""
+
+    endpoint: str
+    user_agent: str
+    timeout_s: float = 70.0
+    max_retries: int = 5
+    backoff_s: float = 2.0
+    max_queries: int = 10_000
+    max_retry_after_s: float = 300.0
+    queries: int = 0
+    retries: int = 0
+    sleep: Callable[[float], None] = time.sleep
+
+    def select(self, query: str) -> list[dict[str, dict[str, str]]]:
+        """The bindings of a SELECT query."""
+        from SPARQLWrapper import JSON, POST, SPARQLWrapper
+        from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, QueryBadFormed, SPARQLWrapperException
+
+        delay = self.backoff_s
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            if self.queries >= self.max_queries:
+                raise SyncError(
+                    f"the query budget of {self.max_queries} queries is spent (wikidata.max_queries); "
+                    "nothing was written. Raise it or narrow the subset."
+                )
+            self.queries += 1
+            if attempt:
+                self.retries += 1
+            wrapper = SPARQLWrapper(self.endpoint, agent=self.user_agent)
+            wrapper.setMethod(POST)
+            wrapper.setReturnFormat(JSON)
+            wrapper.setTimeout(int(max(1, self.timeout_s)))
+            wrapper.setQuery(PREFIXES + query)
+            wait: float | None = None
+            try:
+                result = wrapper.query()
+                data = json.loads(result.response.read())
+                bindings = data["results"]["bindings"]
+                if not isinstance(bindings, list):
+                    raise ValueError("results.bindings is not a list")
+                return bindings
+            except QueryBadFormed as e:
+                raise SyncError(f"the endpoint {self.endpoint} refused a query as malformed: {e}") from e
+            except EndPointInternalError as e:
+                if "TimeoutException" in str(e) or "timeout" in str(e).lower():
+                    raise QueryTimeout(f"the query hit the endpoint's time limit: {str(e)[:200]}") from e
+                last = f"HTTP 500: {str(e)[:200]}"
+            except urllib.error.HTTPError as e:
+                if e.code == 429:
+                    last = "HTTP 429 (rate limited)"
+                    wait = _retry_after(e.headers.get("Retry-After"), self.max_retry_after_s)
+                elif e.code >= 500:
+                    last = f"HTTP {e.code}"
+                    wait = _retry_after(e.headers.get("Retry-After"), self.max_retry_after_s)
+                else:
+                    raise SyncError(f"the endpoint {self.endpoint} answered HTTP {e.code}: {e.reason}") from e
+            except TimeoutError as e:
+                raise QueryTimeout(f"no answer within {self.timeout_s:g} s") from e
+            except urllib.error.URLError as e:
+                if isinstance(e.reason, TimeoutError | socket.timeout):
+                    raise QueryTimeout(f"no answer within {self.timeout_s:g} s") from e
+                last = f"connection failed: {e.reason}"
+            except (ValueError, KeyError, TypeError) as e:  # json errors are ValueErrors
+                last = f"malformed response ({type(e).__name__}: {str(e)[:120]})"
+            except (SPARQLWrapperException, ConnectionError, OSError) as e:
+                last = f"{type(e).__name__}: {str(e)[:200]}"
+            if attempt < self.max_retries:
+                self.sleep(wait if wait is not None else delay)
+                delay *= 2
+        raise SyncError(f"the endpoint {self.endpoint} failed {self.max_retries + 1} times (last: {last}).")
+
+
+def _retry_after(value: str | None, cap: float) -> float | None:
+    if value is None:
+        return None
+    try:
+        return min(cap, max(0.0, float(value)))
+    except ValueError:
+        return None
+
+
+def _values(ids: Iterable[str], prefix: str = "wd:") -> str:
+    return " ".join(f"{prefix}{i}" for i in ids)
+
+
+def _qid(uri: str) -> str | None:
+    if uri.startswith(WD):
+        tail = uri[len(WD) :]
+        return tail if _QID.match(tail) else None
+    return None
+
+
+def batched(
+    client: SparqlClient, ids: Sequence[str], size: int, build: Callable[[Sequence[str]], str]
+) -> list[dict[str, dict[str, str]]]:
+    """Run ``build(batch)`` over ``ids`` in batches; a batch that times out is split in halves."""
+    rows: list[dict[str, dict[str, str]]] = []
+    pending = [list(ids[i : i + size]) for i in range(0, len(ids), size)]
+    while pending:
+        batch = pending.pop(0)
+        try:
+            rows.extend(client.select(build(batch)))
+        except QueryTimeout as e:
+            if len(batch) == 1:
+                raise SyncError(
+                    f"the query for {batch[0]} alone hits the time limit; leave it out of the subset."
+                ) from e
+            half = len(batch) // 2
+            pending[:0] = [batch[:half], batch[half:]]
+    return rows
+
+
+# ---------------------------------------------------------------------------- selection and fetching
+def select_items(spec: SubsetSpec, client: SparqlClient, batch_size: int, page_size: int = 1000) -> list[str]:
+    """The item ids of the subset, in a stable order (seeds, then hop by hop, then classes, then sparql)."""
+    chosen: dict[str, None] = dict.fromkeys(spec.seeds)
+    frontier = list(spec.seeds)
+    props = _values(spec.properties, "wdt:")
+    for _ in range(spec.hops if spec.properties else 0):
+        rows = batched(
+            client,
+            frontier,
+            batch_size,
+            lambda b: (
+                f"SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {_values(b)} }} VALUES ?p {{ {props} }} ?s ?p ?o . "
+                "FILTER(isIRI(?o)) }"
+            ),
+        )
+        frontier = [q for q in (_qid(r["o"]["value"]) for r in rows) if q and q not in chosen]
+        chosen.update(dict.fromkeys(frontier))
+    for selection in spec.classes:
+        having = f"?item wdt:{selection.property} ?x ." if selection.property else ""
+        offset = 0
+        while offset < selection.limit:
+            size = min(page_size, selection.limit - offset)
+            rows = client.select(
+                f"SELECT DISTINCT ?item WHERE {{ ?item wdt:P31 wd:{selection.class_} . {having} }} "
+                f"ORDER BY ?item LIMIT {size} OFFSET {offset}"
+            )
+            chosen.update(dict.fromkeys(q for q in (_qid(r["item"]["value"]) for r in rows) if q))
+            if len(rows) < size:
+                break
+            offset += size
+    if spec.sparql:
+        rows = client.select(re.sub(r"(?im)^\s*PREFIX\s+[^\n]*$", "", spec.sparql))
+        chosen.update(dict.fromkeys(q for q in (_qid(r.get("item", {}).get("value", "")) for r in rows) if q))
+    return list(chosen)
+
+
+@dataclass(frozen=True)
+class Revision:
+    """What the endpoint says of an entity before fetching it."""
+
+    exists: bool
+    version: str | None = None
+    modified: str | None = None
+    redirect: str | None = None
+
+    @property
+    def key(self) -> list[str | None]:
+        """What a change is detected on."""
+        return [self.version, self.modified]
+
+
+def check_revisions(client: SparqlClient, ids: Sequence[str], batch_size: int) -> dict[str, Revision]:
+    """Revision, modification time, redirect target and existence of each id (one query per batch)."""
+    rows = batched(
+        client,
+        ids,
+        batch_size,
+        lambda b: (
+            f"SELECT ?item ?rev ?mod ?same ?exists WHERE {{ VALUES ?item {{ {_values(b)} }} "
+            "OPTIONAL { ?item schema:version ?rev } OPTIONAL { ?item schema:dateModified ?mod } "
+            "OPTIONAL { ?item owl:sameAs ?same } BIND(EXISTS { ?item ?anyp ?anyo } AS ?exists) }"
+        ),
+    )
+    found: dict[str, Revision] = {}
+    for row in rows:
+        qid = _qid(row["item"]["value"])
+        if qid is None:
+            continue
+        exists = row.get("exists", {}).get("value") in ("1", "true")
+        found[qid] = Revision(
+            exists=exists,
+            version=row.get("rev", {}).get("value"),
+            modified=row.get("mod", {}).get("value"),
+            redirect=_qid(row.get("same", {}).get("value", "")),
+        )
+    return {i: found.get(i, Revision(exists=False)) for i in ids}
+
+
+def _literal(binding: dict[str, str]) -> dict[str, str]:
+    value = {"value": binding["value"]}
+    if "datatype" in binding:
+        value["datatype"] = binding["datatype"]
+    if "xml:lang" in binding:
+        value["lang"] = binding["xml:lang"]
+    return value
+
+
+def fetch_entities(
+    client: SparqlClient, ids: Sequence[str], spec: SubsetSpec, batch_size: int, now: str
+) -> dict[str, dict[str, Any]]:
+    """Labels, descriptions and aliases in the spec's languages and the statements of the selected,
+    type and external-id properties, for each id."""
+    records: dict[str, dict[str, Any]] = {
+        i: {"labels": {}, "descriptions": {}, "aliases": {}, "statements": {}, "retrieved_at": now} for i in ids
+    }
+    langs = ", ".join(json.dumps(lang) for lang in spec.languages)
+    terms = batched(
+        client,
+        ids,
+        batch_size,
+        lambda b: (
+            f"SELECT ?item ?p ?o WHERE {{ VALUES ?item {{ {_values(b)} }} "
+            "VALUES ?p { rdfs:label schema:description skos:altLabel } ?item ?p ?o . "
+            f"FILTER(LANG(?o) IN ({langs})) }}"
+        ),
+    )
+    kinds = {
+        "http://www.w3.org/2000/01/rdf-schema#label": "labels",
+        "http://schema.org/description": "descriptions",
+        "http://www.w3.org/2004/02/skos/core#altLabel": "aliases",
+    }
+    for row in terms:
+        qid = _qid(row["item"]["value"])
+        kind = kinds.get(row["p"]["value"])
+        if qid not in records or kind is None:
+            continue
+        lang = row["o"].get("xml:lang", "")
+        if kind == "aliases":
+            records[qid]["aliases"].setdefault(lang, []).append(row["o"]["value"])
+        else:
+            records[qid][kind].setdefault(lang, row["o"]["value"])
+    props = sorted({*spec.properties, TYPE_PROPERTY, *spec.xref_properties()})
+    statements = batched(
+        client,
+        ids,
+        batch_size,
+        lambda b: (
+            f"SELECT ?item ?p ?o WHERE {{ VALUES ?item {{ {_values(b)} }} "
+            f"VALUES ?p {{ {_values(props, 'wdt:')} }} ?item ?p ?o }}"
+        ),
+    )
+    for row in statements:
+        qid = _qid(row["item"]["value"])
+        pid = row["p"]["value"][len(WDT) :] if row["p"]["value"].startswith(WDT) else None
+        if qid not in records or pid is None:
+            continue
+        obj = row["o"]
+        value: Any = {"item": _qid(obj["value"])} if obj["type"] == "uri" and _qid(obj["value"]) else _literal(obj)
+        bucket = records[qid]["statements"].setdefault(pid, [])
+        if value not in bucket:
+            bucket.append(value)
+    return records
+
+
+def property_labels(client: SparqlClient, pids: Sequence[str], language: str) -> dict[str, str]:
+    """English (or the first configured language's) labels of properties; ids without one map to themselves."""
+    if not pids:
+        return {}
+    rows = client.select(
+        f"SELECT ?p ?label WHERE {{ VALUES ?p {{ {_values(pids)} }} ?p rdfs:label ?label . "
+        f"FILTER(LANG(?label) = {json.dumps(language)}) }}"
+    )
+    labels = {pid: pid for pid in pids}
+    for row in rows:
+        uri = row["p"]["value"]
+        if uri.startswith(WD):
+            labels[uri[len(WD) :]] = row["label"]["value"]
+    return labels
+
+
+# ---------------------------------------------------------------------------- state and sync
+@dataclass
+class SyncReport:
+    """What a sync did."""
+
+    queries: int = 0
+    retries: int = 0
+    entities_fetched: int = 0
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    redirected: int = 0
+    nodes: int = 0
+    edges: int = 0
+    added_ids: list[str] = field(default_factory=list)
+    changed_ids: list[str] = field(default_factory=list)
+    removed_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON summary."""
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def read_state(path: Path) -> dict[str, Any]:
+    """The state file (empty when missing). Raises InputDataError when it is unreadable."""
+    if not path.exists():
+        return {"entities": {}, "property_labels": {}}
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputDataError(f"the sync state file {path} is unreadable ({e}); delete it to sync from scratch.") from e
+    if not isinstance(state, dict) or not isinstance(state.get("entities"), dict):
+        raise InputDataError(f"the sync state file {path} has no entities map; delete it to sync from scratch.")
+    state.setdefault("property_labels", {})
+    return state
+
+
+def write_state(path: Path, state: dict[str, Any]) -> None:
+    """Write the state atomically (a temporary file renamed over the old one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(state, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def sync_state(
+    spec: SubsetSpec,
+    state: dict[str, Any],
+    client: SparqlClient,
+    *,
+    batch_size: int = 50,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict[str, Any], SyncReport]:
+    """Bring ``state`` up to date with the endpoint; returns the new state (the old one is not changed)."""
+    say = progress or (lambda _s: None)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    old: dict[str, Any] = state["entities"]
+    say("selecting the subset")
+    selected = select_items(spec, client, batch_size)
+    say(f"checking revisions of {len(set(selected) | set(old))} entities")
+    revisions = check_revisions(client, list(dict.fromkeys([*selected, *old])), batch_size)
+    report = SyncReport()
+    current: dict[str, None] = {}
+    for qid in selected:
+        rev = revisions[qid]
+        if rev.redirect and rev.redirect != qid:
+            report.redirected += 1
+            target = rev.redirect
+            if target not in revisions:
+                revisions.update(check_revisions(client, [target], batch_size))
+            current[target] = None
+        elif rev.exists:
+            current[qid] = None
+    new_entities = {q: old[q] for q in current if q in old}
+    to_fetch = [q for q in current if q not in old or old[q].get("revision") != revisions[q].key]
+    report.added_ids = [q for q in to_fetch if q not in old]
+    report.changed_ids = [q for q in to_fetch if q in old]
+    report.removed_ids = [q for q in old if q not in current]
+    if to_fetch:
+        say(f"fetching {len(to_fetch)} entities")
+        fetched = fetch_entities(client, to_fetch, spec, batch_size, now)
+        for qid, record in fetched.items():
+            record["revision"] = revisions[qid].key
+            new_entities[qid] = record
+    labels = dict(state.get("property_labels", {}))
+    wanted = sorted({*spec.properties, *spec.xref_properties()} - set(labels))
+    wanted = [p for p in wanted if p in spec.properties]
+    if wanted:
+        labels.update(property_labels(client, wanted, spec.languages[0]))
+    report.entities_fetched = len(to_fetch)
+    report.added, report.changed, report.removed = (
+        len(report.added_ids),
+        len(report.changed_ids),
+        len(report.removed_ids),
+    )
+    report.queries, report.retries = client.queries, client.retries
+    ordered = {q: new_entities[q] for q in current if q in new_entities}
+    return {"spec": spec.model_dump(by_alias=True), "entities": ordered, "property_labels": labels}, report
+
+
+def _first(values: dict[str, Any], languages: Sequence[str]) -> Any:
+    for lang in languages:
+        if lang in values:
+            return values[lang]
+    return None
+
+
+def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabulary, run_id: str) -> Bundle:
+    """Nodes and edges of the synced subset: item-valued statements between subset entities become edges,
+    literals become node ``properties``, external ids become ``xrefs``, the P31 class gives the type."""
+    entities: dict[str, dict[str, Any]] = state["entities"]
+    labels: dict[str, str] = state.get("property_labels", {})
+    xref_props = spec.xref_properties()
+    selected = set(spec.properties)
+    nodes: list[dict[str, Any]] = []
+    edges: list[dict[str, Any]] = []
+    for qid, record in entities.items():
+        statements: dict[str, list[Any]] = record["statements"]
+        classes = [v["item"] for v in statements.get(TYPE_PROPERTY, []) if "item" in v]
+        node_type = next((vocabulary.wikidata[c] for c in classes if c in vocabulary.wikidata), "entity")
+        aliases = [a for lang in spec.languages for a in record["aliases"].get(lang, [])]
+        xrefs = [
+            f"{xref_props[pid]}:{v['value']}" for pid in xref_props for v in statements.get(pid, []) if "value" in v
+        ]
+        properties = {
+            f"{labels.get(pid, pid)} ({pid})": [v["value"] for v in values if "value" in v]
+            for pid, values in sorted(statements.items())
+            if pid in selected and any("value" in v for v in values)
+        }
+        revision = record.get("revision", [None, None])
+        nodes.append(
+            {
+                "id": f"wd:{qid}",
+                "name": _first(record["labels"], spec.languages) or qid,
+                "type": node_type,
+                "source": IMPORTER,
+                "description": _first(record["descriptions"], spec.languages),
+                "aliases": aliases,
+                "xrefs": xrefs,
+                "properties": json.dumps(properties, ensure_ascii=False) if properties else None,
+                "revision": revision[0],
+                "retrieved_at": datetime.fromisoformat(record["retrieved_at"]),
+            }
+        )
+        for pid in spec.properties:
+            for value in statements.get(pid, []):
+                target = value.get("item")
+                if target is None or target not in entities:
+                    continue
+                edges.append(
+                    {
+                        "src": f"wd:{qid}",
+                        "dst": f"wd:{target}",
+                        "relation": labels.get(pid, pid),
+                        "pid": pid,
+                        "record_ids": [f"wd:{qid}@{revision[0] or 'unversioned'}"],
+                        "created_at": datetime.fromisoformat(record["retrieved_at"]),
+                    }
+                )
+    node_frame = conform_nodes(pl.DataFrame(nodes)) if nodes else conform_nodes(pl.DataFrame(schema=_EMPTY_NODE))
+    if edges:
+        frame = pl.DataFrame(edges).with_columns(
+            normalise_relation_expr(pl.col("relation")).alias("rel"),
+            (pl.col("relation") + pl.lit(" (") + pl.col("pid") + pl.lit(")")).alias("display"),
+            pl.lit(IMPORTER).alias("source"),
+            pl.lit(1.0).alias("confidence"),
+            pl.lit(1, dtype=pl.Int64).alias("count"),
+            pl.lit(IMPORTER).alias("importer"),
+            pl.lit(run_id).alias("run_id"),
+        )
+        frame = frame.with_columns(
+            pl.when(pl.col("rel") == "").then(pl.col("pid").str.to_lowercase()).otherwise("rel").alias("rel")
+        )
+        frame = frame.unique(["src", "rel", "dst"], keep="first", maintain_order=True)
+        edge_frame = conform_edges(frame.with_columns(edge_ids(frame)).drop("relation", "pid"))
+    else:
+        edge_frame = conform_edges(pl.DataFrame(schema=dict.fromkeys(("src", "dst", "rel", "source"), pl.String)))
+    return Bundle(nodes=node_frame, edges=edge_frame, rejects=empty_rejects(), manifest={})
+
+
+_EMPTY_NODE = dict.fromkeys(("id", "name", "type", "source"), pl.String)
+
+
+def check_spec_path(path: Path) -> None:
+    """A usage error when ``path`` is not a file."""
+    if not path.is_file():
+        raise UsageError(f"subset spec {path} does not exist.")
