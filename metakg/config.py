@@ -95,6 +95,28 @@ class ExtractSettings(BaseModel):
     )
 
 
+class WikidataSettings(BaseModel):
+    """The SPARQL endpoint `metakg sync wikidata` reads (the Wikidata Query Service by default)."""
+
+    endpoint: str = Field(default="https://query.wikidata.org/sparql", description="SPARQL endpoint URL.")
+    user_agent: str = Field(
+        default="metakg/0.1 (https://github.com/metakg/metakg; knowledge-graph toolkit) SPARQLWrapper",
+        description="Sent with every request; WDQS asks for a descriptive agent with a contact.",
+    )
+    timeout_s: float = Field(default=70.0, gt=0, description="Client timeout per query (WDQS stops queries at 60 s).")
+    max_retries: int = Field(default=5, ge=0, le=20, description="Retries on 429, 5xx and malformed replies.")
+    backoff_s: float = Field(default=2.0, ge=0, description="First retry delay; doubles (Retry-After wins).")
+    batch_size: int = Field(default=50, ge=1, le=1000, description="Entities per VALUES batch (halved on timeouts).")
+    max_queries: int = Field(default=10_000, ge=1, description="Query budget of one sync.")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"wikidata.endpoint {value!r} must start with http:// or https://")
+        return value
+
+
 class StoreSettings(BaseModel):
     """Which GraphStore the QA engine and the query commands use."""
 
@@ -206,6 +228,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
     extract: ExtractSettings = Field(default_factory=ExtractSettings)
+    wikidata: WikidataSettings = Field(default_factory=WikidataSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)

@@ -18,6 +18,7 @@ from metakg.cli import (
     llm_cmd,
     load_cmd,
     query_cmd,
+    sync_cmd,
     synthetic_cmd,
 )
 
@@ -36,6 +37,7 @@ app.add_typer(query_cmd.app, name="query")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(synthetic_cmd.app, name="synthetic")
 app.add_typer(llm_cmd.app, name="llm")
+app.add_typer(sync_cmd.app, name="sync")
 app.command("validate")(bundle_cmd.validate)
 app.command("info")(bundle_cmd.info)
 app.command("merge")(bundle_cmd.merge)

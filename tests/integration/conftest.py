@@ -20,7 +20,8 @@ from metakg.llm import local_server
 from metakg.loaders.neo4j_store import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tools import neo4j_server
+from tools import neo4j_server, sparql_server
+from tools.wikidata_testdata import write_test_rdf
 
 
 @pytest.fixture(scope="session")
@@ -78,3 +79,21 @@ def local_llm() -> Iterator[local_server.LocalServer]:
     running = local_server.start()
     yield running
     local_server.stop(running)
+
+
+@pytest.fixture(scope="module")
+def sparql_endpoint(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[sparql_server.Server]:
+    """A Virtuoso server (Debian's virtuoso-opensource) loaded with the Wikidata test data; one per module,
+    because tests edit its data."""
+    home = tmp_path_factory.mktemp("virtuoso")
+    source = data_dir / "wikidata"
+    try:
+        server = sparql_server.start(home, data_dirs=(source,))
+    except sparql_server.SparqlServerError as e:
+        pytest.fail(f"could not start the test SPARQL endpoint: {e}")  # never a silent skip
+    try:
+        for path in write_test_rdf(source, home):
+            sparql_server.load(server, path)
+        yield server
+    finally:
+        sparql_server.stop(server)

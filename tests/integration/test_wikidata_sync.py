@@ -1,0 +1,181 @@
+"""`metakg sync wikidata` against a real SPARQL endpoint (Virtuoso) holding real Wikidata data.
+
+The tests run in file order on one endpoint: the last one edits the endpoint's data.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from metakg.schemas.bundle import read_bundle
+from tests.sparql_proxy import SparqlProxy
+from tests.unit.cli.test_cli import run
+from tools.sparql_server import GRAPH, Server
+
+pytestmark = pytest.mark.integration
+
+PROPS = ["P50", "P800", "P106", "P19", "P69", "P26", "P40", "P22", "P25", "P735"]
+SPEC = f"name: q42\nseeds: [Q42]\nproperties: [{', '.join(PROPS)}]\nhops: 1\nlanguages: [en]\n"
+
+
+@pytest.fixture
+def spec(tmp_path: Path) -> Path:
+    path = tmp_path / "q42.yaml"
+    path.write_text(SPEC)
+    return path
+
+
+def sparql(server: Server, query: str) -> list[dict[str, dict[str, str]]]:
+    """An independent client: plain urllib, SPARQL JSON results."""
+    data = urllib.parse.urlencode({"query": query}).encode()
+    request = urllib.request.Request(server.endpoint, data=data, headers={"Accept": "application/sparql-results+json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())["results"]["bindings"]  # type: ignore[no-any-return]
+
+
+def update(server: Server, statement: str) -> None:
+    sparql(
+        server,
+        "PREFIX wd: <http://www.wikidata.org/entity/> PREFIX wdt: <http://www.wikidata.org/prop/direct/> "
+        "PREFIX schema: <http://schema.org/> PREFIX owl: <http://www.w3.org/2002/07/owl#> " + statement,
+    )
+
+
+def independent_counts(server: Server) -> tuple[int, int]:
+    values = " ".join(f"wdt:{p}" for p in PROPS)
+    subset = "{ BIND(wd:Q42 AS ?x) } UNION { wd:Q42 ?p0 ?x . VALUES ?p0 { " + values + " } FILTER(isIRI(?x)) }"
+    as_s = subset.replace("?x", "?s").replace("?p0", "?q0")
+    as_o = subset.replace("?x", "?o").replace("?p0", "?r0")
+    prefixes = "PREFIX wd: <http://www.wikidata.org/entity/> PREFIX wdt: <http://www.wikidata.org/prop/direct/> "
+    nodes = sparql(
+        server, prefixes + f"SELECT (COUNT(DISTINCT ?x) AS ?n) WHERE {{ {subset} FILTER EXISTS {{ ?x ?a ?b }} }}"
+    )
+    edges = sparql(
+        server,
+        prefixes + f"SELECT (COUNT(*) AS ?n) WHERE {{ SELECT DISTINCT ?s ?p ?o WHERE {{ {{ {as_s} }} "
+        f"{{ {as_o} }} ?s ?p ?o . VALUES ?p {{ {values} }} }} }}",
+    )
+    return int(nodes[0]["n"]["value"]), int(edges[0]["n"]["value"])
+
+
+def test_a_one_hop_subset_around_q42_validates_and_matches_independent_counts(
+    sparql_endpoint: Server, spec: Path, tmp_path: Path
+) -> None:
+    _, first = run(
+        "sync", "wikidata", str(spec), "-o", str(tmp_path / "b"), "--endpoint", sparql_endpoint.endpoint, "--json"
+    )
+    assert first["ok"] is True and first["validation_ok"] is True
+    assert (first["nodes"], first["edges"]) == independent_counts(sparql_endpoint)
+    assert first["added"] == first["entities_fetched"] == first["nodes"] and first["removed"] == 0
+    bundle = read_bundle(tmp_path / "b")
+    q42 = bundle.nodes.filter(bundle.nodes["id"] == "wd:Q42").row(0, named=True)
+    assert q42["name"] == "Douglas Adams" and q42["type"] == "person" and "Douglas Noël Adams" in q42["aliases"]
+    assert q42["description"] == "English writer and humorist" and q42["revision"] == "595492361"
+    assert q42["retrieved_at"] is not None
+    edges = bundle.edges
+    assert set(edges["src"]) == {"wd:Q42"} and all(r[0].startswith("wd:Q42@595492361") for r in edges["record_ids"])
+    assert "educated_at" in set(edges["rel"])
+
+
+def test_faults_are_survived_or_stop_cleanly_without_writing(
+    sparql_endpoint: Server, spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = SparqlProxy(sparql_endpoint.endpoint).start()
+    monkeypatch.setenv("METAKG_WIKIDATA__TIMEOUT_S", "1")
+    monkeypatch.setenv("METAKG_WIKIDATA__BACKOFF_S", "0.01")
+    try:
+        out = tmp_path / "b"
+        # query 1 (hop): 429 then ok; query 2 (revisions, 22 ids): too slow -> split in halves, a 500, malformed JSON
+        proxy.script("429:1", "ok", "slow:2", "500", "ok", "malformed", "ok")
+        _, ok = run("sync", "wikidata", str(spec), "-o", str(out), "--endpoint", proxy.url, "--json")
+        assert ok["ok"] is True and ok["retries"] == 3 and ok["nodes"] == independent_counts(sparql_endpoint)[0]
+        manifest = (out / "manifest.json").read_bytes()
+        state = Path(ok["state"])
+        saved = state.read_bytes()
+        monkeypatch.setenv("METAKG_WIKIDATA__MAX_RETRIES", "1")
+        proxy.script("500", "500")
+        _, failed = run("sync", "wikidata", str(spec), "-o", str(out), "--endpoint", proxy.url, "--json", code=1)
+        assert (
+            failed["error_type"] == "SyncError"
+            and "failed 2 times" in failed["error"]
+            and "HTTP 500" in failed["error"]
+        )
+        assert (out / "manifest.json").read_bytes() == manifest and state.read_bytes() == saved  # untouched
+        monkeypatch.setenv("METAKG_WIKIDATA__MAX_QUERIES", "1")
+        _, budget = run("sync", "wikidata", str(spec), "-o", str(out), "--endpoint", proxy.url, "--json", code=1)
+        assert "query budget" in budget["error"] and state.read_bytes() == saved
+    finally:
+        proxy.stop()
+
+
+def test_bad_specs_are_clear_errors(sparql_endpoint: Server, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nseeds: [Q42, douglas]\n")
+    _, out = run(
+        "sync",
+        "wikidata",
+        str(bad),
+        "-o",
+        str(tmp_path / "b"),
+        "--endpoint",
+        sparql_endpoint.endpoint,
+        "--json",
+        code=1,
+    )
+    assert "seeds" in out["error"] and "douglas" in out["error"]
+    bad.write_text("name: x\nsparql: 'DELETE WHERE { ?item ?p ?o }'\n")
+    _, out = run(
+        "sync",
+        "wikidata",
+        str(bad),
+        "-o",
+        str(tmp_path / "b"),
+        "--endpoint",
+        sparql_endpoint.endpoint,
+        "--json",
+        code=1,
+    )
+    assert "read-only SELECT" in out["error"]
+
+
+def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, spec: Path, tmp_path: Path) -> None:
+    args = ["sync", "wikidata", str(spec), "-o", str(tmp_path / "b"), "--endpoint", sparql_endpoint.endpoint, "--json"]
+    _, first = run(*args)
+    _, again = run(*args)
+    assert again["entities_fetched"] == 0 and (again["added"], again["changed"], again["removed"]) == (0, 0, 0)
+    assert again["queries"] == 2  # the hop selection and one revision-check batch; nothing fetched
+    assert (again["nodes"], again["edges"]) == (first["nodes"], first["edges"])
+
+    # edit one statement of Q42 (born in Cambridge -> London) and bump its revision; delete one item
+    update(
+        sparql_endpoint,
+        f"WITH <{GRAPH}> DELETE {{ wd:Q42 wdt:P19 wd:Q350 }} INSERT {{ wd:Q42 wdt:P19 wd:Q84 }} WHERE {{}}",
+    )
+    update(
+        sparql_endpoint,
+        f"WITH <{GRAPH}> DELETE {{ wd:Q42 schema:version ?v }} INSERT {{ wd:Q42 schema:version 595492362 }} "
+        "WHERE { wd:Q42 schema:version ?v }",
+    )
+    update(sparql_endpoint, f"WITH <{GRAPH}> DELETE {{ wd:Q14623683 ?p ?o }} WHERE {{ wd:Q14623683 ?p ?o }}")
+    _, edited = run(*args)
+    assert edited["changed_ids"] == ["Q42"]
+    assert sorted(edited["removed_ids"]) == ["Q14623683", "Q350"]  # deleted; no longer referenced by the edit
+    assert edited["added_ids"] == ["Q84"] and edited["entities_fetched"] == 2
+    bundle = read_bundle(tmp_path / "b")
+    born = bundle.edges.filter(bundle.edges["rel"] == "place_of_birth")
+    assert born["dst"].to_list() == ["wd:Q84"] and born["record_ids"][0][0] == "wd:Q42@595492362"
+    assert "wd:Q14623683" not in set(bundle.nodes["id"]) and edited["validation_ok"] is True
+
+    # a redirect: Q14623681 now points at Q14623678 (merged items)
+    update(sparql_endpoint, f"WITH <{GRAPH}> DELETE {{ wd:Q14623681 ?p ?o }} WHERE {{ wd:Q14623681 ?p ?o }}")
+    update(sparql_endpoint, f"INSERT DATA {{ GRAPH <{GRAPH}> {{ wd:Q14623681 owl:sameAs wd:Q14623678 }} }}")
+    _, redirected = run(*args)
+    assert redirected["redirected"] == 1 and redirected["removed_ids"] == ["Q14623681"]
+    assert redirected["entities_fetched"] == 0  # the target was in the subset already
+    _, quiet = run(*args)
+    assert quiet["entities_fetched"] == 0 and quiet["changed"] == 0
