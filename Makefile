@@ -59,6 +59,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_primekg --scale 1.0
 	$(PY) -m benchmarks.bench_neo4j_load
 	$(PY) -m benchmarks.bench_extract
+	$(PY) -m benchmarks.bench_wikidata
 
 clean:
 	rm -rf out benchmarks/.work .pytest_cache .mypy_cache .ruff_cache

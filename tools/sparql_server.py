@@ -86,6 +86,7 @@ NumberOfBuffers = 20000
 MaxDirtyBuffers = 15000
 MaxQueryMem = 512M
 ThreadsPerQuery = 2
+MaxSortedTopRows = 1000000
 [HTTPServer]
 ServerPort = 127.0.0.1:{http_port}
 ServerRoot = {home}

@@ -33,7 +33,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from metakg.errors import InputDataError, MetakgError, UsageError
 from metakg.schemas.bundle import Bundle
-from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids, empty_rejects, normalise_relation_expr
+from metakg.schemas.tables import (
+    NODE_SCHEMA,
+    conform_edges,
+    conform_nodes,
+    edge_ids,
+    empty_rejects,
+    normalise_relation_expr,
+)
 from metakg.schemas.vocabulary import TypeVocabulary
 
 WD = "http://www.wikidata.org/entity/"
@@ -621,9 +628,9 @@ def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabu
                         "created_at": datetime.fromisoformat(record["retrieved_at"]),
                     }
                 )
-    node_frame = conform_nodes(pl.DataFrame(nodes)) if nodes else conform_nodes(pl.DataFrame(schema=_EMPTY_NODE))
+    node_frame = conform_nodes(pl.DataFrame(nodes, schema=dict(NODE_SCHEMA)))
     if edges:
-        frame = pl.DataFrame(edges).with_columns(
+        frame = pl.DataFrame(edges, infer_schema_length=None).with_columns(
             normalise_relation_expr(pl.col("relation")).alias("rel"),
             (pl.col("relation") + pl.lit(" (") + pl.col("pid") + pl.lit(")")).alias("display"),
             pl.lit(IMPORTER).alias("source"),
@@ -640,9 +647,6 @@ def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabu
     else:
         edge_frame = conform_edges(pl.DataFrame(schema=dict.fromkeys(("src", "dst", "rel", "source"), pl.String)))
     return Bundle(nodes=node_frame, edges=edge_frame, rejects=empty_rejects(), manifest={})
-
-
-_EMPTY_NODE = dict.fromkeys(("id", "name", "type", "source"), pl.String)
 
 
 def check_spec_path(path: Path) -> None:
