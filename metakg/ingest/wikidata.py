@@ -73,6 +73,8 @@ XREF_PROPERTIES = {
 TYPE_PROPERTY = "P31"
 _QID = re.compile(r"^Q[1-9][0-9]*$")
 _PID = re.compile(r"^P[1-9][0-9]*$")
+#: PREFIX and BASE declarations (the client sends its own prefixes)
+_PROLOGUE = re.compile(r"(?i)\b(?:PREFIX\s+[A-Za-z0-9_.-]*:\s*<[^>]*>|BASE\s*<[^>]*>)")
 
 
 class SyncError(MetakgError):
@@ -151,7 +153,7 @@ class SubsetSpec(BaseModel):
     def _select_only(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        body = re.sub(r"(?im)^\s*(PREFIX|BASE)\s+[^\n]*$", "", value).strip()
+        body = _PROLOGUE.sub("", value).strip()
         if not re.match(r"(?i)^SELECT\b", body) or re.search(
             r"(?i)\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|COPY|MOVE|ADD|SERVICE)\b", body
         ):
@@ -340,7 +342,7 @@ def select_items(spec: SubsetSpec, client: SparqlClient, batch_size: int, page_s
                 break
             offset += size
     if spec.sparql:
-        rows = client.select(re.sub(r"(?im)^\s*PREFIX\s+[^\n]*$", "", spec.sparql))
+        rows = client.select(_PROLOGUE.sub("", spec.sparql))
         chosen.update(dict.fromkeys(q for q in (_qid(r.get("item", {}).get("value", "")) for r in rows) if q))
     return list(chosen)
 

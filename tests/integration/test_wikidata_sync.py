@@ -143,6 +143,20 @@ def test_bad_specs_are_clear_errors(sparql_endpoint: Server, tmp_path: Path) -> 
     assert "read-only SELECT" in out["error"]
 
 
+def test_class_and_sparql_selections(sparql_endpoint: Server, tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "name: sel\nclasses:\n  - {class: Q5, limit: 1500}\n"
+        "sparql: 'PREFIX wd: <http://www.wikidata.org/entity/> SELECT ?item WHERE { VALUES ?item { wd:Q42 } }'\n"
+    )
+    _, out = run(
+        "sync", "wikidata", str(spec), "-o", str(tmp_path / "b"), "--endpoint", sparql_endpoint.endpoint, "--json"
+    )
+    assert out["ok"] is True and out["nodes"] == 1501  # two pages of humans (1000 + 500), plus Q42 from the query
+    people = read_bundle(tmp_path / "b").nodes
+    assert (people["type"] == "person").all() and "wd:Q42" in set(people["id"])
+
+
 def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, spec: Path, tmp_path: Path) -> None:
     args = ["sync", "wikidata", str(spec), "-o", str(tmp_path / "b"), "--endpoint", sparql_endpoint.endpoint, "--json"]
     _, first = run(*args)
