@@ -179,12 +179,23 @@ def validate_bundle(path: Path, settings: Settings, *, progress: Progress | None
     """
     say = progress or _quiet
     say("reading bundle")
-    bundle = read_bundle(path)
+    return write_validated(path, read_bundle(path), settings, progress=say)
+
+
+def write_validated(
+    out: Path, bundle: Bundle, settings: Settings, *, progress: Progress | None = None
+) -> ValidationReport:
+    """Validate ``bundle`` in memory, then write it (rejected rows moved to its rejects) and its reports.
+
+    Raises:
+        BundleError: ``out`` cannot be written.
+    """
+    say = progress or _quiet
     say("running checks")
     checked, report = validate(bundle, default_vocabulary().names)
     say("writing bundle")
-    write_bundle(path, checked)
-    write_reports(report, checked.rejects, path, html_report=settings.validation.html_report)
+    write_bundle(out, checked)
+    write_reports(report, checked.rejects, out, html_report=settings.validation.html_report)
     return report
 
 
@@ -276,6 +287,16 @@ def make_embedder(settings: Settings, progress: Progress | None = None) -> Embed
     return DeferredEmbedder(settings, progress)
 
 
+def embed_in_blocks(embedder: Embedder, texts: Sequence[str], counter: Counter | None = None) -> Vectors:
+    """Embed ``texts`` in blocks of EMBED_BLOCK, calling ``counter(done, total)`` after each block."""
+    blocks = []
+    for start in range(0, len(texts), EMBED_BLOCK):
+        blocks.append(embedder.embed(texts[start : start + EMBED_BLOCK]))
+        if counter is not None:
+            counter(min(start + EMBED_BLOCK, len(texts)), len(texts))
+    return np.vstack(blocks) if blocks else np.zeros((0, embedder.dim), dtype=np.float32)
+
+
 def embed_bundle(
     path: Path, settings: Settings, *, progress: Progress | None = None, counter: Counter | None = None
 ) -> dict[str, Any]:
@@ -293,13 +314,7 @@ def embed_bundle(
     """
     bundle = read_bundle(path)
     embedder = make_embedder(settings, progress)
-    names = bundle.nodes["name"].to_list()
-    blocks = []
-    for start in range(0, len(names), EMBED_BLOCK):
-        blocks.append(embedder.embed(names[start : start + EMBED_BLOCK]))
-        if counter is not None:
-            counter(min(start + EMBED_BLOCK, len(names)), len(names))
-    vectors = np.vstack(blocks) if blocks else np.zeros((0, embedder.dim), dtype=np.float32)
+    vectors = embed_in_blocks(embedder, bundle.nodes["name"].to_list(), counter)
     frame = pl.DataFrame({"id": bundle.nodes["id"], "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32))})
     frame.write_parquet(path / EMBEDDINGS_FILE)
     bundle.manifest["embeddings"] = {
@@ -514,9 +529,7 @@ def link_target(
         return LinkTarget.from_nodes(bundle.nodes, vectors, stored["id"].to_list())
     names = bundle.nodes["name"].to_list()
     say(f"embedding {len(names)} link-target names (run `metakg embed {path}` once to keep them)")
-    blocks = [embedder.embed(names[i : i + EMBED_BLOCK]) for i in range(0, len(names), EMBED_BLOCK)]
-    vectors = np.vstack(blocks) if blocks else np.zeros((0, embedder.dim), dtype=np.float32)
-    return LinkTarget.from_nodes(bundle.nodes, vectors, bundle.nodes["id"].to_list())
+    return LinkTarget.from_nodes(bundle.nodes, embed_in_blocks(embedder, names), bundle.nodes["id"].to_list())
 
 
 def extract(
@@ -626,10 +639,7 @@ def extract(
             }
         ]
     }
-    say("writing bundle")
-    write_bundle(out, result.bundle)
-    say("validating")
-    report = validate_bundle(out, settings)
+    report = write_validated(out, result.bundle, settings, progress=say)
     figures.update(
         {
             "run_id": run_id,
@@ -702,9 +712,7 @@ def sync_wikidata(
             }
         ]
     }
-    say("writing bundle")
-    write_bundle(out, bundle)
-    validation = validate_bundle(out, settings)
+    validation = write_validated(out, bundle, settings, progress=say)
     wikidata.write_state(state_path, new_state)
     figures.update({"bundle": str(out), "validation_ok": validation.ok})
     return figures
