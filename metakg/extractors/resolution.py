@@ -56,16 +56,18 @@ class LinkTarget:
         ``vectors`` are unit-length name embeddings of the nodes ``vector_ids`` (for example a bundle's
         ``embeddings.parquet``); without them linking uses exact and lemma keys only.
         """
-        names = nodes.select(
-            "id", pl.concat_list(pl.col("name"), pl.col("aliases").fill_null([])).alias("n")
-        ).with_row_index("_order")
-        exploded = names.explode("n").drop_nulls("n").with_row_index("_rank")
-        keyed = exploded.with_columns(match_key_expr(pl.col("n")).alias("key")).filter(pl.col("key") != "")
+        # every name first, then every alias: a name wins over another node's alias with the same key
+        names = pl.concat(
+            [
+                nodes.select("id", pl.col("name").alias("n")),
+                nodes.select("id", pl.col("aliases").alias("n")).explode("n"),
+            ]
+        ).drop_nulls("n")
+        keyed = names.with_columns(match_key_expr(pl.col("n")).alias("key")).filter(pl.col("key") != "")
         by_key: dict[str, str] = {}
         by_lemma: dict[str, str] = {}
-        for node_id, key in zip(keyed["id"].to_list(), keyed["key"].to_list(), strict=True):
+        for node_id, key in keyed.select("id", "key").iter_rows():
             by_key.setdefault(key, node_id)
-        for node_id, key in zip(keyed["id"].to_list(), keyed["key"].to_list(), strict=True):
             by_lemma.setdefault(lemma_key(key), node_id)
         return cls(conform_nodes(nodes), by_key, by_lemma, vectors, list(vector_ids))
 

@@ -83,3 +83,20 @@ def test_linking_by_embedding_similarity(embedder: OnnxEmbedder) -> None:
     assert res.ids["type 2 diabetes"] == "mondo:0005148"
     assert res.ids["banana"] == "kg:med/banana"
     assert res.linked == {"embedding": 1}
+
+
+def test_a_name_wins_over_another_nodes_alias_with_the_same_key() -> None:
+    nodes = conform_nodes(
+        pl.DataFrame(
+            {
+                "id": ["x:1", "x:2"],
+                "name": ["angiotensin converting enzyme", "ACE"],
+                "type": ["gene_protein", "gene_protein"],
+                "source": ["t", "t"],
+                "aliases": [["ace"], []],
+            }
+        )
+    )
+    target = LinkTarget.from_nodes(nodes)
+    assert target.by_key["ace"] == "x:2"
+    assert resolve_mentions(["Ace"], "t", target=target).ids["Ace"] == "x:2"
