@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import time
 import urllib.error
 from collections.abc import Callable, Iterable, Sequence
@@ -257,7 +256,7 @@ class SparqlClient:
             except TimeoutError as e:
                 raise QueryTimeout(f"no answer within {self.timeout_s:g} s") from e
             except urllib.error.URLError as e:
-                if isinstance(e.reason, TimeoutError | socket.timeout):
+                if isinstance(e.reason, TimeoutError):
                     raise QueryTimeout(f"no answer within {self.timeout_s:g} s") from e
                 last = f"connection failed: {e.reason}"
             except (ValueError, KeyError, TypeError) as e:  # json errors are ValueErrors
@@ -474,14 +473,10 @@ def property_labels(client: SparqlClient, pids: Sequence[str], language: str) ->
 # ---------------------------------------------------------------------------- state and sync
 @dataclass
 class SyncReport:
-    """What a sync did."""
+    """What a sync did; the counts are derived from the id lists."""
 
     queries: int = 0
     retries: int = 0
-    entities_fetched: int = 0
-    added: int = 0
-    changed: int = 0
-    removed: int = 0
     redirected: int = 0
     nodes: int = 0
     edges: int = 0
@@ -491,7 +486,20 @@ class SyncReport:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON summary."""
-        return {k: v for k, v in self.__dict__.items()}
+        return {
+            "queries": self.queries,
+            "retries": self.retries,
+            "entities_fetched": len(self.added_ids) + len(self.changed_ids),
+            "added": len(self.added_ids),
+            "changed": len(self.changed_ids),
+            "removed": len(self.removed_ids),
+            "redirected": self.redirected,
+            "nodes": self.nodes,
+            "edges": self.edges,
+            "added_ids": self.added_ids,
+            "changed_ids": self.changed_ids,
+            "removed_ids": self.removed_ids,
+        }
 
 
 def read_state(path: Path) -> dict[str, Any]:
@@ -544,30 +552,22 @@ def sync_state(
             current[target] = None
         elif rev.exists:
             current[qid] = None
-    new_entities = {q: old[q] for q in current if q in old}
     to_fetch = [q for q in current if q not in old or old[q].get("revision") != revisions[q].key]
     report.added_ids = [q for q in to_fetch if q not in old]
     report.changed_ids = [q for q in to_fetch if q in old]
     report.removed_ids = [q for q in old if q not in current]
+    fetched: dict[str, dict[str, Any]] = {}
     if to_fetch:
         say(f"fetching {len(to_fetch)} entities")
         fetched = fetch_entities(client, to_fetch, spec, batch_size, now)
         for qid, record in fetched.items():
             record["revision"] = revisions[qid].key
-            new_entities[qid] = record
     labels = dict(state.get("property_labels", {}))
-    wanted = sorted({*spec.properties, *spec.xref_properties()} - set(labels))
-    wanted = [p for p in wanted if p in spec.properties]
+    wanted = sorted(set(spec.properties) - set(labels))
     if wanted:
         labels.update(property_labels(client, wanted, spec.languages[0]))
-    report.entities_fetched = len(to_fetch)
-    report.added, report.changed, report.removed = (
-        len(report.added_ids),
-        len(report.changed_ids),
-        len(report.removed_ids),
-    )
     report.queries, report.retries = client.queries, client.retries
-    ordered = {q: new_entities[q] for q in current if q in new_entities}
+    ordered = {q: fetched[q] if q in fetched else old[q] for q in current}
     return {"spec": spec.model_dump(by_alias=True), "entities": ordered, "property_labels": labels}, report
 
 
