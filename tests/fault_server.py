@@ -9,47 +9,32 @@ when JSON mode is asked). Requests are bounded by the script; the server stops w
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.scripted_http import QuietHandler, ScriptedHTTP
 
-class FaultServer:
+
+class FaultServer(ScriptedHTTP):
     """Start with :meth:`start`, script with :meth:`script`, read :attr:`requests` and :attr:`max_in_flight`."""
 
     def __init__(self) -> None:
-        self.actions: deque[str] = deque()
+        super().__init__()
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
-        self.lock = threading.Lock()
         self.reply = "ok reply"
         self.reply_for: Callable[[dict[str, Any]], str] | None = None  # a reply computed from the request body
-        self.httpd: ThreadingHTTPServer | None = None
-
-    def script(self, *actions: str) -> None:
-        with self.lock:
-            self.actions.extend(actions)
-
-    def _next(self) -> str:
-        with self.lock:
-            return self.actions.popleft() if self.actions else "ok"
 
     @property
     def url(self) -> str:
-        assert self.httpd is not None
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> FaultServer:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                return None
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
@@ -58,7 +43,7 @@ class FaultServer:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
-                    self._act(server._next(), body)
+                    self._act(server.next_action(), body)
                 finally:
                     with server.lock:
                         server.in_flight -= 1
@@ -120,15 +105,5 @@ class FaultServer:
             def _ok(self, body: dict[str, Any]) -> None:
                 self._send(200, json.dumps(self._completion(body)).encode())
 
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                return None  # a client that gave up on a slow reply closed the socket: expected here
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
-
-    def stop(self) -> None:
-        if self.httpd is not None:
-            self.httpd.shutdown()
-            self.httpd.server_close()

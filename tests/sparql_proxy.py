@@ -6,43 +6,31 @@ Retry-After), ``500``, ``slow:<s>`` (wait, then forward), ``malformed`` (a 200 w
 
 from __future__ import annotations
 
-import threading
 import time
 import urllib.request
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+
+from tests.scripted_http import QuietHandler, ScriptedHTTP
 
 
-class SparqlProxy:
+class SparqlProxy(ScriptedHTTP):
     def __init__(self, upstream: str) -> None:
+        super().__init__()
         self.upstream = upstream
-        self.actions: deque[str] = deque()
         self.requests = 0
-        self.lock = threading.Lock()
-        self.httpd: ThreadingHTTPServer | None = None
-
-    def script(self, *actions: str) -> None:
-        with self.lock:
-            self.actions.extend(actions)
 
     @property
     def url(self) -> str:
-        assert self.httpd is not None
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/sparql"
+        return f"http://127.0.0.1:{self.port}/sparql"
 
     def start(self) -> SparqlProxy:
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                return None
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
                 with proxy.lock:
                     proxy.requests += 1
-                    action = proxy.actions.popleft() if proxy.actions else "ok"
+                action = proxy.next_action()
                 name, _, arg = action.partition(":")
                 if name == "429":
                     self._send(429, b"slow down", {"Retry-After": arg or "0"})
@@ -79,15 +67,5 @@ class SparqlProxy:
                 except OSError:
                     pass  # the client gave up (timeout): expected in the slow case
 
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                return None
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
-
-    def stop(self) -> None:
-        if self.httpd is not None:
-            self.httpd.shutdown()
-            self.httpd.server_close()
