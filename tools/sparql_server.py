@@ -15,7 +15,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,8 +24,12 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-GRAPH = "http://www.wikidata.org/"
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script too: tools/ is a package at the repository root
+from tools.neo4j_server import free_port  # noqa: E402
+from tools.wikidata_testdata import write_test_rdf  # noqa: E402
+
+GRAPH = "http://www.wikidata.org/"
 STATE_DIR = ROOT / ".sparql"
 
 
@@ -46,12 +49,6 @@ class Server:
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.http_port}/sparql"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _binary(name: str) -> str:
@@ -188,9 +185,6 @@ def _shared_wikidata() -> Path:
 
 def up(http_port: int) -> None:
     """Start a server in .sparql/ with the Wikidata test data and leave it running (`make sparql-up`)."""
-    sys.path.insert(0, str(ROOT))
-    from tools.wikidata_testdata import write_test_rdf
-
     if (STATE_DIR / "pid").exists():
         print(f"already running (pid {(STATE_DIR / 'pid').read_text().strip()}); `make sparql-down` stops it")
         return
