@@ -26,6 +26,7 @@ from metakg.loaders.graph_store import (
     SearchHit,
     SearchMode,
     Subgraph,
+    check_path_query,
     run_search,
 )
 from metakg.loaders.path_core import PathCore, address, load_library
@@ -416,8 +417,7 @@ class EmbeddedStore:
         directed: bool = False,
     ) -> list[GraphPath]:
         """Up to ``k`` simple paths of at most ``max_hops`` edges, shortest first (ties in storage order)."""
-        if k < 1 or max_hops < 1:
-            raise StoreError(f"k and max_hops must be at least 1 (got k={k}, max_hops={max_hops}).")
+        check_path_query(k, max_hops)
         s, t = self._require(src), self._require(dst)
         if s == t:
             return [GraphPath(nodes=(src,), edges=())]

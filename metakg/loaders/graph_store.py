@@ -136,6 +136,16 @@ class GraphStore(Protocol):
         ...
 
 
+def check_path_query(k: int, max_hops: int) -> None:
+    """The argument check both stores run before a path query.
+
+    Raises:
+        StoreError: ``k`` or ``max_hops`` is below 1.
+    """
+    if k < 1 or max_hops < 1:
+        raise StoreError(f"k and max_hops must be at least 1 (got k={k}, max_hops={max_hops}).")
+
+
 def run_search(
     text: str,
     *,

@@ -24,6 +24,7 @@ from metakg.loaders.graph_store import (
     SearchHit,
     SearchMode,
     Subgraph,
+    check_path_query,
     run_search,
 )
 from metakg.loaders.neo4j_loader import load_bundle
@@ -167,8 +168,7 @@ class Neo4jStore:
         directed: bool = False,
     ) -> list[GraphPath]:
         """Up to ``k`` shortest simple paths of at most ``max_hops`` edges (Cypher ``SHORTEST k``)."""
-        if k < 1 or max_hops < 1:
-            raise StoreError(f"k and max_hops must be at least 1 (got k={k}, max_hops={max_hops}).")
+        check_path_query(k, max_hops)
         self._require(src)
         self._require(dst)
         if src == dst:
