@@ -9,6 +9,7 @@ import json
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,11 @@ def spec(tmp_path: Path) -> Path:
     path = tmp_path / "q42.yaml"
     path.write_text(SPEC)
     return path
+
+
+def sync(spec: Path, out: Path, endpoint: str, code: int = 0) -> dict[str, Any]:
+    """`metakg sync wikidata SPEC -o OUT --endpoint URL --json`; asserts the exit code, returns the summary."""
+    return run("sync", "wikidata", str(spec), "-o", str(out), "--endpoint", endpoint, "--json", code=code)[1]
 
 
 def sparql(server: Server, query: str) -> list[dict[str, dict[str, str]]]:
@@ -66,9 +72,7 @@ def independent_counts(server: Server) -> tuple[int, int]:
 def test_a_one_hop_subset_around_q42_validates_and_matches_independent_counts(
     sparql_endpoint: Server, spec: Path, tmp_path: Path
 ) -> None:
-    _, first = run(
-        "sync", "wikidata", str(spec), "-o", str(tmp_path / "b"), "--endpoint", sparql_endpoint.endpoint, "--json"
-    )
+    first = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert first["ok"] is True and first["validation_ok"] is True
     assert (first["nodes"], first["edges"]) == independent_counts(sparql_endpoint)
     assert first["added"] == first["entities_fetched"] == first["nodes"] and first["removed"] == 0
@@ -92,14 +96,14 @@ def test_faults_are_survived_or_stop_cleanly_without_writing(
         out = tmp_path / "b"
         # query 1 (hop): 429 then ok; query 2 (revisions, 22 ids): too slow -> split in halves, a 500, malformed JSON
         proxy.script("429:1", "ok", "slow:2", "500", "ok", "malformed", "ok")
-        _, ok = run("sync", "wikidata", str(spec), "-o", str(out), "--endpoint", proxy.url, "--json")
+        ok = sync(spec, out, proxy.url)
         assert ok["ok"] is True and ok["retries"] == 3 and ok["nodes"] == independent_counts(sparql_endpoint)[0]
         manifest = (out / "manifest.json").read_bytes()
         state = Path(ok["state"])
         saved = state.read_bytes()
         monkeypatch.setenv("METAKG_WIKIDATA__MAX_RETRIES", "1")
         proxy.script("500", "500")
-        _, failed = run("sync", "wikidata", str(spec), "-o", str(out), "--endpoint", proxy.url, "--json", code=1)
+        failed = sync(spec, out, proxy.url, code=1)
         assert (
             failed["error_type"] == "SyncError"
             and "failed 2 times" in failed["error"]
@@ -107,7 +111,7 @@ def test_faults_are_survived_or_stop_cleanly_without_writing(
         )
         assert (out / "manifest.json").read_bytes() == manifest and state.read_bytes() == saved  # untouched
         monkeypatch.setenv("METAKG_WIKIDATA__MAX_QUERIES", "1")
-        _, budget = run("sync", "wikidata", str(spec), "-o", str(out), "--endpoint", proxy.url, "--json", code=1)
+        budget = sync(spec, out, proxy.url, code=1)
         assert "query budget" in budget["error"] and state.read_bytes() == saved
     finally:
         proxy.stop()
@@ -116,30 +120,10 @@ def test_faults_are_survived_or_stop_cleanly_without_writing(
 def test_bad_specs_are_clear_errors(sparql_endpoint: Server, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nseeds: [Q42, douglas]\n")
-    _, out = run(
-        "sync",
-        "wikidata",
-        str(bad),
-        "-o",
-        str(tmp_path / "b"),
-        "--endpoint",
-        sparql_endpoint.endpoint,
-        "--json",
-        code=1,
-    )
+    out = sync(bad, tmp_path / "b", sparql_endpoint.endpoint, code=1)
     assert "seeds" in out["error"] and "douglas" in out["error"]
     bad.write_text("name: x\nsparql: 'DELETE WHERE { ?item ?p ?o }'\n")
-    _, out = run(
-        "sync",
-        "wikidata",
-        str(bad),
-        "-o",
-        str(tmp_path / "b"),
-        "--endpoint",
-        sparql_endpoint.endpoint,
-        "--json",
-        code=1,
-    )
+    out = sync(bad, tmp_path / "b", sparql_endpoint.endpoint, code=1)
     assert "read-only SELECT" in out["error"]
 
 
@@ -149,18 +133,15 @@ def test_class_and_sparql_selections(sparql_endpoint: Server, tmp_path: Path) ->
         "name: sel\nclasses:\n  - {class: Q5, limit: 1500}\n"
         "sparql: 'PREFIX wd: <http://www.wikidata.org/entity/> SELECT ?item WHERE { VALUES ?item { wd:Q42 } }'\n"
     )
-    _, out = run(
-        "sync", "wikidata", str(spec), "-o", str(tmp_path / "b"), "--endpoint", sparql_endpoint.endpoint, "--json"
-    )
+    out = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert out["ok"] is True and out["nodes"] == 1501  # two pages of humans (1000 + 500), plus Q42 from the query
     people = read_bundle(tmp_path / "b").nodes
     assert (people["type"] == "person").all() and "wd:Q42" in set(people["id"])
 
 
 def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, spec: Path, tmp_path: Path) -> None:
-    args = ["sync", "wikidata", str(spec), "-o", str(tmp_path / "b"), "--endpoint", sparql_endpoint.endpoint, "--json"]
-    _, first = run(*args)
-    _, again = run(*args)
+    first = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
+    again = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert again["entities_fetched"] == 0 and (again["added"], again["changed"], again["removed"]) == (0, 0, 0)
     assert again["queries"] == 2  # the hop selection and one revision-check batch; nothing fetched
     assert (again["nodes"], again["edges"]) == (first["nodes"], first["edges"])
@@ -176,7 +157,7 @@ def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, s
         "WHERE { wd:Q42 schema:version ?v }",
     )
     update(sparql_endpoint, f"WITH <{GRAPH}> DELETE {{ wd:Q14623683 ?p ?o }} WHERE {{ wd:Q14623683 ?p ?o }}")
-    _, edited = run(*args)
+    edited = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert edited["changed_ids"] == ["Q42"]
     assert sorted(edited["removed_ids"]) == ["Q14623683", "Q350"]  # deleted; no longer referenced by the edit
     assert edited["added_ids"] == ["Q84"] and edited["entities_fetched"] == 2
@@ -188,8 +169,8 @@ def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, s
     # a redirect: Q14623681 now points at Q14623678 (merged items)
     update(sparql_endpoint, f"WITH <{GRAPH}> DELETE {{ wd:Q14623681 ?p ?o }} WHERE {{ wd:Q14623681 ?p ?o }}")
     update(sparql_endpoint, f"INSERT DATA {{ GRAPH <{GRAPH}> {{ wd:Q14623681 owl:sameAs wd:Q14623678 }} }}")
-    _, redirected = run(*args)
+    redirected = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert redirected["redirected"] == 1 and redirected["removed_ids"] == ["Q14623681"]
     assert redirected["entities_fetched"] == 0  # the target was in the subset already
-    _, quiet = run(*args)
+    quiet = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert quiet["entities_fetched"] == 0 and quiet["changed"] == 0
