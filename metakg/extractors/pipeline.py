@@ -26,7 +26,7 @@ import polars as pl
 from metakg.errors import LLMError
 from metakg.extractors.parsing import parse_reply
 from metakg.extractors.prompts import Prompt, chunk_prompt, qa_item_prompt
-from metakg.extractors.resolution import LinkTarget, Resolution, match_keys, resolve_mentions
+from metakg.extractors.resolution import LinkTarget, Resolution, resolve_mentions
 from metakg.extractors.text_processing import chunk_text
 from metakg.llm.client import Completion, LLMClient, request
 from metakg.llm.embedder import Embedder
@@ -34,9 +34,10 @@ from metakg.llm.ledger import price
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import (
     conform_edges,
-    conform_nodes,
     conform_rejects,
-    edge_ids,
+    empty_edges,
+    empty_nodes,
+    match_key_expr,
     normalise_name_expr,
     normalise_relation_expr,
 )
@@ -186,11 +187,9 @@ def _reject(record: str, check: str, reason: str, payload: str, table: str = "re
     return {"stage": "extract", "table": table, "record": record, "check": check, "reason": reason, "payload": payload}
 
 
-def _name_forms(texts: list[str]) -> list[str]:
+def _name_expr(column: str) -> pl.Expr:
     """Mentions as stored: NFC, whitespace collapsed, a leading article dropped (case is kept)."""
-    frame = pl.DataFrame({"t": pl.Series(texts, dtype=pl.String())})
-    expr = normalise_name_expr(pl.col("t")).str.replace(r"(?i)^(the|a|an)\s+", "")
-    return frame.select(expr).to_series().to_list()
+    return normalise_name_expr(pl.col(column)).str.replace(r"(?i)^(the|a|an)\s+", "").alias(column)
 
 
 def build_bundle(
@@ -255,12 +254,12 @@ def build_bundle(
             rows.append((unit.unit_id, t.subject, t.predicate, t.object, completion.model, unit.prompt.template_hash))
     columns = ("unit", "subject", "predicate", "object", "model", "prompt_hash")
     frame = pl.DataFrame(rows, schema=dict.fromkeys(columns, pl.String), orient="row")
-    frame = frame.with_columns(
-        pl.Series("subject", _name_forms(frame["subject"].to_list()), dtype=pl.String),
-        pl.Series("object", _name_forms(frame["object"].to_list()), dtype=pl.String),
+    frame = frame.with_columns(  # one context: the keys are taken from the mentions as the model wrote them
+        _name_expr("subject"),
+        _name_expr("object"),
         normalise_relation_expr(pl.col("predicate")).alias("rel"),
-        pl.Series("s_key", match_keys(frame["subject"].to_list()), dtype=pl.String),
-        pl.Series("o_key", match_keys(frame["object"].to_list()), dtype=pl.String),
+        match_key_expr(pl.col("subject")).alias("s_key"),
+        match_key_expr(pl.col("object")).alias("o_key"),
     )
     payload = pl.col("subject") + pl.lit("\\") + pl.col("predicate") + pl.lit("\\") + pl.col("object")
 
@@ -278,7 +277,7 @@ def build_bundle(
         frame = frame.filter(~failing)
 
     resolution: Resolution | None = None
-    nodes = conform_nodes(pl.DataFrame(schema=dict.fromkeys(("id", "name", "type", "source"), pl.String)))
+    nodes = empty_nodes()
     if frame.height:
         mentions = pl.concat([frame["subject"], frame["object"]]).unique(maintain_order=True).to_list()
         say(f"resolving {len(mentions)} mentions")
@@ -310,9 +309,9 @@ def build_bundle(
             pl.lit(now, dtype=pl.Datetime("us", "UTC")).alias("created_at"),
         )
         if frame.height
-        else pl.DataFrame(schema={"src": pl.String, "rel": pl.String, "dst": pl.String, "source": pl.String})
+        else empty_edges()
     )
-    edges = conform_edges(edges.with_columns(edge_ids(edges)) if edges.height else edges)
+    edges = conform_edges(edges)  # computes the edge ids
     used = pl.concat([edges["src"], edges["dst"]]).unique()
     nodes = nodes.filter(pl.col("id").is_in(used.implode())).unique("id", keep="first", maintain_order=True)
     reject_frame = conform_rejects(pl.DataFrame(rejects, schema=dict.fromkeys(_REJECT_COLUMNS, pl.String)))

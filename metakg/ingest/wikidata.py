@@ -36,7 +36,7 @@ from metakg.schemas.tables import (
     NODE_SCHEMA,
     conform_edges,
     conform_nodes,
-    edge_ids,
+    empty_edges,
     empty_rejects,
     normalise_relation_expr,
 )
@@ -645,9 +645,9 @@ def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabu
             pl.when(pl.col("rel") == "").then(pl.col("pid").str.to_lowercase()).otherwise("rel").alias("rel")
         )
         frame = frame.unique(["src", "rel", "dst"], keep="first", maintain_order=True)
-        edge_frame = conform_edges(frame.with_columns(edge_ids(frame)).drop("relation", "pid"))
+        edge_frame = conform_edges(frame.drop("relation", "pid"))  # computes the edge ids
     else:
-        edge_frame = conform_edges(pl.DataFrame(schema=dict.fromkeys(("src", "dst", "rel", "source"), pl.String)))
+        edge_frame = empty_edges()
     return Bundle(nodes=node_frame, edges=edge_frame, rejects=empty_rejects(), manifest={})
 
 
