@@ -35,7 +35,6 @@ from metakg.llm.embedder import Embedder, OnnxEmbedder, Vectors, resolve_model_d
 from metakg.llm.ledger import UsageLedger
 from metakg.llm.openai_client import OpenAICompatibleClient
 from metakg.loaders.embedded_store import EmbeddedStore
-from metakg.loaders.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord
 from metakg.loaders.neo4j_admin import write_admin_import
 from metakg.loaders.neo4j_loader import load_bundle
 from metakg.loaders.neo4j_store import Neo4jStore, connect
@@ -49,6 +48,7 @@ from metakg.schemas.bundle import (
     write_bundle,
 )
 from metakg.schemas.curie import check_dataset_name
+from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord
 from metakg.schemas.rdf_mapping import bundle_quads, expected_triple_count
 from metakg.schemas.validation import ValidationReport, validate, write_reports
 from metakg.schemas.vocabulary import default_vocabulary

@@ -124,6 +124,38 @@ class StoreSettings(BaseModel):
     max_hops: int = Field(default=3, ge=1, le=6, description="Default hop limit of path queries.")
 
 
+class QASettings(BaseModel):
+    """The QA engine (`metakg ask`, `metakg eval`): retrieval and MetaKGRAG parameters (paper defaults)."""
+
+    strategy: str = Field(default="metakgrag", description="Default strategy: llm_only, kg_rag or metakgrag.")
+    concepts: Literal["llm", "rules"] = Field(
+        default="llm", description="Concept extraction: ask the LLM (rules when it gives none), or rules only."
+    )
+    max_concepts: int = Field(default=8, ge=1, le=32, description="Concepts kept per question.")
+    tau_entity: float = Field(
+        default=0.6, ge=0, le=1, description="Cosine similarity a concept's best entity needs to be a start entity."
+    )
+    max_starts: int = Field(default=5, ge=1, le=50, description="Start entities (one greedy path each).")
+    path_hops: int = Field(default=3, ge=1, le=10, description="Edges a greedy search adds to a path.")
+    max_neighbours: int = Field(default=100, ge=1, description="Neighbours read per node while searching.")
+    n_max: int = Field(default=3, ge=0, le=20, description="MetaKGRAG: most Perceive-Evaluate-Adjust cycles.")
+    tau_similarity: float = Field(
+        default=0.8, ge=0, le=1, description="MetaKGRAG: stop when a new path's Jaccard similarity exceeds this."
+    )
+    tau_coverage: float = Field(default=0.6, ge=0, le=1, description="MetaKGRAG: a concept below is missing.")
+    tau_c: float = Field(default=0.3, ge=0, le=1, description="MetaKGRAG: sim(e, c) above counts c in EntityScope.")
+    tau_support: float = Field(
+        default=0.25, ge=0, le=1, description="MetaKGRAG: a path entity with GlobalSupport below is misleading."
+    )
+    alpha: float = Field(default=0.5, ge=0, le=1, description="MetaKGRAG: EntityScope weight in GlobalSupport.")
+    delta: float = Field(default=0.25, ge=0, le=1, description="MetaKGRAG: weight adjustment per deficiency.")
+    kg_rag_neighbours: int = Field(
+        default=10, ge=1, description="kg_rag: neighbours per start entity kept, the most question-like first."
+    )
+    max_evidence: int = Field(default=30, ge=1, description="Evidence lines at most in the answer prompt.")
+    answer_max_tokens: int = Field(default=64, ge=1, description="Reply tokens allowed for the answer.")
+
+
 class LLMSettings(BaseModel):
     """The chat model: any OpenAI-compatible endpoint, or the local SmolLM2 server when none is set.
 
@@ -230,6 +262,7 @@ class Settings(BaseSettings):
     extract: ExtractSettings = Field(default_factory=ExtractSettings)
     wikidata: WikidataSettings = Field(default_factory=WikidataSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    qa: QASettings = Field(default_factory=QASettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
 

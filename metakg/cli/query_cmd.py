@@ -9,7 +9,7 @@ import typer
 
 from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
-from metakg.loaders.graph_store import GraphPath
+from metakg.schemas.graph_store import GraphPath
 
 app = typer.Typer(help="Query a bundle: neighbours, paths, name search.", no_args_is_help=True)
 

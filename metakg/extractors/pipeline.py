@@ -27,7 +27,6 @@ from metakg.errors import LLMError
 from metakg.extractors.parsing import parse_reply
 from metakg.extractors.prompts import Prompt, chunk_prompt, qa_item_prompt
 from metakg.extractors.resolution import LinkTarget, Resolution, resolve_mentions
-from metakg.extractors.text_processing import chunk_text
 from metakg.llm.client import Completion, LLMClient, request
 from metakg.llm.embedder import Embedder
 from metakg.llm.ledger import price
@@ -41,6 +40,7 @@ from metakg.schemas.tables import (
     normalise_name_expr,
     normalise_relation_expr,
 )
+from metakg.text_processing import chunk_text
 
 IMPORTER = "extract"
 Status = Literal["ok", "failed", "skipped"]

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from metakg.extractors.text_processing import lemma_key
 from metakg.llm.embedder import Embedder, Vectors
 from metakg.schemas.curie import dataset_id_expr
 from metakg.schemas.tables import conform_nodes, match_key_expr
+from metakg.text_processing import lemma_key
 
 Method = str  # "exact" | "lemma" | "embedding" (how a mention joined its group, or how a group was linked)
 BLOCK = 1024

@@ -111,6 +111,10 @@ SEARCH_KEY = (
     f"MATCH (n:{ENTITY}) WHERE n.name_key = $key OR $key IN n.alias_keys "
     f"RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
 )
+NAMES = (
+    f"MATCH (n:{ENTITY}) UNWIND [n.name] + coalesce(n.aliases, []) AS name "
+    "WITH DISTINCT name WHERE name IS NOT NULL RETURN name"
+)
 SEARCH_VECTOR = (
     "CALL db.index.vector.queryNodes('entity_embedding', $k, $vector) YIELD node AS n, score "
     f"RETURN {NODE_RETURN} AS node, score ORDER BY score DESC"

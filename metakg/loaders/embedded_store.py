@@ -17,7 +17,9 @@ import polars as pl
 
 from metakg.errors import NodeNotFound, StoreError
 from metakg.llm.embedder import Embedder
-from metakg.loaders.graph_store import (
+from metakg.loaders.path_core import PathCore, address, load_library
+from metakg.schemas.bundle import Bundle, merge_bundles
+from metakg.schemas.graph_store import (
     Direction,
     EdgeRecord,
     GraphPath,
@@ -29,8 +31,6 @@ from metakg.loaders.graph_store import (
     check_path_query,
     run_search,
 )
-from metakg.loaders.path_core import PathCore, address, load_library
-from metakg.schemas.bundle import Bundle, merge_bundles
 from metakg.schemas.tables import conform_edges, conform_nodes, match_key, match_key_expr
 
 IntArray = npt.NDArray[np.int64]
@@ -355,6 +355,10 @@ class EmbeddedStore:
             normalised=lambda: self._nodes_at(self._name_indexes()[1].get(match_key(text), [])[:k]),
             embedding=self._embedding_search if self._embedder is not None else None,
         )
+
+    def names(self) -> list[str]:
+        """Every distinct node name and alias."""
+        return list(self._name_indexes()[0])
 
     def _embedding_search(self, text: str, k: int) -> list[SearchHit]:
         if self._embedder is None:

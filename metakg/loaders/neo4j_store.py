@@ -15,7 +15,9 @@ from metakg.config import Neo4jSettings
 from metakg.errors import ConfigError, NodeNotFound, StoreError
 from metakg.llm.embedder import Embedder
 from metakg.loaders import cypher
-from metakg.loaders.graph_store import (
+from metakg.loaders.neo4j_loader import load_bundle
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.graph_store import (
     Direction,
     EdgeRecord,
     GraphPath,
@@ -27,8 +29,6 @@ from metakg.loaders.graph_store import (
     check_path_query,
     run_search,
 )
-from metakg.loaders.neo4j_loader import load_bundle
-from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import conform_edges, conform_nodes, match_key
 
 
@@ -146,6 +146,10 @@ class Neo4jStore:
             normalised=lambda: [_node(r["node"]) for r in self._run(cypher.SEARCH_KEY, key=match_key(text), k=k)],
             embedding=self._embedding_search if self._embedder is not None else None,
         )
+
+    def names(self) -> list[str]:
+        """Every distinct node name and alias."""
+        return [r["name"] for r in self._run(cypher.NAMES)]
 
     def _embedding_search(self, text: str, k: int) -> list[SearchHit]:
         if self._embedder is None:

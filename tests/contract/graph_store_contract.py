@@ -11,8 +11,8 @@ import pytest
 
 from metakg.errors import NodeNotFound
 from metakg.llm.embedder import Embedder
-from metakg.loaders.graph_store import GraphStore
 from metakg.schemas.bundle import Bundle
+from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.tables import conform_edges, conform_nodes
 from tests.conftest import node_id, small_bundle
 

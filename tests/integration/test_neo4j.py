@@ -11,10 +11,10 @@ import pytest
 
 from metakg.config import Neo4jSettings
 from metakg.llm.embedder import Embedder
-from metakg.loaders.graph_store import GraphStore
 from metakg.loaders.neo4j_loader import CHECKPOINT_FILE, load_bundle
 from metakg.loaders.neo4j_store import Neo4jStore
 from metakg.schemas.bundle import Bundle, write_bundle
+from metakg.schemas.graph_store import GraphStore
 from tests.conftest import small_bundle
 from tests.contract.graph_store_contract import GraphStoreContract
 

@@ -15,7 +15,7 @@ OWNERS = {
     "neo4j": {"loaders/neo4j_store.py"},
     "SPARQLWrapper": {"ingest/wikidata.py"},
     "openai": {"llm/openai_client.py"},
-    "spacy": {"extractors/text_processing.py"},
+    "spacy": {"text_processing.py"},
     "onnxruntime": {"llm/embedder.py"},
 }
 

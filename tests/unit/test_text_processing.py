@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metakg.extractors.text_processing import chunk_text
+from metakg.text_processing import chunk_text
 
 
 def test_chunks_hold_whole_sentences_and_lose_nothing() -> None:

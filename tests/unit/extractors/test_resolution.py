@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 
 from metakg.extractors.resolution import LinkTarget, resolve_mentions
-from metakg.extractors.text_processing import lemma_key
 from metakg.llm.embedder import OnnxEmbedder
 from metakg.schemas.tables import conform_nodes
+from metakg.text_processing import lemma_key
 
 
 def test_lemma_key_lemmatises_the_head_word_only() -> None:

@@ -12,9 +12,9 @@ import pytest
 from metakg.errors import StoreError
 from metakg.llm.embedder import Embedder
 from metakg.loaders.embedded_store import EmbeddedStore
-from metakg.loaders.graph_store import GraphStore
 from metakg.loaders.path_core import load_library
 from metakg.schemas.bundle import Bundle
+from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.tables import conform_edges, conform_nodes
 from tests.conftest import small_bundle
 from tests.contract.graph_store_contract import GraphStoreContract

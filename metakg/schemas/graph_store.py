@@ -107,6 +107,10 @@ class GraphStore(Protocol):
         """Nodes whose name or alias matches ``text``, best first."""
         ...
 
+    def names(self) -> list[str]:
+        """Every distinct node name and alias (for phrase matching questions against the graph)."""
+        ...
+
     def shortest_paths(
         self,
         src: str,
