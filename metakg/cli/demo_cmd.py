@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
+from metakg.cli.qa_cmd import print_answer
 from metakg.cli.query_cmd import _path_text
 
 
@@ -17,14 +18,18 @@ def demo(
     concept: str = typer.Option("car", help="Concept whose neighbours are shown."),
     path_from: str = typer.Option("dog", "--from", help="Start of the path query."),
     path_to: str = typer.Option("cat", "--to", help="End of the path query."),
+    questions: int = typer.Option(3, help="CommonsenseQA questions answered with metakgrag (0: none, no LLM)."),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Ingest the CommonsenseQA KG of the MetaKGRAG pilot, validate it, load it into the embedded store,
-    and show a concept's neighbours and shortest paths between two concepts."""
+    show a concept's neighbours and shortest paths between two concepts, then answer the first CommonsenseQA
+    questions with MetaKGRAG (the configured LLM, else the local SmolLM2 server)."""
     cfg = settings()
     with guarded("demo", json_mode):
         with progress("demo") as say:
-            result = api.run_demo(cfg, output, concept=concept, path_from=path_from, path_to=path_to, progress=say)
+            result = api.run_demo(
+                cfg, output, concept=concept, path_from=path_from, path_to=path_to, questions=questions, progress=say
+            )
         ing, val = result.ingest, result.validation
         if not json_mode:
             out.print(
@@ -45,6 +50,12 @@ def demo(
             out.print(f"[bold]5. shortest paths {escape(a.name)} -> {escape(b.name)}[/]")
             for p in result.paths:
                 out.print(f"     {p.hops} hops: {_path_text(p)}", highlight=False, markup=False)
+            for number, (question, answer) in enumerate(result.answers, start=6):
+                out.print(f"[bold]{number}. metakgrag[/] {escape(question.text)}", highlight=False)
+                for letter, text in question.choices:
+                    out.print(f"     {letter}: {text}", highlight=False, markup=False)
+                print_answer(question, answer)
+                out.print(f"     gold: {question.answer}: {question.answer_text}", highlight=False, markup=False)
         finish(
             True,
             {
@@ -60,6 +71,7 @@ def demo(
                 "failures": val.failures,
                 "neighbours": len(result.neighbours),
                 "paths": len(result.paths),
+                "answers": [{"question": q.text, "gold": q.answer, **a.to_dict()} for q, a in result.answers],
             },
             json_mode=json_mode,
         )

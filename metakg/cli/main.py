@@ -17,6 +17,7 @@ from metakg.cli import (
     ingest_cmd,
     llm_cmd,
     load_cmd,
+    qa_cmd,
     query_cmd,
     sync_cmd,
     synthetic_cmd,
@@ -44,6 +45,8 @@ app.command("merge")(bundle_cmd.merge)
 app.command("embed")(bundle_cmd.embed)
 app.command("extract")(extract_cmd.extract)
 app.command("demo")(demo_cmd.demo)
+app.command("ask")(qa_cmd.ask)
+app.command("eval")(qa_cmd.evaluate)
 
 
 def _version(value: bool) -> None:

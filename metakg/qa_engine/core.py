@@ -71,11 +71,13 @@ class Question:
 
 @dataclass(frozen=True)
 class EvidencePath:
-    """A path of the graph: node ids, edge ids (all present in the store) and the triples it reads as."""
+    """A path of the graph: node ids in walk order, edge ids (all present in the store), and per edge its
+    stored direction (src id, dst id) and the triple it reads as (src name, relation, dst name)."""
 
     nodes: tuple[str, ...]
     edges: tuple[str, ...]
     triples: tuple[tuple[str, str, str], ...]
+    ends: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -224,4 +226,5 @@ def path_records(nodes: Sequence[NodeRecord], edges: Sequence[EdgeRecord]) -> Ev
     """An :class:`EvidencePath` from the records along a path (``edges[i]`` links ``nodes[i]``, ``nodes[i+1]``)."""
     names = {n.id: n.name for n in nodes}
     triples = tuple((names.get(e.src, e.src), e.display or e.rel, names.get(e.dst, e.dst)) for e in edges)
-    return EvidencePath(tuple(n.id for n in nodes), tuple(e.id for e in edges), triples)
+    ends = tuple((e.src, e.dst) for e in edges)
+    return EvidencePath(tuple(n.id for n in nodes), tuple(e.id for e in edges), triples, ends)

@@ -24,7 +24,7 @@ from metakg.llm.embedder import Embedder, Vectors
 from metakg.qa_engine.core import EvidencePath, QAContext, Question
 from metakg.schemas.graph_store import GraphStore, NodeRecord
 from metakg.schemas.tables import match_key
-from metakg.text_processing import PhraseIndex, concept_phrases
+from metakg.text_processing import PhraseIndex, concept_phrases, lemma_key
 
 
 class Similarity:
@@ -119,10 +119,17 @@ async def extract_concepts(question: Question, ctx: QAContext, client: LLMClient
         ),
         tag="qa:concepts",
     )
-    concepts = parse_concepts(reply.text, ctx.settings.max_concepts)
+    concepts = grounded(parse_concepts(reply.text, ctx.settings.max_concepts), question.text)
     if not concepts:
         return concepts_by_rules(question, ctx), "rules (llm gave none)"
     return concepts, "llm"
+
+
+def grounded(concepts: Sequence[str], text: str) -> list[str]:
+    """The concepts sharing a word (after lemmatising) with ``text``: drops echoes of the prompt's example
+    and invented topics, which small models produce."""
+    words = {lemma_key(w) for w in match_key(text).split()}
+    return [c for c in concepts if any(lemma_key(w) in words for w in match_key(c).split() if len(w) > 2)]
 
 
 def _unique(items: Sequence[str], limit: int) -> list[str]:
