@@ -54,6 +54,11 @@ class GraphStoreContract:
         node = store.get_node(self.nid(bundle, tricky))
         assert node is not None and node.name == tricky
 
+    def test_names_lists_every_name_and_alias_once(self, store: GraphStore, bundle: Bundle) -> None:
+        names = store.names()
+        expected = set(bundle.nodes["name"].to_list()) | set(bundle.nodes["aliases"].explode().drop_nulls().to_list())
+        assert set(names) == expected and len(names) == len(expected)
+
     # ---------------------------------------------------------------- neighbours
     def test_neighbours_both_directions(self, store: GraphStore, bundle: Bundle) -> None:
         found = store.neighbours(self.nid(bundle, "aspirin"))

@@ -1,0 +1,119 @@
+"""`metakg ask` and `metakg eval` through the CLI, against an OpenAI-compatible HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from metakg.schemas.bundle import read_bundle, write_bundle
+from tests.conftest import small_bundle
+from tests.fault_server import FaultServer
+from tests.unit.cli.test_cli import run
+
+QUESTION = "What does aspirin treat?"
+CHOICES = ("-c", "A: warfarin", "-c", "B: headache")
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    path = tmp_path / "kg"
+    write_bundle(path, small_bundle())
+    return path
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultServer]:
+    running = FaultServer().start()
+    running.reply = "Answer: B"
+    for key, value in {"BASE_URL": running.url, "MODEL": "m", "TIMEOUT_S": "2", "BACKOFF_S": "0.01"}.items():
+        monkeypatch.setenv(f"METAKG_LLM__{key}", value)
+    monkeypatch.setenv("METAKG_QA__CONCEPTS", "rules")
+    yield running
+    running.stop()
+
+
+def test_ask_retrieval_only_with_an_evidence_page(bundle: Path, tmp_path: Path) -> None:
+    page = tmp_path / "answer.html"
+    _, payload = run("ask", QUESTION, *CHOICES, "--bundle", str(bundle), "--no-llm", "--html", str(page), "--json")
+    assert payload["status"] == "fail" and "retrieval only" in payload["reason"]
+    assert payload["usage"]["llm_calls"] == 0
+    ids = set(read_bundle(bundle).nodes["id"].to_list())
+    edges = set(read_bundle(bundle).edges["id"].to_list())
+    assert payload["evidence"]
+    for path in payload["evidence"]:
+        assert set(path["nodes"]) <= ids and set(path["edges"]) <= edges
+    assert payload["trace"]["start_entities"][0]["name"] == "aspirin"
+    text = page.read_text()
+    assert "<svg" in text and "aspirin" in text and "<script" not in text
+
+
+def test_ask_with_an_llm(server: FaultServer, bundle: Path) -> None:
+    _, payload = run("ask", QUESTION, *CHOICES, "--bundle", str(bundle), "--strategy", "kg_rag", "--json")
+    assert (payload["status"], payload["choice"], payload["text"]) == ("ok", "B", "headache")
+    assert payload["usage"]["llm_calls"] == 1 and len(server.requests) == 1  # concepts by rules
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert "Evidence 1: aspirin" in prompt and ": aspirin treats headache" in prompt
+    result, _ = run("ask", QUESTION, *CHOICES, "--bundle", str(bundle))
+    assert "answer B: headache" in result.stdout and "evidence" in result.stdout and "cycle 1" in result.stdout
+
+
+def test_ask_failures_are_clear(server: FaultServer, bundle: Path) -> None:
+    result, _ = run("ask", QUESTION, "-c", "A: warfarin", "-c", "headache", "--bundle", str(bundle), code=2)
+    assert "choice 2 ('headache') has no letter" in result.stdout + result.stderr
+    result, _ = run("ask", QUESTION, code=2)
+    assert "either --bundle" in result.stdout + result.stderr
+    result, _ = run("ask", QUESTION, "--bundle", str(bundle), "--strategy", "magic", code=2)
+    assert "unknown strategy" in result.stdout + result.stderr
+    _, payload = run("ask", "  ", "--bundle", str(bundle), "--json", code=1)
+    assert payload["status"] == "fail" and "empty" in payload["reason"]
+    _, payload = run("ask", "Is the moon made of cheese?", "--bundle", str(bundle), "--json", code=1)
+    assert "no graph entity matches" in payload["reason"]
+    server.reply = "I am not sure."
+    _, payload = run("ask", QUESTION, *CHOICES, "--bundle", str(bundle), "--json", code=1)
+    assert "names no choice letter" in payload["reason"]
+
+
+def pilot_file(tmp_path: Path) -> Path:
+    path = tmp_path / "questions.json"
+    rows = [
+        {"question": "What does aspirin treat?\nA: warfarin\nB: headache", "answer": "B\n"},
+        {"question": "What does sumatriptan treat?\nA: migraine\nB: flu", "answer": "A\n"},
+        {"question": "What is fever a symptom of?\nA: flu\nB: thrombosis", "answer": "A\n"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n{not json\n")
+    return path
+
+
+def test_eval_compares_strategies_and_resumes(server: FaultServer, bundle: Path, tmp_path: Path) -> None:
+    questions, out = pilot_file(tmp_path), tmp_path / "report"
+    args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out))
+    _, summary = run(*args, "--strategy", "llm_only,kg_rag,metakgrag", "--ablation", "no_cycle", "--json")
+    assert set(summary) == {"llm_only", "kg_rag", "metakgrag", "metakgrag[no_cycle]"}
+    for figures in summary.values():
+        assert figures["questions"] == 3 and figures["correct"] == 1  # every reply is "B"
+        for key in ("accuracy", "fail", "evidence_recall", "prr", "llm_calls", "tokens", "latency_p50_ms"):
+            assert key in figures
+    assert summary["kg_rag"]["evidence_recall"] == 1.0  # every gold answer is next to the question's entity
+    assert summary["llm_only"]["llm_calls"] == 3
+    assert (out / "rejects.csv").read_text().count("not json") + (out / "rejects.csv").read_text().count("{") >= 1
+    assert {p.name for p in out.iterdir()} >= {"summary.json", "comparison.md", "answers-metakgrag[no_cycle].jsonl"}
+    calls = len(server.requests)
+    result, _ = run(*args, "--strategy", "llm_only,kg_rag,metakgrag", "--ablation", "no_cycle")
+    assert len(server.requests) == calls  # resumed: nothing asked again
+    assert "| metakgrag[no_cycle] | 3 |" in result.stdout
+    _, fresh = run(*args, "--strategy", "metakgrag", "--fresh", "--json")
+    # answered again, each prompt served from the LLM response cache
+    assert fresh["metakgrag"]["reused"] == 0 and fresh["metakgrag"]["cache_hits"] == 3
+    assert len(server.requests) == calls
+
+
+def test_eval_refuses_bad_options(bundle: Path, tmp_path: Path) -> None:
+    questions = pilot_file(tmp_path)
+    base = ("eval", str(questions), "--bundle", str(bundle), "-o", str(tmp_path / "r"))
+    result, _ = run(*base, "--format", "text", code=2)
+    assert "unknown benchmark format" in result.stdout + result.stderr
+    result, _ = run(*base, "--format", "pilot", "--ablation", "no_magic", code=2)
+    assert "unknown ablation" in result.stdout + result.stderr

@@ -1,0 +1,78 @@
+"""The evaluation harness with a scripted LLM: rows, summary figures, comparison table, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from metakg.config import QASettings
+from metakg.llm.scripted import ScriptedClient
+from metakg.qa_engine.core import Ablation, QAContext, Question
+from metakg.qa_engine.evaluate import RunSpec, evaluate, run_specs
+from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, store
+
+QUESTIONS = [
+    Question(QUESTION, (("A", "zeta"), ("B", "bridge")), "q1", "A", "zeta"),
+    Question(QUESTION + " ", (("A", "zeta"), ("B", "bridge")), "q2", "B", "bridge"),
+    Question(" ", (("A", "zeta"),), "q3", "A", "zeta"),
+]
+
+
+def run(out: Path, specs: list[RunSpec]) -> tuple[dict[str, dict[str, object]], ScriptedClient]:
+    client = ScriptedClient({"key concepts": "alpha\nbeta", "Reply with the letter": "Answer: A"})
+    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=QASettings(path_hops=2), llm=client)
+    return asyncio.run(evaluate(QUESTIONS, specs, ctx, out)), client
+
+
+def test_rows_summary_table_and_resume(tmp_path: Path) -> None:
+    specs = run_specs(["llm_only", "metakgrag"], ["no_cycle"])
+    assert [s.label for s in specs] == ["llm_only", "metakgrag", "metakgrag[no_cycle]"]
+    summary, client = run(tmp_path, specs)
+    assert set(summary) == {"llm_only", "metakgrag", "metakgrag[no_cycle]"}
+    full = summary["metakgrag"]
+    assert (full["questions"], full["correct"], full["accuracy"], full["wrong"], full["fail"]) == (3, 1, 0.3333, 1, 1)
+    assert full["llm_calls"] == 4 and full["calls_per_question"] == pytest.approx(4 / 3, abs=1e-3)
+    assert full["tokens"] > 0 and full["latency_p50_ms"] is not None and full["retrieval_p95_ms"] is not None
+    assert full["evidence_recall"] is not None and 0 <= full["evidence_recall"] <= 1
+    assert summary["metakgrag[no_cycle]"]["prr"] == 0.0 and summary["metakgrag[no_cycle]"]["cycles_per_question"] == 0
+    assert summary["llm_only"]["evidence_recall"] is None and summary["llm_only"]["llm_calls"] == 2
+    rows = [json.loads(line) for line in (tmp_path / "answers-metakgrag.jsonl").read_text().splitlines()]
+    assert [r["question_id"] for r in rows] == ["q1", "q2", "q3"]
+    assert [r["correct"] for r in rows] == [True, False, False]
+    assert rows[2]["status"] == "fail" and "empty" in rows[2]["reason"]
+    assert rows[0]["evidence"] and rows[0]["trace"]["paths"]
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary
+    table = (tmp_path / "comparison.md").read_text().splitlines()
+    assert table[0].startswith("| run | questions | accuracy") and len(table) == 2 + 3
+    calls = len(client.calls)
+    again, client2 = run(tmp_path, specs)  # resume: every row is reused, no LLM call
+    assert len(client2.calls) == 0 and calls == 2 + 4 + 4
+    assert {k: {**v, "reused": 0} for k, v in again.items()} == {k: {**v, "reused": 0} for k, v in summary.items()}
+    assert all(v["reused"] == 3 for v in again.values())
+
+
+def test_a_torn_answers_file_resumes_from_its_whole_rows(tmp_path: Path) -> None:
+    spec = RunSpec("llm_only")
+    run(tmp_path, [spec])
+    path = tmp_path / "answers-llm_only.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text(lines[0] + "\n" + lines[1][:20])  # killed while writing the second row
+    summary, client = run(tmp_path, [spec])
+    assert summary["llm_only"]["reused"] == 1 and len(client.calls) == 1  # q2 asked again; q3 fails before the LLM
+    assert len(path.read_text().splitlines()) == 3
+
+
+def test_run_specs_all_ablations() -> None:
+    labels = [s.label for s in run_specs(["metakgrag"], ["all", "no_relevance,no_restart"])]
+    assert labels == [
+        "metakgrag",
+        "metakgrag[no_completeness]",
+        "metakgrag[no_relevance]",
+        "metakgrag[no_restart]",
+        "metakgrag[no_cycle]",
+        "metakgrag[no_relevance+no_restart]",
+    ]
+    assert RunSpec("metakgrag", Ablation.parse("none")).label == "metakgrag"

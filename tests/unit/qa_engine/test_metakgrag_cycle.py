@@ -1,0 +1,106 @@
+"""The Perceive-Evaluate-Adjust cycle on the hand-made graph: missing concept, pivot, corrected path, stops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from metakg.config import QASettings
+from metakg.qa_engine.core import Ablation
+from metakg.qa_engine.metakgrag import Path, Walker, diagnose, jaccard, refine
+from metakg.qa_engine.primitives import Similarity
+from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, ident, store
+
+CONCEPTS = ["alpha", "beta concept"]
+INITIAL = ["alpha", "decoy", "decoy two"]
+CORRECTED = ["alpha", "decoy", "zeta", "beta"]
+
+
+def run(settings: QASettings | None = None, ablation: Ablation | None = None) -> tuple[Path, Path, dict[str, Any]]:
+    graph = store()
+    settings = settings or QASettings(path_hops=2)
+    walker = Walker(graph, Similarity(AxisEmbedder()), QUESTION, settings, {})
+    start = graph.get_node(ident("alpha"))
+    assert start is not None
+    return refine(start, CONCEPTS, walker, settings, ablation or Ablation())
+
+
+def names(path: Path) -> list[str]:
+    return [n.name for n in path.nodes]
+
+
+def test_the_cycle_finds_the_missing_concept_the_pivot_and_the_corrected_path() -> None:
+    initial, final, trace = run()
+    assert names(initial) == INITIAL
+    first, second = trace["cycles"]
+    assert first["missing_concepts"] == ["beta concept"]
+    assert first["coverage"]["beta concept"] == pytest.approx(0.2, abs=0.01)
+    assert first["misleading_entities"] == []
+    assert first["pivot"] == "decoy"
+    assert first["pivot_reason"].startswith("completeness")
+    assert first["adjustments"] == {ident("zeta"): 0.25}  # bridge is not relevant to beta
+    assert first["new_path"] == CORRECTED
+    assert first["path_similarity"] == pytest.approx(2 / 5)
+    assert second["missing_concepts"] == [] and second["misleading_entities"] == []
+    assert trace["stop"] == "no deficiency"
+    assert names(final) == CORRECTED and trace["refined"] is True
+    # the edges of the corrected path exist and link consecutive nodes
+    for edge, (a, b) in zip(final.edges, zip(final.ids, final.ids[1:], strict=False), strict=True):
+        assert {edge.src, edge.dst} == {a, b}
+
+
+def test_convergence_by_path_similarity() -> None:
+    _, final, trace = run(QASettings(path_hops=2, tau_similarity=0.3))  # 0.4 > 0.3: stop after one cycle
+    assert len(trace["cycles"]) == 1
+    assert trace["stop"].startswith("converged")
+    assert names(final) == CORRECTED
+
+
+def test_convergence_by_n_max() -> None:
+    _, final, trace = run(QASettings(path_hops=2, n_max=1))
+    assert len(trace["cycles"]) == 1 and trace["stop"] == "n_max (1) cycles"
+    assert names(final) == CORRECTED
+
+
+def test_no_cycle_and_no_completeness_keep_the_initial_path() -> None:
+    _, final, trace = run(ablation=Ablation(no_cycle=True))
+    assert trace["cycles"] == [] and names(final) == INITIAL and trace["refined"] is False
+    _, final, trace = run(ablation=Ablation(no_completeness=True))
+    assert trace["stop"] == "no deficiency" and names(final) == INITIAL
+
+
+def test_no_restart_restarts_from_the_start_entity() -> None:
+    _, final, trace = run(ablation=Ablation(no_restart=True))
+    first = trace["cycles"][0]
+    assert first["pivot"] == "alpha" and "no strategic restart" in first["pivot_reason"]
+    assert first["new_path"] == ["alpha", "decoy", "zeta"]  # two hops from the start: beta is out of reach
+    assert names(final) != CORRECTED
+
+
+def test_relevance_deficiency_penalises_the_misleading_entity() -> None:
+    # GlobalSupport: decoy 0.45, decoy two 0.40, zeta 0.55, beta 0.35; tau_support 0.42 flags decoy two, then beta
+    settings = QASettings(path_hops=2, tau_support=0.42)
+    _, final, trace = run(settings, Ablation(no_completeness=True))
+    first = trace["cycles"][0]
+    assert first["missing_concepts"] == [] and first["misleading_entities"] == [ident("decoy two")]
+    assert first["pivot"] == "decoy" and first["pivot_reason"].startswith("relevance")
+    assert first["adjustments"] == {ident("decoy two"): -0.25}
+    assert first["new_path"] == CORRECTED
+    second = trace["cycles"][1]
+    assert second["misleading_entities"] == [ident("beta")]  # beta is the only way on: the path stays
+    assert second["path_similarity"] == 1.0 and trace["stop"].startswith("converged")
+    assert names(final) == CORRECTED
+
+
+def test_diagnosis_global_support_and_jaccard() -> None:
+    graph = store()
+    settings = QASettings()
+    walker = Walker(graph, Similarity(AxisEmbedder()), QUESTION, settings, {})
+    path = Path([n for n in (graph.get_node(ident(x)) for x in CORRECTED) if n is not None])
+    found = diagnose(path, CONCEPTS, walker, settings, Ablation())
+    assert found.coverage == pytest.approx({"alpha": 1.0, "beta concept": 0.98}, abs=0.01)
+    # alpha covers 1 of 2 concepts and is orthogonal to Q: 0.5 * 0.5 + 0.5 * 0
+    assert found.support[ident("alpha")] == pytest.approx(0.25, abs=1e-3)
+    assert found.support[ident("zeta")] == pytest.approx(0.55, abs=0.01)
+    assert jaccard(path, path) == 1.0 and jaccard(path, Path(path.nodes[:2])) == 0.5

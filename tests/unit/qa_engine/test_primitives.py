@@ -1,0 +1,118 @@
+"""Shared primitives: choice parsing, questions, concepts (LLM and rules), entity matching, evidence lines."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from metakg.config import QASettings
+from metakg.llm.scripted import ScriptedClient
+from metakg.qa_engine.core import EvidencePath, QAContext, Question, QuestionError
+from metakg.qa_engine.primitives import (
+    answer_prompt,
+    concepts_by_rules,
+    evidence_lines,
+    extract_concepts,
+    grounded,
+    match_entities,
+    parse_choice,
+    parse_concepts,
+    parse_free_answer,
+)
+from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, store
+
+MC = Question("Where do cars go?", (("A", "exit ramp"), ("B", "garage"), ("C", "kill animals")))
+
+
+@pytest.mark.parametrize(
+    ("reply", "letter"),
+    [
+        ("Answer: B", "B"),
+        ("**Answer: C**", "C"),
+        ("the answer is b.", "B"),
+        ("(C)", "C"),
+        ("B", "B"),
+        ("B) garage", "B"),
+        ("I pick option C please", "C"),
+        ("They would park in the garage.", "B"),  # names exactly one choice text
+        ("The answer is a car", None),  # "a" is an article, not a letter
+        ("A or B", None),
+        ("Answer: Z", None),  # not a choice
+        ("", None),
+        ("exit ramp or garage", None),  # two choice texts: undecided
+    ],
+)
+def test_parse_choice(reply: str, letter: str | None) -> None:
+    assert parse_choice(reply, MC) == letter
+
+
+def test_parse_free_answer() -> None:
+    assert parse_free_answer("Sure.\nAnswer: take ibuprofen") == "take ibuprofen"
+    assert parse_free_answer("\n\n rest and fluids \n") == "rest and fluids"
+
+
+def test_choices_need_letters() -> None:
+    assert Question.parse_choices(["A: exit ramp", "b) garage", "(C) road"]) == (
+        ("A", "exit ramp"),
+        ("B", "garage"),
+        ("C", "road"),
+    )
+    with pytest.raises(QuestionError, match=r"choice 2 \('garage'\) has no letter"):
+        Question.parse_choices(["A: exit ramp", "garage"])
+    with pytest.raises(QuestionError, match="repeat"):
+        Question.parse_choices(["A: x", "A: y"])
+    with pytest.raises(QuestionError, match="empty"):
+        Question("  ").check()
+    with pytest.raises(QuestionError, match="capital letter"):
+        Question("q?", (("1", "x"),)).check()
+
+
+def test_parse_concepts_and_grounding() -> None:
+    reply = 'Concepts:\n1. Alpha\n- beta.\n* "kitchen cupboard"\nHere are the concepts\n' + "x " * 10
+    assert parse_concepts(reply, 8) == ["Alpha", "beta", "kitchen cupboard"]
+    assert parse_concepts("a, b, a", 8) == ["a", "b"]
+    assert parse_concepts("a\nb\nc", 2) == ["a", "b"]
+    # an echo of the prompt's example shares no word with the question; plural and singular match
+    assert grounded(["kitchen cupboard", "alpha", "cars"], "Where do alpha car owners go?") == ["alpha", "cars"]
+
+
+def context(**qa: object) -> QAContext:
+    return QAContext(store=store(), embedder=AxisEmbedder(), settings=QASettings(**qa))  # type: ignore[arg-type]
+
+
+def test_concepts_by_rules_use_the_graph_names_and_content_phrases() -> None:
+    ctx = context()
+    found = concepts_by_rules(Question("Is decoy two near the zeta of alpha?"), ctx)
+    assert found[:3] == ["decoy two", "zeta", "alpha"]  # longest graph names first found, in text order
+    assert len(found) == len({c.lower() for c in found})
+
+
+def test_extract_concepts_llm_then_rules() -> None:
+    ctx = context()
+    question = Question(QUESTION)
+    client = ScriptedClient({"key concepts": "alpha\nbeta\nkitchen cupboard"})
+    concepts, how = asyncio.run(extract_concepts(question, ctx, client))
+    assert (concepts, how) == (["alpha", "beta"], "llm")
+    silent = ScriptedClient({"key concepts": "plate\nwashing\nkitchen cupboard"})  # only the example echoed
+    concepts, how = asyncio.run(extract_concepts(question, ctx, silent))
+    assert how == "rules (llm gave none)" and {"alpha", "beta"} <= set(concepts)
+    concepts, how = asyncio.run(extract_concepts(question, context(concepts="rules"), client))
+    assert how == "rules" and len(client.calls) == 1  # rules make no call
+
+
+def test_match_entities_threshold_and_one_match_per_node() -> None:
+    ctx = context()
+    matches = match_entities(["alpha", "Alpha", "beta", "links alpha"], ctx)
+    assert [(m.node.name, m.score, m.how) for m in matches] == [("alpha", 1.0, "exact"), ("beta", 1.0, "exact")]
+    assert match_entities(["nothing like it"], ctx) == []  # embedding score 0 < tau_entity
+
+
+def test_evidence_lines_dedupe_and_limit() -> None:
+    one = EvidencePath(("a", "b"), ("e1",), (("a", "r", "b"),))
+    two = EvidencePath(("b", "a", "c"), ("e1", "e2"), (("a", "r", "b"), ("a", "s", "c")))
+    assert evidence_lines([one, two], 10) == ["Evidence 1: a r b", "Evidence 2: a s c"]
+    assert evidence_lines([one, two], 1) == ["Evidence 1: a r b"]
+    prompt = answer_prompt(MC, [])
+    assert "(no evidence was found)" in prompt and "C: kill animals" in prompt and "Answer: X" in prompt
+    assert "evidence" not in answer_prompt(MC, None).lower()
