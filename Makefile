@@ -60,6 +60,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_neo4j_load
 	$(PY) -m benchmarks.bench_extract
 	$(PY) -m benchmarks.bench_wikidata
+	$(PY) -m benchmarks.bench_qa
 
 clean:
 	rm -rf out benchmarks/.work .pytest_cache .mypy_cache .ruff_cache

@@ -80,6 +80,16 @@ def merge_edges(rel: str) -> str:
     )
 
 
+MERGE_EDGES_ANY_TYPE = (
+    f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
+    "MERGE (a)-[r:$(row.rel) {id: row.id}]->(b) "
+    "SET r += row.props, r.created_at = datetime(row.created_at)"
+)
+"""Upsert ``$rows`` of ``{id, src, dst, rel, props}`` of any relationship types in one statement (Neo4j 5.26+
+dynamic types): one query plan for all relations, where per-type statements compile once per relation."""
+SERVER_VERSION = "CALL dbms.components() YIELD versions RETURN versions[0] AS version"
+
+
 def merge_edge_single(rel: str) -> str:
     """One edge per statement (``$id, $src, $dst, $props``): the slow baseline of the load benchmark."""
     return (

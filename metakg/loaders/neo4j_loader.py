@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -65,12 +66,25 @@ def edge_rows(edges: pl.DataFrame) -> pl.DataFrame:
     return edges.select("id", "src", "dst", "rel", created, pl.struct(columns).alias("props"))
 
 
-def _batches(frame: pl.DataFrame, key: str, size: int, columns: list[str]) -> Iterator[tuple[str, str, list[Any]]]:
-    """(group value, batch id, rows) for each batch of each group, in a stable order."""
-    for value in sorted(frame[key].unique().to_list()):
-        group = frame.filter(pl.col(key) == value).select(columns)
-        for number, start in enumerate(range(0, group.height, size)):
-            yield value, f"{key}={value}#{number}", group.slice(start, size).to_dicts()
+def _batches(
+    frame: pl.DataFrame, key: str | None, size: int, columns: list[str]
+) -> Iterator[tuple[str, str, list[Any]]]:
+    """(group value, batch id, rows) for each batch of each group (one group when ``key`` is None), in a
+    stable order."""
+    groups = (
+        [("", frame)] if key is None else [(v, frame.filter(pl.col(key) == v)) for v in sorted(frame[key].unique())]
+    )
+    for value, group in groups:
+        rows = group.select(columns)
+        for number, start in enumerate(range(0, rows.height, size)):
+            yield value, f"{key or 'all'}={value}#{number}", rows.slice(start, size).to_dicts()
+
+
+def dynamic_types(driver: Any, database: str) -> bool:
+    """True when the server takes relationship types from parameters (Neo4j 5.26 and later, 2025.x)."""
+    records, _summary, _keys = driver.execute_query(cypher.SERVER_VERSION, database_=database)
+    parts = re.findall(r"\d+", str(records[0]["version"]))[:2]
+    return len(parts) == 2 and (int(parts[0]), int(parts[1])) >= (5, 26)
 
 
 def _checkpoint_key(bundle: Bundle, target: str) -> str:
@@ -129,10 +143,12 @@ def load_bundle(
     total = nodes.height + edges.height
     finished = ran = skipped = 0
 
-    def run_batches(frame: pl.DataFrame, group: str, columns: list[str], query_for: Callable[[str], str]) -> None:
+    def run_batches(
+        frame: pl.DataFrame, kind: str, group: str | None, columns: list[str], query_for: Callable[[str], str]
+    ) -> None:
         nonlocal finished, ran, skipped
         for value, batch_id, rows in _batches(frame, group, batch_size, columns):
-            batch_key = f"{'nodes' if group == 'type' else 'edges'}:{batch_id}"
+            batch_key = f"{kind}:{batch_id}"
             if batch_key in done:
                 skipped += 1
             else:
@@ -149,8 +165,14 @@ def load_bundle(
             if progress is not None:
                 progress(finished, total)
 
-    run_batches(nodes, "type", ["id", "props"], cypher.merge_nodes)
-    run_batches(edges, "rel", ["id", "src", "dst", "created_at", "props"], cypher.merge_edges)
+    run_batches(nodes, "nodes", "type", ["id", "props"], cypher.merge_nodes)
+    if dynamic_types(driver, database):  # every relation in shared batches, one query plan
+        for rel in edges["rel"].unique():
+            cypher.rel_type(rel)  # the same check as the per-type statements
+        columns = ["id", "src", "dst", "rel", "created_at", "props"]
+        run_batches(edges.sort("rel", "id"), "edges", None, columns, lambda _rel: cypher.MERGE_EDGES_ANY_TYPE)
+    else:
+        run_batches(edges, "edges", "rel", ["id", "src", "dst", "created_at", "props"], cypher.merge_edges)
     if checkpoint_path is not None:
         checkpoint_path.unlink(missing_ok=True)  # complete: the next load starts (and merges) from scratch
     return LoadReport(

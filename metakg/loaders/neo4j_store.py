@@ -45,7 +45,9 @@ def connect(settings: Neo4jSettings) -> Any:
     password = settings.password.get_secret_value()
     auth = (settings.user, password) if password else None
     try:
-        driver = neo4j.GraphDatabase.driver(settings.uri, auth=auth)
+        # the store's queries are fixed: server notifications (e.g. "property description does not exist" on
+        # a graph without descriptions) would only flood the log
+        driver = neo4j.GraphDatabase.driver(settings.uri, auth=auth, notifications_min_severity="OFF")
         driver.verify_connectivity()
     except ServiceUnavailable as e:
         raise ConfigError(

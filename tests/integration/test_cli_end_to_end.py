@@ -36,6 +36,12 @@ def test_demo_runs_on_the_real_commonsenseqa_kg(tmp_path: Path, data_dir: Path) 
     assert out["ok"] is True and out["read"] == lines == 5779
     assert out["accepted"] == lines
     assert out["neighbours"] > 0 and out["paths"] > 0
+    # three CommonsenseQA questions answered by metakgrag with the local model (started by the demo)
+    assert len(out["answers"]) == 3
+    for answer in out["answers"]:
+        assert answer["strategy"] == "metakgrag" and answer["usage"]["llm_calls"] == 2
+        assert answer["evidence"] and answer["trace"]["paths"]
+        assert answer["status"] == "ok" or "choice letter" in answer["reason"]
     assert (tmp_path / "csqa" / "validation.html").is_file()
     info = metakg("info", str(tmp_path / "csqa"))
     assert info["nodes"] == out["nodes"] and info["edges"] == out["edges"]

@@ -1,0 +1,202 @@
+"""QA engine: retrieval time per question (no LLM time) on both stores, and LLM calls and tokens per strategy.
+
+Graphs:
+- the MetaKGRAG authors' CommonsenseQA KG (real, 5.7k nodes), with name embeddings;
+- a 100k-node graph: that KG plus nodes named with real Wikidata labels (the KGTK subset), joined by
+  SYNTHETIC heavy-tailed random edges (500k by default), so the questions still find their entities.
+
+Questions: the first N of the pilot's CommonsenseQA questions. Retrieval runs with concepts by rules (no
+LLM) in one context per store, as `metakg eval` does (similarity and neighbour caches warm up over the run);
+the first question, which also builds the phrase matcher and loads the model, is reported apart.
+LLM usage: `metakg eval`-style runs of llm_only, kg_rag and metakgrag with the local SmolLM2 server.
+
+Run: ``make bench`` or ``python -m benchmarks.bench_qa [--questions 100 --nodes 100000 --edges 500000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from benchmarks.common import WORK, record, skewed_endpoints
+from metakg import api
+from metakg.config import Settings, load_settings
+from metakg.llm import local_server
+from metakg.qa_engine.core import Question
+from metakg.qa_engine.strategies import answer_question, make_strategy
+from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
+from metakg.schemas.graph_store import GraphStore
+from metakg.schemas.tables import conform_edges, conform_nodes
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools import neo4j_server
+
+PILOT_KG = "metakgrag_pilot/commonsenseqa__knowledge_graph.txt"
+PILOT_QUESTIONS = "metakgrag_pilot/commonsenseqa__commonsenseqa.json"
+LABELS = "wikidata/kgtk_arnold_labels_en.ttl"
+RETRIEVAL = ("kg_rag", "metakgrag")
+
+
+def csqa_bundle(settings: Settings, data_dir: Path) -> Path:
+    """The pilot CommonsenseQA KG as a bundle with name embeddings (built once into the work folder)."""
+    out = WORK / "qa_csqa"
+    if not (out / "embeddings.parquet").is_file():
+        api.ingest_triples(data_dir / PILOT_KG, "commonsenseqa", out, settings)
+        api.embed_bundle(out, settings)
+    return out
+
+
+def big_bundle(settings: Settings, data_dir: Path, base: Path, n_nodes: int, n_edges: int, seed: int = 0) -> Path:
+    """``base`` plus nodes named by real Wikidata labels up to ``n_nodes``, and SYNTHETIC random edges."""
+    out = WORK / f"qa_big_{n_nodes}_{n_edges}"
+    if (out / "embeddings.parquet").is_file():
+        return out
+    bundle = read_bundle(base)
+    taken = set(bundle.nodes["name"].str.to_lowercase().to_list())
+    labels = []
+    for match in re.finditer(r'^wd:(\S+) rdfs:label "((?:[^"\\]|\\.)*)"@en', (data_dir / LABELS).read_text(), re.M):
+        name = match.group(2)
+        if name.lower() not in taken and len(labels) < n_nodes - bundle.nodes.height:
+            taken.add(name.lower())
+            labels.append((f"kg:bench/{match.group(1)}", name))
+    extra = conform_nodes(
+        pl.DataFrame(
+            {"id": [i for i, _ in labels], "name": [n for _, n in labels], "type": "concept", "source": "bench"}
+        )
+    )
+    nodes = pl.concat([bundle.nodes, extra], how="diagonal_relaxed")
+    ids = nodes["id"]
+    rng = np.random.default_rng(seed)
+    src, dst = skewed_endpoints(rng, nodes.height, n_edges)
+    keep = src != dst
+    random_edges = conform_edges(
+        pl.DataFrame(
+            {
+                "src": ids.gather(src[keep]),
+                "dst": ids.gather(dst[keep]),
+                "rel": [f"related_{i}" for i in rng.integers(0, 40, int(keep.sum()))],
+                "source": "bench",
+                "confidence": 0.5,
+            }
+        )
+    )
+    edges = pl.concat([bundle.edges, random_edges], how="diagonal_relaxed").unique("id", keep="first")
+    write_bundle(out, Bundle(nodes=conform_nodes(nodes), edges=conform_edges(edges)))
+    api.embed_bundle(out, settings)
+    return out
+
+
+def retrieval(store: GraphStore, settings: Settings, questions: list[Question]) -> dict[str, Any]:
+    """Retrieval time per question (ms) for kg_rag and metakgrag, one warm context per strategy run."""
+    rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
+    ctx = api.qa_context(rules, store, None)
+    figures: dict[str, Any] = {}
+    for name in RETRIEVAL:
+        strategy = make_strategy(name)
+
+        async def run_all(strategy: Any = strategy) -> list[Any]:
+            return [await answer_question(strategy, q, ctx) for q in questions]
+
+        answers = asyncio.run(run_all())
+        times = [a.usage.retrieval_ms for a in answers]
+        rest = times[1:] or times
+        figures[name] = {
+            "first_question_ms": round(times[0], 1),
+            "p50_ms": round(float(np.percentile(rest, 50)), 1),
+            "p95_ms": round(float(np.percentile(rest, 95)), 1),
+            "mean_ms": round(float(np.mean(rest)), 1),
+            "with_evidence": sum(1 for a in answers if a.evidence),
+            "cycles_per_question": round(float(np.mean([a.trace.get("cycles", 0) for a in answers])), 2),
+        }
+    return figures
+
+
+def on_neo4j(bundle: Path, settings: Settings, questions: list[Question], name: str) -> dict[str, Any]:
+    """Load ``bundle`` into a fresh Neo4j server and time retrieval there."""
+    home = WORK / "neo4j" / f"qa_{name}"
+    shutil.rmtree(home, ignore_errors=True)
+    server = neo4j_server.start(home, neo4j_server.free_port(), heap="2g", pagecache_mb=1024)
+    try:
+        neo = settings.model_copy(update={"neo4j": settings.neo4j.model_copy(update={"uri": server.uri})})
+        started = time.perf_counter()
+        api.load_neo4j(bundle, neo)
+        load_s = time.perf_counter() - started
+        store = api.qa_store(neo, bundle=None, neo4j=True)
+        return {"load_s": round(load_s, 1), **retrieval(store, neo, questions)}
+    finally:
+        neo4j_server.stop(server)
+
+
+def llm_usage(bundle: Path, settings: Settings, data_dir: Path, limit: int) -> dict[str, Any]:
+    """LLM calls, tokens and latency per question for each strategy, with the local SmolLM2 server."""
+    with local_server.running() as server, tempfile.TemporaryDirectory() as tmp:
+        llm = settings.llm.model_copy(update={"base_url": server.base_url, "model": server.model, "timeout_s": 120})
+        paths = settings.paths.model_copy(update={"cache_dir": Path(tmp) / "cache"})  # no cached replies
+        local = settings.model_copy(update={"llm": llm, "paths": paths})
+        result = api.evaluate_benchmark(
+            local,
+            data_dir / PILOT_QUESTIONS,
+            "pilot",
+            Path(tmp) / "report",
+            strategies=["llm_only", "kg_rag", "metakgrag"],
+            limit=limit,
+            bundle=bundle,
+        )
+    keys = ("calls_per_question", "tokens_per_question", "latency_p50_ms", "latency_p95_ms", "accuracy", "fail")
+    return {label: {k: s[k] for k in keys} for label, s in result["summary"].items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--nodes", type=int, default=100_000)
+    parser.add_argument("--edges", type=int, default=500_000)
+    parser.add_argument("--llm-questions", type=int, default=10)
+    parser.add_argument("--no-neo4j", action="store_true")
+    args = parser.parse_args()
+    settings = load_settings()
+    data_dir = settings.resolved_data_dir()
+    if data_dir is None:
+        sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR)")
+    questions, _read = api.read_questions(data_dir / PILOT_QUESTIONS, "pilot", limit=args.questions)
+    csqa = csqa_bundle(settings, data_dir)
+    big = big_bundle(settings, data_dir, csqa, args.nodes, args.edges)
+    figures: dict[str, Any] = {"questions": len(questions)}
+    for name, path in (("csqa", csqa), ("big", big)):
+        bundle = read_bundle(path)
+        figures[name] = {"nodes": bundle.nodes.height, "edges": bundle.edges.height}
+        store = api.open_store(path, settings, backend="embedded")
+        figures[name]["embedded"] = retrieval(store, settings, questions)
+        if not args.no_neo4j:
+            figures[name]["neo4j"] = on_neo4j(path, settings, questions, name)
+    figures["llm_usage"] = llm_usage(csqa, settings, data_dir, args.llm_questions)
+    print(f"QA retrieval per question ({len(questions)} CommonsenseQA questions, no LLM time; ms)")
+    for name in ("csqa", "big"):
+        g = figures[name]
+        for backend in ("embedded", "neo4j"):
+            if backend in g:
+                for strategy, f in g[backend].items():
+                    if isinstance(f, dict):
+                        print(
+                            f"  {name:<5} {g['nodes']:>7,} nodes {backend:<8} {strategy:<9} p50 {f['p50_ms']:8.1f}  "
+                            f"p95 {f['p95_ms']:8.1f}  first {f['first_question_ms']:8.1f}"
+                        )
+    print(f"LLM usage per question ({args.llm_questions} questions, local SmolLM2)")
+    for label, f in figures["llm_usage"].items():
+        calls, tokens, p50 = f["calls_per_question"], f["tokens_per_question"], f["latency_p50_ms"]
+        print(f"  {label:<10} calls {calls}  tokens {tokens}  p50 {p50} ms")
+    record("qa", figures)
+
+
+if __name__ == "__main__":
+    main()
