@@ -2,7 +2,7 @@
 
 Graphs:
 - the MetaKGRAG authors' CommonsenseQA KG (real, 5.7k nodes), with name embeddings;
-- a 100k-node graph: that KG plus nodes named with real Wikidata labels (the KGTK subset), joined by
+- a 100k-node graph: that KG plus nodes named with real Wikidata labels and descriptions, joined by
   SYNTHETIC heavy-tailed random edges (500k by default), so the questions still find their entities.
 
 Questions: the first N of the pilot's CommonsenseQA questions. Retrieval runs with concepts by rules (no
@@ -44,6 +44,8 @@ from tools import neo4j_server
 PILOT_KG = "metakgrag_pilot/commonsenseqa__knowledge_graph.txt"
 PILOT_QUESTIONS = "metakgrag_pilot/commonsenseqa__commonsenseqa.json"
 LABELS = "wikidata/kgtk_arnold_labels_en.ttl"
+SQ_LABELS = "wikidata/simplequestions_wd_labels_en.tsv"
+DESCRIPTIONS = ("wikidata/kgtk_arnold_descriptions_en_part1.ttl", "wikidata/kgtk_arnold_descriptions_en_part2.ttl")
 RETRIEVAL = ("kg_rag", "metakgrag")
 
 
@@ -56,6 +58,19 @@ def csqa_bundle(settings: Settings, data_dir: Path) -> Path:
     return out
 
 
+def real_labels(data_dir: Path) -> list[tuple[str, str]]:
+    """(Wikidata id, English label) pairs: the KGTK subset's labels, then the SimpleQuestions labels, then
+    the KGTK descriptions (real English phrases) when more names are needed."""
+    pairs: list[tuple[str, str]] = []
+    literal = r'^wd:(\S+) (?:rdfs:label|schema:description) "((?:[^"\\]|\\.)*)"@en'
+    pairs += re.findall(literal, (data_dir / LABELS).read_text(encoding="utf-8"), re.M)
+    rows = (data_dir / SQ_LABELS).read_text(encoding="utf-8").splitlines()[1:]
+    pairs += [(r.split("\t")[0], r.split("\t")[1]) for r in rows if r.count("\t") >= 1]
+    for name in DESCRIPTIONS:
+        pairs += [(f"{q}-d", d) for q, d in re.findall(literal, (data_dir / name).read_text(encoding="utf-8"), re.M)]
+    return pairs
+
+
 def big_bundle(settings: Settings, data_dir: Path, base: Path, n_nodes: int, n_edges: int, seed: int = 0) -> Path:
     """``base`` plus nodes named by real Wikidata labels up to ``n_nodes``, and SYNTHETIC random edges."""
     out = WORK / f"qa_big_{n_nodes}_{n_edges}"
@@ -63,12 +78,13 @@ def big_bundle(settings: Settings, data_dir: Path, base: Path, n_nodes: int, n_e
         return out
     bundle = read_bundle(base)
     taken = set(bundle.nodes["name"].str.to_lowercase().to_list())
-    labels = []
-    for match in re.finditer(r'^wd:(\S+) rdfs:label "((?:[^"\\]|\\.)*)"@en', (data_dir / LABELS).read_text(), re.M):
-        name = match.group(2)
-        if name.lower() not in taken and len(labels) < n_nodes - bundle.nodes.height:
+    labels: list[tuple[str, str]] = []
+    for qid, name in real_labels(data_dir):
+        if len(labels) == n_nodes - bundle.nodes.height:
+            break
+        if name.lower() not in taken:
             taken.add(name.lower())
-            labels.append((f"kg:bench/{match.group(1)}", name))
+            labels.append((f"kg:bench/{qid}", name))
     extra = conform_nodes(
         pl.DataFrame(
             {"id": [i for i, _ in labels], "name": [n for _, n in labels], "type": "concept", "source": "bench"}

@@ -125,6 +125,9 @@ NAMES = (
     f"MATCH (n:{ENTITY}) UNWIND [n.name] + coalesce(n.aliases, []) AS name "
     "WITH DISTINCT name WHERE name IS NOT NULL RETURN name"
 )
+NAME_VECTORS = (
+    f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v"
+)
 SEARCH_VECTOR = (
     "CALL db.index.vector.queryNodes('entity_embedding', $k, $vector) YIELD node AS n, score "
     f"RETURN {NODE_RETURN} AS node, score ORDER BY score DESC"

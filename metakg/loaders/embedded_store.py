@@ -28,6 +28,7 @@ from metakg.schemas.graph_store import (
     SearchHit,
     SearchMode,
     Subgraph,
+    Vector,
     check_path_query,
     run_search,
 )
@@ -359,6 +360,14 @@ class EmbeddedStore:
     def names(self) -> list[str]:
         """Every distinct node name and alias."""
         return list(self._name_indexes()[0])
+
+    def name_vectors(self, ids: Sequence[str]) -> dict[str, Vector]:
+        """Name embeddings of these nodes, when the store has them (precomputed, or built by a search)."""
+        if self._precomputed is None and self._vectors is None:
+            return {}
+        matrix = self._node_vectors()
+        rows = [(i, self._idx.get(i)) for i in ids]
+        return {i: matrix[r] for i, r in rows if r is not None}
 
     def _embedding_search(self, text: str, k: int) -> list[SearchHit]:
         if self._embedder is None:

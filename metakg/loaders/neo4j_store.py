@@ -26,6 +26,7 @@ from metakg.schemas.graph_store import (
     SearchHit,
     SearchMode,
     Subgraph,
+    Vector,
     check_path_query,
     run_search,
 )
@@ -152,6 +153,10 @@ class Neo4jStore:
     def names(self) -> list[str]:
         """Every distinct node name and alias."""
         return [r["name"] for r in self._run(cypher.NAMES)]
+
+    def name_vectors(self, ids: Sequence[str]) -> dict[str, Vector]:
+        """The ``embedding`` property of these nodes (set by loading a bundle with embeddings)."""
+        return {r["id"]: list(r["v"]) for r in self._run(cypher.NAME_VECTORS, ids=list(ids))}
 
     def _embedding_search(self, text: str, k: int) -> list[SearchHit]:
         if self._embedder is None:

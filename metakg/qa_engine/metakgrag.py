@@ -87,7 +87,7 @@ class Walker:
         """sim(e, Q) for each node."""
         todo = [n for n in nodes if n.id not in self._q]
         if todo:
-            for node, score in zip(todo, self.sim.to([n.name for n in todo], self.question), strict=True):
+            for node, score in zip(todo, self.sim.nodes_to(todo, [self.question])[:, 0], strict=True):
                 self._q[node.id] = float(score)
         return [self._q[n.id] for n in nodes]
 
@@ -135,10 +135,9 @@ class Diagnosis:
 
 def diagnose(path: Path, concepts: list[str], walker: Walker, settings: QASettings, ablation: Ablation) -> Diagnosis:
     """Perceive (coverage map) and Evaluate (completeness and relevance deficiencies) one path."""
-    names = [n.name for n in path.nodes]
-    sim_ec = walker.sim.matrix(names, concepts)  # entities x concepts
-    coverage = {c: float(sim_ec[:, j].max()) if len(names) else 0.0 for j, c in enumerate(concepts)}
-    scope = (sim_ec > settings.tau_c).mean(axis=1) if concepts else np.zeros(len(names))
+    sim_ec = walker.sim.nodes_to(path.nodes, concepts)  # entities x concepts
+    coverage = {c: float(sim_ec[:, j].max()) if path.nodes else 0.0 for j, c in enumerate(concepts)}
+    scope = (sim_ec > settings.tau_c).mean(axis=1) if concepts else np.zeros(len(path.nodes))
     q = np.asarray(walker.q_sim(path.nodes))
     support_values = settings.alpha * scope + (1 - settings.alpha) * q
     support = {n.id: float(s) for n, s in zip(path.nodes, support_values, strict=True)}
@@ -175,7 +174,7 @@ def refine(
         changes: dict[str, float] = {}
         if found.missing:
             relevant = walker.around(path)
-            near = walker.sim.matrix([n.name for n in relevant], found.missing).max(axis=1) if relevant else []
+            near = walker.sim.nodes_to(relevant, found.missing).max(axis=1) if relevant else []
             for node, score in zip(relevant, near, strict=True):
                 if score > settings.tau_c:
                     changes[node.id] = changes.get(node.id, 0.0) + settings.delta
@@ -186,7 +185,7 @@ def refine(
         if ablation.no_restart:
             pivot, reason = 0, "start entity (no strategic restart)"
         elif found.missing:
-            f = walker.sim.matrix([n.name for n in path.nodes], found.missing).max(axis=1)
+            f = walker.sim.nodes_to(path.nodes, found.missing).max(axis=1)
             pivot, reason = int(np.argmax(f)), "completeness: closest to the missing concepts"
         else:
             pivot = int(np.argmax([found.support[n.id] for n in path.nodes]))

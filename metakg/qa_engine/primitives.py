@@ -28,27 +28,51 @@ from metakg.text_processing import PhraseIndex, concept_phrases, lemma_key
 
 
 class Similarity:
-    """Cosine similarity between texts; vectors are cached by text, so each text is embedded once."""
+    """Cosine similarity between texts and nodes; each text and node is embedded (or looked up) once.
 
-    def __init__(self, embedder: Embedder, *, max_cached: int = 200_000) -> None:
-        """Use ``embedder``; the cache is cleared when it exceeds ``max_cached`` texts."""
+    A node's vector is its stored name embedding when the store has one (``metakg embed``, same
+    dimension as the embedder), else its name embedded now.
+    """
+
+    def __init__(self, embedder: Embedder, store: GraphStore | None = None, *, max_cached: int = 200_000) -> None:
+        """Use ``embedder`` for texts, and ``store``'s name embeddings for nodes when it has them."""
         self._embedder = embedder
-        self._cache: dict[str, Vectors] = {}
+        self._store = store
+        self._texts: dict[str, Vectors] = {}
+        self._nodes: dict[str, Vectors] = {}
         self._max = max_cached
         self.embedded = 0
 
     def vectors(self, texts: Sequence[str]) -> Vectors:
         """Unit vectors of ``texts`` (rows in order), embedding only the texts not seen before."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        missing = list(dict.fromkeys(t for t in texts if t not in self._texts))
         if missing:
-            if len(self._cache) + len(missing) > self._max:
-                self._cache.clear()
+            if len(self._texts) + len(missing) > self._max:
+                self._texts.clear()
             for text, vector in zip(missing, self._embedder.embed(missing), strict=True):
-                self._cache[text] = vector
+                self._texts[text] = vector
             self.embedded += len(missing)
         if not texts:
             return np.zeros((0, self._embedder.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        return np.stack([self._texts[t] for t in texts])
+
+    def node_vectors(self, nodes: Sequence[NodeRecord]) -> Vectors:
+        """Unit vectors of the nodes' names (rows in order): stored embeddings first, else embedded."""
+        missing = list({n.id: n for n in nodes if n.id not in self._nodes}.values())
+        if missing:
+            if len(self._nodes) + len(missing) > self._max:
+                self._nodes.clear()
+            stored = self._store.name_vectors([n.id for n in missing]) if self._store is not None else {}
+            for node_id, vector in stored.items():
+                if len(vector) == self._embedder.dim:
+                    self._nodes[node_id] = np.asarray(vector, dtype=np.float32)
+            rest = [n for n in missing if n.id not in self._nodes]
+            if rest:
+                for node, vector in zip(rest, self.vectors([n.name for n in rest]), strict=True):
+                    self._nodes[node.id] = vector
+        if not nodes:
+            return np.zeros((0, self._embedder.dim), dtype=np.float32)
+        return np.stack([self._nodes[n.id] for n in nodes])
 
     def matrix(self, rows: Sequence[str], cols: Sequence[str]) -> Any:
         """``sim[i, j]`` = cosine(rows[i], cols[j]), clipped to [0, 1]."""
@@ -56,16 +80,18 @@ class Similarity:
             return np.zeros((len(rows), len(cols)), dtype=np.float32)
         return np.clip(self.vectors(rows) @ self.vectors(cols).T, 0.0, 1.0)
 
-    def to(self, texts: Sequence[str], target: str) -> Any:
-        """Similarity of each text to ``target`` (a vector of len(texts))."""
-        return self.matrix(texts, [target])[:, 0] if texts else np.zeros(0, dtype=np.float32)
+    def nodes_to(self, nodes: Sequence[NodeRecord], texts: Sequence[str]) -> Any:
+        """``sim[i, j]`` = cosine(name of nodes[i], texts[j]), clipped to [0, 1]."""
+        if not nodes or not texts:
+            return np.zeros((len(nodes), len(texts)), dtype=np.float32)
+        return np.clip(self.node_vectors(nodes) @ self.vectors(texts).T, 0.0, 1.0)
 
 
 def similarity(ctx: QAContext) -> Similarity:
     """The context's shared :class:`Similarity` (made on first use)."""
     sim = ctx.caches.get("similarity")
     if sim is None:
-        sim = ctx.caches["similarity"] = Similarity(ctx.embedder)
+        sim = ctx.caches["similarity"] = Similarity(ctx.embedder, ctx.store)
     assert isinstance(sim, Similarity)
     return sim
 

@@ -6,11 +6,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from metakg.errors import StoreError
 
 Direction = Literal["out", "in", "both"]
+Vector = Sequence[float] | npt.NDArray[np.float32]
 SearchMode = Literal["exact", "normalised", "embedding", "auto"]
 
 
@@ -109,6 +112,10 @@ class GraphStore(Protocol):
 
     def names(self) -> list[str]:
         """Every distinct node name and alias (for phrase matching questions against the graph)."""
+        ...
+
+    def name_vectors(self, ids: Sequence[str]) -> dict[str, Vector]:
+        """The stored name embeddings of these nodes (``metakg embed``); nodes without one are left out."""
         ...
 
     def shortest_paths(

@@ -6,6 +6,7 @@ either.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -58,6 +59,15 @@ class GraphStoreContract:
         names = store.names()
         expected = set(bundle.nodes["name"].to_list()) | set(bundle.nodes["aliases"].explode().drop_nulls().to_list())
         assert set(names) == expected and len(names) == len(expected)
+
+    def test_name_vectors_are_the_names_embeddings(self, store: GraphStore, bundle: Bundle, embedder: Embedder) -> None:
+        store.search("painkiller", mode="embedding", k=1)  # the embedded store builds its vectors on first use
+        aspirin = self.nid(bundle, "aspirin")
+        found = store.name_vectors([aspirin, "kg:test/does-not-exist"])
+        assert list(found) == [aspirin]
+        vector = np.asarray(found[aspirin], dtype=np.float32)
+        assert vector.shape == (embedder.dim,)
+        assert float(vector @ embedder.embed(["aspirin"])[0]) == pytest.approx(1.0, abs=1e-4)
 
     # ---------------------------------------------------------------- neighbours
     def test_neighbours_both_directions(self, store: GraphStore, bundle: Bundle) -> None:
