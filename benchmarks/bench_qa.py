@@ -79,11 +79,13 @@ def big_bundle(settings: Settings, data_dir: Path, base: Path, n_nodes: int, n_e
     bundle = read_bundle(base)
     taken = set(bundle.nodes["name"].str.to_lowercase().to_list())
     labels: list[tuple[str, str]] = []
+    used: set[str] = set()
     for qid, name in real_labels(data_dir):
         if len(labels) == n_nodes - bundle.nodes.height:
             break
-        if name.lower() not in taken:
+        if name.lower() not in taken and qid not in used:
             taken.add(name.lower())
+            used.add(qid)
             labels.append((f"kg:bench/{qid}", name))
     extra = conform_nodes(
         pl.DataFrame(

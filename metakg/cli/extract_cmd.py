@@ -31,10 +31,10 @@ def extract(
     ),
     output: Path = typer.Option(..., "--output", "-o", help="Bundle directory to write (replaced if it exists)."),
     dataset: str | None = typer.Option(
-        None, "--dataset", "-d", help="Scopes new node ids, kg:<dataset>/<concept> [default: the file name]."
+        None, "--dataset", "-d", help="Scopes new node ids, kg:<dataset>/<concept> (default: the file name)."
     ),
     limit: int | None = typer.Option(None, help="Use only the first N records."),
-    concurrency: int | None = typer.Option(None, help="LLM requests in flight [default: llm.concurrency, 4]."),
+    concurrency: int | None = typer.Option(None, help="LLM requests in flight (default: llm.concurrency, 4)."),
     budget_usd: float | None = typer.Option(
         None, "--budget-usd", help="Stop sending new requests once fresh calls cost this much (llm.prices_per_mtok)."
     ),
@@ -42,7 +42,7 @@ def extract(
         None, "--link-to", help="A bundle (e.g. PrimeKG, Wikidata) whose ids matching mentions take."
     ),
     text_field: str = typer.Option("text", help="jsonl/csv: the column with the text."),
-    id_field: str | None = typer.Option(None, help="jsonl/csv: the column with the record id [default: line]."),
+    id_field: str | None = typer.Option(None, help="jsonl/csv: the column with the record id (default: line)."),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Extract triples with the configured LLM (the local SmolLM2 server when no endpoint is set).

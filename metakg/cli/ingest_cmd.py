@@ -17,7 +17,7 @@ def triples(
     file: Path = typer.Argument(..., help="Tab-separated triples: head<TAB>relation<TAB>tail, one per line."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Scopes node ids: kg:<dataset>/<concept>."),
     output: Path = typer.Option(..., "--output", "-o", help="Bundle directory to write (replaced if it exists)."),
-    source: str | None = typer.Option(None, help="Source name stored on nodes and edges [default: the dataset]."),
+    source: str | None = typer.Option(None, help="Source name stored on nodes and edges (default: the dataset)."),
     node_type: str = typer.Option("concept", "--type", help="Vocabulary type given to every node."),
     confidence: float = typer.Option(1.0, help="Confidence given to every edge, in [0, 1]."),
     allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when some lines were rejected."),

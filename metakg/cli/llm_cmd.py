@@ -17,7 +17,7 @@ app = typer.Typer(
 
 @app.command("serve")
 def serve(
-    port: int | None = typer.Option(None, help="Port on 127.0.0.1 [default: llm.local_port, 8765]."),
+    port: int | None = typer.Option(None, help="Port on 127.0.0.1 (default: llm.local_port, 8765)."),
 ) -> None:
     """Run llama-cpp-python's OpenAI-compatible server with SmolLM2-135M-Instruct on 127.0.0.1 until
     Ctrl-C. Point metakg (or any OpenAI client) at it with METAKG_LLM__BASE_URL."""

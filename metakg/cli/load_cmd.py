@@ -16,7 +16,7 @@ app = typer.Typer(help="Load a bundle into a graph database.", no_args_is_help=T
 def neo4j(
     bundle: Path = typer.Argument(..., help="Bundle directory (validate it first)."),
     batch_size: int | None = typer.Option(
-        None, help="Rows per UNWIND ... MERGE transaction [default: neo4j.batch_size]."
+        None, help="Rows per UNWIND ... MERGE transaction (default: neo4j.batch_size)."
     ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

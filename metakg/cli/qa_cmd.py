@@ -19,7 +19,7 @@ from metakg.qa_engine.strategies import STRATEGIES
 
 BUNDLE_HELP = "Bundle directory to ask (embedded store)."
 NEO4J_HELP = "Ask the configured Neo4j database instead (neo4j.uri, user, password, database)."
-STRATEGY_HELP = f"{' | '.join(STRATEGIES)} [default: qa.strategy, metakgrag]."
+STRATEGY_HELP = f"{' | '.join(STRATEGIES)} (default: the qa.strategy setting, metakgrag)."
 ABLATION_HELP = f"MetaKGRAG switches, comma-joined: {', '.join(Ablation.NAMES)}."
 EVAL_FORMATS = ("medagents", "csqa", "pilot")
 

@@ -65,7 +65,7 @@ def path(
     start: str = typer.Argument(..., help=NODE_HELP),
     end: str = typer.Argument(..., help=NODE_HELP),
     k: int = typer.Option(1, "--k", "-k", help="How many shortest paths."),
-    max_hops: int | None = typer.Option(None, help="Longest path considered [default: store.max_hops, 3]."),
+    max_hops: int | None = typer.Option(None, help="Longest path considered (default: store.max_hops, 3)."),
     rel: list[str] | None = typer.Option(None, "--rel", help=REL_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

@@ -17,10 +17,10 @@ def wikidata(
     spec: Path = typer.Argument(..., help="Subset spec (YAML): name, seeds, properties, hops, languages, ..."),
     output: Path = typer.Option(..., "--output", "-o", help="Bundle directory to write (replaced if it exists)."),
     endpoint: str | None = typer.Option(
-        None, help="SPARQL endpoint [default: wikidata.endpoint, the Wikidata Query Service]."
+        None, help="SPARQL endpoint (default: wikidata.endpoint, the Wikidata Query Service)."
     ),
     state: Path | None = typer.Option(
-        None, help="Sync state file [default: <cache_dir>/wikidata/<name>-<endpoint hash>.json]."
+        None, help="Sync state file (default: <cache_dir>/wikidata/<name>-<endpoint hash>.json)."
     ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

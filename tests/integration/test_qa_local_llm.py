@@ -56,7 +56,22 @@ def settings_for(llm: local_server.LocalServer, neo4j: Neo4jSettings | None = No
     return settings.model_copy(update=update)
 
 
-def check_report(out: Path, summary: dict[str, dict[str, Any]], node_ids: set[str], edge_ids: set[str]) -> None:
+def evaluate_and_check(settings: Settings, data_dir: Path, out: Path, csqa_bundle: Path, *, neo4j: bool) -> None:
+    """Every strategy and ablation over 4 questions; checks the report, the evidence ids and the cycles."""
+    result = api.evaluate_benchmark(
+        settings,
+        data_dir / QUESTIONS,
+        "pilot",
+        out,
+        strategies=["llm_only", "kg_rag", "metakgrag"],
+        ablations=["all"],
+        limit=4,
+        bundle=None if neo4j else csqa_bundle,
+        neo4j=neo4j,
+    )
+    summary: dict[str, dict[str, Any]] = result["summary"]
+    bundle = read_bundle(csqa_bundle)
+    node_ids, edge_ids = set(bundle.nodes["id"].to_list()), set(bundle.edges["id"].to_list())
     assert set(summary) == RUNS
     for label, figures in summary.items():
         assert figures["questions"] == 4, label
@@ -82,20 +97,7 @@ def check_report(out: Path, summary: dict[str, dict[str, Any]], node_ids: set[st
 def test_every_strategy_and_ablation_on_the_embedded_store(
     local_llm: local_server.LocalServer, csqa_bundle: Path, data_dir: Path, tmp_path: Path
 ) -> None:
-    bundle = read_bundle(csqa_bundle)
-    result = api.evaluate_benchmark(
-        settings_for(local_llm),
-        data_dir / QUESTIONS,
-        "pilot",
-        tmp_path / "report",
-        strategies=["llm_only", "kg_rag", "metakgrag"],
-        ablations=["all"],
-        limit=4,
-        bundle=csqa_bundle,
-    )
-    check_report(
-        tmp_path / "report", result["summary"], set(bundle.nodes["id"].to_list()), set(bundle.edges["id"].to_list())
-    )
+    evaluate_and_check(settings_for(local_llm), data_dir, tmp_path / "report", csqa_bundle, neo4j=False)
 
 
 def test_every_strategy_and_ablation_on_neo4j(
@@ -108,20 +110,7 @@ def test_every_strategy_and_ablation_on_neo4j(
 ) -> None:
     settings = settings_for(local_llm, neo4j_settings)
     api.load_neo4j(csqa_bundle, settings)
-    bundle = read_bundle(csqa_bundle)
-    result = api.evaluate_benchmark(
-        settings,
-        data_dir / QUESTIONS,
-        "pilot",
-        tmp_path / "report",
-        strategies=["llm_only", "kg_rag", "metakgrag"],
-        ablations=["all"],
-        limit=4,
-        neo4j=True,
-    )
-    check_report(
-        tmp_path / "report", result["summary"], set(bundle.nodes["id"].to_list()), set(bundle.edges["id"].to_list())
-    )
+    evaluate_and_check(settings, data_dir, tmp_path / "report", csqa_bundle, neo4j=True)
     # the same question asked on both stores starts from the same entities
     question = api.read_questions(data_dir / QUESTIONS, "pilot", limit=1)[0][0]
     on_neo4j = api.ask_question(settings, question, neo4j=True, use_llm=False)
