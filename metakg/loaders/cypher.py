@@ -106,14 +106,16 @@ def set_embeddings() -> str:
 COUNT_NODES = f"MATCH (n:{ENTITY}) RETURN count(n) AS n"
 COUNT_EDGES = f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) RETURN count(r) AS n"
 GET_NODES = f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) RETURN {NODE_RETURN} AS node"
-NEIGHBOURS_OUT = (
-    f"MATCH (s:{ENTITY} {{id: $id}})-[r]->(n:{ENTITY}) WHERE $rels IS NULL OR type(r) IN $rels "
-    f"RETURN {NODE_RETURN} AS node, {EDGE_RETURN} AS edge ORDER BY r.id LIMIT $limit"
+NEIGHBOURS = (
+    f"MATCH (s:{ENTITY} {{id: $id}}) CALL {{ "
+    f"WITH s MATCH (s)-[r]->(n:{ENTITY}) WHERE $out AND ($rels IS NULL OR type(r) IN $rels) "
+    "RETURN n, r, 'out' AS way, 0 AS o ORDER BY r.id LIMIT $limit "
+    "UNION ALL "
+    f"WITH s MATCH (s)<-[r]-(n:{ENTITY}) WHERE $in AND ($rels IS NULL OR type(r) IN $rels) "
+    "RETURN n, r, 'in' AS way, 1 AS o ORDER BY r.id LIMIT $limit } "
+    f"RETURN {NODE_RETURN} AS node, {EDGE_RETURN} AS edge, way ORDER BY o, r.id LIMIT $limit"
 )
-NEIGHBOURS_IN = (
-    f"MATCH (s:{ENTITY} {{id: $id}})<-[r]-(n:{ENTITY}) WHERE $rels IS NULL OR type(r) IN $rels "
-    f"RETURN {NODE_RETURN} AS node, {EDGE_RETURN} AS edge ORDER BY r.id LIMIT $limit"
-)
+"""A node's neighbours in one round trip: outgoing edges first, each side in edge-id order."""
 SEARCH_EXACT = (
     f"MATCH (n:{ENTITY}) WHERE n.name = $text OR $text IN n.aliases RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
 )

@@ -97,12 +97,33 @@ class Neo4jStore:
         self._database = database
         self._embedder = embedder
         self._target = target
+        self._session: Any = None
 
     def _run(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        records, _summary, _keys = self._driver.execute_query(
-            query, parameters_=params, database_=self._database, routing_="r"
-        )
-        return [record.data() for record in records]
+        """Run a read query as an auto-commit transaction of one long-lived READ session.
+
+        A session per query (``execute_query``) costs about 20 ms on a local server, against 3 ms here; the
+        QA engine sends hundreds of small queries per question. A dropped connection is retried once.
+        """
+        from neo4j.exceptions import ServiceUnavailable, SessionExpired
+
+        for attempt in (1, 2):
+            if self._session is None:
+                self._session = self._driver.session(database=self._database, default_access_mode="READ")
+            try:
+                return [record.data() for record in self._session.run(query, params)]
+            except (ServiceUnavailable, SessionExpired):
+                self._session.close()
+                self._session = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Close the read session (the driver stays open; its owner closes it)."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
     def _require(self, node_id: str) -> None:
         if not self._run(cypher.GET_NODES, ids=[node_id]):
@@ -125,19 +146,18 @@ class Neo4jStore:
         direction: Direction = "both",
         limit: int | None = None,
     ) -> list[Neighbour]:
-        """Nodes one edge away (outgoing first), optionally only through ``relations``."""
-        self._require(node_id)
-        rels = list(relations) if relations is not None else None
-        result: list[Neighbour] = []
-        for way, query in (("out", cypher.NEIGHBOURS_OUT), ("in", cypher.NEIGHBOURS_IN)):
-            if direction not in (way, "both"):
-                continue
-            remaining = None if limit is None else limit - len(result)
-            if remaining is not None and remaining <= 0:
-                break
-            rows = self._run(query, id=node_id, rels=rels, limit=remaining if remaining is not None else 2**62)
-            result.extend(Neighbour(node=_node(r["node"]), edge=_edge(r["edge"]), direction=way) for r in rows)  # type: ignore[arg-type]
-        return result
+        """Nodes one edge away (outgoing first), optionally only through ``relations``; one query."""
+        rows = self._run(
+            cypher.NEIGHBOURS,
+            id=node_id,
+            rels=list(relations) if relations is not None else None,
+            limit=limit if limit is not None else 2**62,
+            out=direction in ("out", "both"),
+            **{"in": direction in ("in", "both")},
+        )
+        if not rows:
+            self._require(node_id)  # no neighbours, or no such node
+        return [Neighbour(node=_node(r["node"]), edge=_edge(r["edge"]), direction=r["way"]) for r in rows]
 
     def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
         """Nodes matching ``text``: exact name or alias, normalised, or by the vector index."""
