@@ -41,17 +41,16 @@ class Similarity:
         self._texts: dict[str, Vectors] = {}
         self._nodes: dict[str, Vectors] = {}
         self._max = max_cached
-        self.embedded = 0
 
     def vectors(self, texts: Sequence[str]) -> Vectors:
         """Unit vectors of ``texts`` (rows in order), embedding only the texts not seen before."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._texts))
+        if len(self._texts) + len(missing) > self._max:  # full: start over, and embed all of these
+            self._texts.clear()
+            missing = list(dict.fromkeys(texts))
         if missing:
-            if len(self._texts) + len(missing) > self._max:
-                self._texts.clear()
             for text, vector in zip(missing, self._embedder.embed(missing), strict=True):
                 self._texts[text] = vector
-            self.embedded += len(missing)
         if not texts:
             return np.zeros((0, self._embedder.dim), dtype=np.float32)
         return np.stack([self._texts[t] for t in texts])
@@ -59,9 +58,10 @@ class Similarity:
     def node_vectors(self, nodes: Sequence[NodeRecord]) -> Vectors:
         """Unit vectors of the nodes' names (rows in order): stored embeddings first, else embedded."""
         missing = list({n.id: n for n in nodes if n.id not in self._nodes}.values())
+        if len(self._nodes) + len(missing) > self._max:  # full: start over, and look up all of these
+            self._nodes.clear()
+            missing = list({n.id: n for n in nodes}.values())
         if missing:
-            if len(self._nodes) + len(missing) > self._max:
-                self._nodes.clear()
             stored = self._store.name_vectors([n.id for n in missing]) if self._store is not None else {}
             for node_id, vector in stored.items():
                 if len(vector) == self._embedder.dim:
@@ -73,12 +73,6 @@ class Similarity:
         if not nodes:
             return np.zeros((0, self._embedder.dim), dtype=np.float32)
         return np.stack([self._nodes[n.id] for n in nodes])
-
-    def matrix(self, rows: Sequence[str], cols: Sequence[str]) -> Any:
-        """``sim[i, j]`` = cosine(rows[i], cols[j]), clipped to [0, 1]."""
-        if not rows or not cols:
-            return np.zeros((len(rows), len(cols)), dtype=np.float32)
-        return np.clip(self.vectors(rows) @ self.vectors(cols).T, 0.0, 1.0)
 
     def nodes_to(self, nodes: Sequence[NodeRecord], texts: Sequence[str]) -> Any:
         """``sim[i, j]`` = cosine(name of nodes[i], texts[j]), clipped to [0, 1]."""

@@ -116,3 +116,15 @@ def test_evidence_lines_dedupe_and_limit() -> None:
     prompt = answer_prompt(MC, [])
     assert "(no evidence was found)" in prompt and "C: kill animals" in prompt and "Answer: X" in prompt
     assert "evidence" not in answer_prompt(MC, None).lower()
+
+
+def test_similarity_cache_bound_keeps_answers_whole() -> None:
+    from metakg.qa_engine.primitives import Similarity
+
+    graph = store()
+    sim = Similarity(AxisEmbedder(), graph, max_cached=2)
+    nodes = [n for n in (graph.get_node(f"kg:hand/{x}") for x in ("alpha", "decoy", "zeta")) if n is not None]
+    sim.nodes_to(nodes[:2], ["alpha", "beta"])
+    # the caches overflow on these calls: they restart, and every row is still there
+    got = sim.nodes_to(nodes, ["alpha", "beta", QUESTION])
+    assert got.shape == (3, 3) and got[0, 0] == pytest.approx(1.0)
