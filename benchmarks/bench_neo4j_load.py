@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument("--per-row-limit", type=int, default=5000, help="relationships loaded one by one")
     args = parser.parse_args()
     settings = load_settings()
-    data_dir = settings.resolved_data_dir()
+    data_dir = settings.paths.data_dir
     if data_dir is None:
         sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR) for the PrimeKG count tables")
     sample = generate(WORK / f"neo4j_sample_{args.scale}", data_dir / "primekg", scale=args.scale)

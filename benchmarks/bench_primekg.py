@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     args = parser.parse_args()
     settings = load_settings()
-    data_dir = settings.resolved_data_dir()
+    data_dir = settings.paths.data_dir
     if data_dir is None:
         sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR) for the PrimeKG count tables")
     folder = WORK / f"primekg_scale_{args.scale}"

@@ -183,7 +183,7 @@ def main() -> None:
     parser.add_argument("--no-neo4j", action="store_true")
     args = parser.parse_args()
     settings = load_settings()
-    data_dir = settings.resolved_data_dir()
+    data_dir = settings.paths.data_dir
     if data_dir is None:
         sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR)")
     questions, _read = api.read_questions(data_dir / PILOT_QUESTIONS, "pilot", limit=args.questions)

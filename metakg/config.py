@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -32,7 +32,8 @@ class PathsSettings(BaseModel):
 
     data_dir: Path | None = Field(
         default=None,
-        description="Folder with the public data sets (SOURCES.md layout). Default: ../shared/data when present.",
+        description="Folder with public data sets the demo and benchmarks read (e.g. metakgrag_pilot/...); "
+        "None: the demo downloads its two files into the cache.",
     )
     cache_dir: Path = Field(
         default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "metakg",
@@ -125,9 +126,19 @@ class StoreSettings(BaseModel):
 
 
 class QASettings(BaseModel):
-    """The QA engine (`metakg ask`, `metakg eval`): retrieval and MetaKGRAG parameters (paper defaults)."""
+    """The QA engine (`metakg ask`, `metakg eval`): the retrieval settings every strategy shares.
 
-    strategy: str = Field(default="metakgrag", description="Default strategy: llm_only, kg_rag or metakgrag.")
+    Each strategy's own parameters live in a section named after it, ``[qa.<strategy>]`` in TOML or
+    ``METAKG_QA__<STRATEGY>__<KEY>`` in the environment (e.g. ``[qa.metakgrag] n_max = 2``). Those sections
+    are kept here as given and validated by the strategy's settings model when the engine starts; an
+    unknown strategy name is refused there too (`metakg strategies` lists the names and their settings).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    strategy: str = Field(
+        default="metakgrag", description="Default strategy of `ask` (`metakg strategies` lists them)."
+    )
     concepts: Literal["llm", "rules"] = Field(
         default="llm", description="Concept extraction: ask the LLM (rules when it gives none), or rules only."
     )
@@ -135,25 +146,35 @@ class QASettings(BaseModel):
     tau_entity: float = Field(
         default=0.6, ge=0, le=1, description="Cosine similarity a concept's best entity needs to be a start entity."
     )
-    max_starts: int = Field(default=5, ge=1, le=50, description="Start entities (one greedy path each).")
-    path_hops: int = Field(default=3, ge=1, le=10, description="Edges a greedy search adds to a path.")
+    max_starts: int = Field(default=5, ge=1, le=50, description="Start entities kept per question.")
     max_neighbours: int = Field(default=100, ge=1, description="Neighbours read per node while searching.")
-    n_max: int = Field(default=3, ge=0, le=20, description="MetaKGRAG: most Perceive-Evaluate-Adjust cycles.")
-    tau_similarity: float = Field(
-        default=0.8, ge=0, le=1, description="MetaKGRAG: stop when a new path's Jaccard similarity exceeds this."
-    )
-    tau_coverage: float = Field(default=0.6, ge=0, le=1, description="MetaKGRAG: a concept below is missing.")
-    tau_c: float = Field(default=0.3, ge=0, le=1, description="MetaKGRAG: sim(e, c) above counts c in EntityScope.")
-    tau_support: float = Field(
-        default=0.25, ge=0, le=1, description="MetaKGRAG: a path entity with GlobalSupport below is misleading."
-    )
-    alpha: float = Field(default=0.5, ge=0, le=1, description="MetaKGRAG: EntityScope weight in GlobalSupport.")
-    delta: float = Field(default=0.25, ge=0, le=1, description="MetaKGRAG: weight adjustment per deficiency.")
-    kg_rag_neighbours: int = Field(
-        default=10, ge=1, description="kg_rag: neighbours per start entity kept, the most question-like first."
-    )
     max_evidence: int = Field(default=30, ge=1, description="Evidence lines at most in the answer prompt.")
     answer_max_tokens: int = Field(default=64, ge=1, description="Reply tokens allowed for the answer.")
+    cache_entries: int = Field(
+        default=200_000,
+        ge=1000,
+        description="Bound of each cache kept across questions (texts and nodes embedded, neighbour lists); "
+        "the least recently used entries are evicted.",
+    )
+
+    @model_validator(mode="after")
+    def _sections_are_tables(self) -> QASettings:
+        for name, value in (self.model_extra or {}).items():
+            if not isinstance(value, dict):
+                raise ValueError(
+                    f"qa.{name} is not a setting; strategy sections are tables ([qa.{name}] in TOML, "
+                    f"METAKG_QA__{name.upper()}__<KEY> in the environment)"
+                )
+        return self
+
+    def section(self, strategy: str) -> dict[str, Any]:
+        """The raw ``[qa.<strategy>]`` values (empty when not given)."""
+        value = (self.model_extra or {}).get(strategy, {})
+        return dict(value) if isinstance(value, dict) else {}
+
+    def sections(self) -> list[str]:
+        """The names of the strategy sections given."""
+        return sorted(self.model_extra or {})
 
 
 class LLMSettings(BaseModel):
@@ -217,6 +238,10 @@ LLM_ENV_ALIASES = {
 }
 
 
+#: the URI schemes of the Neo4j driver
+NEO4J_SCHEMES = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
+
+
 class Neo4jSettings(BaseModel):
     """How to reach Neo4j. ``NEO4J_URI``, ``NEO4J_USER``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE`` are honoured."""
 
@@ -229,9 +254,8 @@ class Neo4jSettings(BaseModel):
     @field_validator("uri")
     @classmethod
     def _uri_scheme(cls, value: str) -> str:
-        schemes = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
-        if not value.startswith(schemes):
-            raise ValueError(f"neo4j.uri {value!r} must start with one of {', '.join(schemes)}")
+        if not value.startswith(NEO4J_SCHEMES):
+            raise ValueError(f"neo4j.uri {value!r} must start with one of {', '.join(NEO4J_SCHEMES)}")
         return value
 
 
@@ -285,13 +309,6 @@ class Settings(BaseSettings):
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)
-
-    def resolved_data_dir(self) -> Path | None:
-        """The data folder: the configured one, else ``../shared/data`` when it exists, else None."""
-        if self.paths.data_dir is not None:
-            return self.paths.data_dir
-        candidate = Path("..") / "shared" / "data"
-        return candidate.resolve() if candidate.is_dir() else None
 
 
 def _config_file() -> Path | None:

@@ -38,12 +38,6 @@ class BundleError(MetakgError):
     exit_code = 1
 
 
-class ValidationFailed(MetakgError):
-    """A table-level validation check failed, so the bundle cannot be used."""
-
-    exit_code = 1
-
-
 class StoreError(MetakgError):
     """A graph store could not answer (unknown node, bad query parameters, backend failure)."""
 
@@ -70,3 +64,8 @@ class LLMError(MetakgError):
     """The model endpoint could not answer (after retries), or answered with something unusable."""
 
     exit_code = 1
+
+    def __init__(self, message: str, *, attempts: int = 1) -> None:
+        """``attempts``: how many times the request was sent before giving up."""
+        super().__init__(message)
+        self.attempts = attempts

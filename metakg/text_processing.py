@@ -106,11 +106,6 @@ def _tokenizer_pipeline() -> Any:
         return spacy.blank("en")
 
 
-def has_noun_chunks() -> bool:
-    """True when a trained pipeline with a parser is installed (``python -m spacy download en_core_web_sm``)."""
-    return "parser" in _tokenizer_pipeline().pipe_names
-
-
 def concept_phrases(text: str, *, max_words: int = 4) -> list[str]:
     """Candidate concepts of ``text``: noun chunks (trained pipeline) or content-word phrases (blank).
 

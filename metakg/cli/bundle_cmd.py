@@ -9,7 +9,6 @@ from rich.table import Table
 
 from metakg import api
 from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
-from metakg.schemas.validation import REPORT_HTML, REPORT_JSON
 
 
 def validate(
@@ -35,7 +34,7 @@ def validate(
             out.print(table)
             out.print(
                 f"nodes {report.nodes_in} -> {report.nodes}, edges {report.edges_in} -> {report.edges}, "
-                f"{report.rejected} rows rejected; reports: {bundle / REPORT_JSON}, {bundle / REPORT_HTML}"
+                f"{report.rejected} rows rejected; reports: {bundle / api.REPORT_JSON}, {bundle / api.REPORT_HTML}"
             )
             for failure in report.table_failures:
                 err.print(f"[red]table-level failure: {failure}[/]")

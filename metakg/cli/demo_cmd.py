@@ -10,7 +10,7 @@ from rich.markup import escape
 from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
 from metakg.cli.qa_cmd import print_answer
-from metakg.cli.query_cmd import _path_text
+from metakg.cli.query_cmd import path_text
 
 
 def demo(
@@ -49,7 +49,7 @@ def demo(
             a, b = result.path_ends
             out.print(f"[bold]5. shortest paths {escape(a.name)} -> {escape(b.name)}[/]")
             for p in result.paths:
-                out.print(f"     {p.hops} hops: {_path_text(p)}", highlight=False, markup=False)
+                out.print(f"     {p.hops} hops: {path_text(p)}", highlight=False, markup=False)
             for number, (question, answer) in enumerate(result.answers, start=6):
                 out.print(f"[bold]{number}. metakgrag[/] {escape(question.text)}", highlight=False)
                 for letter, text in question.choices:

@@ -11,8 +11,6 @@ import typer
 from metakg import api
 from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
 from metakg.errors import UsageError
-from metakg.extractors.pipeline import RunStats
-from metakg.ingest.datasets import FORMATS, DatasetFormat
 
 
 def _default_dataset(path: Path) -> str:
@@ -26,7 +24,7 @@ def extract(
         ...,
         "--format",
         "-f",
-        help=f"{' | '.join(FORMATS)}: MedAgentsBench/MedQA jsonl, CommonsenseQA (official or HF layout), "
+        help=f"{' | '.join(api.FORMATS)}: MedAgentsBench/MedQA jsonl, CommonsenseQA (official or HF layout), "
         "MetaKGRAG pilot json, plain text, or jsonl/csv documents (see --text-field).",
     ),
     output: Path = typer.Option(..., "--output", "-o", help="Bundle directory to write (replaced if it exists)."),
@@ -55,12 +53,12 @@ def extract(
     """
     cfg = settings()
     with guarded("extract", json_mode):
-        if fmt not in FORMATS:
-            raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+        if fmt not in api.FORMATS:
+            raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(api.FORMATS)}.")
         name = dataset or _default_dataset(dataset_file)
         with progress(f"extracting from {dataset_file}") as say, progress_bar("prompts") as advance:
 
-            def count(stats: RunStats) -> None:
+            def count(stats: api.RunStats) -> None:
                 advance(
                     stats.done,
                     stats.total,
@@ -70,7 +68,7 @@ def extract(
 
             summary = api.extract(
                 dataset_file,
-                cast(DatasetFormat, fmt),
+                cast(api.DatasetFormat, fmt),
                 output,
                 cfg,
                 dataset=name,

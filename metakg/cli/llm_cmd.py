@@ -8,7 +8,6 @@ import typer
 
 from metakg import api
 from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, settings
-from metakg.llm import local_server
 
 app = typer.Typer(
     help="Run or ask the LLM (any OpenAI-compatible endpoint; local SmolLM2 by default).", no_args_is_help=True
@@ -23,7 +22,7 @@ def serve(
     Ctrl-C. Point metakg (or any OpenAI client) at it with METAKG_LLM__BASE_URL."""
     cfg = settings()
     with guarded("llm serve", False):
-        server = local_server.start(port or cfg.llm.local_port)
+        server = api.start_local_server(port or cfg.llm.local_port)
         out.print(f"serving {server.model} at {server.base_url} (log: {server.log}); Ctrl-C stops it")
         out.print(f"export METAKG_LLM__BASE_URL={server.base_url}", markup=False, highlight=False)
         try:
@@ -32,7 +31,7 @@ def serve(
         except KeyboardInterrupt:
             err.print("stopping")
         finally:
-            local_server.stop(server)
+            api.stop_local_server(server)
 
 
 @app.command("ask")
@@ -47,7 +46,7 @@ def ask(
     with guarded("llm ask", json_mode):
         with progress("asking") as say:
             say("starting")
-            completion, summary = api.ask(cfg, prompt, system=system)
+            completion, usage = api.llm_reply(cfg, prompt, system=system)
         if not json_mode:
             out.print(completion.text, markup=False, highlight=False)
             err.print(
@@ -64,7 +63,7 @@ def ask(
                 "cached": completion.cached,
                 "prompt_tokens": completion.usage.prompt_tokens,
                 "completion_tokens": completion.usage.completion_tokens,
-                **summary,
+                **usage.as_dict(),
             },
             json_mode=json_mode,
         )

@@ -47,6 +47,7 @@ app.command("extract")(extract_cmd.extract)
 app.command("demo")(demo_cmd.demo)
 app.command("ask")(qa_cmd.ask)
 app.command("eval")(qa_cmd.evaluate)
+app.command("strategies")(qa_cmd.strategies)
 
 
 def _version(value: bool) -> None:

@@ -9,7 +9,6 @@ import typer
 
 from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
-from metakg.schemas.graph_store import GraphPath
 
 app = typer.Typer(help="Query a bundle: neighbours, paths, name search.", no_args_is_help=True)
 
@@ -18,7 +17,8 @@ NODE_HELP = "A node id (kg:commonsenseqa/car) or a name; names are matched exact
 REL_HELP = "Only follow this relation (repeat for several)."
 
 
-def _path_text(path: GraphPath) -> str:
+def path_text(path: api.GraphPath) -> str:
+    """A path as ``a -[rel]-> b <-[rel]- c`` (arrows in each edge's stored direction)."""
     parts = [path.nodes[0]]
     for edge, node in zip(path.edges, path.nodes[1:], strict=True):
         arrow = f"-[{edge.display}]->" if edge.dst == node else f"<-[{edge.display}]-"
@@ -37,8 +37,7 @@ def neighbours(
     """List the neighbours of a node, outgoing edges first."""
     cfg = settings()
     with guarded("query neighbours", json_mode):
-        with progress("loading store") as say:
-            store = api.open_graph(graph, cfg, progress=say)
+        with progress("loading store") as say, api.open_store(cfg, graph, progress=say) as store:
             found, items = api.neighbours_of(store, node, relations=rel, limit=limit)
         if not json_mode:
             out.print(f"{found.name} ({found.id}, {found.type}): {len(items)} neighbours", markup=False)
@@ -73,15 +72,14 @@ def path(
     Exit 1 when there is none within the hop limit."""
     cfg = settings()
     with guarded("query path", json_mode):
-        with progress("loading store") as say:
-            store = api.open_graph(graph, cfg, progress=say)
+        with progress("loading store") as say, api.open_store(cfg, graph, progress=say) as store:
             a, b, paths = api.paths_between(
                 store, start, end, k=k, max_hops=max_hops or cfg.store.max_hops, relations=rel
             )
         if not json_mode:
             out.print(f"{len(paths)} path(s) from {a.name} to {b.name}", markup=False)
             for p in paths:
-                out.print(f"  {p.hops} hops: {_path_text(p)}", highlight=False, markup=False)
+                out.print(f"  {p.hops} hops: {path_text(p)}", highlight=False, markup=False)
         finish(
             bool(paths),
             {
@@ -116,8 +114,7 @@ def search(
     embedding similarity."""
     cfg = settings()
     with guarded("query search", json_mode):
-        with progress("searching") as say:
-            store = api.open_graph(graph, cfg, progress=say)
+        with progress("searching") as say, api.open_store(cfg, graph, progress=say) as store:
             hits = store.search(text, mode=mode.value, k=k)
         if not json_mode:
             for h in hits:

@@ -29,7 +29,7 @@ from metakg.extractors.prompts import Prompt, chunk_prompt, qa_item_prompt
 from metakg.extractors.resolution import LinkTarget, Resolution, resolve_mentions
 from metakg.llm.client import Completion, LLMClient, request
 from metakg.llm.embedder import Embedder
-from metakg.llm.ledger import price
+from metakg.llm.usage import UsageMeter, UsageSummary, metered
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import (
     conform_edges,
@@ -68,14 +68,18 @@ class Outcome:
 
 @dataclass
 class RunStats:
-    """Running totals of a run, passed to the progress callback after each unit."""
+    """Running totals of a run, passed to the progress callback after each unit.
+
+    The LLM figures are a view of the usage meter: each unit's calls are recorded there once, then added
+    here (cache hits count as calls and cost nothing; see :mod:`metakg.llm.usage`).
+    """
 
     done: int = 0
     total: int = 0
-    llm_calls: int = 0
-    cache_hits: int = 0
     failed: int = 0
     skipped: int = 0
+    llm_calls: int = 0
+    cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -83,7 +87,7 @@ class RunStats:
 
     @property
     def tokens(self) -> int:
-        """Prompt plus completion tokens of fresh calls (cache hits cost nothing)."""
+        """Billed prompt plus completion tokens (cache hits cost nothing)."""
         return self.prompt_tokens + self.completion_tokens
 
     @property
@@ -91,6 +95,14 @@ class RunStats:
         """Units finished per second so far."""
         elapsed = time.perf_counter() - self.started
         return self.done / elapsed if elapsed > 0 else 0.0
+
+    def add(self, usage: UsageSummary) -> None:
+        """Add one unit's metered usage."""
+        self.llm_calls += usage.llm_calls
+        self.cache_hits += usage.cache_hits
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.cost_usd += usage.cost_usd
 
 
 Progress = Callable[[RunStats], None]
@@ -129,11 +141,13 @@ async def run_units(
 
     At most ``concurrency`` requests are in flight. With ``budget_usd``, a unit that would start after the
     fresh calls' cost (``prices``, USD per million tokens) reached the budget is skipped; calls already in
-    flight finish, so a run can overshoot by at most ``concurrency - 1`` calls.
+    flight finish, so a run can overshoot by at most ``concurrency - 1`` calls. Every call is recorded in
+    ``client``'s usage meter when it is a :class:`~metakg.llm.usage.MeteredClient` (else in a new one),
+    under the scope ``extract:<unit id>``.
     """
     stats = RunStats(total=len(units))
     semaphore = asyncio.Semaphore(concurrency)
-    table = prices or {}
+    client = metered(client, prices)
 
     async def one(unit: Unit) -> Outcome:
         async with semaphore:
@@ -141,34 +155,21 @@ async def run_units(
                 outcome = Outcome(unit, "skipped", error=f"the budget of ${budget_usd:g} was spent")
             else:
                 chat = request(unit.prompt.messages, model=client.model, temperature=temperature, max_tokens=max_tokens)
-                try:
-                    completion = await client.complete(chat, tag=f"extract:{unit.unit_id}")
-                    outcome = Outcome(unit, "ok", completion)
-                except LLMError as e:
-                    outcome = Outcome(unit, "failed", error=str(e))
-        _count(stats, outcome, table)
+                with UsageMeter.scope(f"extract:{unit.unit_id}") as scope:
+                    try:
+                        outcome = Outcome(unit, "ok", await client.complete(chat, tag=f"extract:{unit.unit_id}"))
+                    except LLMError as e:
+                        outcome = Outcome(unit, "failed", error=str(e))
+                stats.add(client.meter.summary(scope=scope))
+        stats.done += 1
+        stats.failed += outcome.status == "failed"
+        stats.skipped += outcome.status == "skipped"
         if progress is not None:
             progress(stats)
         return outcome
 
     outcomes = await asyncio.gather(*(one(u) for u in units))
     return list(outcomes), stats
-
-
-def _count(stats: RunStats, outcome: Outcome, prices: dict[str, tuple[float, float]]) -> None:
-    stats.done += 1
-    if outcome.status == "skipped":
-        stats.skipped += 1
-    elif outcome.status == "failed":
-        stats.failed += 1
-    elif outcome.completion is not None and outcome.completion.cached:
-        stats.cache_hits += 1
-    elif outcome.completion is not None:
-        usage = outcome.completion.usage
-        stats.llm_calls += 1
-        stats.prompt_tokens += usage.prompt_tokens
-        stats.completion_tokens += usage.completion_tokens
-        stats.cost_usd += price(prices, outcome.completion.model, usage.prompt_tokens, usage.completion_tokens)
 
 
 @dataclass

@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import InputDataError
-from metakg.schemas.bundle import Bundle
+from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids, normalise_relation_expr
 from metakg.schemas.validation import code_names, first_failure_code
 from metakg.schemas.vocabulary import default_vocabulary
@@ -357,16 +357,7 @@ def read_primekg(
         exact_duplicates=exact_duplicates,
     )
     manifest: dict[str, Any] = {
-        "sources": [
-            {
-                "name": source,
-                "importer": IMPORTER,
-                "input": str(path),
-                "run_id": run_id,
-                **report.as_dict(),
-                "at": now.isoformat(timespec="seconds"),
-            }
-        ]
+        "sources": [source_entry(source, IMPORTER, run_id, input=str(path), **report.as_dict())]
     }
     return Bundle(conform_nodes(nodes), conform_edges(edges), rejects, manifest), report
 

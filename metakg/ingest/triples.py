@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import InputDataError
-from metakg.schemas.bundle import Bundle
+from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.curie import check_dataset_name, dataset_id_expr
 from metakg.schemas.tables import (
     conform_edges,
@@ -252,17 +252,16 @@ def read_triples(
     )
     manifest: dict[str, Any] = {
         "sources": [
-            {
-                "name": source,
-                "dataset": dataset,
-                "importer": IMPORTER,
-                "input": str(path),
-                "run_id": run_id,
-                "read": report.read,
-                "accepted": report.accepted,
-                "rejected": report.rejected,
-                "at": now.isoformat(timespec="seconds"),
-            }
+            source_entry(
+                source,
+                IMPORTER,
+                run_id,
+                dataset=dataset,
+                input=str(path),
+                read=report.read,
+                accepted=report.accepted,
+                rejected=report.rejected,
+            )
         ]
     }
     bundle = Bundle(

@@ -30,7 +30,7 @@ import polars as pl
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from metakg.errors import InputDataError, MetakgError, UsageError
+from metakg.errors import InputDataError, MetakgError
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import (
     NODE_SCHEMA,
@@ -45,7 +45,6 @@ from metakg.schemas.vocabulary import TypeVocabulary
 WD = "http://www.wikidata.org/entity/"
 WDT = "http://www.wikidata.org/prop/direct/"
 IMPORTER = "wikidata"
-DEFAULT_ENDPOINT = "https://query.wikidata.org/sparql"
 PREFIXES = (
     "PREFIX wd: <http://www.wikidata.org/entity/>\n"
     "PREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
@@ -649,9 +648,3 @@ def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabu
     else:
         edge_frame = empty_edges()
     return Bundle(nodes=node_frame, edges=edge_frame, rejects=empty_rejects(), manifest={})
-
-
-def check_spec_path(path: Path) -> None:
-    """A usage error when ``path`` is not a file."""
-    if not path.is_file():
-        raise UsageError(f"subset spec {path} does not exist.")

@@ -42,6 +42,7 @@ class Completion:
     latency_s: float = 0.0
     cached: bool = False
     finish_reason: str | None = None
+    attempts: int = 1  # how many times the request was sent (retries included)
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,8 @@ class LLMClient(Protocol):
         ...
 
     async def complete(self, request: ChatRequest, *, tag: str = "") -> Completion:
-        """One reply (``tag`` labels the call in the usage ledger); raises LLMError when the model cannot
-        answer after the retries."""
+        """One reply (``tag`` labels the call in the usage meter, ``stage:detail``); raises LLMError when the
+        model cannot answer after the retries."""
         ...
 
 

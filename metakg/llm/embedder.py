@@ -152,3 +152,53 @@ def resolve_model_dir(settings: EmbedderSettings, cache_dir: Path, *, say: Calla
                 "METAKG_EMBEDDER__MODEL_DIR to it.",
             )
     return folder
+
+
+class LazyEmbedder:
+    """The configured ONNX embedder, located (and, if need be, downloaded) on first use, not when built."""
+
+    def __init__(
+        self, settings: EmbedderSettings, cache_dir: Path, progress: Callable[[str], None] | None = None
+    ) -> None:
+        """Keep the settings; no I/O here."""
+        self._settings = settings
+        self._cache_dir = cache_dir
+        self._progress = progress
+        self._inner: OnnxEmbedder | None = None
+
+    def _get(self) -> OnnxEmbedder:
+        if self._inner is None:
+            folder = resolve_model_dir(self._settings, self._cache_dir, say=self._progress)
+            self._inner = OnnxEmbedder(
+                folder, batch_size=self._settings.batch_size, max_length=self._settings.max_length
+            )
+        return self._inner
+
+    @property
+    def name(self) -> str:
+        """The model folder's name."""
+        return self._get().name
+
+    @property
+    def dim(self) -> int:
+        """The vector size."""
+        return self._get().dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed texts with the resolved model."""
+        return self._get().embed(texts)
+
+
+EMBED_BLOCK = 2048
+
+
+def embed_in_blocks(
+    embedder: Embedder, texts: Sequence[str], counter: Callable[[int, int], None] | None = None
+) -> Vectors:
+    """Embed ``texts`` in blocks of :data:`EMBED_BLOCK`, calling ``counter(done, total)`` after each block."""
+    blocks = []
+    for start in range(0, len(texts), EMBED_BLOCK):
+        blocks.append(embedder.embed(texts[start : start + EMBED_BLOCK]))
+        if counter is not None:
+            counter(min(start + EMBED_BLOCK, len(texts)), len(texts))
+    return np.vstack(blocks) if blocks else np.zeros((0, embedder.dim), dtype=np.float32)

@@ -2,22 +2,23 @@
 
 The only module that imports the ``openai`` SDK. The SDK's own retries are off; this client retries 429,
 5xx, timeouts, dropped connections and unreadable replies with exponential backoff, honouring
-``Retry-After``. A semaphore bounds the requests in flight. Replies are cached (content-addressed) and
-every call goes into the usage ledger. When a server refuses JSON mode, the request is sent again as
-plain text.
+``Retry-After``. A semaphore bounds the requests in flight. Replies are cached (content-addressed); a
+completion says how many attempts it took, and a final failure raises LLMError with its attempts, so the
+usage meter (:mod:`metakg.llm.usage`) that wraps this client records every call once. When a server
+refuses JSON mode, the request is sent again as plain text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 from metakg.config import LLMSettings
 from metakg.errors import ConfigError, LLMError
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import ChatRequest, Completion, Usage
-from metakg.llm.ledger import UsageLedger
 
 MAX_RETRY_AFTER_S = 120.0
 
@@ -35,7 +36,7 @@ def _retry_after(error: Any) -> float | None:
 
 
 class OpenAICompatibleClient:
-    """LLMClient over the openai SDK with retries, bounded concurrency, a response cache and a ledger."""
+    """LLMClient over the openai SDK with retries, bounded concurrency and a response cache."""
 
     def __init__(
         self,
@@ -43,13 +44,11 @@ class OpenAICompatibleClient:
         *,
         base_url: str,
         cache: ResponseCache | None = None,
-        ledger: UsageLedger | None = None,
     ) -> None:
         """Keep the settings; the HTTP client is created on the first request, not here."""
         self._settings = settings
         self._base_url = base_url
         self._cache = cache
-        self._ledger = ledger
         self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None
         self._json_unsupported = False
@@ -91,38 +90,33 @@ class OpenAICompatibleClient:
         if self._cache is not None:
             hit = self._cache.get(request)
             if hit is not None:
-                if self._ledger is not None:
-                    self._ledger.record(hit, tag=tag, model=request.model, attempts=0)
                 return hit
         self._bind_loop()
         assert self._semaphore is not None
         async with self._semaphore:
-            completion, attempts = await self._with_retries(request, tag)
+            completion = await self._with_retries(request)
         if self._cache is not None:
             self._cache.put(request, completion)
-        if self._ledger is not None:
-            self._ledger.record(completion, tag=tag, model=request.model, attempts=attempts)
         return completion
 
-    async def _with_retries(self, request: ChatRequest, tag: str) -> tuple[Completion, int]:
+    async def _with_retries(self, request: ChatRequest) -> Completion:
         import openai
 
         delay = self._settings.backoff_s
         last: str = ""
         for attempt in range(1, self._settings.max_retries + 2):
             try:
-                return await self._once(request), attempt
+                return replace(await self._once(request), attempts=attempt)
             except openai.BadRequestError as e:
                 if request.json_mode and not self._json_unsupported and "response_format" in str(e):
                     self._json_unsupported = True  # the server has no JSON mode: plain text from now on
                     continue
-                self._fail(request, tag, attempt, f"request refused: {e}")
-                raise LLMError(f"the endpoint refused the request ({e}).") from e
+                raise LLMError(f"the endpoint refused the request ({e}).", attempts=attempt) from e
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as e:
-                self._fail(request, tag, attempt, f"{type(e).__name__}")
                 raise LLMError(
                     f"the endpoint {self._base_url} refused the model {request.model!r} ({type(e).__name__}): "
-                    "check METAKG_LLM__API_KEY and METAKG_LLM__MODEL."
+                    "check METAKG_LLM__API_KEY and METAKG_LLM__MODEL.",
+                    attempts=attempt,
                 ) from e
             except openai.RateLimitError as e:
                 last = "429 rate limited"
@@ -140,12 +134,7 @@ class OpenAICompatibleClient:
                 await asyncio.sleep(wait if wait is not None else delay)
             delay *= 2
         message = f"no reply from {self._base_url} after {self._settings.max_retries + 1} attempts (last: {last})"
-        self._fail(request, tag, self._settings.max_retries + 1, message)
-        raise LLMError(message)
-
-    def _fail(self, request: ChatRequest, tag: str, attempts: int, error: str) -> None:
-        if self._ledger is not None:
-            self._ledger.record(None, tag=tag, model=request.model, attempts=attempts, error=error)
+        raise LLMError(message, attempts=self._settings.max_retries + 1)
 
     async def _once(self, request: ChatRequest) -> Completion:
         extra: dict[str, Any] = {}

@@ -98,11 +98,8 @@ def merge_edge_single(rel: str) -> str:
     )
 
 
-def set_embeddings() -> str:
-    """Store name embeddings: ``$rows`` of ``{id, vector}``."""
-    return f"UNWIND $rows AS row MATCH (n:{ENTITY} {{id: row.id}}) SET n.embedding = row.vector"
-
-
+NO_LIMIT = 2**62
+"""The ``$limit`` of an unlimited read: Cypher's LIMIT takes no null, and no graph has this many rows."""
 COUNT_NODES = f"MATCH (n:{ENTITY}) RETURN count(n) AS n"
 COUNT_EDGES = f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) RETURN count(r) AS n"
 GET_NODES = f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) RETURN {NODE_RETURN} AS node"

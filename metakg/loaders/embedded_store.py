@@ -20,6 +20,7 @@ from metakg.llm.embedder import Embedder
 from metakg.loaders.path_core import PathCore, address, load_library
 from metakg.schemas.bundle import Bundle, merge_bundles
 from metakg.schemas.graph_store import (
+    ClosingStore,
     Direction,
     EdgeRecord,
     GraphPath,
@@ -95,7 +96,7 @@ def _strings(value: pl.Series | None) -> tuple[str, ...]:
     return () if value is None else tuple(value.to_list())
 
 
-class EmbeddedStore:
+class EmbeddedStore(ClosingStore):
     """GraphStore over an in-memory bundle (the default store)."""
 
     def __init__(

@@ -1,13 +1,14 @@
 """The Neo4j GraphStore (the only module that imports the neo4j driver).
 
 Every statement comes from :mod:`metakg.loaders.cypher` with its values as parameters. The driver is
-created by :func:`connect` and passed in, so a store can share it with the loader.
+created by :func:`connect` and passed in, so a store can share it with the loader; ``owns_driver=True``
+hands it to the store, which then closes it with itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -18,6 +19,7 @@ from metakg.loaders import cypher
 from metakg.loaders.neo4j_loader import load_bundle
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.graph_store import (
+    ClosingStore,
     Direction,
     EdgeRecord,
     GraphPath,
@@ -32,8 +34,11 @@ from metakg.schemas.graph_store import (
 )
 from metakg.schemas.tables import conform_edges, conform_nodes, match_key
 
+if TYPE_CHECKING:
+    from neo4j import Driver, Session
 
-def connect(settings: Neo4jSettings) -> Any:
+
+def connect(settings: Neo4jSettings) -> Driver:
     """A verified neo4j ``Driver`` for the configured server.
 
     Raises:
@@ -86,18 +91,26 @@ def _edge(data: dict[str, Any]) -> EdgeRecord:
     )
 
 
-class Neo4jStore:
+class Neo4jStore(ClosingStore):
     """GraphStore over a Neo4j database loaded by :func:`metakg.loaders.neo4j_loader.load_bundle`."""
 
     def __init__(
-        self, driver: Any, *, database: str = "neo4j", embedder: Embedder | None = None, target: str = "neo4j"
+        self,
+        driver: Driver,
+        *,
+        database: str = "neo4j",
+        embedder: Embedder | None = None,
+        target: str = "neo4j",
+        owns_driver: bool = False,
     ) -> None:
-        """Keep the driver; no query is sent until a method is called."""
+        """Keep the driver (closed by :meth:`close` when ``owns_driver``); no query is sent until a method is
+        called."""
         self._driver = driver
         self._database = database
         self._embedder = embedder
         self._target = target
-        self._session: Any = None
+        self._owns_driver = owns_driver
+        self._session: Session | None = None
 
     def _run(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """Run a read query as an auto-commit transaction of one long-lived READ session.
@@ -120,10 +133,13 @@ class Neo4jStore:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
-        """Close the read session (the driver stays open; its owner closes it)."""
+        """Close the read session, and the driver when the store owns it."""
         if self._session is not None:
             self._session.close()
             self._session = None
+        if self._owns_driver:
+            self._driver.close()
+            self._owns_driver = False
 
     def _require(self, node_id: str) -> None:
         if not self._run(cypher.GET_NODES, ids=[node_id]):
@@ -151,7 +167,7 @@ class Neo4jStore:
             cypher.NEIGHBOURS,
             id=node_id,
             rels=list(relations) if relations is not None else None,
-            limit=limit if limit is not None else 2**62,
+            limit=limit if limit is not None else cypher.NO_LIMIT,
             out=direction in ("out", "both"),
             **{"in": direction in ("in", "both")},
         )

@@ -1,24 +1,14 @@
-"""The QA engine's value types: questions, answers with evidence and usage, the strategy protocol, the context.
-
-A strategy reads the graph only through :class:`~metakg.schemas.graph_store.GraphStore` and talks to
-models only through the ``LLMClient`` and ``Embedder`` protocols, all carried by :class:`QAContext`.
-Every LLM call of one question goes through a :class:`MeteredClient`, so an answer reports exactly the
-calls, tokens, cost and LLM latency it used.
-"""
+"""The QA engine's value types: questions, and answers with their evidence, support sets, trace and usage."""
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from metakg.config import QASettings
-from metakg.llm.client import ChatRequest, Completion, LLMClient
-from metakg.llm.embedder import Embedder
-from metakg.llm.ledger import price
-from metakg.schemas.graph_store import EdgeRecord, GraphStore, NodeRecord
+from metakg.llm.usage import UsageSummary
+from metakg.schemas.graph_store import EdgeRecord, NodeRecord
 
 _CHOICE = re.compile(r"^\s*\(?([A-Za-z])\s*[:.)]\s*(.*?)\s*$", re.S)
 
@@ -80,14 +70,28 @@ class EvidencePath:
     ends: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class ClaimSupport:
+    """A claim of an answer (a sentence) and the graph elements that back it: node and edge ids of the store
+    the answer was given over (or of the local graph a strategy built, which its trace names)."""
+
+    claim: str
+    nodes: tuple[str, ...] = ()
+    edges: tuple[str, ...] = ()
+    verified: bool | None = None  # None: not checked; False: some id does not exist
+
+
 @dataclass
 class QAUsage:
-    """What one answer cost: LLM calls (cache hits included), tokens, USD, and time split by where it went."""
+    """What one answer cost: LLM calls (cache hits included), billed tokens and USD (a cached reply costs
+    nothing; its tokens are ``saved_tokens``), and the time split by where it went."""
 
     llm_calls: int = 0
     cache_hits: int = 0
+    failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    saved_tokens: int = 0
     cost_usd: float = 0.0
     llm_ms: float = 0.0
     retrieval_ms: float = 0.0
@@ -95,8 +99,24 @@ class QAUsage:
 
     @property
     def tokens(self) -> int:
-        """Prompt plus completion tokens."""
+        """Billed prompt plus completion tokens."""
         return self.prompt_tokens + self.completion_tokens
+
+    @classmethod
+    def metered(cls, usage: UsageSummary, total_ms: float) -> QAUsage:
+        """One answer's usage from its metered calls and its wall time (retrieval: the time outside the LLM)."""
+        return cls(
+            llm_calls=usage.llm_calls,
+            cache_hits=usage.cache_hits,
+            failures=usage.failures,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            saved_tokens=usage.saved_tokens,
+            cost_usd=usage.cost_usd,
+            llm_ms=usage.llm_ms,
+            retrieval_ms=max(0.0, total_ms - usage.llm_ms),
+            total_ms=total_ms,
+        )
 
 
 Status = Literal["ok", "fail"]
@@ -104,7 +124,8 @@ Status = Literal["ok", "fail"]
 
 @dataclass
 class Answer:
-    """A strategy's answer: text and letter, evidence paths, the trace, usage; ``status`` fail has a reason."""
+    """A strategy's answer: text and letter, evidence paths, per-claim support sets, the trace (JSON-ready,
+    shaped by the strategy), usage; ``status`` fail has a reason."""
 
     question_id: str
     strategy: str
@@ -113,8 +134,13 @@ class Answer:
     choice: str | None = None
     reason: str | None = None
     evidence: list[EvidencePath] = field(default_factory=list)
+    support: list[ClaimSupport] = field(default_factory=list)
     trace: dict[str, Any] = field(default_factory=dict)
     usage: QAUsage = field(default_factory=QAUsage)
+
+    def fail(self, reason: str) -> None:
+        """Mark the answer failed with ``reason``."""
+        self.status, self.reason = "fail", reason
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -123,103 +149,8 @@ class Answer:
         return data
 
 
-class MeteredClient:
-    """An ``LLMClient`` that counts the calls, tokens, cost and latency of one question."""
-
-    def __init__(self, inner: LLMClient, usage: QAUsage, prices: dict[str, tuple[float, float]]) -> None:
-        """Wrap ``inner``; counts go into ``usage``."""
-        self._inner = inner
-        self._usage = usage
-        self._prices = prices
-
-    @property
-    def model(self) -> str:
-        """The wrapped client's model."""
-        return self._inner.model
-
-    async def complete(self, request: ChatRequest, *, tag: str = "") -> Completion:
-        """Send ``request`` through the wrapped client and count it."""
-        started = time.perf_counter()
-        try:
-            completion = await self._inner.complete(request, tag=tag)
-        finally:
-            self._usage.llm_calls += 1
-            self._usage.llm_ms += (time.perf_counter() - started) * 1000
-        self._usage.cache_hits += int(completion.cached)
-        self._usage.prompt_tokens += completion.usage.prompt_tokens
-        self._usage.completion_tokens += completion.usage.completion_tokens
-        self._usage.cost_usd += price(
-            self._prices, completion.model, completion.usage.prompt_tokens, completion.usage.completion_tokens
-        )
-        return completion
-
-
-@dataclass
-class QAContext:
-    """What a strategy works with: the store, the LLM (None for retrieval only), the embedder, the settings."""
-
-    store: GraphStore
-    embedder: Embedder
-    settings: QASettings
-    llm: LLMClient | None = None
-    temperature: float = 0.0
-    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
-    caches: dict[str, Any] = field(default_factory=dict)  # per-store helpers kept across questions
-
-
-@dataclass(frozen=True)
-class Ablation:
-    """MetaKGRAG switches; each True turns one mechanism off."""
-
-    no_completeness: bool = False
-    no_relevance: bool = False
-    no_restart: bool = False
-    no_cycle: bool = False
-
-    NAMES = ("no_completeness", "no_relevance", "no_restart", "no_cycle")
-
-    @classmethod
-    def parse(cls, names: str | Sequence[str] | None) -> Ablation:
-        """From ``"no_relevance,no_restart"`` (or a list); ``none`` or empty means the full method.
-
-        Raises:
-            ValueError: an unknown switch.
-        """
-        if names is None:
-            return cls()
-        items = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
-        unknown = [n for n in items if n not in cls.NAMES and n != "none"]
-        if unknown:
-            raise ValueError(f"unknown ablation {', '.join(unknown)}; choose from {', '.join(cls.NAMES)}.")
-        return cls(**{n: True for n in items if n != "none"})
-
-    @property
-    def label(self) -> str:
-        """``full`` or the switches joined by ``+``."""
-        on = [n for n in self.NAMES if getattr(self, n)]
-        return "+".join(on) if on else "full"
-
-
 class NoEvidence(Exception):
     """Retrieval found nothing to start from; the answer fails with this reason."""
-
-
-@dataclass
-class Retrieval:
-    """Evidence paths (None: the strategy uses no graph) and the retrieval trace."""
-
-    paths: list[EvidencePath] | None
-    trace: dict[str, Any] = field(default_factory=dict)
-
-
-class Strategy(Protocol):
-    """A QA strategy: retrieval only; answering with the evidence is shared (``strategies.respond``)."""
-
-    name: str
-
-    async def retrieve(self, question: Question, ctx: QAContext, client: LLMClient | None) -> Retrieval:
-        """Evidence for ``question`` (``client`` is metered, None without an LLM); raises NoEvidence."""
-        ...
 
 
 def path_records(nodes: Sequence[NodeRecord], edges: Sequence[EdgeRecord]) -> EvidencePath:

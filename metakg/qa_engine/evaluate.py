@@ -1,25 +1,29 @@
-"""The evaluation harness: run strategies (and MetaKGRAG ablations) over the same questions and compare them.
+"""The evaluation harness: run strategies (and their variants, e.g. MetaKGRAG ablations) over the same
+questions and compare them.
 
-Per run (a strategy, or metakgrag with ablation switches) it writes ``answers-<label>.jsonl``, one row per
+Per run (a strategy, possibly with switches on) it writes ``answers-<label>.jsonl``, one row per
 question, appended as each answer arrives; a re-run with the same output folder reuses the rows already
 there (questions are matched by id), so an interrupted evaluation resumes. ``summary.json`` and
 ``comparison.md`` then hold, per run: accuracy, wrong, fail, LLM calls, tokens, cost, latency p50/p95,
 retrieval p50/p95, evidence answer-recall (share of questions whose gold answer text is an entity of the
-evidence) and the path refinement rate (share of final paths that differ from their initial path).
+evidence), evidence entities per question, and the strategy's own figures (MetaKGRAG: the path refinement
+rate, the share of final paths that differ from their initial path, and cycles per question).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from metakg.qa_engine.core import Ablation, Answer, QAContext, Question
-from metakg.qa_engine.strategies import answer_question, make_strategy
+from metakg.errors import UsageError
+from metakg.llm.usage import percentile
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.core import Answer, Question
+from metakg.qa_engine.registry import StrategyRegistry
+from metakg.qa_engine.strategy import Strategy
 from metakg.schemas.tables import match_key
 from metakg.text_processing import lemma_key
 
@@ -28,35 +32,51 @@ Tick = Callable[[str, int, int], None]
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One strategy to evaluate, with its MetaKGRAG ablation switches."""
+    """One run to evaluate: a strategy and the switches turned on for it (e.g. MetaKGRAG ablations)."""
 
     strategy: str
-    ablation: Ablation = field(default_factory=Ablation)
+    switches: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         """``metakgrag`` or ``metakgrag[no_relevance+no_restart]``."""
-        return self.strategy if self.ablation.label == "full" else f"{self.strategy}[{self.ablation.label}]"
+        return f"{self.strategy}[{'+'.join(self.switches)}]" if self.switches else self.strategy
 
 
-def run_specs(strategies: Sequence[str], ablations: Sequence[str]) -> list[RunSpec]:
-    """The runs for ``--strategy a,b`` and ``--ablation x`` options (``all``: each switch alone).
+def run_specs(strategies: Sequence[str], variants: Sequence[str], registry: StrategyRegistry) -> list[RunSpec]:
+    """The runs for ``--strategy a,b`` and ``--ablation x`` options.
 
-    Each ablation value is one metakgrag run (switches joined by commas); ``none`` is the full method.
+    Each variant value names switches joined by commas (``no_relevance,no_restart``: one run with both on),
+    ``none`` (the strategy as configured) or ``all`` (one run per switch). A variant applies to the chosen
+    strategies that offer its switches, else to the registered ones that do (MetaKGRAG's ablations run
+    without naming metakgrag).
 
     Raises:
-        UsageError: an unknown strategy; ValueError: an unknown switch.
+        UsageError: an unknown strategy, or a switch no strategy offers.
     """
-    specs = [RunSpec(s) for s in dict.fromkeys(s.strip() for s in strategies if s.strip())]
-    for spec in specs:
-        make_strategy(spec.strategy)  # fails early on an unknown name
-    values: list[str] = []
-    for value in ablations:
-        values.extend(Ablation.NAMES if value.strip() == "all" else [value])
-    for value in values:
-        spec = RunSpec("metakgrag", Ablation.parse(value))
-        if spec not in specs:
-            specs.append(spec)
+    names = list(dict.fromkeys(s.strip() for s in strategies if s.strip()))
+    specs = [RunSpec(registry.get(name).name) for name in names]
+    with_switches = [n for n in names if registry.get(n).switches()] or [
+        n for n in registry.names if registry.get(n).switches()
+    ]
+    for value in variants:
+        items = [v.strip() for v in value.split(",") if v.strip() and v.strip() != "none"]
+        for name in with_switches:
+            offered = registry.get(name).switches()
+            runs: list[tuple[str, ...]]
+            if items == ["all"]:
+                runs = [(s,) for s in offered]
+            elif all(i in offered for i in items):
+                runs = [tuple(s for s in offered if s in items)]
+            else:
+                continue
+            for switches in runs:
+                spec = RunSpec(name, switches)
+                if spec not in specs:
+                    specs.append(spec)
+        if items != ["all"] and not any(all(i in registry.get(n).switches() for i in items) for n in with_switches):
+            offered_all = sorted({s for n in with_switches for s in registry.get(n).switches()})
+            raise UsageError(f"unknown switch in {value!r}; the strategies offer: {', '.join(offered_all) or 'none'}.")
     return specs
 
 
@@ -64,47 +84,51 @@ def _key(text: str) -> str:
     return lemma_key(match_key(text))
 
 
-def evidence_recall(answer: Answer, gold_text: str | None) -> bool | None:
+def evidence_entities(answer: Answer) -> set[str]:
+    """The distinct entity names (normalised) of the evidence."""
+    return {_key(name) for path in answer.evidence for h, _, t in path.triples for name in (h, t)}
+
+
+def evidence_recall(answer: Answer, gold_text: str | None, *, uses_graph: bool = True) -> bool | None:
     """True when the gold answer text names an entity of the evidence (None: no gold text or no graph use)."""
-    if not gold_text or answer.strategy == "llm_only":
+    if not gold_text or not uses_graph:
         return None
-    gold = _key(gold_text)
-    return any(_key(name) == gold for path in answer.evidence for h, _, t in path.triples for name in (h, t))
+    return _key(gold_text) in evidence_entities(answer)
 
 
-def record(question: Question, answer: Answer) -> dict[str, Any]:
-    """The JSONL row of one answer: the question, gold, verdict, evidence, trace and usage."""
+def record(question: Question, answer: Answer, strategy: Strategy[Any]) -> dict[str, Any]:
+    """The JSONL row of one answer: the question, gold, verdict, evidence, trace, usage and the strategy's
+    own metrics."""
     correct = None
     if question.answer is not None and question.choices:
         correct = answer.status == "ok" and answer.choice == question.answer
     elif question.answer is not None and answer.status == "ok":
         correct = _key(answer.text) == _key(question.answer)
-    trace = answer.trace
     return {
         "question_id": question.id,
         "question": question.text,
         "gold": question.answer,
         "gold_text": question.answer_text,
         "correct": correct,
-        "evidence_recall": evidence_recall(answer, question.answer_text),
-        "paths_total": len(trace.get("paths", [])),
-        "paths_refined": trace.get("refined_paths", 0),
-        "cycles": trace.get("cycles", 0),
+        "evidence_recall": evidence_recall(answer, question.answer_text, uses_graph=strategy.uses_graph),
+        "evidence_entities": len(evidence_entities(answer)) if strategy.uses_graph else None,
+        "metrics": strategy.metrics(answer),
         **answer.to_dict(),
     }
 
 
 def _percentile(values: list[float], q: float) -> float | None:
-    return round(float(np.percentile(values, q)), 1) if values else None
+    found = percentile(values, q)
+    return None if found is None else round(found, 1)
 
 
-def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Accuracy, failures, usage, latency and the retrieval metrics of one run's rows."""
+def summarise(rows: Sequence[dict[str, Any]], strategy: type[Strategy[Any]] | Strategy[Any]) -> dict[str, Any]:
+    """Accuracy, failures, usage, latency, evidence metrics, and the strategy's own figures of one run."""
     n = len(rows)
     correct = sum(1 for r in rows if r["correct"] is True)
     fail = sum(1 for r in rows if r["status"] == "fail")
     recalls = [r["evidence_recall"] for r in rows if r["evidence_recall"] is not None]
-    paths = sum(r["paths_total"] for r in rows)
+    entities = [r["evidence_entities"] for r in rows if r.get("evidence_entities") is not None]
     usage = [r["usage"] for r in rows]
     total_ms = [u["total_ms"] for u in usage]
     retrieval_ms = [u["retrieval_ms"] for u in usage]
@@ -115,11 +139,12 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "wrong": n - correct - fail,
         "fail": fail,
         "evidence_recall": round(sum(recalls) / len(recalls), 4) if recalls else None,
-        "prr": round(sum(r["paths_refined"] for r in rows) / paths, 4) if paths else None,
-        "cycles_per_question": round(sum(r["cycles"] for r in rows) / n, 3) if n else None,
+        "evidence_entities_per_question": round(sum(entities) / len(entities), 2) if entities else None,
         "llm_calls": sum(u["llm_calls"] for u in usage),
         "cache_hits": sum(u["cache_hits"] for u in usage),
+        "llm_failures": sum(u.get("failures", 0) for u in usage),
         "tokens": sum(u["tokens"] for u in usage),
+        "saved_tokens": sum(u.get("saved_tokens", 0) for u in usage),
         "calls_per_question": round(sum(u["llm_calls"] for u in usage) / n, 3) if n else None,
         "tokens_per_question": round(sum(u["tokens"] for u in usage) / n, 1) if n else None,
         "cost_usd": round(sum(u["cost_usd"] for u in usage), 6),
@@ -127,7 +152,7 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "latency_p95_ms": _percentile(total_ms, 95),
         "retrieval_p50_ms": _percentile(retrieval_ms, 50),
         "retrieval_p95_ms": _percentile(retrieval_ms, 95),
-    }
+    } | strategy.summarise([r.get("metrics") or {} for r in rows])
 
 
 COLUMNS = (
@@ -136,7 +161,7 @@ COLUMNS = (
     ("wrong", "wrong"),
     ("fail", "fail"),
     ("evidence_recall", "evidence recall"),
-    ("prr", "PRR"),
+    ("evidence_entities_per_question", "entities/q"),
     ("calls_per_question", "LLM calls/q"),
     ("tokens_per_question", "tokens/q"),
     ("cost_usd", "cost USD"),
@@ -146,12 +171,13 @@ COLUMNS = (
 )
 
 
-def comparison_table(summary: dict[str, dict[str, Any]]) -> str:
-    """A Markdown table with one row per run."""
-    head = "| run | " + " | ".join(title for _, title in COLUMNS) + " |"
-    rule = "|---|" + "---:|" * len(COLUMNS)
+def comparison_table(summary: dict[str, dict[str, Any]], extra: Sequence[tuple[str, str]] = ()) -> str:
+    """A Markdown table with one row per run: the shared columns, then ``extra`` (key, title) columns."""
+    columns = [*COLUMNS, *extra]
+    head = "| run | " + " | ".join(title for _, title in columns) + " |"
+    rule = "|---|" + "---:|" * len(columns)
     rows = [
-        f"| {label} | " + " | ".join("-" if s[key] is None else str(s[key]) for key, _ in COLUMNS) + " |"
+        f"| {label} | " + " | ".join("-" if s.get(key) is None else str(s[key]) for key, _ in columns) + " |"
         for label, s in summary.items()
     ]
     return "\n".join([head, rule, *rows]) + "\n"
@@ -172,16 +198,24 @@ def _done_rows(path: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
     return done
 
 
+def metric_columns(specs: Sequence[RunSpec], registry: StrategyRegistry) -> list[tuple[str, str]]:
+    """The comparison-table columns the runs' strategies add, each once."""
+    return list(dict.fromkeys(c for spec in specs for c in registry.get(spec.strategy).metric_columns))
+
+
 async def evaluate(
     questions: Sequence[Question],
     specs: Sequence[RunSpec],
     ctx: QAContext,
     out_dir: Path,
+    registry: StrategyRegistry,
     *,
     resume: bool = True,
     tick: Tick | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run every spec over ``questions``; write the per-question JSONL, ``summary.json`` and ``comparison.md``.
+
+    Strategies are built by ``registry`` from the context's settings (``[qa.<name>]`` sections).
 
     Returns:
         The summary keyed by run label.
@@ -190,7 +224,7 @@ async def evaluate(
     summary: dict[str, dict[str, Any]] = {}
     ids = {q.id for q in questions}
     for spec in specs:
-        strategy = make_strategy(spec.strategy, spec.ablation)
+        strategy = registry.create(spec.strategy, ctx.settings, spec.switches)
         path = out_dir / f"answers-{spec.label}.jsonl"
         done = _done_rows(path, ids) if resume else {}
         rows: list[dict[str, Any]] = []
@@ -198,16 +232,15 @@ async def evaluate(
             for row in done.values():  # rewrite the reused rows first: the file ends whole
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             for number, question in enumerate(questions, start=1):
-                row = done.get(question.id) or record(
-                    question, await answer_question(strategy, question, ctx, label=spec.label)
-                )
+                row = done.get(question.id) or record(question, await strategy.answer(question, ctx), strategy)
                 if question.id not in done:
                     fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                     fh.flush()
                 rows.append(row)
                 if tick is not None:
                     tick(spec.label, number, len(questions))
-        summary[spec.label] = summarise(rows) | {"reused": len(done)}
+        summary[spec.label] = summarise(rows, strategy) | {"reused": len(done)}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    (out_dir / "comparison.md").write_text(comparison_table(summary), encoding="utf-8")
+    table = comparison_table(summary, metric_columns(specs, registry))
+    (out_dir / "comparison.md").write_text(table, encoding="utf-8")
     return summary

@@ -1,6 +1,5 @@
 """Retrieval and answering primitives every strategy shares.
 
-- :class:`Similarity`: cosine similarity of texts with the embedder, each text embedded once per run.
 - Concept extraction: with the LLM (one call, a concept per line), or without it: the graph's entity
   names found in the question by a phrase matcher, then noun chunks / content-word phrases.
 - Entity matching: each concept's best node by the store's search (exact, normalised, then embedding
@@ -16,93 +15,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from metakg.errors import StoreError
 from metakg.llm.client import LLMClient, Message, request
-from metakg.llm.embedder import Embedder, Vectors
-from metakg.qa_engine.core import EvidencePath, QAContext, Question
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.core import EvidencePath, NoEvidence, Question
 from metakg.schemas.graph_store import GraphStore, NodeRecord
 from metakg.schemas.tables import match_key
-from metakg.text_processing import PhraseIndex, concept_phrases, lemma_key
-
-
-class Similarity:
-    """Cosine similarity between texts and nodes; each text and node is embedded (or looked up) once.
-
-    A node's vector is its stored name embedding when the store has one (``metakg embed``, same
-    dimension as the embedder), else its name embedded now.
-    """
-
-    def __init__(self, embedder: Embedder, store: GraphStore | None = None, *, max_cached: int = 200_000) -> None:
-        """Use ``embedder`` for texts, and ``store``'s name embeddings for nodes when it has them."""
-        self._embedder = embedder
-        self._store = store
-        self._texts: dict[str, Vectors] = {}
-        self._nodes: dict[str, Vectors] = {}
-        self._max = max_cached
-
-    def vectors(self, texts: Sequence[str]) -> Vectors:
-        """Unit vectors of ``texts`` (rows in order), embedding only the texts not seen before."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._texts))
-        if len(self._texts) + len(missing) > self._max:  # full: start over, and embed all of these
-            self._texts.clear()
-            missing = list(dict.fromkeys(texts))
-        if missing:
-            for text, vector in zip(missing, self._embedder.embed(missing), strict=True):
-                self._texts[text] = vector
-        if not texts:
-            return np.zeros((0, self._embedder.dim), dtype=np.float32)
-        return np.stack([self._texts[t] for t in texts])
-
-    def node_vectors(self, nodes: Sequence[NodeRecord]) -> Vectors:
-        """Unit vectors of the nodes' names (rows in order): stored embeddings first, else embedded."""
-        missing = list({n.id: n for n in nodes if n.id not in self._nodes}.values())
-        if len(self._nodes) + len(missing) > self._max:  # full: start over, and look up all of these
-            self._nodes.clear()
-            missing = list({n.id: n for n in nodes}.values())
-        if missing:
-            stored = self._store.name_vectors([n.id for n in missing]) if self._store is not None else {}
-            for node_id, vector in stored.items():
-                if len(vector) == self._embedder.dim:
-                    self._nodes[node_id] = np.asarray(vector, dtype=np.float32)
-            rest = [n for n in missing if n.id not in self._nodes]
-            if rest:
-                for node, vector in zip(rest, self.vectors([n.name for n in rest]), strict=True):
-                    self._nodes[node.id] = vector
-        if not nodes:
-            return np.zeros((0, self._embedder.dim), dtype=np.float32)
-        return np.stack([self._nodes[n.id] for n in nodes])
-
-    def nodes_to(self, nodes: Sequence[NodeRecord], texts: Sequence[str]) -> Any:
-        """``sim[i, j]`` = cosine(name of nodes[i], texts[j]), clipped to [0, 1]."""
-        if not nodes or not texts:
-            return np.zeros((len(nodes), len(texts)), dtype=np.float32)
-        return np.clip(self.node_vectors(nodes) @ self.vectors(texts).T, 0.0, 1.0)
-
-
-def similarity(ctx: QAContext) -> Similarity:
-    """The context's shared :class:`Similarity` (made on first use)."""
-    sim = ctx.caches.get("similarity")
-    if sim is None:
-        sim = ctx.caches["similarity"] = Similarity(ctx.embedder, ctx.store)
-    assert isinstance(sim, Similarity)
-    return sim
-
-
-def phrase_index(ctx: QAContext) -> PhraseIndex:
-    """A phrase matcher over the store's names and aliases (built once per context)."""
-    index = ctx.caches.get("phrases")
-    if index is None:
-        index = ctx.caches["phrases"] = PhraseIndex(ctx.store.names())
-    assert isinstance(index, PhraseIndex)
-    return index
+from metakg.text_processing import concept_phrases, lemma_key
 
 
 # ---------------------------------------------------------------------------- concepts
 def concepts_by_rules(question: Question, ctx: QAContext) -> list[str]:
     """Entity names mentioned in the question (phrase matcher), then its noun/content phrases; no LLM."""
-    found = phrase_index(ctx).find(question.text) + concept_phrases(question.text)
+    found = ctx.services.phrases.find(question.text) + concept_phrases(question.text)
     return _unique(found, ctx.settings.max_concepts)
 
 
@@ -259,3 +184,28 @@ def parse_free_answer(reply: str) -> str:
     if match:
         return match.group(1).strip()
     return next((line.strip() for line in reply.splitlines() if line.strip()), "")
+
+
+# ---------------------------------------------------------------------------- start entities
+async def find_starts(
+    question: Question, ctx: QAContext, client: LLMClient | None
+) -> tuple[list[EntityMatch], dict[str, Any]]:
+    """The start entities of ``question`` (at most ``max_starts``) and the trace of how they were found.
+
+    Raises:
+        NoEvidence: no concept was found, or no entity matches one.
+    """
+    concepts, how = await extract_concepts(question, ctx, client)
+    matches = match_entities(concepts, ctx)[: ctx.settings.max_starts]
+    trace: dict[str, Any] = {
+        "concepts": concepts,
+        "concept_method": how,
+        "start_entities": [
+            {"concept": m.concept, "id": m.node.id, "name": m.node.name, "score": round(m.score, 4), "match": m.how}
+            for m in matches
+        ],
+    }
+    if not matches:
+        reason = "no concept was found in the question" if not concepts else "no graph entity matches the concepts"
+        raise NoEvidence(f"{reason} ({', '.join(concepts) or 'none'}; tau_entity={ctx.settings.tau_entity}).")
+    return matches, trace

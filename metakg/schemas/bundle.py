@@ -117,6 +117,60 @@ def write_bundle(path: Path, bundle: Bundle) -> dict[str, Any]:
     return manifest
 
 
+def write_embeddings(
+    path: Path, bundle: Bundle, ids: pl.Series, vectors: Any, *, model: str, dim: int
+) -> dict[str, Any]:
+    """Store name embeddings (one row per node id) in the bundle at ``path`` and record them in its manifest.
+
+    The table is written like every other one (temporary name, then rename) and the manifest last, so an
+    interrupted write leaves the bundle marked incomplete, never pointing at a torn file.
+
+    Returns:
+        The manifest's ``embeddings`` entry (model, dim, field, nodes).
+
+    Raises:
+        BundleError: the bundle cannot be written.
+    """
+    frame = pl.DataFrame({"id": ids, "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32))})
+    try:
+        manifest_path = path / MANIFEST_FILE
+        if manifest_path.exists():
+            manifest_path.unlink()
+        _write_parquet(frame, path / EMBEDDINGS_FILE)
+    except OSError as e:
+        raise BundleError(f"cannot write the embeddings of the bundle at {path}: {e}.") from e
+    bundle.manifest["embeddings"] = {"model": model, "dim": dim, "field": "name", "nodes": frame.height}
+    write_bundle(path, bundle)
+    return dict(bundle.manifest["embeddings"])
+
+
+def read_embeddings(path: Path, bundle: Bundle) -> pl.DataFrame | None:
+    """The name embeddings stored in the bundle at ``path`` (columns ``id``, ``vector``), or None.
+
+    Raises:
+        BundleError: the manifest records embeddings but the table cannot be read.
+    """
+    if "embeddings" not in bundle.manifest or not (path / EMBEDDINGS_FILE).is_file():
+        return None
+    try:
+        return pl.read_parquet(path / EMBEDDINGS_FILE)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise BundleError(f"cannot read {path / EMBEDDINGS_FILE}: {e}. Run `metakg embed {path}` again.") from e
+
+
+def source_entry(name: str, importer: str, run_id: str, **details: Any) -> dict[str, Any]:
+    """A manifest ``sources`` entry: the source's name, its importer, the run id, the time, and ``details``
+    (input, endpoint, model, figures of the run; values that are None are left out)."""
+    entry: dict[str, Any] = {
+        "name": name,
+        "importer": importer,
+        "run_id": run_id,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    entry.update({k: v for k, v in details.items() if v is not None})
+    return entry
+
+
 def read_manifest(path: Path) -> dict[str, Any]:
     """The manifest of the bundle at ``path``.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -85,7 +85,19 @@ class Subgraph:
 
 @runtime_checkable
 class GraphStore(Protocol):
-    """Read and write access to one knowledge graph. Ids are the common schema's CURIEs."""
+    """Read and write access to one knowledge graph. Ids are the common schema's CURIEs.
+
+    A store is a context manager: whoever opens one closes it (``with open_store(...) as store:``), which
+    releases what it holds (the Neo4j store's session and, when it opened it, its driver).
+    """
+
+    def close(self) -> None:
+        """Release the store's resources; closing twice is harmless."""
+        ...
+
+    def __enter__(self) -> GraphStore: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
     def counts(self) -> dict[str, int]:
         """``{"nodes": n, "edges": m}``."""
@@ -145,6 +157,19 @@ class GraphStore(Protocol):
     def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
         """Insert or update nodes (by id) and edges (by edge id)."""
         ...
+
+
+class ClosingStore:
+    """Context-manager support for stores: ``with store:`` closes it on the way out."""
+
+    def close(self) -> None:
+        """Nothing to release (stores holding connections override this)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def check_path_query(k: int, max_hops: int) -> None:

@@ -64,7 +64,7 @@ def test_extraction_with_the_local_model_validates_and_a_rerun_is_free(
     assert len(ledger) == limit and all(e["prompt_tokens"] > 0 and e["latency_s"] > 0 for e in ledger)
 
     _, second = run(*args)
-    assert second["llm_calls"] == 0 and second["cache_hits"] == limit and second["tokens"] == 0
+    assert second["llm_calls"] == second["cache_hits"] == limit and second["tokens"] == second["cost_usd"] == 0
     assert (second["triples"], second["edges"]) == (first["triples"], first["edges"])
 
 

@@ -14,8 +14,8 @@ from metakg.config import LLMSettings
 from metakg.llm import local_server
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import Message, request
-from metakg.llm.ledger import UsageLedger
 from metakg.llm.openai_client import OpenAICompatibleClient
+from metakg.llm.usage import MeteredClient, UsageMeter
 
 pytestmark = pytest.mark.integration
 
@@ -27,10 +27,9 @@ def server(local_llm: local_server.LocalServer) -> local_server.LocalServer:
 
 def test_client_talks_to_the_local_model_and_caches(server: local_server.LocalServer, tmp_path: Path) -> None:
     settings = LLMSettings(model=server.model, max_tokens=24, timeout_s=120)
-    ledger = UsageLedger("it", path=tmp_path / "ledger.jsonl")
-    client = OpenAICompatibleClient(
-        settings, base_url=server.base_url, cache=ResponseCache(tmp_path / "c.sqlite"), ledger=ledger
-    )
+    ledger = UsageMeter("it", path=tmp_path / "ledger.jsonl")
+    inner = OpenAICompatibleClient(settings, base_url=server.base_url, cache=ResponseCache(tmp_path / "c.sqlite"))
+    client = MeteredClient(inner, ledger)
     chat = request([Message("user", "Name one animal.")], model=server.model, max_tokens=24)
 
     async def twice() -> tuple[str, bool, int, bool]:
@@ -43,7 +42,8 @@ def test_client_talks_to_the_local_model_and_caches(server: local_server.LocalSe
     assert isinstance(text, str) and not first_cached and second_cached
     assert completion_tokens > 0
     summary = ledger.summary()
-    assert summary["llm_calls"] == 1 and summary["cache_hits"] == 1 and summary["prompt_tokens"] > 0
+    assert summary.llm_calls == 2 and summary.cache_hits == 1 and summary.prompt_tokens > 0
+    assert summary.saved_tokens == summary.tokens  # the cached reply cost what the first one did, unpaid
 
 
 def test_json_mode_against_the_local_model(server: local_server.LocalServer, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tests.fault_server import FaultServer
 from tests.unit.cli.test_cli import run
 
 QUESTION = "What does aspirin treat?"
+SWITCHES = ("no_completeness", "no_relevance", "no_restart", "no_cycle")
 CHOICES = ("-c", "A: warfarin", "-c", "B: headache")
 
 
@@ -64,7 +66,7 @@ def test_ask_failures_are_clear(server: FaultServer, bundle: Path) -> None:
     result, _ = run("ask", QUESTION, "-c", "A: warfarin", "-c", "headache", "--bundle", str(bundle), code=2)
     assert "choice 2 ('headache') has no letter" in result.stdout + result.stderr
     result, _ = run("ask", QUESTION, code=2)
-    assert "either --bundle" in result.stdout + result.stderr
+    assert "give a bundle (--bundle DIR" in result.stdout + result.stderr
     result, _ = run("ask", QUESTION, "--bundle", str(bundle), "--strategy", "magic", code=2)
     assert "unknown strategy" in result.stdout + result.stderr
     _, payload = run("ask", "  ", "--bundle", str(bundle), "--json", code=1)
@@ -94,8 +96,9 @@ def test_eval_compares_strategies_and_resumes(server: FaultServer, bundle: Path,
     assert set(summary) == {"llm_only", "kg_rag", "metakgrag", "metakgrag[no_cycle]"}
     for figures in summary.values():
         assert figures["questions"] == 3 and figures["correct"] == 1  # every reply is "B"
-        for key in ("accuracy", "fail", "evidence_recall", "prr", "llm_calls", "tokens", "latency_p50_ms"):
+        for key in ("accuracy", "fail", "evidence_recall", "llm_calls", "tokens", "latency_p50_ms"):
             assert key in figures
+    assert "prr" in summary["metakgrag"] and "prr" not in summary["kg_rag"]
     assert summary["kg_rag"]["evidence_recall"] == 1.0  # every gold answer is next to the question's entity
     assert summary["llm_only"]["llm_calls"] == 3
     assert (out / "rejects.csv").read_text().count("not json") + (out / "rejects.csv").read_text().count("{") >= 1
@@ -104,10 +107,41 @@ def test_eval_compares_strategies_and_resumes(server: FaultServer, bundle: Path,
     result, _ = run(*args, "--strategy", "llm_only,kg_rag,metakgrag", "--ablation", "no_cycle")
     assert len(server.requests) == calls  # resumed: nothing asked again
     assert "| metakgrag[no_cycle] | 3 |" in result.stdout
+    ledger = Path(os.environ["METAKG_PATHS__CACHE_DIR"]) / "llm" / "ledger.jsonl"
+    before = len(ledger.read_text().splitlines())
     _, fresh = run(*args, "--strategy", "metakgrag", "--fresh", "--json")
-    # answered again, each prompt served from the LLM response cache
-    assert fresh["metakgrag"]["reused"] == 0 and fresh["metakgrag"]["cache_hits"] == 3
+    # answered again, each prompt served from the LLM response cache: every call a hit, nothing billed
+    figures = fresh["metakgrag"]
+    assert figures["reused"] == 0 and figures["cache_hits"] == figures["llm_calls"] == 3
+    assert figures["cost_usd"] == 0 and figures["tokens"] == 0 and figures["saved_tokens"] > 0
     assert len(server.requests) == calls
+    # the ledger agrees: the run's three calls, each cached at $0
+    entries = [json.loads(line) for line in ledger.read_text().splitlines()[before:]]
+    assert len(entries) == 3 and all(e["cached"] and e["cost_usd"] == 0 for e in entries)
+
+
+def test_eval_retrieval_only(bundle: Path, tmp_path: Path) -> None:
+    questions, out = pilot_file(tmp_path), tmp_path / "retrieval"
+    args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out), "--no-llm")
+    result, _ = run(*args, "--strategy", "llm_only,kg_rag,metakgrag", "--ablation", "all")
+    assert "left out without an LLM: llm_only" in result.stderr + result.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == {"kg_rag", "metakgrag", *(f"metakgrag[{s}]" for s in SWITCHES)}
+    for figures in summary.values():
+        assert figures["llm_calls"] == 0 and figures["fail"] == 3  # no answer without an LLM
+        assert figures["evidence_recall"] is not None and figures["retrieval_p50_ms"] is not None
+    assert summary["kg_rag"]["evidence_recall"] == 1.0
+
+
+def test_strategies_lists_names_settings_and_switches() -> None:
+    result, payload = run("strategies", "--json")
+    by_name = {s["name"]: s for s in payload["strategies"]}
+    assert list(by_name) == ["llm_only", "kg_rag", "metakgrag"]
+    assert by_name["metakgrag"]["switches"] == list(SWITCHES)
+    n_max = next(f for f in by_name["metakgrag"]["settings"] if f["key"] == "n_max")
+    assert n_max["default"] == 3 and n_max["type"] == "int" and "cycles" in n_max["description"]
+    result, _ = run("strategies")
+    assert "[qa.kg_rag] neighbours = 10" in result.stdout
 
 
 def test_eval_refuses_bad_options(bundle: Path, tmp_path: Path) -> None:
@@ -116,4 +150,4 @@ def test_eval_refuses_bad_options(bundle: Path, tmp_path: Path) -> None:
     result, _ = run(*base, "--format", "text", code=2)
     assert "unknown benchmark format" in result.stdout + result.stderr
     result, _ = run(*base, "--format", "pilot", "--ablation", "no_magic", code=2)
-    assert "unknown ablation" in result.stdout + result.stderr
+    assert "unknown switch in 'no_magic'" in result.stdout + result.stderr

@@ -13,8 +13,8 @@ from metakg.config import LLMSettings
 from metakg.errors import LLMError
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import Message, request
-from metakg.llm.ledger import UsageLedger
 from metakg.llm.openai_client import OpenAICompatibleClient
+from metakg.llm.usage import MeteredClient, UsageMeter
 from tests.fault_server import FaultServer
 
 
@@ -25,7 +25,8 @@ def server() -> Iterator[FaultServer]:
     running.stop()
 
 
-def make_client(server: FaultServer, tmp_path: Path, **overrides: object) -> tuple[OpenAICompatibleClient, UsageLedger]:
+def make_client(server: FaultServer, tmp_path: Path, **overrides: object) -> tuple[MeteredClient, UsageMeter]:
+    """The client as the api builds it: cached, wrapped in a usage meter that writes the ledger file."""
     options: dict[str, object] = {
         "model": "test-model",
         "api_key": "sk-secret-never-shown",
@@ -36,10 +37,9 @@ def make_client(server: FaultServer, tmp_path: Path, **overrides: object) -> tup
         **overrides,
     }
     settings = LLMSettings.model_validate(options)
-    ledger = UsageLedger("run-1", settings.prices_per_mtok, path=tmp_path / "ledger.jsonl")
-    return OpenAICompatibleClient(
-        settings, base_url=server.url, cache=ResponseCache(tmp_path / "cache.sqlite"), ledger=ledger
-    ), ledger
+    meter = UsageMeter("run-1", settings.prices_per_mtok, path=tmp_path / "ledger.jsonl")
+    inner = OpenAICompatibleClient(settings, base_url=server.url, cache=ResponseCache(tmp_path / "cache.sqlite"))
+    return MeteredClient(inner, meter), meter
 
 
 def ask(text: str = "hello", json_mode: bool = False):  # type: ignore[no-untyped-def]
@@ -53,9 +53,10 @@ def test_a_plain_reply_is_returned_cached_and_accounted(server: FaultServer, tmp
     second = asyncio.run(client.complete(ask(), tag="q1"))
     assert second.cached and second.text == "ok reply"
     assert len(server.requests) == 1  # the repeat made no HTTP call
-    summary = ledger.summary()
-    assert summary["llm_calls"] == 1 and summary["cache_hits"] == 1 and summary["tokens"] == 14
-    assert summary["cost_usd"] == pytest.approx((11 * 1.0 + 3 * 2.0) / 1e6)
+    summary = ledger.summary()  # two calls, one from the cache: billed once, its tokens saved once
+    assert (summary.llm_calls, summary.cache_hits, summary.tokens, summary.saved_tokens) == (2, 1, 14, 14)
+    assert summary.cost_usd == pytest.approx((11 * 1.0 + 3 * 2.0) / 1e6)
+    assert [r.cost_usd for r in ledger.records][1] == 0.0
     assert (tmp_path / "ledger.jsonl").read_text().count("\n") == 2
 
 
@@ -65,7 +66,7 @@ def test_429_honours_retry_after(server: FaultServer, tmp_path: Path) -> None:
     start = time.perf_counter()
     reply = asyncio.run(client.complete(ask()))
     assert reply.text == "ok reply" and time.perf_counter() - start >= 0.6
-    assert len(server.requests) == 2 and ledger.summary()["retries"] == 1
+    assert len(server.requests) == 2 and ledger.summary().retries == 1
 
 
 def test_every_fault_is_retried_until_a_reply(server: FaultServer, tmp_path: Path) -> None:
@@ -74,7 +75,7 @@ def test_every_fault_is_retried_until_a_reply(server: FaultServer, tmp_path: Pat
     reply = asyncio.run(client.complete(ask(), tag="q"))
     assert reply.text == "ok reply"
     assert len(server.requests) == 5
-    entry = ledger.entries[-1]
+    entry = ledger.records[-1]
     assert entry.attempts == 5 and entry.error is None
 
 
@@ -86,7 +87,8 @@ def test_persistent_failure_stops_cleanly_and_says_why(server: FaultServer, tmp_
     assert "sk-secret-never-shown" not in str(info.value)
     assert len(server.requests) == 3
     summary = ledger.summary()
-    assert summary["failures"] == 1 and summary["llm_calls"] == 0 and summary["errors"]
+    assert summary.failures == 1 and summary.llm_calls == 0 and summary.errors
+    assert ledger.records[-1].attempts == 3
     assert "sk-secret-never-shown" not in (tmp_path / "ledger.jsonl").read_text()
 
 
@@ -108,7 +110,7 @@ def test_concurrency_is_bounded(server: FaultServer, tmp_path: Path) -> None:
 
     assert asyncio.run(many()) == ["ok reply"] * 6
     assert server.max_in_flight == 2
-    assert ledger.summary()["llm_calls"] == 6
+    assert ledger.summary().llm_calls == 6
 
 
 def test_cli_ask_uses_the_configured_endpoint_and_the_cache(
@@ -121,7 +123,8 @@ def test_cli_ask_uses_the_configured_endpoint_and_the_cache(
     _, first = run("llm", "ask", "What treats migraine?", "--json")
     assert first["reply"] == "ok reply" and first["cached"] is False and first["llm_calls"] == 1
     result, second = run("llm", "ask", "What treats migraine?", "--json")
-    assert second["cached"] is True and second["llm_calls"] == 0 and second["cache_hits"] == 1
+    assert second["cached"] is True and second["llm_calls"] == 1 and second["cache_hits"] == 1
+    assert second["cost_usd"] == 0 and second["tokens"] == 0 and second["saved_tokens"] > 0
     assert len(server.requests) == 1
     assert "sk-secret-never-shown" not in result.stdout + result.stderr
     _, shown = run("config", "show", "--json")

@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from metakg.config import QASettings
+from metakg.errors import UsageError
 from metakg.llm.scripted import ScriptedClient
-from metakg.qa_engine.core import Ablation, QAContext, Question
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.core import Question
 from metakg.qa_engine.evaluate import RunSpec, evaluate, run_specs
+from metakg.qa_engine.strategies import REGISTRY
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, store
 
 QUESTIONS = [
@@ -23,12 +26,13 @@ QUESTIONS = [
 
 def run(out: Path, specs: list[RunSpec]) -> tuple[dict[str, dict[str, object]], ScriptedClient]:
     client = ScriptedClient({"key concepts": "alpha\nbeta", "Reply with the letter": "Answer: A"})
-    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=QASettings(path_hops=2), llm=client)
-    return asyncio.run(evaluate(QUESTIONS, specs, ctx, out)), client
+    settings = QASettings.model_validate({"metakgrag": {"path_hops": 2}})
+    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=settings, llm=client)
+    return asyncio.run(evaluate(QUESTIONS, specs, ctx, out, REGISTRY)), client
 
 
 def test_rows_summary_table_and_resume(tmp_path: Path) -> None:
-    specs = run_specs(["llm_only", "metakgrag"], ["no_cycle"])
+    specs = run_specs(["llm_only", "metakgrag"], ["no_cycle"], REGISTRY)
     assert [s.label for s in specs] == ["llm_only", "metakgrag", "metakgrag[no_cycle]"]
     summary, client = run(tmp_path, specs)
     assert set(summary) == {"llm_only", "metakgrag", "metakgrag[no_cycle]"}
@@ -39,6 +43,7 @@ def test_rows_summary_table_and_resume(tmp_path: Path) -> None:
     assert full["evidence_recall"] is not None and 0 <= full["evidence_recall"] <= 1
     assert summary["metakgrag[no_cycle]"]["prr"] == 0.0 and summary["metakgrag[no_cycle]"]["cycles_per_question"] == 0
     assert summary["llm_only"]["evidence_recall"] is None and summary["llm_only"]["llm_calls"] == 2
+    assert "prr" not in summary["llm_only"] and full["evidence_entities_per_question"] > 0
     rows = [json.loads(line) for line in (tmp_path / "answers-metakgrag.jsonl").read_text().splitlines()]
     assert [r["question_id"] for r in rows] == ["q1", "q2", "q3"]
     assert [r["correct"] for r in rows] == [True, False, False]
@@ -47,6 +52,7 @@ def test_rows_summary_table_and_resume(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
     table = (tmp_path / "comparison.md").read_text().splitlines()
     assert table[0].startswith("| run | questions | accuracy") and len(table) == 2 + 3
+    assert table[0].endswith("| PRR | cycles/q |") and table[2].endswith("| - | - |")  # llm_only has no PRR
     calls = len(client.calls)
     again, client2 = run(tmp_path, specs)  # resume: every row is reused, no LLM call
     assert len(client2.calls) == 0 and calls == 2 + 4 + 4
@@ -66,7 +72,7 @@ def test_a_torn_answers_file_resumes_from_its_whole_rows(tmp_path: Path) -> None
 
 
 def test_run_specs_all_ablations() -> None:
-    labels = [s.label for s in run_specs(["metakgrag"], ["all", "no_relevance,no_restart"])]
+    labels = [s.label for s in run_specs(["metakgrag"], ["all", "no_restart,no_relevance", "none"], REGISTRY)]
     assert labels == [
         "metakgrag",
         "metakgrag[no_completeness]",
@@ -75,4 +81,9 @@ def test_run_specs_all_ablations() -> None:
         "metakgrag[no_cycle]",
         "metakgrag[no_relevance+no_restart]",
     ]
-    assert RunSpec("metakgrag", Ablation.parse("none")).label == "metakgrag"
+    # ablations name metakgrag's switches, so they run even when only baselines are chosen
+    assert [s.label for s in run_specs(["kg_rag"], ["no_cycle"], REGISTRY)] == ["kg_rag", "metakgrag[no_cycle]"]
+    with pytest.raises(UsageError, match="unknown switch in 'no_magic'"):
+        run_specs(["metakgrag"], ["no_magic"], REGISTRY)
+    with pytest.raises(UsageError, match="unknown strategy"):
+        run_specs(["graphrag"], [], REGISTRY)

@@ -6,10 +6,9 @@ from typing import Any
 
 import pytest
 
-from metakg.config import QASettings
-from metakg.qa_engine.core import Ablation
-from metakg.qa_engine.metakgrag import Path, Walker, diagnose, jaccard, refine
-from metakg.qa_engine.primitives import Similarity
+from metakg.qa_engine.services import QAServices
+from metakg.qa_engine.strategies.metakgrag import MetaKGRAGSettings, diagnose, refine
+from metakg.qa_engine.walk import Walker, WalkPath, jaccard
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, ident, store
 
 CONCEPTS = ["alpha", "beta concept"]
@@ -17,16 +16,19 @@ INITIAL = ["alpha", "decoy", "decoy two"]
 CORRECTED = ["alpha", "decoy", "zeta", "beta"]
 
 
-def run(settings: QASettings | None = None, ablation: Ablation | None = None) -> tuple[Path, Path, dict[str, Any]]:
+def walker_over(graph: Any) -> Walker:
+    return Walker(graph, QAServices(graph, AxisEmbedder()), QUESTION, max_neighbours=100)
+
+
+def run(settings: MetaKGRAGSettings | None = None, **switches: bool) -> tuple[WalkPath, WalkPath, dict[str, Any]]:
     graph = store()
-    settings = settings or QASettings(path_hops=2)
-    walker = Walker(graph, Similarity(AxisEmbedder()), QUESTION, settings, {})
+    settings = (settings or MetaKGRAGSettings(path_hops=2)).model_copy(update=switches)
     start = graph.get_node(ident("alpha"))
     assert start is not None
-    return refine(start, CONCEPTS, walker, settings, ablation or Ablation())
+    return refine(start, CONCEPTS, walker_over(graph), settings)
 
 
-def names(path: Path) -> list[str]:
+def names(path: WalkPath) -> list[str]:
     return [n.name for n in path.nodes]
 
 
@@ -51,27 +53,27 @@ def test_the_cycle_finds_the_missing_concept_the_pivot_and_the_corrected_path() 
 
 
 def test_convergence_by_path_similarity() -> None:
-    _, final, trace = run(QASettings(path_hops=2, tau_similarity=0.3))  # 0.4 > 0.3: stop after one cycle
+    _, final, trace = run(MetaKGRAGSettings(path_hops=2, tau_similarity=0.3))  # 0.4 > 0.3: stop after one cycle
     assert len(trace["cycles"]) == 1
     assert trace["stop"].startswith("converged")
     assert names(final) == CORRECTED
 
 
 def test_convergence_by_n_max() -> None:
-    _, final, trace = run(QASettings(path_hops=2, n_max=1))
+    _, final, trace = run(MetaKGRAGSettings(path_hops=2, n_max=1))
     assert len(trace["cycles"]) == 1 and trace["stop"] == "n_max (1) cycles"
     assert names(final) == CORRECTED
 
 
 def test_no_cycle_and_no_completeness_keep_the_initial_path() -> None:
-    _, final, trace = run(ablation=Ablation(no_cycle=True))
+    _, final, trace = run(no_cycle=True)
     assert trace["cycles"] == [] and names(final) == INITIAL and trace["refined"] is False
-    _, final, trace = run(ablation=Ablation(no_completeness=True))
+    _, final, trace = run(no_completeness=True)
     assert trace["stop"] == "no deficiency" and names(final) == INITIAL
 
 
 def test_no_restart_restarts_from_the_start_entity() -> None:
-    _, final, trace = run(ablation=Ablation(no_restart=True))
+    _, final, trace = run(no_restart=True)
     first = trace["cycles"][0]
     assert first["pivot"] == "alpha" and "no strategic restart" in first["pivot_reason"]
     assert first["new_path"] == ["alpha", "decoy", "zeta"]  # two hops from the start: beta is out of reach
@@ -80,8 +82,8 @@ def test_no_restart_restarts_from_the_start_entity() -> None:
 
 def test_relevance_deficiency_penalises_the_misleading_entity() -> None:
     # GlobalSupport: decoy 0.45, decoy two 0.40, zeta 0.55, beta 0.35; tau_support 0.42 flags decoy two, then beta
-    settings = QASettings(path_hops=2, tau_support=0.42)
-    _, final, trace = run(settings, Ablation(no_completeness=True))
+    settings = MetaKGRAGSettings(path_hops=2, tau_support=0.42)
+    _, final, trace = run(settings, no_completeness=True)
     first = trace["cycles"][0]
     assert first["missing_concepts"] == [] and first["misleading_entities"] == [ident("decoy two")]
     assert first["pivot"] == "decoy" and first["pivot_reason"].startswith("relevance")
@@ -95,12 +97,12 @@ def test_relevance_deficiency_penalises_the_misleading_entity() -> None:
 
 def test_diagnosis_global_support_and_jaccard() -> None:
     graph = store()
-    settings = QASettings()
-    walker = Walker(graph, Similarity(AxisEmbedder()), QUESTION, settings, {})
-    path = Path([n for n in (graph.get_node(ident(x)) for x in CORRECTED) if n is not None])
-    found = diagnose(path, CONCEPTS, walker, settings, Ablation())
+    settings = MetaKGRAGSettings()
+    walker = walker_over(graph)
+    path = WalkPath([n for n in (graph.get_node(ident(x)) for x in CORRECTED) if n is not None])
+    found = diagnose(path, CONCEPTS, walker, settings)
     assert found.coverage == pytest.approx({"alpha": 1.0, "beta concept": 0.98}, abs=0.01)
     # alpha covers 1 of 2 concepts and is orthogonal to Q: 0.5 * 0.5 + 0.5 * 0
     assert found.support[ident("alpha")] == pytest.approx(0.25, abs=1e-3)
     assert found.support[ident("zeta")] == pytest.approx(0.55, abs=0.01)
-    assert jaccard(path, path) == 1.0 and jaccard(path, Path(path.nodes[:2])) == 0.5
+    assert jaccard(path, path) == 1.0 and jaccard(path, WalkPath(path.nodes[:2])) == 0.5

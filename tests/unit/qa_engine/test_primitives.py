@@ -8,7 +8,8 @@ import pytest
 
 from metakg.config import QASettings
 from metakg.llm.scripted import ScriptedClient
-from metakg.qa_engine.core import EvidencePath, QAContext, Question, QuestionError
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.core import EvidencePath, Question, QuestionError
 from metakg.qa_engine.primitives import (
     answer_prompt,
     concepts_by_rules,
@@ -20,6 +21,7 @@ from metakg.qa_engine.primitives import (
     parse_concepts,
     parse_free_answer,
 )
+from metakg.qa_engine.services import LRUCache, Similarity
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, store
 
 MC = Question("Where do cars go?", (("A", "exit ramp"), ("B", "garage"), ("C", "kill animals")))
@@ -119,12 +121,22 @@ def test_evidence_lines_dedupe_and_limit() -> None:
 
 
 def test_similarity_cache_bound_keeps_answers_whole() -> None:
-    from metakg.qa_engine.primitives import Similarity
-
     graph = store()
-    sim = Similarity(AxisEmbedder(), graph, max_cached=2)
+    sim = Similarity(AxisEmbedder(), graph, max_entries=2)
     nodes = [n for n in (graph.get_node(f"kg:hand/{x}") for x in ("alpha", "decoy", "zeta")) if n is not None]
-    sim.nodes_to(nodes[:2], ["alpha", "beta"])
-    # the caches overflow on these calls: they restart, and every row is still there
+    first = sim.nodes_to(nodes[:2], ["alpha", "beta"])
+    # the caches overflow on this call: the least recently used entries go, and every row is still there
     got = sim.nodes_to(nodes, ["alpha", "beta", QUESTION])
     assert got.shape == (3, 3) and got[0, 0] == pytest.approx(1.0)
+    assert got[:2, :2] == pytest.approx(first)
+
+
+def test_lru_cache_evicts_the_least_recently_used() -> None:
+    cache: LRUCache[str, int] = LRUCache(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # a is now the most recent
+    cache.put("c", 3)
+    assert "b" not in cache and cache.get("a") == 1 and cache.get("c") == 3 and len(cache) == 2
+    with pytest.raises(ValueError):
+        LRUCache(0)

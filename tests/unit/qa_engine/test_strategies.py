@@ -7,11 +7,12 @@ import asyncio
 import pytest
 
 from metakg.config import QASettings
-from metakg.errors import LLMError, UsageError
+from metakg.errors import ConfigError, LLMError, UsageError
 from metakg.llm.client import ChatRequest
 from metakg.llm.scripted import ScriptedClient
-from metakg.qa_engine.core import Ablation, Answer, QAContext, Question
-from metakg.qa_engine.strategies import answer_question, make_strategy
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.core import Answer, Question
+from metakg.qa_engine.strategies import REGISTRY
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, ident, store
 
 MC = Question(QUESTION, (("A", "zeta"), ("B", "bridge")), "q1", "A", "zeta")
@@ -19,10 +20,10 @@ REPLIES = {"key concepts": "alpha\nbeta", "Reply with the letter": "Answer: A"}
 
 
 def ask(strategy: str, question: Question = MC, client: ScriptedClient | None = None, **qa: object) -> Answer:
-    settings = QASettings(path_hops=2, **qa)  # type: ignore[arg-type]
+    settings = QASettings.model_validate({"metakgrag": {"path_hops": 2}, **qa})
     llm = client if client is not None else ScriptedClient(REPLIES)
     ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=settings, llm=llm, prices={"scripted": (1.0, 2.0)})
-    return asyncio.run(answer_question(make_strategy(strategy), question, ctx))
+    return asyncio.run(REGISTRY.create(strategy, settings).answer(question, ctx))
 
 
 def test_llm_only_one_call_no_evidence() -> None:
@@ -33,7 +34,7 @@ def test_llm_only_one_call_no_evidence() -> None:
 
 
 def test_kg_rag_neighbourhood_evidence() -> None:
-    answer = ask("kg_rag", kg_rag_neighbours=1)
+    answer = ask("kg_rag", kg_rag={"neighbours": 1})
     assert answer.status == "ok" and answer.usage.llm_calls == 2  # concepts + answer
     starts = [s["name"] for s in answer.trace["start_entities"]]
     assert set(starts) == {"alpha", "beta"}
@@ -81,7 +82,7 @@ def test_an_llm_failure_is_a_failed_answer_with_the_calls_counted() -> None:
 
     answer = ask("metakgrag", client=ScriptedClient(broken))
     assert answer.status == "fail" and "HTTP 500" in (answer.reason or "")
-    assert answer.usage.llm_calls == 1
+    assert (answer.usage.llm_calls, answer.usage.failures, answer.usage.cost_usd) == (0, 1, 0.0)
 
 
 def test_free_text_question() -> None:
@@ -90,12 +91,23 @@ def test_free_text_question() -> None:
     assert answer.status == "ok" and answer.text == "through decoy" and answer.choice is None
 
 
-def test_make_strategy_refuses_unknown_names_and_misplaced_ablations() -> None:
-    assert make_strategy("metakgrag", Ablation(no_cycle=True)).name == "metakgrag"
-    with pytest.raises(UsageError, match="unknown strategy"):
-        make_strategy("graphrag")
-    with pytest.raises(UsageError, match="metakgrag only"):
-        make_strategy("kg_rag", Ablation(no_relevance=True))
-    with pytest.raises(ValueError, match="unknown ablation"):
-        Ablation.parse("no_magic")
-    assert Ablation.parse("no_relevance, no_restart").label == "no_relevance+no_restart"
+def test_the_registry_refuses_unknown_names_switches_and_settings() -> None:
+    assert REGISTRY.create("metakgrag", switches=["no_cycle"]).label == "metakgrag[no_cycle]"
+    with pytest.raises(UsageError, match="unknown strategy 'graphrag'; choose from llm_only, kg_rag, metakgrag"):
+        REGISTRY.create("graphrag")
+    with pytest.raises(UsageError, match="kg_rag has no switch no_relevance; it offers: none"):
+        REGISTRY.create("kg_rag", switches=["no_relevance"])
+    with pytest.raises(UsageError, match="no switch no_magic"):
+        REGISTRY.create("metakgrag", switches=["no_magic"])
+    strategy = REGISTRY.create("metakgrag", switches=["no_restart", "no_relevance"])
+    assert strategy.label == "metakgrag[no_relevance+no_restart]"  # switches in the strategy's order
+    with pytest.raises(ConfigError, match=r"qa\.metakgrag\.n_max: Input should be less than or equal to 20"):
+        REGISTRY.check(QASettings.model_validate({"metakgrag": {"n_max": 99}}))
+    with pytest.raises(ConfigError, match=r"qa\.metakgrag\.tau_x: Extra inputs are not permitted"):
+        REGISTRY.check(QASettings.model_validate({"metakgrag": {"tau_x": 1}}))
+    with pytest.raises(ConfigError, match=r"\[qa\.graphrag\] names no strategy"):
+        REGISTRY.check(QASettings.model_validate({"graphrag": {}}))
+    with pytest.raises(ConfigError, match=r"qa\.strategy 'graphrag' is not a strategy"):
+        REGISTRY.check(QASettings(strategy="graphrag"))
+    # a section's values reach the strategy, with env-style strings coerced
+    assert REGISTRY.create("metakgrag", QASettings.model_validate({"metakgrag": {"n_max": "2"}})).settings.n_max == 2

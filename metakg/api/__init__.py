@@ -1,0 +1,115 @@
+"""The composition root: turns settings into objects, wires the stages, returns values.
+
+The CLI (and any program using metakg as a library) calls only this package. Every function returns
+plain results and reports progress through optional callbacks; none prints or exits. One module per
+stage, everything re-exported here:
+
+- :mod:`~metakg.api.ingest`: triple files and PrimeKG into bundles.
+- :mod:`~metakg.api.bundles`: validate, describe, merge, embed, export as RDF.
+- :mod:`~metakg.api.stores`: open a store (a context manager), query it, load Neo4j.
+- :mod:`~metakg.api.llm`: the metered, cached LLM session; the local server.
+- :mod:`~metakg.api.extract`: LLM triple extraction.
+- :mod:`~metakg.api.wikidata`: incremental Wikidata sync.
+- :mod:`~metakg.api.qa`: ask, evaluate, the strategies.
+- :mod:`~metakg.api.demo`: the demo.
+"""
+
+from __future__ import annotations
+
+from metakg.api.bundles import (
+    REPORT_HTML,
+    REPORT_JSON,
+    bundle_info,
+    embed_bundle,
+    export_rdf,
+    merge,
+    validate_bundle,
+    write_validated,
+)
+from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
+from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, link_target
+from metakg.api.ingest import ingest_primekg, ingest_triples, primekg_download, synthetic_primekg
+from metakg.api.llm import llm_reply, llm_session, run_with, start_local_server, stop_local_server
+from metakg.api.qa import (
+    COLUMNS,
+    EVAL_FORMATS,
+    STRATEGIES,
+    Answer,
+    Question,
+    RunSpec,
+    answer_page,
+    ask,
+    comparison_table,
+    create_strategy,
+    describe_strategies,
+    evaluate_benchmark,
+    make_question,
+    qa_context,
+    read_questions,
+    trace_lines,
+)
+from metakg.api.stores import (
+    export_neo4j_admin,
+    load_neo4j,
+    neighbours_of,
+    open_store,
+    paths_between,
+    resolve_node,
+)
+from metakg.api.wikidata import sparql_client, sync_wikidata
+from metakg.schemas.graph_store import GraphPath, GraphStore
+
+__all__ = [
+    "COLUMNS",
+    "EVAL_FORMATS",
+    "FORMATS",
+    "REPORT_HTML",
+    "REPORT_JSON",
+    "STRATEGIES",
+    "Answer",
+    "DatasetFormat",
+    "DemoResult",
+    "GraphPath",
+    "GraphStore",
+    "Question",
+    "RunSpec",
+    "RunStats",
+    "answer_page",
+    "ask",
+    "bundle_info",
+    "comparison_table",
+    "create_strategy",
+    "demo_file",
+    "demo_triples_file",
+    "describe_strategies",
+    "embed_bundle",
+    "evaluate_benchmark",
+    "export_neo4j_admin",
+    "export_rdf",
+    "extract",
+    "ingest_primekg",
+    "ingest_triples",
+    "link_target",
+    "llm_reply",
+    "llm_session",
+    "load_neo4j",
+    "make_question",
+    "merge",
+    "neighbours_of",
+    "open_store",
+    "paths_between",
+    "primekg_download",
+    "qa_context",
+    "read_questions",
+    "resolve_node",
+    "run_demo",
+    "run_with",
+    "sparql_client",
+    "start_local_server",
+    "stop_local_server",
+    "sync_wikidata",
+    "synthetic_primekg",
+    "trace_lines",
+    "validate_bundle",
+    "write_validated",
+]

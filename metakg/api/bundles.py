@@ -1,0 +1,138 @@
+"""Whole bundles: validate, describe, merge, embed, export as RDF."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from metakg.api._shared import Counter, Progress, quiet
+from metakg.config import Settings
+from metakg.errors import UsageError
+from metakg.llm.embedder import LazyEmbedder, embed_in_blocks
+from metakg.loaders.rdf_export import RdfFormat, write_rdf
+from metakg.schemas.bundle import (
+    Bundle,
+    merge_bundles,
+    read_bundle,
+    read_manifest,
+    write_bundle,
+    write_embeddings,
+)
+from metakg.schemas.rdf_mapping import bundle_quads, expected_triple_count
+from metakg.schemas.validation import REPORT_HTML, REPORT_JSON, ValidationReport, validate, write_reports
+from metakg.schemas.vocabulary import default_vocabulary
+
+__all__ = [
+    "REPORT_HTML",
+    "REPORT_JSON",
+    "bundle_info",
+    "embed_bundle",
+    "export_rdf",
+    "merge",
+    "validate_bundle",
+    "write_validated",
+]
+
+
+def validate_bundle(path: Path, settings: Settings, *, progress: Progress | None = None) -> ValidationReport:
+    """Validate the bundle at ``path`` in place: rejected rows move to its rejects, reports are written.
+
+    Raises:
+        BundleError: the bundle cannot be read or written.
+    """
+    say = progress or quiet
+    say("reading bundle")
+    return write_validated(path, read_bundle(path), settings, progress=say)
+
+
+def write_validated(
+    out: Path, bundle: Bundle, settings: Settings, *, progress: Progress | None = None
+) -> ValidationReport:
+    """Validate ``bundle`` in memory, then write it (rejected rows moved to its rejects) and its reports.
+
+    Raises:
+        BundleError: ``out`` cannot be written.
+    """
+    say = progress or quiet
+    say("running checks")
+    checked, report = validate(bundle, default_vocabulary().names)
+    say("writing bundle")
+    write_bundle(out, checked)
+    write_reports(report, checked.rejects, out, html_report=settings.validation.html_report)
+    return report
+
+
+def bundle_info(path: Path) -> dict[str, Any]:
+    """The manifest of the bundle at ``path`` (counts, sources, hashes, validation summary)."""
+    return read_manifest(path)
+
+
+def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:
+    """Merge bundles into a new bundle at ``out``; returns its manifest.
+
+    Raises:
+        UsageError: ``out`` is one of the inputs.
+        BundleError: an input cannot be read or ``out`` cannot be written.
+    """
+    if any(p.resolve() == out.resolve() for p in paths):
+        raise UsageError(f"the output {out} is also an input; merge into a new directory.")
+    merged = merge_bundles([read_bundle(p) for p in paths])
+    return write_bundle(out, merged)
+
+
+def export_rdf(
+    path: Path, out: Path, fmt: RdfFormat, *, provenance: bool = True, progress: Counter | None = None
+) -> dict[str, Any]:
+    """Export a bundle as RDF; returns the statement counts written and promised by the mapping.
+
+    Raises:
+        BundleError: the bundle cannot be read.
+        ExportError: the output cannot be written.
+    """
+    bundle = read_bundle(path)
+    vocabulary = default_vocabulary()
+    expected = expected_triple_count(
+        bundle.nodes, bundle.edges, vocabulary, provenance=provenance, named_graphs=(fmt == "nq")
+    )
+
+    def report(done: int) -> None:
+        if progress is not None:
+            progress(done, expected)
+
+    written = write_rdf(
+        bundle_quads(bundle.nodes, bundle.edges, vocabulary, provenance=provenance), out, fmt, progress=report
+    )
+    return {
+        "output": str(out),
+        "format": fmt,
+        "statements_written": written,
+        "statements_expected": expected,
+        "nodes": bundle.nodes.height,
+        "edges": bundle.edges.height,
+    }
+
+
+def embed_bundle(
+    path: Path, settings: Settings, *, progress: Progress | None = None, counter: Counter | None = None
+) -> dict[str, Any]:
+    """Compute name embeddings for every node and store them in the bundle (``embeddings.parquet``).
+
+    Args:
+        path: the bundle directory.
+        settings: where the model is.
+        progress: called with stage messages (e.g. a model download).
+        counter: called with (names embedded, total) after each block.
+
+    Returns:
+        The manifest's embeddings entry (model, dim, field, nodes).
+
+    Raises:
+        BundleError: the bundle cannot be read or written.
+        EmbeddingError: the model cannot be found or run.
+    """
+    bundle = read_bundle(path)
+    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
+    vectors = embed_in_blocks(embedder, bundle.nodes["name"].to_list(), counter)
+    dim = int(vectors.shape[1]) if len(vectors) else embedder.dim
+    return write_embeddings(path, bundle, bundle.nodes["id"], vectors, model=embedder.name, dim=dim)

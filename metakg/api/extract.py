@@ -1,0 +1,167 @@
+"""LLM triple extraction from a dataset into a validated bundle, optionally linked to another bundle."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from metakg.api._shared import Progress, quiet
+from metakg.api.bundles import write_validated
+from metakg.api.llm import llm_session, run_with
+from metakg.config import Settings
+from metakg.errors import UsageError
+from metakg.extractors.pipeline import IMPORTER, RunStats, build_bundle, plan_units, run_units
+from metakg.extractors.pipeline import summary as extraction_summary
+from metakg.extractors.resolution import LinkTarget
+from metakg.ingest.datasets import FORMATS, DatasetFormat, read_dataset
+from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
+from metakg.schemas.bundle import read_bundle, read_embeddings, source_entry
+from metakg.schemas.curie import check_dataset_name
+from metakg.schemas.vocabulary import default_vocabulary
+
+__all__ = ["FORMATS", "DatasetFormat", "RunStats", "extract", "link_target"]
+
+
+def link_target(
+    path: Path, settings: Settings, embedder: Embedder | None, progress: Progress | None = None
+) -> LinkTarget:
+    """The nodes of the bundle at ``path`` indexed for linking; with an embedder, also their name vectors
+    (the bundle's stored embeddings when `metakg embed` made them with the same model, else computed now).
+
+    Raises:
+        BundleError: the bundle cannot be read.
+    """
+    say = progress or quiet
+    say(f"reading link target {path}")
+    bundle = read_bundle(path)
+    if embedder is None:
+        return LinkTarget.from_nodes(bundle.nodes)
+    stored = read_embeddings(path, bundle)
+    if stored is not None and bundle.manifest.get("embeddings", {}).get("model") == embedder.name:
+        vectors = np.asarray(stored["vector"].to_list(), dtype=np.float32).reshape(stored.height, -1)
+        return LinkTarget.from_nodes(bundle.nodes, vectors, stored["id"].to_list())
+    names = bundle.nodes["name"].to_list()
+    say(f"embedding {len(names)} link-target names (run `metakg embed {path}` once to keep them)")
+    return LinkTarget.from_nodes(bundle.nodes, embed_in_blocks(embedder, names), bundle.nodes["id"].to_list())
+
+
+def extract(
+    path: Path,
+    fmt: DatasetFormat,
+    out: Path,
+    settings: Settings,
+    *,
+    dataset: str,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    budget_usd: float | None = None,
+    link_to: Path | None = None,
+    text_field: str = "text",
+    id_field: str | None = None,
+    progress: Progress | None = None,
+    counter: Callable[[RunStats], None] | None = None,
+) -> dict[str, Any]:
+    """Extract triples from a dataset with the configured LLM into a validated bundle at ``out``.
+
+    Replies are cached, so a run that was killed, failed in part or ran out of budget continues where it
+    stopped when started again, and a repeated run makes no LLM call.
+
+    Returns:
+        The run summary (records, LLM calls, cache hits, triples, rejected lines, tokens, cost, ...).
+
+    Raises:
+        UsageError: bad dataset name, format, limit, concurrency or budget.
+        InputDataError: the dataset cannot be read.
+        BundleError: the link target cannot be read or ``out`` cannot be written.
+        ConfigError: no endpoint configured and the local model cannot be started.
+    """
+    say = progress or quiet
+    check_dataset_name(dataset)
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}.")
+    if concurrency is not None and concurrency < 1:
+        raise UsageError(f"--concurrency must be at least 1, got {concurrency}.")
+    if budget_usd is not None and budget_usd < 0:
+        raise UsageError(f"--budget-usd must not be negative, got {budget_usd}.")
+    if settings.extract.node_type not in default_vocabulary().names:
+        raise UsageError(f"extract.node_type {settings.extract.node_type!r} is not a vocabulary type.")
+    if link_to is not None and link_to.resolve() == out.resolve():
+        raise UsageError(f"--link-to {link_to} is also the output; write the extraction to a new directory.")
+    started = time.perf_counter()
+    run_id = uuid.uuid4().hex
+    say(f"reading {path}")
+    data = read_dataset(path, fmt, limit=limit, text_field=text_field, id_field=id_field)
+    units = plan_units(data.records, chunk_chars=settings.extract.chunk_chars, relations=settings.extract.relations)
+    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, say) if settings.extract.embeddings else None
+    target = link_target(link_to, settings, embedder, progress) if link_to is not None else None
+    llm = settings.llm.model_copy(update={"concurrency": concurrency or settings.llm.concurrency})
+    session_settings = settings.model_copy(update={"llm": llm})
+    with llm_session(session_settings, run_id=run_id, progress=progress) as client:
+        say(f"extracting from {len(units)} prompts with {client.model}")
+        outcomes, stats = run_with(
+            client,
+            run_units(
+                units,
+                client,
+                temperature=llm.temperature,
+                max_tokens=llm.max_tokens,
+                concurrency=llm.concurrency,
+                budget_usd=budget_usd,
+                prices=llm.prices_per_mtok,
+                progress=counter,
+            ),
+        )
+        model = client.model
+        usage = client.meter.summary()
+    result = build_bundle(
+        outcomes,
+        dataset,
+        run_id=run_id,
+        node_type=settings.extract.node_type,
+        confidence=settings.extract.confidence,
+        embedder=embedder,
+        threshold=settings.extract.link_threshold,
+        target=target,
+        input_rejects=data.rejects,
+        progress=progress,
+    )
+    figures = {
+        "records": data.accepted,
+        "read": data.read,
+        "input_rejects": data.rejects.height,
+        **extraction_summary(stats, result, outcomes),
+        "retries": usage.retries,
+    }
+    result.bundle.manifest = {
+        "sources": [
+            source_entry(
+                dataset,
+                IMPORTER,
+                run_id,
+                dataset=dataset,
+                input=str(path),
+                format=fmt,
+                model=model,
+                prompts=sorted({f"{u.prompt.version}:{u.prompt.template_hash}" for u in units}),
+                link_to=str(link_to) if link_to is not None else None,
+                **{k: v for k, v in figures.items() if k != "errors"},
+            )
+        ]
+    }
+    report = write_validated(out, result.bundle, settings, progress=say)
+    figures.update(
+        {
+            "run_id": run_id,
+            "model": model,
+            "bundle": str(out),
+            "validation_ok": report.ok,
+            "validation_rejected": report.rejected,
+            "wall_s": round(time.perf_counter() - started, 3),
+        }
+    )
+    return figures

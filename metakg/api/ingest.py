@@ -1,0 +1,119 @@
+"""Structured sources into bundles: triple files, PrimeKG (real or a synthetic PrimeKG-shaped file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from metakg.api._shared import Progress, quiet
+from metakg.config import Settings
+from metakg.errors import ConfigError, InputDataError, UsageError
+from metakg.fetch import download
+from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_of, read_primekg
+from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
+from metakg.ingest.triples import TripleIngestReport, read_triples
+from metakg.schemas.bundle import write_bundle
+from metakg.schemas.vocabulary import default_vocabulary
+
+
+def ingest_triples(
+    path: Path,
+    dataset: str,
+    out: Path,
+    settings: Settings,
+    *,
+    source: str | None = None,
+    node_type: str = "concept",
+    confidence: float = 1.0,
+    progress: Progress | None = None,
+) -> TripleIngestReport:
+    """Read a tab-separated triple file and write it as a bundle at ``out``.
+
+    Raises:
+        InputDataError: the file cannot be read.
+        UsageError: bad dataset name, unknown node type, or confidence outside [0, 1].
+        BundleError: ``out`` cannot be written.
+    """
+    if node_type not in default_vocabulary().names:
+        raise UsageError(f"unknown node type {node_type!r}; choose one of {sorted(default_vocabulary().names)}.")
+    if not 0.0 <= confidence <= 1.0:
+        raise UsageError(f"confidence must be in [0, 1], got {confidence}.")
+    if not path.is_file():
+        raise InputDataError(f"triple file {path} does not exist or is not a file.")
+    bundle, report = read_triples(
+        path,
+        dataset,
+        source=source,
+        node_type=node_type,
+        confidence=confidence,
+        max_field_chars=settings.ingest.max_field_chars,
+        progress=progress,
+    )
+    (progress or quiet)("writing bundle")
+    write_bundle(out, bundle)
+    return report
+
+
+def primekg_download(settings: Settings, progress: Progress | None = None) -> Path:
+    """PrimeKG's kg.csv from Harvard Dataverse, fetched once into the cache and checked against its MD5.
+
+    Raises:
+        InputDataError: the download fails (offline) or the file's MD5 is not the published one.
+    """
+    target = settings.paths.cache_dir / "primekg" / "kg.csv"
+    if not target.is_file():
+        (progress or quiet)(f"downloading {DATAVERSE_KG_URL} (about 1 GB)")
+        download(
+            DATAVERSE_KG_URL,
+            target,
+            error=InputDataError,
+            hint=f"Offline: download kg.csv from Harvard Dataverse (doi:10.7910/DVN/IXA7BM) and put it at {target}, "
+            "or pass its path.",
+            timeout=600,
+        )
+    (progress or quiet)("checking the MD5 of kg.csv")
+    digest = md5_of(target)
+    if digest != KG_MD5:
+        raise InputDataError(f"{target} has MD5 {digest}, not PrimeKG's {KG_MD5}: delete it and download it again.")
+    return target
+
+
+def ingest_primekg(
+    path: Path | None,
+    out: Path,
+    settings: Settings,
+    *,
+    download_missing: bool = False,
+    progress: Progress | None = None,
+) -> PrimeKGReport:
+    """Read PrimeKG (``kg.csv`` or ``nodes.csv`` + ``edges.csv``) and write it as a bundle at ``out``.
+
+    Raises:
+        UsageError: neither a path nor ``download_missing``.
+        InputDataError: the file is missing, malformed as a whole, or the download fails.
+    """
+    if path is None:
+        if not download_missing:
+            raise UsageError("give the path of kg.csv (or its folder), or --download to fetch it.")
+        path = primekg_download(settings, progress)
+    bundle, report = read_primekg(path, progress=progress)
+    (progress or quiet)("writing bundle")
+    write_bundle(out, bundle)
+    return report
+
+
+def synthetic_primekg(out_dir: Path, settings: Settings, *, scale: float, seed: int = 0) -> SyntheticPrimeKG:
+    """Write a SYNTHETIC PrimeKG-shaped kg.csv following the published per-type and per-relation counts.
+
+    Raises:
+        ConfigError: the count tables are not under the data directory.
+        UsageError: scale not in (0, 2].
+    """
+    if not 0 < scale <= 2:
+        raise UsageError(f"scale must be in (0, 2], got {scale}.")
+    data_dir = settings.paths.data_dir
+    if data_dir is None or not (data_dir / "primekg").is_dir():
+        raise ConfigError(
+            "the synthetic generator needs the PrimeKG count tables (primekg/primekg_plus_Table*.csv) under the "
+            "data directory: set METAKG_PATHS__DATA_DIR."
+        )
+    return generate(out_dir, data_dir / "primekg", scale=scale, seed=seed)

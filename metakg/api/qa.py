@@ -1,0 +1,250 @@
+"""Questions over a graph: one question (``ask``), a benchmark (``evaluate_benchmark``), the strategies.
+
+Strategies come from the registry (:data:`STRATEGIES`), each built with its ``[qa.<name>]`` settings. The
+context a strategy answers in gets the store, the metered LLM, the embedder, and two services: the
+configured SPARQL endpoint as a read-only knowledge source (nothing is sent until a strategy asks) and a
+factory of empty embedded stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from metakg.api._shared import Progress, quiet
+from metakg.api.llm import llm_session, run_with
+from metakg.api.stores import open_store
+from metakg.api.wikidata import sparql_client
+from metakg.config import Settings
+from metakg.errors import InputDataError, UsageError
+from metakg.ingest.datasets import DatasetFormat, DatasetRead, read_dataset
+from metakg.llm.client import LLMClient
+from metakg.llm.embedder import Embedder, LazyEmbedder
+from metakg.loaders.embedded_store import EmbeddedStore
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.core import Answer, Question, QuestionError
+from metakg.qa_engine.evaluate import COLUMNS, RunSpec, comparison_table, evaluate, metric_columns, run_specs
+from metakg.qa_engine.registry import StrategyRegistry
+from metakg.qa_engine.render import answer_page
+from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
+from metakg.qa_engine.strategy import Strategy
+from metakg.schemas.graph_store import GraphStore
+from metakg.schemas.tables import empty_edges, empty_nodes
+
+__all__ = [
+    "COLUMNS",
+    "STRATEGIES",
+    "Answer",
+    "Question",
+    "answer_page",
+    "ask",
+    "comparison_table",
+    "describe_strategies",
+    "evaluate_benchmark",
+    "make_question",
+    "qa_context",
+    "read_questions",
+    "trace_lines",
+]
+
+EVAL_FORMATS: tuple[DatasetFormat, ...] = ("medagents", "csqa", "pilot")
+
+
+def empty_store_factory(embedder: Embedder) -> Callable[[], GraphStore]:
+    """A factory of new, empty embedded stores sharing ``embedder`` (for strategies that grow a local graph)."""
+
+    def make() -> GraphStore:
+        return EmbeddedStore(empty_nodes(), empty_edges(), embedder=embedder)
+
+    return make
+
+
+def qa_context(
+    settings: Settings, store: GraphStore, llm: LLMClient | None, *, progress: Progress | None = None
+) -> QAContext:
+    """A QA context over ``store``: the configured embedder, ``[qa]`` settings, temperature, prices, the SPARQL
+    knowledge source and an empty-store factory.
+
+    Raises:
+        ConfigError: an unknown default strategy or an invalid ``[qa.<name>]`` section.
+    """
+    STRATEGIES.check(settings.qa)
+    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
+    return QAContext(
+        store=store,
+        embedder=embedder,
+        settings=settings.qa,
+        llm=llm,
+        temperature=settings.llm.temperature,
+        prices=settings.llm.prices_per_mtok,
+        knowledge_source=sparql_client(settings),
+        graph_factory=empty_store_factory(embedder),
+    )
+
+
+def make_question(text: str, choices: Sequence[str] = (), *, question_id: str = "q1") -> Question:
+    """A question from text and ``"A: ..."`` choices.
+
+    Raises:
+        UsageError: a choice without a letter (the message names it).
+    """
+    try:
+        return Question(text, Question.parse_choices(choices), question_id)
+    except QuestionError as e:
+        raise UsageError(str(e)) from e
+
+
+def _switches(value: str | Sequence[str] | None) -> list[str]:
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    return [s.strip() for s in items if s.strip() and s.strip() != "none"]
+
+
+def create_strategy(
+    settings: Settings, name: str | None = None, switches: str | Sequence[str] | None = None
+) -> Strategy[Any]:
+    """The strategy ``name`` (default ``qa.strategy``) with its ``[qa.<name>]`` settings and ``switches`` on.
+
+    Raises:
+        UsageError: an unknown strategy or switch; ConfigError: an invalid settings section.
+    """
+    return STRATEGIES.create(name or settings.qa.strategy, settings.qa, _switches(switches))
+
+
+def ask(
+    settings: Settings,
+    question: Question,
+    *,
+    bundle: Path | None = None,
+    neo4j: bool = False,
+    strategy: str | None = None,
+    switches: str | Sequence[str] | None = None,
+    use_llm: bool = True,
+    progress: Progress | None = None,
+) -> Answer:
+    """Answer one question over the bundle or Neo4j with ``strategy`` (default ``qa.strategy``).
+
+    Without ``use_llm`` only retrieval runs (concepts by rules) and the answer fails with that reason. The
+    store is opened and closed here.
+
+    Raises:
+        UsageError: an unknown strategy or switch, or the store choice is wrong.
+        ConfigError: an invalid ``[qa.<name>]`` section, or Neo4j cannot be reached.
+    """
+    say = progress or quiet
+    chosen = create_strategy(settings, strategy, switches)
+    say("loading the store")
+    with open_store(settings, bundle, neo4j=neo4j, progress=say) as store:
+        if not use_llm:
+            rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
+            return asyncio.run(chosen.answer(question, qa_context(rules, store, None, progress=say)))
+        with llm_session(settings, progress=say) as client:
+            ctx = qa_context(settings, store, client, progress=say)
+            say(f"answering with {chosen.label}")
+            return run_with(client, chosen.answer(question, ctx))
+
+
+def trace_lines(answer: Answer) -> list[str]:
+    """The short trace the answering strategy writes for people."""
+    name = answer.strategy.split("[", 1)[0]
+    if name not in STRATEGIES.names:
+        return []
+    return STRATEGIES.create(name).trace_lines(answer)
+
+
+def describe_strategies() -> list[dict[str, Any]]:
+    """Every registered strategy with its summary, settings section, switches and settings."""
+    return STRATEGIES.describe()
+
+
+def read_questions(path: Path, fmt: DatasetFormat, *, limit: int | None = None) -> tuple[list[Question], DatasetRead]:
+    """The questions of a benchmark file (the records with a question) and the dataset read report.
+
+    Raises:
+        InputDataError: the file cannot be read; UsageError: an unknown format.
+    """
+    read = read_dataset(path, fmt, limit=limit)
+    questions = [
+        Question(
+            text=row["question"],
+            choices=tuple(zip(row["option_labels"] or [], row["option_texts"] or [], strict=True)),
+            id=row["record_id"],
+            answer=row["answer"],
+            answer_text=row["answer_text"],
+        )
+        for row in read.records.iter_rows(named=True)
+        if row["kind"] == "qa"
+    ]
+    return questions, read
+
+
+def evaluate_benchmark(
+    settings: Settings,
+    path: Path,
+    fmt: DatasetFormat,
+    out_dir: Path,
+    *,
+    strategies: Sequence[str],
+    ablations: Sequence[str] = (),
+    limit: int | None = None,
+    bundle: Path | None = None,
+    neo4j: bool = False,
+    resume: bool = True,
+    use_llm: bool = True,
+    registry: StrategyRegistry | None = None,
+    progress: Progress | None = None,
+    tick: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run strategies (and their switch variants, e.g. MetaKGRAG ablations) over a benchmark; writes the
+    answers, summary and comparison into ``out_dir``.
+
+    Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason. Without
+    ``use_llm`` only the graph strategies run, retrieval only (concepts by rules): the report then holds
+    the evidence metrics and retrieval times, and every answer fails with "no LLM".
+
+    Returns:
+        ``summary`` (keyed by run label), ``questions``, ``rejected``, ``out``, ``columns`` (the comparison
+        table's extra columns) and ``skipped`` (runs left out without an LLM).
+
+    Raises:
+        UsageError: unknown strategy, switch or format, or a wrong store choice.
+        InputDataError: the benchmark file cannot be read, or it holds no question.
+    """
+    say = progress or quiet
+    registry = registry or STRATEGIES
+    if fmt not in EVAL_FORMATS:
+        raise UsageError(f"unknown benchmark format {fmt!r}; choose one of {', '.join(EVAL_FORMATS)}.")
+    specs = run_specs(strategies, ablations, registry)
+    skipped: list[str] = []
+    if not use_llm:
+        skipped = [s.label for s in specs if not registry.get(s.strategy).uses_graph]
+        specs = [s for s in specs if registry.get(s.strategy).uses_graph]
+        if not specs:
+            raise UsageError("--no-llm evaluates retrieval: choose at least one graph strategy.")
+    questions, read = read_questions(path, fmt, limit=limit)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if read.rejects.height:
+        read.rejects.write_csv(out_dir / "rejects.csv")
+    if not questions:
+        raise InputDataError(f"{path} holds no question in the {fmt} format ({read.rejects.height} lines rejected).")
+    with open_store(settings, bundle, neo4j=neo4j, progress=say) as store:
+        if use_llm:
+            with llm_session(settings, progress=say) as client:
+                ctx = qa_context(settings, store, client, progress=say)
+                summary = run_with(client, evaluate(questions, specs, ctx, out_dir, registry, resume=resume, tick=tick))
+        else:
+            rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
+            ctx = qa_context(rules, store, None, progress=say)
+            summary = asyncio.run(evaluate(questions, specs, ctx, out_dir, registry, resume=resume, tick=tick))
+    return {
+        "summary": summary,
+        "questions": len(questions),
+        "rejected": read.rejects.height,
+        "out": out_dir,
+        "columns": [*COLUMNS, *metric_columns(specs, registry)],
+        "skipped": skipped,
+    }
+
+
+__all__ += ["EVAL_FORMATS", "RunSpec", "create_strategy"]

@@ -1,0 +1,131 @@
+"""Graph stores: open one (embedded over a bundle, or Neo4j), query it, load bundles into Neo4j.
+
+Whoever opens a store closes it: :func:`open_store` returns a context manager
+(``with open_store(settings, bundle) as store: ...``); the Neo4j store it opens owns its driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from metakg.api._shared import Counter, Progress, quiet
+from metakg.config import NEO4J_SCHEMES, Settings
+from metakg.errors import NodeNotFound, UsageError
+from metakg.llm.embedder import LazyEmbedder
+from metakg.loaders.embedded_store import EmbeddedStore
+from metakg.loaders.neo4j_admin import write_admin_import
+from metakg.loaders.neo4j_loader import load_bundle
+from metakg.loaders.neo4j_store import Neo4jStore, connect
+from metakg.schemas.bundle import read_bundle, read_embeddings
+from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord
+
+
+def open_store(
+    settings: Settings,
+    graph: str | Path | None = None,
+    *,
+    neo4j: bool = False,
+    progress: Progress | None = None,
+) -> GraphStore:
+    """Open the graph to read: a bundle directory (embedded store), a Neo4j URI, or the configured Neo4j.
+
+    Args:
+        settings: the embedder and the Neo4j connection (user, password, database).
+        graph: a bundle directory, or a ``bolt://`` / ``neo4j://`` URI; None with ``neo4j`` (or
+            ``store.backend = "neo4j"``) for the configured database.
+        neo4j: use the configured Neo4j database.
+        progress: called with stage messages.
+
+    Returns:
+        The store, to be closed by the caller (it is a context manager).
+
+    Raises:
+        UsageError: both or neither of a graph and ``neo4j``.
+        BundleError: the bundle cannot be read.
+        StoreError: the bundle is not valid enough to index (run validate first).
+        ConfigError: Neo4j cannot be reached.
+    """
+    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
+    if neo4j and graph is not None:
+        raise UsageError("give either a bundle (--bundle DIR) or --neo4j, not both.")
+    if graph is None and not neo4j and settings.store.backend != "neo4j":
+        raise UsageError("give a bundle (--bundle DIR, embedded store) or --neo4j (the configured database).")
+    if graph is None or str(graph).startswith(NEO4J_SCHEMES):
+        neo4j_settings = settings.neo4j if graph is None else settings.neo4j.model_copy(update={"uri": str(graph)})
+        return Neo4jStore(
+            connect(neo4j_settings),
+            database=neo4j_settings.database,
+            embedder=embedder,
+            target=neo4j_settings.uri,
+            owns_driver=True,
+        )
+    path = Path(graph)
+    bundle = read_bundle(path)
+    return EmbeddedStore.from_bundle(bundle, embedder=embedder, embeddings=read_embeddings(path, bundle))
+
+
+def resolve_node(store: GraphStore, text: str) -> NodeRecord:
+    """A node by id, else the best name match (exact, normalised, then embedding).
+
+    Raises:
+        NodeNotFound: nothing matches.
+    """
+    node = store.get_node(text)
+    if node is not None:
+        return node
+    hits = store.search(text, mode="auto", k=1)
+    if not hits:
+        raise NodeNotFound(f"no node has the id or name {text!r}.")
+    return hits[0].node
+
+
+def neighbours_of(
+    store: GraphStore, text: str, *, relations: Sequence[str] | None = None, limit: int | None = 20
+) -> tuple[NodeRecord, list[Neighbour]]:
+    """The node ``text`` resolves to and its neighbours."""
+    node = resolve_node(store, text)
+    return node, store.neighbours(node.id, relations=relations, limit=limit)
+
+
+def paths_between(
+    store: GraphStore, a: str, b: str, *, k: int = 1, max_hops: int = 3, relations: Sequence[str] | None = None
+) -> tuple[NodeRecord, NodeRecord, list[GraphPath]]:
+    """The nodes ``a`` and ``b`` resolve to and up to ``k`` shortest paths between them."""
+    na, nb = resolve_node(store, a), resolve_node(store, b)
+    return na, nb, store.shortest_paths(na.id, nb.id, k=k, max_hops=max_hops, relations=relations)
+
+
+def load_neo4j(
+    path: Path, settings: Settings, *, batch_size: int | None = None, progress: Counter | None = None
+) -> dict[str, Any]:
+    """Load a bundle into the configured Neo4j (idempotent, resumable); returns the counts in Neo4j.
+
+    Raises:
+        BundleError: the bundle cannot be read.
+        ConfigError: Neo4j cannot be reached.
+    """
+    bundle = read_bundle(path)
+    embeddings = read_embeddings(path, bundle)
+    with connect(settings.neo4j) as driver:
+        report = load_bundle(
+            driver,
+            bundle,
+            database=settings.neo4j.database,
+            target=settings.neo4j.uri,
+            batch_size=batch_size or settings.neo4j.batch_size,
+            embeddings=embeddings,
+            checkpoint_dir=path,
+            progress=progress,
+        )
+    return {"uri": settings.neo4j.uri, "database": settings.neo4j.database, **report.as_dict()}
+
+
+def export_neo4j_admin(path: Path, out_dir: Path, settings: Settings) -> dict[str, Any]:
+    """Write neo4j-admin import files for a bundle; returns the files and the command to run.
+
+    Raises:
+        BundleError: the bundle cannot be read.
+    """
+    return write_admin_import(read_bundle(path), out_dir, database=settings.neo4j.database)

@@ -1,0 +1,141 @@
+"""Strategies by name: a registry that validates names, settings sections and switches, and builds strategies.
+
+The built-in strategies are registered in :mod:`metakg.qa_engine.strategies`; a new one is a module with a
+:class:`~metakg.qa_engine.strategy.Strategy` subclass, registered with :meth:`StrategyRegistry.register`
+(tests register their own on a copy of the registry).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from metakg.config import QASettings
+from metakg.errors import ConfigError, UsageError
+from metakg.qa_engine.strategy import Strategy
+
+StrategyClass = type[Strategy[Any]]
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class StrategyRegistry:
+    """Strategy classes by name."""
+
+    def __init__(self, classes: Iterable[StrategyClass] = ()) -> None:
+        """A registry holding ``classes``."""
+        self._classes: dict[str, StrategyClass] = {}
+        for cls in classes:
+            self.register(cls)
+
+    def register(self, cls: StrategyClass) -> StrategyClass:
+        """Add ``cls`` under its ``name`` (usable as a class decorator).
+
+        Raises:
+            ValueError: the name is not snake_case, already taken, or clashes with a shared ``[qa]`` setting;
+                a switch is not a boolean setting of the strategy.
+        """
+        name = getattr(cls, "name", "")
+        if not _NAME.match(name):
+            raise ValueError(f"strategy name {name!r} must be snake_case")
+        if name in self._classes:
+            raise ValueError(f"a strategy named {name!r} is already registered")
+        if name in QASettings.model_fields:
+            raise ValueError(f"strategy name {name!r} clashes with the [qa] setting of that name")
+        fields = cls.Settings.model_fields
+        bad = [s for s in cls.switches() if s not in fields or fields[s].annotation is not bool]
+        if bad:
+            raise ValueError(f"{name}: switches {bad} are not boolean settings of {cls.Settings.__name__}")
+        self._classes[name] = cls
+        return cls
+
+    def copy(self) -> StrategyRegistry:
+        """A new registry with the same strategies (to register more without touching this one)."""
+        return StrategyRegistry(self._classes.values())
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The registered names, in registration order."""
+        return tuple(self._classes)
+
+    def get(self, name: str) -> StrategyClass:
+        """The class registered as ``name``.
+
+        Raises:
+            UsageError: no strategy has that name (the message lists the names).
+        """
+        try:
+            return self._classes[name]
+        except KeyError:
+            raise UsageError(f"unknown strategy {name!r}; choose from {', '.join(self.names)}.") from None
+
+    def check(self, qa: QASettings) -> None:
+        """Validate the settings: the default strategy exists and every ``[qa.<name>]`` section is valid.
+
+        Raises:
+            ConfigError: an unknown default strategy or section, or a bad value (the message names it).
+        """
+        if qa.strategy not in self._classes:
+            raise ConfigError(f"qa.strategy {qa.strategy!r} is not a strategy; choose from {', '.join(self.names)}.")
+        for section in qa.sections():
+            if section not in self._classes:
+                raise ConfigError(
+                    f"[qa.{section}] names no strategy; the sections are {', '.join(f'[qa.{n}]' for n in self.names)}."
+                )
+            self.settings(section, qa)
+
+    def settings(self, name: str, qa: QASettings, switches: Sequence[str] = ()) -> Any:
+        """The settings of strategy ``name``: its ``[qa.<name>]`` section with ``switches`` turned on.
+
+        Raises:
+            UsageError: an unknown name or switch.
+            ConfigError: a value in the section is invalid.
+        """
+        cls = self.get(name)
+        unknown = [s for s in switches if s not in cls.switches()]
+        if unknown:
+            offered = ", ".join(cls.switches()) or "none"
+            raise UsageError(f"{name} has no switch {', '.join(unknown)}; it offers: {offered}.")
+        values = qa.section(name) | {s: True for s in switches}
+        try:
+            return cls.Settings.model_validate(values)
+        except ValidationError as e:
+            problems = "; ".join(
+                f"qa.{name}.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors(include_url=False)
+            )
+            raise ConfigError(f"invalid strategy settings ({problems}).") from e
+
+    def create(self, name: str, qa: QASettings | None = None, switches: Sequence[str] = ()) -> Strategy[Any]:
+        """A strategy ``name`` with its settings from ``qa`` (defaults when None) and ``switches`` on.
+
+        Raises:
+            UsageError: an unknown name or switch; ConfigError: an invalid settings section.
+        """
+        return self.get(name)(self.settings(name, qa or QASettings(), switches))
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every strategy with its summary, switches and settings (name, type, default, description)."""
+        described = []
+        for name, cls in self._classes.items():
+            settings = [
+                {
+                    "key": key,
+                    "type": getattr(field.annotation, "__name__", str(field.annotation)),
+                    "default": field.get_default(call_default_factory=True),
+                    "description": field.description or "",
+                }
+                for key, field in cls.Settings.model_fields.items()
+            ]
+            described.append(
+                {
+                    "name": name,
+                    "summary": cls.summary,
+                    "section": f"qa.{name}",
+                    "uses_graph": cls.uses_graph,
+                    "switches": list(cls.switches()),
+                    "settings": settings,
+                }
+            )
+        return described

@@ -1,0 +1,148 @@
+"""What strategies share across the questions of one context: bounded caches and the similarity service.
+
+- :class:`LRUCache`: a dict with a size bound that evicts the least recently used entry.
+- :class:`Similarity`: cosine similarity between texts and graph nodes; each text is embedded once and each
+  node's vector (its stored name embedding, else its embedded name) looked up once, while they stay cached.
+- :class:`QAServices`: the similarity service, the neighbour-list cache and the phrase matcher over the
+  graph's names, made on first use and kept for the life of the context.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from metakg.llm.embedder import Embedder, Vectors
+from metakg.schemas.graph_store import GraphStore, Neighbour, NodeRecord
+from metakg.text_processing import PhraseIndex
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LRUCache(Generic[K, V]):
+    """At most ``max_entries`` entries; adding one more evicts the least recently read or written."""
+
+    def __init__(self, max_entries: int) -> None:
+        """An empty cache bounded by ``max_entries`` (at least 1)."""
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be at least 1, got {max_entries}")
+        self.max_entries = max_entries
+        self._data: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        """The value of ``key`` (now the most recently used), or None."""
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        """Store ``value`` under ``key``, evicting the least recently used entry when full."""
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.max_entries:
+            self._data.popitem(last=False)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class Similarity:
+    """Cosine similarity between texts and nodes, with bounded caches of text and node vectors.
+
+    A node's vector is its stored name embedding when the store has one (``metakg embed``, same dimension
+    as the embedder), else its name embedded now.
+    """
+
+    def __init__(self, embedder: Embedder, store: GraphStore | None = None, *, max_entries: int = 200_000) -> None:
+        """Use ``embedder`` for texts, and ``store``'s name embeddings for nodes when it has them."""
+        self._embedder = embedder
+        self._store = store
+        self._texts: LRUCache[str, Vectors] = LRUCache(max_entries)
+        self._nodes: LRUCache[str, Vectors] = LRUCache(max_entries)
+
+    def _empty(self) -> Vectors:
+        return np.zeros((0, self._embedder.dim), dtype=np.float32)
+
+    def vectors(self, texts: Sequence[str]) -> Vectors:
+        """Unit vectors of ``texts`` (rows in order), embedding only the texts not cached."""
+        if not texts:
+            return self._empty()
+        found = {t: v for t in dict.fromkeys(texts) if (v := self._texts.get(t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            for text, vector in zip(missing, self._embedder.embed(missing), strict=True):
+                self._texts.put(text, vector)
+                found[text] = vector
+        return np.stack([found[t] for t in texts])
+
+    def node_vectors(self, nodes: Sequence[NodeRecord]) -> Vectors:
+        """Unit vectors of the nodes' names (rows in order): stored embeddings first, else embedded."""
+        if not nodes:
+            return self._empty()
+        found = {n.id: v for n in nodes if (v := self._nodes.get(n.id)) is not None}
+        missing = list({n.id: n for n in nodes if n.id not in found}.values())
+        if missing:
+            stored = self._store.name_vectors([n.id for n in missing]) if self._store is not None else {}
+            for node_id, vector in stored.items():
+                if len(vector) == self._embedder.dim:
+                    found[node_id] = np.asarray(vector, dtype=np.float32)
+            rest = [n for n in missing if n.id not in found]
+            if rest:
+                for node, vector in zip(rest, self.vectors([n.name for n in rest]), strict=True):
+                    found[node.id] = vector
+            for node in missing:
+                self._nodes.put(node.id, found[node.id])
+        return np.stack([found[n.id] for n in nodes])
+
+    def nodes_to(self, nodes: Sequence[NodeRecord], texts: Sequence[str]) -> Any:
+        """``sim[i, j]`` = cosine(name of nodes[i], texts[j]), clipped to [0, 1]."""
+        if not nodes or not texts:
+            return np.zeros((len(nodes), len(texts)), dtype=np.float32)
+        return np.clip(self.node_vectors(nodes) @ self.vectors(texts).T, 0.0, 1.0)
+
+
+class QAServices:
+    """The shared services of one QA context; each is made on first use.
+
+    Caches are bounded by ``max_entries`` each and evict the least recently used entries.
+    """
+
+    def __init__(self, store: GraphStore, embedder: Embedder, *, max_entries: int = 200_000) -> None:
+        """Services over ``store`` with ``embedder``; nothing is built here."""
+        self._store = store
+        self._embedder = embedder
+        self.max_entries = max_entries
+        self._similarity: Similarity | None = None
+        self._phrases: PhraseIndex | None = None
+        self.neighbour_lists: LRUCache[tuple[str, int], list[Neighbour]] = LRUCache(max_entries)
+
+    @property
+    def similarity(self) -> Similarity:
+        """The similarity service (text and node vectors cached across questions)."""
+        if self._similarity is None:
+            self._similarity = Similarity(self._embedder, self._store, max_entries=self.max_entries)
+        return self._similarity
+
+    @property
+    def phrases(self) -> PhraseIndex:
+        """A phrase matcher over every node name and alias of the store (built on first use)."""
+        if self._phrases is None:
+            self._phrases = PhraseIndex(self._store.names())
+        return self._phrases
+
+    def neighbours(self, node_id: str, limit: int, read: Callable[[], list[Neighbour]]) -> list[Neighbour]:
+        """The cached neighbour list of ``node_id`` (first ``limit``), read with ``read`` when not cached."""
+        key = (node_id, limit)
+        found = self.neighbour_lists.get(key)
+        if found is None:
+            found = read()
+            self.neighbour_lists.put(key, found)
+        return found

@@ -1,0 +1,92 @@
+"""Greedy walks over a store for one question: the search kg_rag and MetaKGRAG build their paths with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from metakg.qa_engine.services import QAServices, Similarity
+from metakg.schemas.graph_store import EdgeRecord, GraphStore, Neighbour, NodeRecord
+
+
+@dataclass
+class WalkPath:
+    """A walk: node records and the edges between consecutive nodes."""
+
+    nodes: list[NodeRecord]
+    edges: list[EdgeRecord] = field(default_factory=list)
+
+    @property
+    def ids(self) -> list[str]:
+        """Node ids in order."""
+        return [n.id for n in self.nodes]
+
+    def prefix(self, index: int) -> WalkPath:
+        """The path up to and including node ``index``."""
+        return WalkPath(self.nodes[: index + 1], self.edges[:index])
+
+
+def jaccard(a: WalkPath, b: WalkPath) -> float:
+    """PathSimilarity: Jaccard similarity of the two paths' entity sets."""
+    sa, sb = set(a.ids), set(b.ids)
+    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+
+
+class Walker:
+    """Greedy search over a store for one question; neighbour lists and vectors come from the shared services."""
+
+    def __init__(self, store: GraphStore, services: QAServices, question: str, *, max_neighbours: int) -> None:
+        """Search ``store`` for ``question``, reading at most ``max_neighbours`` neighbours per node."""
+        self.store = store
+        self.services = services
+        self.sim: Similarity = services.similarity
+        self.question = question
+        self.max_neighbours = max_neighbours
+        self._q: dict[str, float] = {}
+
+    def neighbours(self, node_id: str) -> list[Neighbour]:
+        """The node's neighbours (first ``max_neighbours``), cached across questions."""
+        return self.services.neighbours(
+            node_id, self.max_neighbours, lambda: self.store.neighbours(node_id, limit=self.max_neighbours)
+        )
+
+    def q_sim(self, nodes: list[NodeRecord]) -> list[float]:
+        """sim(e, Q) for each node."""
+        todo = [n for n in nodes if n.id not in self._q]
+        if todo:
+            for node, score in zip(todo, self.sim.nodes_to(todo, [self.question])[:, 0], strict=True):
+                self._q[node.id] = float(score)
+        return [self._q[n.id] for n in nodes]
+
+    def around(self, path: WalkPath) -> list[NodeRecord]:
+        """The distinct neighbours of the path's nodes that are not on it (candidates for adjustment)."""
+        on_path = set(path.ids)
+        found: dict[str, NodeRecord] = {}
+        for node in path.nodes:
+            for nb in self.neighbours(node.id):
+                if nb.node.id not in on_path:
+                    found.setdefault(nb.node.id, nb.node)
+        return list(found.values())
+
+    def extend(self, path: WalkPath, hops: int, adjust: dict[str, float]) -> WalkPath:
+        """Greedily add up to ``hops`` edges to ``path``: at each step the unvisited neighbour of highest weight
+        (its similarity to the question plus its adjustment)."""
+        nodes, edges = list(path.nodes), list(path.edges)
+        visited = {n.id for n in nodes}
+        for _ in range(hops):
+            options: dict[str, Neighbour] = {}
+            for nb in self.neighbours(nodes[-1].id):
+                if nb.node.id not in visited and nb.node.id not in options:
+                    options[nb.node.id] = nb
+            if not options:
+                break
+            candidates = list(options.values())
+            weights = np.asarray(self.q_sim([nb.node for nb in candidates])) + np.asarray(
+                [adjust.get(nb.node.id, 0.0) for nb in candidates]
+            )
+            chosen = candidates[int(np.argmax(weights))]
+            nodes.append(chosen.node)
+            edges.append(chosen.edge)
+            visited.add(chosen.node.id)
+        return WalkPath(nodes, edges)
