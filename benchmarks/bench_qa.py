@@ -30,10 +30,9 @@ import polars as pl
 
 from benchmarks.common import WORK, record, skewed_endpoints
 from metakg import api
+from metakg.llm.usage import percentile
 from metakg.config import Settings, load_settings
 from metakg.llm import local_server
-from metakg.qa_engine.core import Question
-from metakg.qa_engine.strategies import answer_question, make_strategy
 from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.tables import conform_edges, conform_nodes
@@ -114,24 +113,24 @@ def big_bundle(settings: Settings, data_dir: Path, base: Path, n_nodes: int, n_e
     return out
 
 
-def retrieval(store: GraphStore, settings: Settings, questions: list[Question]) -> dict[str, Any]:
+def retrieval(store: GraphStore, settings: Settings, questions: list[api.Question]) -> dict[str, Any]:
     """Retrieval time per question (ms) for kg_rag and metakgrag, one warm context per strategy run."""
     rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
     ctx = api.qa_context(rules, store, None)
     figures: dict[str, Any] = {}
     for name in RETRIEVAL:
-        strategy = make_strategy(name)
+        strategy = api.create_strategy(settings, name)
 
         async def run_all(strategy: Any = strategy) -> list[Any]:
-            return [await answer_question(strategy, q, ctx) for q in questions]
+            return [await strategy.answer(q, ctx) for q in questions]
 
         answers = asyncio.run(run_all())
         times = [a.usage.retrieval_ms for a in answers]
         rest = times[1:] or times
         figures[name] = {
             "first_question_ms": round(times[0], 1),
-            "p50_ms": round(float(np.percentile(rest, 50)), 1),
-            "p95_ms": round(float(np.percentile(rest, 95)), 1),
+            "p50_ms": round(percentile(rest, 50) or 0.0, 1),
+            "p95_ms": round(percentile(rest, 95) or 0.0, 1),
             "mean_ms": round(float(np.mean(rest)), 1),
             "with_evidence": sum(1 for a in answers if a.evidence),
             "cycles_per_question": round(float(np.mean([a.trace.get("cycles", 0) for a in answers])), 2),
@@ -139,7 +138,7 @@ def retrieval(store: GraphStore, settings: Settings, questions: list[Question]) 
     return figures
 
 
-def on_neo4j(bundle: Path, settings: Settings, questions: list[Question], name: str) -> dict[str, Any]:
+def on_neo4j(bundle: Path, settings: Settings, questions: list[api.Question], name: str) -> dict[str, Any]:
     """Load ``bundle`` into a fresh Neo4j server and time retrieval there."""
     home = WORK / "neo4j" / f"qa_{name}"
     shutil.rmtree(home, ignore_errors=True)
@@ -149,8 +148,8 @@ def on_neo4j(bundle: Path, settings: Settings, questions: list[Question], name: 
         started = time.perf_counter()
         api.load_neo4j(bundle, neo)
         load_s = time.perf_counter() - started
-        store = api.qa_store(neo, bundle=None, neo4j=True)
-        return {"load_s": round(load_s, 1), **retrieval(store, neo, questions)}
+        with api.open_store(neo, neo4j=True) as store:
+            return {"load_s": round(load_s, 1), **retrieval(store, neo, questions)}
     finally:
         neo4j_server.stop(server)
 
@@ -193,8 +192,8 @@ def main() -> None:
     for name, path in (("csqa", csqa), ("big", big)):
         bundle = read_bundle(path)
         figures[name] = {"nodes": bundle.nodes.height, "edges": bundle.edges.height}
-        store = api.open_store(path, settings, backend="embedded")
-        figures[name]["embedded"] = retrieval(store, settings, questions)
+        with api.open_store(settings, path) as store:
+            figures[name]["embedded"] = retrieval(store, settings, questions)
         if not args.no_neo4j:
             figures[name]["neo4j"] = on_neo4j(path, settings, questions, name)
     figures["llm_usage"] = llm_usage(csqa, settings, data_dir, args.llm_questions)

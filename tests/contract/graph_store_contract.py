@@ -1,7 +1,6 @@
 """The GraphStore contract: every store implementation subclasses this class and provides ``make_store``.
 
-The embedded store passes it now; the Neo4j store will subclass it too, so every QA strategy can run on
-either.
+The embedded store and the Neo4j store both pass it, so every QA strategy can run on either.
 """
 
 from __future__ import annotations
@@ -34,6 +33,13 @@ class GraphStoreContract:
 
     def nid(self, bundle: Bundle, name: str) -> str:
         return node_id(bundle, name)
+
+    # ---------------------------------------------------------------- lifecycle
+    def test_a_store_is_a_context_manager_and_closes_twice_harmlessly(self, bundle: Bundle, embedder: Embedder) -> None:
+        with self.make_store(bundle, embedder) as store:
+            assert store.counts()["nodes"] == bundle.nodes.height
+        store.close()
+        assert isinstance(store, GraphStore)
 
     # ---------------------------------------------------------------- lookup
     def test_counts(self, store: GraphStore, bundle: Bundle) -> None:

@@ -1,0 +1,46 @@
+"""Whoever opens a store closes it: after `ask`, `eval` and `query` on the real Neo4j, no connection of
+theirs is left open on the server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from metakg import api
+from metakg.config import Neo4jSettings, load_settings
+from tests.conftest import small_bundle
+from tests.unit.cli.test_cli import run
+
+pytestmark = pytest.mark.integration
+
+
+def open_connections(driver: Any) -> int:
+    """Bolt connections the server holds, less the counting driver's own."""
+    records, _, _ = driver.execute_query("CALL dbms.listConnections() YIELD connectionId RETURN count(*) AS n")
+    return int(records[0]["n"]) - 1
+
+
+def test_commands_close_their_neo4j_connections(
+    clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("METAKG_NEO4J__URI", neo4j_settings.uri)
+    monkeypatch.setenv("METAKG_NEO4J__DATABASE", neo4j_settings.database)
+    monkeypatch.setenv("METAKG_QA__CONCEPTS", "rules")
+    settings = load_settings()
+    bundle = tmp_path / "kg"
+    api.write_validated(bundle, small_bundle(), settings)
+    api.load_neo4j(bundle, settings)
+    before = open_connections(clean_neo4j)
+    _, answer = run("ask", "What does aspirin treat?", "--neo4j", "--no-llm", "--json")
+    assert answer["evidence"]  # it did read the graph
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps({"question": "What does aspirin treat?\nA: warfarin\nB: headache", "answer": "B"}))
+    run("eval", str(questions), "-f", "pilot", "--neo4j", "--no-llm", "-o", str(tmp_path / "r"), "-s", "kg_rag")
+    run("query", "neighbours", neo4j_settings.uri, "aspirin", "--json")
+    with api.open_store(settings, neo4j=True) as store:
+        assert store.counts()["nodes"] > 0
+        assert open_connections(clean_neo4j) > before  # the store holds one while open
+    assert open_connections(clean_neo4j) == before

@@ -1,0 +1,57 @@
+"""Every registered strategy passes the strategy contract, and none is left without its contract test."""
+
+from __future__ import annotations
+
+import asyncio
+
+from metakg.config import QASettings
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.strategies import REGISTRY
+from tests.contract.example_strategy import EXAMPLE_REGISTRY
+from tests.contract.strategy_contract import MC, StrategyContract
+from tests.unit.qa_engine.handmade import AxisEmbedder, store
+
+
+class TestLLMOnlyContract(StrategyContract):
+    strategy_name = "llm_only"
+
+
+class TestKGRagContract(StrategyContract):
+    strategy_name = "kg_rag"
+
+
+class TestMetaKGRAGContract(StrategyContract):
+    strategy_name = "metakgrag"
+
+
+class TestExampleStrategyContract(StrategyContract):
+    strategy_name = "first_edges"
+    registry = EXAMPLE_REGISTRY
+
+
+def _contracts() -> list[type[StrategyContract]]:
+    found, todo = [], list(StrategyContract.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        found.append(cls)
+    return found
+
+
+def test_every_registered_strategy_has_a_contract_test() -> None:
+    contracted = {cls.strategy_name for cls in _contracts()}
+    registered = set(REGISTRY.names) | set(EXAMPLE_REGISTRY.names)
+    assert not registered - contracted, f"strategies without a StrategyContract subclass: {registered - contracted}"
+    assert all(cls.strategy_name in cls.registry.names for cls in _contracts())
+
+
+def test_the_example_strategy_is_one_module_plus_its_registration() -> None:
+    assert "first_edges" not in REGISTRY.names  # not shipped
+    settings = QASettings.model_validate({"first_edges": {"k": 1}})
+    EXAMPLE_REGISTRY.check(settings)
+    strategy = EXAMPLE_REGISTRY.create("first_edges", settings)
+    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=settings)
+    answer = asyncio.run(strategy.answer(MC, ctx))
+    assert answer.status == "fail" and answer.reason == "no LLM is configured (retrieval only)"
+    assert answer.evidence and all(len(p.edges) == 1 for p in answer.evidence)
+    assert len(answer.evidence) <= len(answer.trace["start_entities"])  # k = 1 edge per start
