@@ -141,7 +141,9 @@ class EmbeddedStore(ClosingStore):
         ids = nodes["id"].to_list()
         self._ids: list[str] = ids
         self._idx: dict[str, int] = {node_id: i for i, node_id in enumerate(ids)}
-        lookup = pl.DataFrame({"id": ids, "_i": pl.int_range(0, len(ids), eager=True, dtype=pl.Int64)})
+        lookup = pl.DataFrame(
+            {"id": pl.Series(ids, dtype=pl.String), "_i": pl.int_range(0, len(ids), eager=True, dtype=pl.Int64)}
+        )
         ends = edges.select("src", "dst", "rel").with_row_index("_e")
         ends = ends.join(lookup.rename({"id": "src", "_i": "_s"}), on="src", how="left")
         ends = ends.join(lookup.rename({"id": "dst", "_i": "_d"}), on="dst", how="left").sort("_e")

@@ -174,3 +174,20 @@ def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, s
     assert redirected["entities_fetched"] == 0  # the target was in the subset already
     quiet = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert quiet["entities_fetched"] == 0 and quiet["changed"] == 0
+
+
+def test_the_qa_context_explores_the_configured_endpoint(
+    sparql_endpoint: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Strategies that explore a remote knowledge base get the configured endpoint through the context."""
+    from metakg import api
+    from metakg.config import load_settings
+    from metakg.schemas.knowledge_source import KnowledgeSource
+    from tests.unit.qa_engine.handmade import store
+
+    monkeypatch.setenv("METAKG_WIKIDATA__ENDPOINT", sparql_endpoint.endpoint)
+    ctx = api.qa_context(load_settings(), store(), None)
+    source = ctx.knowledge_source
+    assert isinstance(source, KnowledgeSource) and source.endpoint == sparql_endpoint.endpoint
+    rows = source.select("SELECT ?label WHERE { wd:Q42 rdfs:label ?label FILTER(lang(?label) = 'en') }")
+    assert [r["label"]["value"] for r in rows] == ["Douglas Adams"]
