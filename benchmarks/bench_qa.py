@@ -30,9 +30,9 @@ import polars as pl
 
 from benchmarks.common import WORK, record, skewed_endpoints
 from metakg import api
-from metakg.llm.usage import percentile
 from metakg.config import Settings, load_settings
 from metakg.llm import local_server
+from metakg.llm.usage import percentile
 from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.tables import conform_edges, conform_nodes

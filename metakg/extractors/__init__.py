@@ -1,1 +1,1 @@
-"""LLM triple extraction: prompts, parsing, normalisation, entity resolution and linking (issue 5)."""
+"""LLM triple extraction: prompts, parsing, normalisation, entity resolution and linking."""

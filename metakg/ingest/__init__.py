@@ -1,1 +1,2 @@
-"""Structured sources into the common schema (triple files now; PrimeKG, Wikidata and datasets later)."""
+"""Sources into the common schema: triple files, PrimeKG (and a synthetic generator), Wikidata over SPARQL,
+and the readers of QA sets and documents."""

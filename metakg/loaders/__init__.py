@@ -1,1 +1,2 @@
-"""Stores and writers: the GraphStore protocol, the embedded store, RDF export (Neo4j store later)."""
+"""Stores and writers: the embedded store, the Neo4j store and loader (with neo4j-admin import files), RDF
+export."""

@@ -61,7 +61,7 @@ class Similarity:
     as the embedder), else its name embedded now.
     """
 
-    def __init__(self, embedder: Embedder, store: GraphStore | None = None, *, max_entries: int = 200_000) -> None:
+    def __init__(self, embedder: Embedder, store: GraphStore | None = None, *, max_entries: int) -> None:
         """Use ``embedder`` for texts, and ``store``'s name embeddings for nodes when it has them."""
         self._embedder = embedder
         self._store = store
@@ -115,7 +115,7 @@ class QAServices:
     Caches are bounded by ``max_entries`` each and evict the least recently used entries.
     """
 
-    def __init__(self, store: GraphStore, embedder: Embedder, *, max_entries: int = 200_000) -> None:
+    def __init__(self, store: GraphStore, embedder: Embedder, *, max_entries: int) -> None:
         """Services over ``store`` with ``embedder``; nothing is built here."""
         self._store = store
         self._embedder = embedder

@@ -1,4 +1,4 @@
-"""The dependency direction of ARCHITECTURE.md section 1 and one module per heavy library."""
+"""The layers of docs/architecture.md (import-linter) and one module per heavy library."""
 
 from __future__ import annotations
 

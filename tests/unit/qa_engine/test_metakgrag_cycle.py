@@ -17,7 +17,7 @@ CORRECTED = ["alpha", "decoy", "zeta", "beta"]
 
 
 def walker_over(graph: Any) -> Walker:
-    return Walker(graph, QAServices(graph, AxisEmbedder()), QUESTION, max_neighbours=100)
+    return Walker(graph, QAServices(graph, AxisEmbedder(), max_entries=1000), QUESTION, max_neighbours=100)
 
 
 def run(settings: MetaKGRAGSettings | None = None, **switches: bool) -> tuple[WalkPath, WalkPath, dict[str, Any]]:
