@@ -28,7 +28,7 @@ MINILM_BASE_URL = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2
 
 
 class PathsSettings(BaseModel):
-    """Where metakg reads shared data from and keeps its caches."""
+    """Where metakg reads public data sets from and keeps its caches."""
 
     data_dir: Path | None = Field(
         default=None,

@@ -35,12 +35,15 @@ from metakg.schemas.tables import empty_edges, empty_nodes
 
 __all__ = [
     "COLUMNS",
+    "EVAL_FORMATS",
     "STRATEGIES",
     "Answer",
     "Question",
+    "RunSpec",
     "answer_page",
     "ask",
     "comparison_table",
+    "create_strategy",
     "describe_strategies",
     "evaluate_benchmark",
     "make_question",
@@ -246,5 +249,3 @@ def evaluate_benchmark(
         "skipped": skipped,
     }
 
-
-__all__ += ["EVAL_FORMATS", "RunSpec", "create_strategy"]

@@ -72,8 +72,7 @@ def sync_wikidata(
                 wikidata.IMPORTER,
                 run_id,
                 input=str(spec_path),
-                endpoint=url,
-                **{k: v for k, v in figures.items() if not k.endswith("_ids")},
+                **{k: v for k, v in figures.items() if not k.endswith("_ids") and k != "run_id"},
             )
         ]
     }

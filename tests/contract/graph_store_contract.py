@@ -35,9 +35,9 @@ class GraphStoreContract:
         return node_id(bundle, name)
 
     # ---------------------------------------------------------------- lifecycle
-    def test_a_store_is_a_context_manager_and_closes_twice_harmlessly(self, bundle: Bundle, embedder: Embedder) -> None:
-        with self.make_store(bundle, embedder) as store:
-            assert store.counts()["nodes"] == bundle.nodes.height
+    def test_a_store_is_a_context_manager_and_closes_twice_harmlessly(self, store: GraphStore, bundle: Bundle) -> None:
+        with store as opened:
+            assert opened is store and store.counts()["nodes"] == bundle.nodes.height
         store.close()
         assert isinstance(store, GraphStore)
 
