@@ -215,7 +215,8 @@ async def evaluate(
 ) -> dict[str, dict[str, Any]]:
     """Run every spec over ``questions``; write the per-question JSONL, ``summary.json`` and ``comparison.md``.
 
-    Strategies are built by ``registry`` from the context's settings (``[qa.<name>]`` sections).
+    Strategies are built by ``registry`` from the context's settings (``[qa.<name>]`` sections). Without an
+    LLM in the context (retrieval only) the summary has no accuracy, correct or wrong counts.
 
     Returns:
         The summary keyed by run label.
@@ -239,7 +240,10 @@ async def evaluate(
                 rows.append(row)
                 if tick is not None:
                     tick(spec.label, number, len(questions))
-        summary[spec.label] = summarise(rows, strategy) | {"reused": len(done)}
+        figures = summarise(rows, strategy) | {"reused": len(done)}
+        if ctx.llm is None:  # retrieval only: nothing was answered, so there is no accuracy to report
+            figures.update(correct=None, accuracy=None, wrong=None)
+        summary[spec.label] = figures
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     table = comparison_table(summary, metric_columns(specs, registry))
     (out_dir / "comparison.md").write_text(table, encoding="utf-8")

@@ -129,6 +129,7 @@ def test_eval_retrieval_only(bundle: Path, tmp_path: Path) -> None:
     assert set(summary) == {"kg_rag", "metakgrag", *(f"metakgrag[{s}]" for s in SWITCHES)}
     for figures in summary.values():
         assert figures["llm_calls"] == 0 and figures["fail"] == 3  # no answer without an LLM
+        assert figures["accuracy"] is None and figures["correct"] is None
         assert figures["evidence_recall"] is not None and figures["retrieval_p50_ms"] is not None
     assert summary["kg_rag"]["evidence_recall"] == 1.0
 
