@@ -248,4 +248,3 @@ def evaluate_benchmark(
         "columns": [*COLUMNS, *metric_columns(specs, registry)],
         "skipped": skipped,
     }
-
