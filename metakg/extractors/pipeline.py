@@ -82,6 +82,7 @@ class RunStats:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    saved_tokens: int = 0
     cost_usd: float = 0.0
     started: float = field(default_factory=time.perf_counter)
 
@@ -102,6 +103,7 @@ class RunStats:
         self.cache_hits += usage.cache_hits
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
+        self.saved_tokens += usage.saved_tokens
         self.cost_usd += usage.cost_usd
 
 
@@ -348,6 +350,7 @@ def summary(stats: RunStats, result: ExtractionResult, outcomes: Sequence[Outcom
         "prompt_tokens": stats.prompt_tokens,
         "completion_tokens": stats.completion_tokens,
         "tokens": stats.tokens,
+        "saved_tokens": stats.saved_tokens,
         "cost_usd": round(stats.cost_usd, 6),
         "nodes": result.bundle.nodes.height,
         "edges": result.bundle.edges.height,

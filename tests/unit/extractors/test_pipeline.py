@@ -191,7 +191,8 @@ def test_a_resumed_run_asks_only_what_was_never_answered(tmp_path: Path) -> None
     assert stats.cache_hits == 6 and stats.llm_calls == 8 and stats.failed == 0  # 2 fresh
     third = ScriptedClient(flaky, cache=cache)
     _, stats = run(units, third)
-    assert third.calls == [] and stats.cache_hits == 8 and stats.tokens == 0
+    assert third.calls == [] and stats.cache_hits == 8 and stats.tokens == 0 and stats.cost_usd == 0
+    assert stats.saved_tokens > 0  # what the cache spared
 
 
 @pytest.mark.parametrize("reply", ["", "\n\n", "x" * 100_000])
