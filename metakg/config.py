@@ -10,6 +10,7 @@ Nothing is read at import time: call :func:`load_settings`.
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,12 +23,19 @@ from pydantic_settings import (
 )
 
 from metakg.errors import ConfigError
+from metakg.redact import mask_url
 
 DEFAULT_CONFIG_FILE = "metakg.toml"
 MINILM_BASE_URL = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main"
 
 
-class PathsSettings(BaseModel):
+class Section(BaseModel):
+    """A settings section: a key it does not define is refused, with its name, rather than ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class PathsSettings(Section):
     """Where metakg reads public data sets from and keeps its caches."""
 
     data_dir: Path | None = Field(
@@ -41,7 +49,7 @@ class PathsSettings(BaseModel):
     )
 
 
-class EmbedderSettings(BaseModel):
+class EmbedderSettings(Section):
     """The sentence-embedding model used for entity matching and name search."""
 
     model_dir: Path | None = Field(
@@ -62,7 +70,7 @@ class EmbedderSettings(BaseModel):
         return value
 
 
-class IngestSettings(BaseModel):
+class IngestSettings(Section):
     """Limits applied while reading source files."""
 
     max_field_chars: int = Field(
@@ -70,7 +78,7 @@ class IngestSettings(BaseModel):
     )
 
 
-class ValidationSettings(BaseModel):
+class ValidationSettings(Section):
     """How validation treats rejected rows."""
 
     fail_on_reject: bool = Field(
@@ -79,7 +87,7 @@ class ValidationSettings(BaseModel):
     html_report: bool = Field(default=True, description="Write validation.html next to validation.json.")
 
 
-class ExtractSettings(BaseModel):
+class ExtractSettings(Section):
     """LLM triple extraction (`metakg extract`)."""
 
     chunk_chars: int = Field(
@@ -96,7 +104,7 @@ class ExtractSettings(BaseModel):
     )
 
 
-class WikidataSettings(BaseModel):
+class WikidataSettings(Section):
     """The SPARQL endpoint `metakg sync wikidata` reads (the Wikidata Query Service by default)."""
 
     endpoint: str = Field(default="https://query.wikidata.org/sparql", description="SPARQL endpoint URL.")
@@ -118,14 +126,14 @@ class WikidataSettings(BaseModel):
         return value
 
 
-class StoreSettings(BaseModel):
+class StoreSettings(Section):
     """Which GraphStore the QA engine and the query commands use."""
 
     backend: Literal["embedded", "neo4j"] = "embedded"
     max_hops: int = Field(default=3, ge=1, le=6, description="Default hop limit of path queries.")
 
 
-class QASettings(BaseModel):
+class QASettings(Section):
     """The QA engine (`metakg ask`, `metakg eval`): the retrieval settings every strategy shares.
 
     Each strategy's own parameters live in a section named after it, ``[qa.<strategy>]`` in TOML or
@@ -177,7 +185,7 @@ class QASettings(BaseModel):
         return sorted(self.model_extra or {})
 
 
-class LLMSettings(BaseModel):
+class LLMSettings(Section):
     """The chat model: any OpenAI-compatible endpoint, or the local SmolLM2 server when none is set.
 
     ``METAKG_LLM__BASE_URL``, ``METAKG_LLM__API_KEY``, ``METAKG_LLM__MODEL``; ``METAKG_LLM_BASE_URL``,
@@ -242,7 +250,7 @@ LLM_ENV_ALIASES = {
 NEO4J_SCHEMES = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
 
 
-class Neo4jSettings(BaseModel):
+class Neo4jSettings(Section):
     """How to reach Neo4j. ``NEO4J_URI``, ``NEO4J_USER``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE`` are honoured."""
 
     uri: str = Field(default="bolt://127.0.0.1:7687", description="Bolt or neo4j:// URI (the `make neo4j-up` server).")
@@ -336,6 +344,8 @@ def load_settings(**overrides: Any) -> Settings:
     """
     try:
         return Settings(**overrides)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{_config_file()} is not valid TOML: {e}. Fix the file or unset METAKG_CONFIG.") from e
     except ValidationError as e:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors(include_url=False)
@@ -346,5 +356,14 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def describe_settings(settings: Settings) -> dict[str, Any]:
-    """The effective settings as plain JSON-able data (for ``metakg config show``)."""
-    return settings.model_dump(mode="json")
+    """The effective settings as plain JSON-able data (for ``metakg config show``); secrets are masked,
+    including a password written into a URL."""
+
+    def masked(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: masked(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [masked(v) for v in value]
+        return mask_url(value) if isinstance(value, str) else value
+
+    return masked(settings.model_dump(mode="json"))  # type: ignore[no-any-return]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from metakg import __version__
 from metakg.errors import MetakgError
+from metakg.redact import mask_url
 
 USER_AGENT = f"metakg/{__version__} (python urllib)"
 
@@ -37,6 +38,6 @@ def download(url: str, target: Path, *, error: type[MetakgError], hint: str, tim
             shutil.copyfileobj(response, fh)
     except (urllib.error.URLError, OSError, TimeoutError) as e:
         tmp.unlink(missing_ok=True)
-        raise error(f"the download of {url} failed ({e}). {hint}") from e
+        raise error(f"the download of {mask_url(url)} failed ({e}). {hint}") from e
     tmp.replace(target)
     return target

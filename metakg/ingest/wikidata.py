@@ -31,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metakg.errors import InputDataError, MetakgError
+from metakg.redact import mask_url
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import (
     NODE_SCHEMA,
@@ -238,7 +239,7 @@ class SparqlClient:
                     raise ValueError("results.bindings is not a list")
                 return bindings
             except QueryBadFormed as e:
-                raise SyncError(f"the endpoint {self.endpoint} refused a query as malformed: {e}") from e
+                raise SyncError(f"the endpoint {mask_url(self.endpoint)} refused a query as malformed: {e}") from e
             except EndPointInternalError as e:
                 if "TimeoutException" in str(e) or "timeout" in str(e).lower():
                     raise QueryTimeout(f"the query hit the endpoint's time limit: {str(e)[:200]}") from e
@@ -251,7 +252,7 @@ class SparqlClient:
                     last = f"HTTP {e.code}"
                     wait = _retry_after(e.headers.get("Retry-After"), self.max_retry_after_s)
                 else:
-                    raise SyncError(f"the endpoint {self.endpoint} answered HTTP {e.code}: {e.reason}") from e
+                    raise SyncError(f"the endpoint {mask_url(self.endpoint)} answered HTTP {e.code}: {e.reason}") from e
             except TimeoutError as e:
                 raise QueryTimeout(f"no answer within {self.timeout_s:g} s") from e
             except urllib.error.URLError as e:
@@ -265,7 +266,7 @@ class SparqlClient:
             if attempt < self.max_retries:
                 self.sleep(wait if wait is not None else delay)
                 delay *= 2
-        raise SyncError(f"the endpoint {self.endpoint} failed {self.max_retries + 1} times (last: {last}).")
+        raise SyncError(f"the endpoint {mask_url(self.endpoint)} failed {self.max_retries + 1} times (last: {last}).")
 
 
 def _retry_after(value: str | None, cap: float) -> float | None:

@@ -19,6 +19,7 @@ from metakg.config import LLMSettings
 from metakg.errors import ConfigError, LLMError
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import ChatRequest, Completion, Usage
+from metakg.redact import mask_url
 
 MAX_RETRY_AFTER_S = 120.0
 
@@ -114,8 +115,8 @@ class OpenAICompatibleClient:
                 raise LLMError(f"the endpoint refused the request ({e}).", attempts=attempt) from e
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as e:
                 raise LLMError(
-                    f"the endpoint {self._base_url} refused the model {request.model!r} ({type(e).__name__}): "
-                    "check METAKG_LLM__API_KEY and METAKG_LLM__MODEL.",
+                    f"the endpoint {mask_url(self._base_url)} refused the model {request.model!r} "
+                    f"({type(e).__name__}): check METAKG_LLM__API_KEY and METAKG_LLM__MODEL.",
                     attempts=attempt,
                 ) from e
             except openai.RateLimitError as e:
@@ -133,7 +134,9 @@ class OpenAICompatibleClient:
                 wait = _retry_after(e)
                 await asyncio.sleep(wait if wait is not None else delay)
             delay *= 2
-        message = f"no reply from {self._base_url} after {self._settings.max_retries + 1} attempts (last: {last})"
+        message = (
+            f"no reply from {mask_url(self._base_url)} after {self._settings.max_retries + 1} attempts (last: {last})"
+        )
         raise LLMError(message, attempts=self._settings.max_retries + 1)
 
     async def _once(self, request: ChatRequest) -> Completion:

@@ -17,6 +17,7 @@ from metakg.errors import ConfigError, NodeNotFound, StoreError
 from metakg.llm.embedder import Embedder
 from metakg.loaders import cypher
 from metakg.loaders.neo4j_loader import load_bundle
+from metakg.redact import mask_url
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.graph_store import (
     ClosingStore,
@@ -57,11 +58,11 @@ def connect(settings: Neo4jSettings) -> Driver:
         driver.verify_connectivity()
     except ServiceUnavailable as e:
         raise ConfigError(
-            f"cannot reach Neo4j at {settings.uri} ({e}). Start one with `make neo4j-up`, or set NEO4J_URI."
+            f"cannot reach Neo4j at {mask_url(settings.uri)} ({e}). Start one with `make neo4j-up`, or set NEO4J_URI."
         ) from e
     except AuthError as e:
         raise ConfigError(
-            f"Neo4j at {settings.uri} refused user {settings.user!r}: check NEO4J_USER/NEO4J_PASSWORD."
+            f"Neo4j at {mask_url(settings.uri)} refused user {settings.user!r}: check NEO4J_USER/NEO4J_PASSWORD."
         ) from e
     return driver
 

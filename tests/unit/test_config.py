@@ -60,3 +60,43 @@ def test_unknown_toml_key_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("METAKG_CONFIG", str(config))
     with pytest.raises(ConfigError, match="stor"):
         load_settings()
+
+
+def test_broken_toml_names_the_file_line_and_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "broken.toml"
+    config.write_text("[store]\nmax_hops = 2\n[qa\nconcepts = 'rules'\n", encoding="utf-8")
+    monkeypatch.setenv("METAKG_CONFIG", str(config))
+    with pytest.raises(ConfigError, match=r"broken\.toml.*line 3, column 4") as info:
+        load_settings()
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("toml", "named"),
+    [
+        ("[qa]\nn_maxx = 5\n", r"qa\.n_maxx"),
+        ("[store]\nmax_hop = 5\n", r"store\.max_hop"),
+        ("[llm]\nbase_ulr = 'http://x'\n", r"llm\.base_ulr"),
+        ("[qa.metakgrag]\nn_maxx = 5\n", r"qa\.metakgrag\.n_maxx"),
+    ],
+)
+def test_a_misspelt_key_in_a_section_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str, named: str
+) -> None:
+    from metakg.qa_engine.strategies import REGISTRY
+
+    config = tmp_path / "c.toml"
+    config.write_text(toml, encoding="utf-8")
+    monkeypatch.setenv("METAKG_CONFIG", str(config))
+    with pytest.raises(ConfigError, match=named):
+        REGISTRY.check(load_settings().qa)  # strategy sections are checked where the strategies are known
+
+
+def test_config_show_never_prints_a_key_in_a_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from metakg.config import describe_settings
+
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", "http://user:sk-secret@llm.example:8000/v1")
+    monkeypatch.setenv("METAKG_WIKIDATA__ENDPOINT", "https://bot:hunter2@query.example/sparql")
+    shown = str(describe_settings(load_settings()))
+    assert "sk-secret" not in shown and "hunter2" not in shown
+    assert "http://user:***@llm.example:8000/v1" in shown

@@ -129,3 +129,11 @@ def test_cli_ask_uses_the_configured_endpoint_and_the_cache(
     assert "sk-secret-never-shown" not in result.stdout + result.stderr
     _, shown = run("config", "show", "--json")
     assert shown["settings"]["llm"]["api_key"] == "**********"
+
+
+def test_a_key_written_into_the_endpoint_url_never_reaches_a_message(tmp_path: Path) -> None:
+    settings = LLMSettings(model="m", max_retries=0, timeout_s=1.0, backoff_s=0.0)
+    client = OpenAICompatibleClient(settings, base_url="http://user:sk-in-url@127.0.0.1:9/v1")
+    with pytest.raises(LLMError) as info:
+        asyncio.run(client.complete(ask()))
+    assert "sk-in-url" not in str(info.value) and "user:***@127.0.0.1:9" in str(info.value)
