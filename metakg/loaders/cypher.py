@@ -98,6 +98,8 @@ def merge_edge_single(rel: str) -> str:
     )
 
 
+PING = "RETURN 1 AS ok"
+"""The first query on a new connection: it fails when the configured database does not exist."""
 NO_LIMIT = 2**62
 """The ``$limit`` of an unlimited read: Cypher's LIMIT takes no null, and no graph has this many rows."""
 COUNT_NODES = f"MATCH (n:{ENTITY}) RETURN count(n) AS n"

@@ -43,11 +43,11 @@ def connect(settings: Neo4jSettings) -> Driver:
     """A verified neo4j ``Driver`` for the configured server.
 
     Raises:
-        ConfigError: the server does not answer or refuses the credentials (the message never holds the
-            password).
+        ConfigError: the server does not answer, refuses the credentials (the message never holds the
+            password), or has no database ``settings.database``.
     """
     import neo4j
-    from neo4j.exceptions import AuthError, ServiceUnavailable
+    from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
 
     password = settings.password.get_secret_value()
     auth = (settings.user, password) if password else None
@@ -64,6 +64,16 @@ def connect(settings: Neo4jSettings) -> Driver:
         raise ConfigError(
             f"Neo4j at {mask_url(settings.uri)} refused user {settings.user!r}: check NEO4J_USER/NEO4J_PASSWORD."
         ) from e
+    try:
+        driver.execute_query(cypher.PING, database_=settings.database)
+    except ClientError as e:
+        driver.close()
+        if e.code == "Neo.ClientError.Database.DatabaseNotFound":
+            raise ConfigError(
+                f"Neo4j at {mask_url(settings.uri)} has no database {settings.database!r}: set neo4j.database "
+                "(NEO4J_DATABASE) to one it has (`SHOW DATABASES` lists them), or create it."
+            ) from e
+        raise ConfigError(f"Neo4j at {mask_url(settings.uri)} refused a first query ({e.code}): {e.message}") from e
     return driver
 
 

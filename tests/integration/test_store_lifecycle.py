@@ -44,3 +44,17 @@ def test_commands_close_their_neo4j_connections(
         assert store.counts()["nodes"] > 0
         assert open_connections(clean_neo4j) > before  # the store holds one while open
     assert open_connections(clean_neo4j) == before
+
+
+def test_a_database_that_does_not_exist_is_a_configuration_error(
+    neo4j_settings: Neo4jSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("METAKG_NEO4J__URI", neo4j_settings.uri)
+    monkeypatch.setenv("NEO4J_DATABASE", "nosuchdb")
+    result, payload = run("query", "search", neo4j_settings.uri, "aspirin", "--json", code=2)
+    assert "no database 'nosuchdb'" in payload["error"] and "NEO4J_DATABASE" in payload["error"]
+    assert "Traceback" not in result.stdout + result.stderr
+    bundle = tmp_path / "kg"
+    api.write_validated(bundle, small_bundle(), load_settings())
+    result, _ = run("load", "neo4j", str(bundle), code=2)
+    assert "no database 'nosuchdb'" in result.stderr
