@@ -55,6 +55,7 @@ from metakg.api.stores import (
     open_store,
     paths_between,
     resolve_node,
+    search_nodes,
 )
 from metakg.api.wikidata import sparql_client, sync_wikidata
 from metakg.schemas.graph_store import GraphPath, GraphStore
@@ -104,6 +105,7 @@ __all__ = [
     "resolve_node",
     "run_demo",
     "run_with",
+    "search_nodes",
     "sparql_client",
     "start_local_server",
     "stop_local_server",

@@ -165,8 +165,10 @@ def read_questions(path: Path, fmt: DatasetFormat, *, limit: int | None = None) 
     """The questions of a benchmark file (the records with a question) and the dataset read report.
 
     Raises:
-        InputDataError: the file cannot be read; UsageError: an unknown format.
+        InputDataError: the file cannot be read; UsageError: an unknown format, or ``limit`` below 1.
     """
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}.")
     read = read_dataset(path, fmt, limit=limit)
     questions = [
         Question(

@@ -19,7 +19,7 @@ from metakg.loaders.neo4j_admin import write_admin_import
 from metakg.loaders.neo4j_loader import load_bundle
 from metakg.loaders.neo4j_store import Neo4jStore, connect
 from metakg.schemas.bundle import read_bundle, read_embeddings
-from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord
+from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord, SearchHit, SearchMode
 
 
 def open_store(
@@ -66,25 +66,55 @@ def open_store(
     return EmbeddedStore.from_bundle(bundle, embedder=embedder, embeddings=read_embeddings(path, bundle))
 
 
-def resolve_node(store: GraphStore, text: str) -> NodeRecord:
-    """A node by id, else the best name match (exact, normalised, then embedding).
+#: the least cosine similarity at which a name found by embedding search counts as the node asked for
+MIN_NAME_SIMILARITY = 0.6
+
+
+def _at_least_one(**values: int | None) -> None:
+    for name, value in values.items():
+        if value is not None and value < 1:
+            raise UsageError(f"{name} must be at least 1, got {value}.")
+
+
+def resolve_node(store: GraphStore, text: str, *, min_similarity: float = MIN_NAME_SIMILARITY) -> NodeRecord:
+    """A node by id, else the best name match: exact, normalised, then by embedding at ``min_similarity`` or
+    more (a name nothing resembles must not land on an unrelated node).
 
     Raises:
-        NodeNotFound: nothing matches.
+        NodeNotFound: nothing matches well enough; the message lists the closest names.
     """
     node = store.get_node(text)
     if node is not None:
         return node
-    hits = store.search(text, mode="auto", k=1)
-    if not hits:
-        raise NodeNotFound(f"no node has the id or name {text!r}.")
-    return hits[0].node
+    hits = store.search(text, mode="auto", k=3)
+    if hits and (hits[0].match != "embedding" or hits[0].score >= min_similarity):
+        return hits[0].node
+    closest = ", ".join(f"{h.node.name} ({h.node.id}, {h.score:.2f})" for h in hits)
+    raise NodeNotFound(
+        f"no node has the id or name {text!r}"
+        + (f"; the closest names are {closest}, below the similarity floor {min_similarity}." if hits else ".")
+    )
+
+
+def search_nodes(store: GraphStore, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
+    """Nodes whose name or alias matches ``text``, best first.
+
+    Raises:
+        UsageError: ``k`` below 1.
+    """
+    _at_least_one(k=k)
+    return store.search(text, mode=mode, k=k)
 
 
 def neighbours_of(
     store: GraphStore, text: str, *, relations: Sequence[str] | None = None, limit: int | None = 20
 ) -> tuple[NodeRecord, list[Neighbour]]:
-    """The node ``text`` resolves to and its neighbours."""
+    """The node ``text`` resolves to and its neighbours.
+
+    Raises:
+        UsageError: ``limit`` below 1; NodeNotFound: ``text`` names no node.
+    """
+    _at_least_one(limit=limit)
     node = resolve_node(store, text)
     return node, store.neighbours(node.id, relations=relations, limit=limit)
 
@@ -92,7 +122,12 @@ def neighbours_of(
 def paths_between(
     store: GraphStore, a: str, b: str, *, k: int = 1, max_hops: int = 3, relations: Sequence[str] | None = None
 ) -> tuple[NodeRecord, NodeRecord, list[GraphPath]]:
-    """The nodes ``a`` and ``b`` resolve to and up to ``k`` shortest paths between them."""
+    """The nodes ``a`` and ``b`` resolve to and up to ``k`` shortest paths between them.
+
+    Raises:
+        UsageError: ``k`` or ``max_hops`` below 1; NodeNotFound: ``a`` or ``b`` names no node.
+    """
+    _at_least_one(k=k, max_hops=max_hops)
     na, nb = resolve_node(store, a), resolve_node(store, b)
     return na, nb, store.shortest_paths(na.id, nb.id, k=k, max_hops=max_hops, relations=relations)
 

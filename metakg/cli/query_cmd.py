@@ -74,7 +74,12 @@ def path(
     with guarded("query path", json_mode):
         with progress("loading store") as say, api.open_store(cfg, graph, progress=say) as store:
             a, b, paths = api.paths_between(
-                store, start, end, k=k, max_hops=max_hops or cfg.store.max_hops, relations=rel
+                store,
+                start,
+                end,
+                k=k,
+                max_hops=cfg.store.max_hops if max_hops is None else max_hops,
+                relations=rel,
             )
         if not json_mode:
             out.print(f"{len(paths)} path(s) from {a.name} to {b.name}", markup=False)
@@ -115,7 +120,7 @@ def search(
     cfg = settings()
     with guarded("query search", json_mode):
         with progress("searching") as say, api.open_store(cfg, graph, progress=say) as store:
-            hits = store.search(text, mode=mode.value, k=k)
+            hits = api.search_nodes(store, text, mode=mode.value, k=k)
         if not json_mode:
             for h in hits:
                 out.print(f"{h.score:.3f} {h.match:<10} {h.node.name} ({h.node.id})", highlight=False, markup=False)

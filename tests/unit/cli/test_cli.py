@@ -120,9 +120,21 @@ def test_query_commands(tmp_path: Path) -> None:
     assert none["count"] == 0
     _, hits = run("query", "search", bundle, "pyrexia", "--mode", "exact", "--json")
     assert [h["node"]["name"] for h in hits["hits"]] == ["fever"]
-    run("query", "path", bundle, "aspirin", "migraine", "--k", "0", code=1)  # StoreError: k must be >= 1
-    _, unknown = run("query", "neighbours", bundle, "zzzzqqq unknown thing", "--json")
-    assert unknown["node"]["name"]  # an embedding match is always found when the embedder is configured
+    # impossible counts are usage errors (exit 2), named
+    for args, named in (
+        (("path", bundle, "aspirin", "migraine", "--k", "0"), "k must be at least 1"),
+        (("path", bundle, "aspirin", "migraine", "--max-hops", "0"), "max_hops must be at least 1"),
+        (("neighbours", bundle, "aspirin", "--limit", "-5"), "limit must be at least 1"),
+        (("search", bundle, "aspirin", "-k", "0"), "k must be at least 1"),
+    ):
+        result, payload = run("query", *args, "--json", code=2)
+        assert named in payload["error"]
+    # a name nothing resembles is not matched to an unrelated node; the closest names are listed
+    _, unknown = run("query", "neighbours", bundle, "zzzzqqq unknown thing", "--json", code=1)
+    assert "no node has the id or name 'zzzzqqq unknown thing'" in unknown["error"]
+    assert "closest names are" in unknown["error"] and "similarity floor 0.6" in unknown["error"]
+    _, near = run("query", "neighbours", bundle, "aspirin tablets", "--json")  # close enough (0.89)
+    assert near["node"]["name"] == "aspirin"
 
 
 def test_embed_then_search(tmp_path: Path) -> None:

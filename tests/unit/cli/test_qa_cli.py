@@ -150,5 +150,7 @@ def test_eval_refuses_bad_options(bundle: Path, tmp_path: Path) -> None:
     base = ("eval", str(questions), "--bundle", str(bundle), "-o", str(tmp_path / "r"))
     result, _ = run(*base, "--format", "text", code=2)
     assert "unknown benchmark format" in result.stdout + result.stderr
+    result, _ = run(*base, "--format", "pilot", "--limit", "-1", code=2)
+    assert "--limit must be at least 1, got -1" in result.stdout + result.stderr
     result, _ = run(*base, "--format", "pilot", "--ablation", "no_magic", code=2)
     assert "unknown switch in 'no_magic'" in result.stdout + result.stderr
