@@ -229,8 +229,9 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
     """Union of bundles: nodes deduplicated by id, edges by edge id, provenance kept.
 
     A node seen in several bundles keeps the first non-empty name, type, source and description and the
-    union of aliases and xrefs. An edge seen several times sums its counts, keeps the highest confidence
-    and the union of its record ids. Rejects are concatenated; sources are listed in order.
+    union of aliases and xrefs. An edge seen several times keeps the highest confidence and the union of
+    its record ids; its count is the number of those distinct records (at least its largest input count),
+    so merging a bundle with itself, or a merge with one of its inputs, changes no count. Rejects are concatenated; sources are listed in order.
 
     Raises:
         BundleError: ``bundles`` is empty.
@@ -258,6 +259,9 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
         .with_columns(pl.col("_names").list.set_difference(pl.concat_list(pl.col("name"))).alias("aliases"))
         .drop("_names")
     )
+    # an edge's count is the number of distinct records that state it: the union of the inputs' record ids,
+    # never fewer than any one input counted (a record may state an edge twice), so merging an input with
+    # itself, or a merge with one of its inputs, changes nothing
     merged_edges = edges.group_by("id", maintain_order=True).agg(
         pl.col("src").first(),
         pl.col("dst").first(),
@@ -265,7 +269,9 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
         pl.col("display").first(),
         pl.col("source").first(),
         pl.col("confidence").max(),
-        pl.col("count").sum(),
+        pl.max_horizontal(
+            pl.col("count").max(), pl.col("record_ids").explode().drop_nulls().n_unique().cast(pl.Int64)
+        ).alias("count"),
         pl.col("record_ids").explode().drop_nulls().unique(maintain_order=True),
         pl.col("importer").first(),
         pl.col("model").first(),

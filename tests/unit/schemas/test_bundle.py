@@ -66,7 +66,7 @@ def test_merge_dedups_and_keeps_provenance() -> None:
     )
     repeated = a.edges.head(1).with_columns(
         pl.lit(0.99).alias("confidence"),
-        pl.lit(["other.txt:7"]).alias("record_ids"),
+        pl.lit(["other.txt:7", "other.txt:9"]).alias("record_ids"),
         pl.lit(2).cast(pl.Int64).alias("count"),
     )
     b = Bundle(nodes=extra_nodes, edges=conform_edges(repeated), manifest={"sources": [{"name": "other"}]})
@@ -79,10 +79,29 @@ def test_merge_dedups_and_keeps_provenance() -> None:
     assert set(aspirin["xrefs"]) == {"drugbank:DB00945", "wd:Q18216", "chebi:15365"}
     first = merged.edges.filter(pl.col("id") == a.edges["id"][0]).row(0, named=True)
     assert first["count"] == 3 and first["confidence"] == 0.99
-    assert first["record_ids"] == ["test.txt:1", "other.txt:7"]
+    assert first["record_ids"] == ["test.txt:1", "other.txt:7", "other.txt:9"]
     assert [s["name"] for s in merged.manifest["sources"]] == ["test", "other"]
     with pytest.raises(BundleError):
         merge_bundles([])
+
+
+def test_merge_counts_distinct_records_so_repeating_an_input_changes_nothing() -> None:
+    a = small_bundle()
+    other = a.edges.head(2).with_columns(
+        pl.concat_list(pl.lit("other.txt:") + pl.int_range(pl.len()).cast(pl.String)).alias("record_ids")
+    )
+    b = Bundle(a.nodes, conform_edges(other))
+    counts = dict(zip(a.edges["id"], a.edges["count"], strict=True))
+    twice = merge_bundles([a, a])
+    assert dict(zip(twice.edges["id"], twice.edges["count"], strict=True)) == counts  # A + A = A
+    ab = merge_bundles([a, b])
+    expected = {k: v + (1 if k in set(other["id"]) else 0) for k, v in counts.items()}
+    assert dict(zip(ab.edges["id"], ab.edges["count"], strict=True)) == expected
+    again = merge_bundles([ab, a])  # a merge merged with one of its inputs
+    assert dict(zip(again.edges["id"], again.edges["count"], strict=True)) == expected
+    # an edge stated twice by one record (count 2, one record id) keeps its count when merged with itself
+    doubled = Bundle(a.nodes, a.edges.with_columns(pl.lit(2, dtype=pl.Int64).alias("count")))
+    assert set(merge_bundles([doubled, doubled]).edges["count"]) == {2}
 
 
 def test_manifest_lists_most_frequent_first(tmp_path: Path) -> None:
