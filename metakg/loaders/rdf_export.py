@@ -7,6 +7,8 @@ whole graph in memory to group statements by subject.
 from __future__ import annotations
 
 import itertools
+import os
+import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal as TypingLiteral
@@ -60,7 +62,7 @@ def write_rdf(
     """
     if fmt not in FORMATS:
         raise ExportError(f"unknown RDF format {fmt!r}; use one of {sorted(FORMATS)}.")
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")  # unique: no two writers share it
     written = 0
     try:
         if fmt == "ttl":
@@ -91,4 +93,6 @@ def write_rdf(
         tmp.replace(path)
     except OSError as e:
         raise ExportError(f"cannot write {path}: {e.strerror or e}.") from e
+    finally:
+        tmp.unlink(missing_ok=True)  # a failed or interrupted export leaves nothing behind
     return written

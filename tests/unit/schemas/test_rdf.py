@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rdflib import RDFS, SKOS, Dataset, Graph, Literal, URIRef
 
+from metakg.errors import ExportError
 from metakg.loaders.rdf_export import write_rdf
 from metakg.schemas.rdf_mapping import MKR, bundle_quads, expected_triple_count, node_iri, source_graph
 from metakg.schemas.vocabulary import default_vocabulary
@@ -72,3 +75,21 @@ def test_export_is_chunked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     written = write_rdf(bundle_quads(bundle.nodes, bundle.edges, VOCAB), out, "nt", progress=seen.append)
     assert len(seen) > 5 and seen[-1] == written
     assert len(parse(out, "nt")) == expected_triple_count(bundle.nodes, bundle.edges, VOCAB, named_graphs=False)
+
+
+@pytest.mark.parametrize("fmt", ["ttl", "nt", "nq"])
+def test_a_failed_export_leaves_no_temporary_file(tmp_path: Path, fmt: str) -> None:
+    bundle = small_bundle()
+    quads = list(bundle_quads(bundle.nodes, bundle.edges, default_vocabulary()))
+
+    def breaks_midway() -> Iterator[Any]:
+        yield from quads[:5]
+        raise RuntimeError("the source broke")
+
+    with pytest.raises(RuntimeError):
+        write_rdf(breaks_midway(), tmp_path / f"kg.{fmt}", fmt)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(ExportError):
+        write_rdf(iter(quads), tmp_path / "taken", fmt)  # type: ignore[arg-type]  # a folder is in the way
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"]
