@@ -196,6 +196,7 @@ def evaluate_benchmark(
     bundle: Path | None = None,
     neo4j: bool = False,
     resume: bool = True,
+    keep_failed: bool = False,
     use_llm: bool = True,
     registry: StrategyRegistry | None = None,
     progress: Progress | None = None,
@@ -204,7 +205,8 @@ def evaluate_benchmark(
     """Run strategies (and their switch variants, e.g. MetaKGRAG ablations) over a benchmark; writes the
     answers, summary and comparison into ``out_dir``.
 
-    Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason. Without
+    Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason. A re-run resumes
+    from the answers in ``out_dir`` (failed ones are asked again unless ``keep_failed``). Without
     ``use_llm`` only the graph strategies run, retrieval only (concepts by rules): the report then holds
     the evidence metrics and retrieval times, and every answer fails with "no LLM".
 
@@ -237,11 +239,18 @@ def evaluate_benchmark(
         if use_llm:
             with llm_session(settings, progress=say) as client:
                 ctx = qa_context(settings, store, client, progress=say)
-                summary = run_with(client, evaluate(questions, specs, ctx, out_dir, registry, resume=resume, tick=tick))
+                summary = run_with(
+                    client,
+                    evaluate(
+                        questions, specs, ctx, out_dir, registry, resume=resume, keep_failed=keep_failed, tick=tick
+                    ),
+                )
         else:
             rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
             ctx = qa_context(rules, store, None, progress=say)
-            summary = asyncio.run(evaluate(questions, specs, ctx, out_dir, registry, resume=resume, tick=tick))
+            summary = asyncio.run(
+                evaluate(questions, specs, ctx, out_dir, registry, resume=resume, keep_failed=keep_failed, tick=tick)
+            )
     return {
         "summary": summary,
         "questions": len(questions),

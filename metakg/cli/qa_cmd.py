@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, progress_bar, settings
+from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
 from metakg.errors import UsageError
 
 BUNDLE_HELP = "Bundle directory to ask (embedded store)."
@@ -99,6 +99,9 @@ def evaluate(
     neo4j: bool = typer.Option(False, "--neo4j", help=NEO4J_HELP),
     output: Path = typer.Option(..., "--output", "-o", help="Report folder (answers-*.jsonl, summary.json, ...)."),
     fresh: bool = typer.Option(False, "--fresh", help="Ignore answers already in the folder (default: resume)."),
+    keep_failed: bool = typer.Option(
+        False, "--keep-failed", help="On resume, keep failed answers instead of asking them again."
+    ),
     no_llm: bool = typer.Option(
         False,
         "--no-llm",
@@ -111,7 +114,8 @@ def evaluate(
 
     Writes answers-<run>.jsonl (one row per question), summary.json and comparison.md into the output
     folder, and rejects.csv for input lines that are not questions. A re-run resumes: answers already in
-    the folder are reused unless --fresh."""
+    the folder are reused unless --fresh, and failed ones are asked again unless --keep-failed. Exit 1 when
+    every answer of a run failed (for example an unreachable LLM)."""
     cfg = settings()
     with guarded("eval", json_mode):
         if fmt not in api.EVAL_FORMATS:
@@ -132,13 +136,22 @@ def evaluate(
                 bundle=bundle,
                 neo4j=neo4j,
                 resume=not fresh,
+                keep_failed=keep_failed,
                 use_llm=not no_llm,
                 progress=say,
                 tick=tick,
             )
         summary: dict[str, dict[str, Any]] = result["summary"]
+        # a run that answered nothing (an unreachable LLM, a graph that matches no question) is a failure
+        failed = (
+            [] if no_llm else [label for label, s in summary.items() if s["questions"] and s["fail"] == s["questions"]]
+        )
+        for label in failed:
+            err.print(f"[red]every answer of {label} failed; see the reasons in {output}/answers-{label}.jsonl[/]")
         if json_mode:
             typer.echo(json.dumps(summary))
+            if failed:
+                raise typer.Exit(1)
             return
         columns = result["columns"][len(api.COLUMNS) :]
         out.print(api.comparison_table(summary, columns), markup=False, highlight=False)
@@ -147,7 +160,7 @@ def evaluate(
             f"[dim]{result['questions']} questions ({result['rejected']} input lines rejected){skipped}; "
             f"report in {output}[/]"
         )
-        finish(True, {}, json_mode=False)
+        finish(not failed, {}, json_mode=False)
 
 
 def strategies(json_mode: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:

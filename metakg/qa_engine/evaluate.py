@@ -3,22 +3,24 @@ questions and compare them.
 
 Per run (a strategy, possibly with switches on) it writes ``answers-<label>.jsonl``, one row per
 question, appended as each answer arrives; a re-run with the same output folder reuses the rows already
-there (questions are matched by id), so an interrupted evaluation resumes. ``summary.json`` and
-``comparison.md`` then hold, per run: accuracy, wrong, fail, LLM calls, tokens, cost, latency p50/p95,
-retrieval p50/p95, evidence answer-recall (share of questions whose gold answer text is an entity of the
-evidence), evidence entities per question, and the strategy's own figures (MetaKGRAG: the path refinement
-rate, the share of final paths that differ from their initial path, and cycles per question).
+there (questions are matched by id; failed answers are asked again), so an interrupted evaluation resumes.
+``summary.json`` and ``comparison.md`` then hold, per run: accuracy, wrong, fail, LLM calls, tokens, cost,
+latency p50/p95, retrieval p50/p95, evidence answer-recall (share of questions whose gold answer text is
+an entity of the evidence), evidence entities per question, and the strategy's own figures (MetaKGRAG:
+the path refinement rate, the share of final paths that differ from their initial path, and cycles per
+question).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from metakg.errors import UsageError
+from metakg.errors import InputDataError, UsageError
 from metakg.llm.usage import percentile
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
@@ -183,8 +185,9 @@ def comparison_table(summary: dict[str, dict[str, Any]], extra: Sequence[tuple[s
     return "\n".join([head, rule, *rows]) + "\n"
 
 
-def _done_rows(path: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
-    """Rows already written for the wanted question ids (a torn last line is dropped)."""
+def _done_rows(path: Path, wanted: set[str], *, keep_failed: bool) -> dict[str, dict[str, Any]]:
+    """Rows already written for the wanted question ids (a torn last line is dropped); failed answers only
+    with ``keep_failed``, so a re-run asks them again (the LLM may be back)."""
     done: dict[str, dict[str, Any]] = {}
     if not path.is_file():
         return done
@@ -194,7 +197,10 @@ def _done_rows(path: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
         except json.JSONDecodeError:
             continue
         if isinstance(row, dict) and row.get("question_id") in wanted:
-            done[row["question_id"]] = row
+            if keep_failed or row.get("status") != "fail":
+                done[row["question_id"]] = row
+            else:
+                done.pop(row["question_id"], None)
     return done
 
 
@@ -211,6 +217,7 @@ async def evaluate(
     registry: StrategyRegistry,
     *,
     resume: bool = True,
+    keep_failed: bool = False,
     tick: Tick | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run every spec over ``questions``; write the per-question JSONL, ``summary.json`` and ``comparison.md``.
@@ -218,16 +225,24 @@ async def evaluate(
     Strategies are built by ``registry`` from the context's settings (``[qa.<name>]`` sections). Without an
     LLM in the context (retrieval only) the summary has no accuracy, correct or wrong counts.
 
+    A re-run resumes from the rows already written, asking failed answers again unless ``keep_failed``.
+
     Returns:
         The summary keyed by run label.
+
+    Raises:
+        InputDataError: two questions share an id (rows are matched by id, so one would count twice).
     """
+    repeated = sorted(i for i, n in Counter(q.id for q in questions).items() if n > 1)
+    if repeated:
+        raise InputDataError(f"question ids repeat ({', '.join(repeated[:5])}); each question needs its own id.")
     out_dir.mkdir(parents=True, exist_ok=True)
     summary: dict[str, dict[str, Any]] = {}
     ids = {q.id for q in questions}
     for spec in specs:
         strategy = registry.create(spec.strategy, ctx.settings, spec.switches)
         path = out_dir / f"answers-{spec.label}.jsonl"
-        done = _done_rows(path, ids) if resume else {}
+        done = _done_rows(path, ids, keep_failed=keep_failed) if resume else {}
         rows: list[dict[str, Any]] = []
         with path.open("w", encoding="utf-8") as fh:
             for row in done.values():  # rewrite the reused rows first: the file ends whole

@@ -231,7 +231,8 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
     A node seen in several bundles keeps the first non-empty name, type, source and description and the
     union of aliases and xrefs. An edge seen several times keeps the highest confidence and the union of
     its record ids; its count is the number of those distinct records (at least its largest input count),
-    so merging a bundle with itself, or a merge with one of its inputs, changes no count. Rejects are concatenated; sources are listed in order.
+    so merging a bundle with itself, or a merge with one of its inputs, changes no count. Rejects are
+    concatenated; sources are listed in order.
 
     Raises:
         BundleError: ``bundles`` is empty.

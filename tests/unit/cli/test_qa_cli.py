@@ -154,3 +154,19 @@ def test_eval_refuses_bad_options(bundle: Path, tmp_path: Path) -> None:
     assert "--limit must be at least 1, got -1" in result.stdout + result.stderr
     result, _ = run(*base, "--format", "pilot", "--ablation", "no_magic", code=2)
     assert "unknown switch in 'no_magic'" in result.stdout + result.stderr
+
+
+def test_eval_against_an_unreachable_llm_fails_and_a_rerun_asks_again(
+    server: FaultServer, bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    questions, out = pilot_file(tmp_path), tmp_path / "down"
+    args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out), "-s", "llm_only")
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    monkeypatch.setenv("METAKG_LLM__MAX_RETRIES", "0")
+    result, _ = run(*args, code=1)
+    assert "every answer of llm_only failed" in result.stderr
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", server.url)  # the LLM is back
+    _, kept = run(*args, "--keep-failed", "--json", code=1)
+    assert kept["llm_only"]["reused"] == 3 and len(server.requests) == 0
+    _, summary = run(*args, "--json")
+    assert summary["llm_only"]["reused"] == 0 and summary["llm_only"]["fail"] == 0 and len(server.requests) == 3

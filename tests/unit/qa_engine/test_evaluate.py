@@ -24,11 +24,13 @@ QUESTIONS = [
 ]
 
 
-def run(out: Path, specs: list[RunSpec]) -> tuple[dict[str, dict[str, object]], ScriptedClient]:
-    client = ScriptedClient({"key concepts": "alpha\nbeta", "Reply with the letter": "Answer: A"})
+def run(
+    out: Path, specs: list[RunSpec], client: ScriptedClient | None = None, **options: bool
+) -> tuple[dict[str, dict[str, object]], ScriptedClient]:
+    client = client or ScriptedClient({"key concepts": "alpha\nbeta", "Reply with the letter": "Answer: A"})
     settings = QASettings.model_validate({"metakgrag": {"path_hops": 2}})
     ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=settings, llm=client)
-    return asyncio.run(evaluate(QUESTIONS, specs, ctx, out, REGISTRY)), client
+    return asyncio.run(evaluate(QUESTIONS, specs, ctx, out, REGISTRY, **options)), client
 
 
 def test_rows_summary_table_and_resume(tmp_path: Path) -> None:
@@ -54,10 +56,13 @@ def test_rows_summary_table_and_resume(tmp_path: Path) -> None:
     assert table[0].startswith("| run | questions | accuracy") and len(table) == 2 + 3
     assert table[0].endswith("| PRR | cycles/q |") and table[2].endswith("| - | - |")  # llm_only has no PRR
     calls = len(client.calls)
-    again, client2 = run(tmp_path, specs)  # resume: every row is reused, no LLM call
-    assert len(client2.calls) == 0 and calls == 2 + 4 + 4
-    assert {k: {**v, "reused": 0} for k, v in again.items()} == {k: {**v, "reused": 0} for k, v in summary.items()}
-    assert all(v["reused"] == 3 for v in again.values())
+    again, client2 = run(tmp_path, specs)  # resume: answered rows are reused; the failed q3 is asked again
+    assert len(client2.calls) == 0 and calls == 2 + 4 + 4  # (q3 fails before any LLM call)
+    stable = {"reused", "latency_p50_ms", "latency_p95_ms", "retrieval_p50_ms", "retrieval_p95_ms"}
+    assert [{k: v for k, v in s.items() if k not in stable} for s in again.values()] == [
+        {k: v for k, v in s.items() if k not in stable} for s in summary.values()
+    ]
+    assert all(v["reused"] == 2 for v in again.values())
 
 
 def test_a_torn_answers_file_resumes_from_its_whole_rows(tmp_path: Path) -> None:
@@ -87,3 +92,27 @@ def test_run_specs_all_ablations() -> None:
         run_specs(["metakgrag"], ["no_magic"], REGISTRY)
     with pytest.raises(UsageError, match="unknown strategy"):
         run_specs(["graphrag"], [], REGISTRY)
+
+
+def test_failed_answers_are_asked_again_unless_kept(tmp_path: Path) -> None:
+    from metakg.errors import LLMError
+
+    def down(request: object) -> str:
+        raise LLMError("connection refused")
+
+    spec = RunSpec("llm_only")
+    first, _ = run(tmp_path, [spec], ScriptedClient(down))
+    assert first["llm_only"]["fail"] == 3 and first["llm_only"]["llm_failures"] == 2  # q3 fails before the LLM
+    kept, client = run(tmp_path, [spec], keep_failed=True)
+    assert kept["llm_only"]["reused"] == 3 and len(client.calls) == 0
+    back, client = run(tmp_path, [spec])  # the LLM is back: the failed answers are asked again
+    assert back["llm_only"]["reused"] == 0 and len(client.calls) == 2 and back["llm_only"]["fail"] == 1
+
+
+def test_repeated_question_ids_are_refused(tmp_path: Path) -> None:
+    from metakg.errors import InputDataError
+
+    twice = [QUESTIONS[0], QUESTIONS[0]]
+    ctx = QAContext(store=store(), embedder=AxisEmbedder(), llm=ScriptedClient({}, default="Answer: A"))
+    with pytest.raises(InputDataError, match="question ids repeat \\(q1\\)"):
+        asyncio.run(evaluate(twice, [RunSpec("llm_only")], ctx, tmp_path, REGISTRY))
