@@ -18,6 +18,7 @@ from typing import Any, Literal
 import polars as pl
 
 from metakg.errors import InputDataError, UsageError
+from metakg.ingest.hygiene import strip_bom
 
 DatasetFormat = Literal["medagents", "csqa", "pilot", "text", "jsonl", "csv"]
 FORMATS: tuple[str, ...] = ("medagents", "csqa", "pilot", "text", "jsonl", "csv")
@@ -117,7 +118,7 @@ def _json_lines(path: Path) -> Iterator[tuple[int, str]]:
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             try:
-                line = raw.decode("utf-8")
+                line = (strip_bom(raw) if number == 1 else raw).decode("utf-8")
             except UnicodeDecodeError:
                 yield number, "\x00invalid utf-8\x00" + raw.decode("utf-8", errors="backslashreplace")
                 continue
@@ -168,7 +169,7 @@ def read_dataset(
         )
 
     if fmt == "text":
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = strip_bom(path.read_bytes()).decode("utf-8", errors="replace")
         read = 1
         if text.strip():
             records.append({"record_id": name, "kind": "text", "text": text})

@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import InputDataError
+from metakg.ingest.hygiene import strip_bom
 from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids, normalise_relation_expr
 from metakg.schemas.validation import code_names, first_failure_code
@@ -79,7 +80,7 @@ def _scan(path: Path, columns: list[str], *, lossy: bool = False) -> pl.LazyFram
     """Scan a CSV with every column as text plus one spare column that catches surplus fields."""
     try:
         with path.open("rb") as fh:
-            header = fh.readline().decode("utf-8", errors="replace").strip().split(",")
+            header = strip_bom(fh.readline()).decode("utf-8", errors="replace").strip().split(",")
     except OSError as e:
         raise InputDataError(f"cannot read {path}: {e.strerror or e}.") from e
     if header != columns:

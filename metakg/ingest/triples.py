@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import InputDataError
+from metakg.ingest.hygiene import has_control, strip_bom, without_invisible
 from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.curie import check_dataset_name, dataset_id_expr
 from metakg.schemas.tables import (
@@ -110,13 +111,13 @@ def read_triples(
         data = path.read_bytes()
     except OSError as e:
         raise InputDataError(f"cannot read triple file {path}: {e.strerror or e}.") from e
-    decoded, raw_lines = _split_lines(data)
+    decoded, raw_lines = _split_lines(strip_bom(data))
     record_prefix = path.name
     say("parsing")
     lines = pl.DataFrame(
         {"line": pl.Series(decoded, dtype=pl.String()), "line_no": pl.int_range(1, len(decoded) + 1, eager=True)}
     )
-    lines = lines.with_columns(pl.col("line").str.strip_suffix("\r"))
+    lines = lines.with_columns(without_invisible(pl.col("line").str.strip_suffix("\r")))
     blank = lines["line"].is_not_null() & (lines["line"].str.strip_chars() == "")
     blank_lines = int(blank.sum())
     lines = lines.filter(~blank)
@@ -159,6 +160,7 @@ def read_triples(
     # (check, reason, failing): the first failing rule of a line decides its check and reason
     rules: list[tuple[str, str, pl.Expr]] = [
         ("invalid_utf8", "line is not valid UTF-8", pl.col("line").is_null()),
+        ("control_character", "line holds a control character (such as NUL or BEL)", has_control(pl.col("line"))),
         ("field_count", "expected 3 tab-separated fields (head, relation, tail), found ", pl.col("n_fields") != 3),
         ("empty_field", "head is empty", pl.col("head") == ""),
         ("empty_field", "relation is empty", pl.col("relation") == ""),
@@ -168,7 +170,7 @@ def read_triples(
             f"a field is longer than {max_field_chars} characters (ingest.max_field_chars)",
             longest > max_field_chars,
         ),
-        ("bad_relation", "relation has no letters or digits", pl.col("rel") == ""),
+        ("bad_relation", "relation has no letters", ~pl.col("relation").str.contains(r"\p{L}")),
     ]
     parsed = parsed.with_columns(first_failure_code([(c, f) for c, _, f in rules]).alias("_code")).with_columns(
         code_names(pl.col("_code"), [(c, f) for c, _, f in rules]).alias("check"),

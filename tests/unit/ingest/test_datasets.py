@@ -76,3 +76,13 @@ def test_documents_jsonl_csv_text(tmp_path: Path) -> None:
     assert read_dataset(tmp_path / "t.txt", "text").records["kind"].to_list() == ["text"]
     with pytest.raises(UsageError):
         read_dataset(tmp_path / "t.txt", "xml")  # type: ignore[arg-type]
+
+
+def test_a_byte_order_mark_does_not_cost_the_first_record(tmp_path: Path) -> None:
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + b'{"id": "d1", "text": "Aspirin treats headache."}\n{"id": "d2", "text": "x"}\n')
+    read = read_dataset(jsonl, "jsonl", id_field="id")
+    assert read.accepted == 2 and read.rejects.height == 0
+    text = tmp_path / "notes.txt"
+    text.write_bytes(b"\xef\xbb\xbfAspirin treats headache.")
+    assert read_dataset(text, "text").records["text"][0] == "Aspirin treats headache."

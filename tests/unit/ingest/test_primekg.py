@@ -209,3 +209,10 @@ def test_synthetic_files_follow_the_published_counts(tmp_path: Path, data_dir: P
     assert dict(bundle.nodes.group_by("type").len().iter_rows()).keys() == {
         default_vocabulary().primekg[t] for t in node_counts
     }
+
+
+def test_a_byte_order_mark_before_the_header_is_accepted(tmp_path: Path, data_dir: Path) -> None:
+    path = tmp_path / "kg.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + (data_dir / "primekg" / "primekg_kg_head5.csv").read_bytes())
+    _bundle, report = read_primekg(path)
+    assert (report.read, report.accepted, report.rejected) == (5, 5, 0)

@@ -130,3 +130,15 @@ def test_real_pilot_kgs_counts_recomputed_independently(data_dir: Path, name: st
     assert report.edges == len(triples)
     assert report.nodes == len(concepts)
     assert bundle.edges["count"].sum() == report.accepted
+
+
+def test_a_byte_order_mark_and_invisible_characters_never_reach_a_name(tmp_path: Path) -> None:
+    path = tmp_path / "bom.txt"
+    lines = ["a\tlinks\tb", "a\u200b\tlinks\tc", "\u202eb\tlinks\tc", "x\x00\tlinks\ty", "x\tlinks\ty\x07", "p\t123\tq"]
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode("utf-8") + b"\n")
+    bundle, report = read_triples(path, "t")
+    assert sorted(bundle.nodes["id"].to_list()) == ["kg:t/a", "kg:t/b", "kg:t/c"]  # no kg:t/\ufeffa, no a\u200b
+    assert all(ch not in name for name in bundle.nodes["name"] for ch in ("\ufeff", "\u200b", "\u202e"))
+    assert (report.read, report.accepted, report.rejected) == (6, 3, 3)
+    reasons = dict(zip(bundle.rejects["record"], bundle.rejects["check"], strict=True))
+    assert reasons == {"bom.txt:4": "control_character", "bom.txt:5": "control_character", "bom.txt:6": "bad_relation"}
