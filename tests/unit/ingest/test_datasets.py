@@ -80,7 +80,8 @@ def test_documents_jsonl_csv_text(tmp_path: Path) -> None:
 
 def test_a_byte_order_mark_does_not_cost_the_first_record(tmp_path: Path) -> None:
     jsonl = tmp_path / "docs.jsonl"
-    jsonl.write_bytes(b"\xef\xbb\xbf" + b'{"id": "d1", "text": "Aspirin treats headache."}\n{"id": "d2", "text": "x"}\n')
+    rows = b'{"id": "d1", "text": "Aspirin treats headache."}\n{"id": "d2", "text": "x"}\n'
+    jsonl.write_bytes(b"\xef\xbb\xbf" + rows)
     read = read_dataset(jsonl, "jsonl", id_field="id")
     assert read.accepted == 2 and read.rejects.height == 0
     text = tmp_path / "notes.txt"
