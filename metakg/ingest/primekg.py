@@ -153,11 +153,16 @@ REASONS = {
     "surplus_fields": "the row has more than 12 fields",
     "invalid_utf8": "the row has bytes that are not UTF-8",
     "empty_id": "x_id or y_id is blank",
-    "malformed_index": "x_index or y_index is not a whole number",
+    "malformed_index": "x_index or y_index is not a whole number from 0 to 4294967295",
     "unknown_source": "x_source or y_source is not a PrimeKG source",
     "unknown_type": "x_type or y_type is not a PrimeKG node type",
     "bad_relation": "relation has no letters or digits",
 }
+
+
+def _index_ok(text: pl.Expr) -> pl.Expr:
+    # digits only, and small enough for the UInt32 the indexes are read as (a larger one would become null)
+    return text.str.contains(r"^\d+$") & text.cast(pl.UInt32, strict=False).is_not_null()
 
 
 def _rules(lossy: bool) -> list[tuple[str, pl.Expr]]:
@@ -172,7 +177,7 @@ def _rules(lossy: bool) -> list[tuple[str, pl.Expr]]:
         ("surplus_fields", pl.col("_surplus").is_not_null()),
         ("invalid_utf8", invalid),
         ("empty_id", (pl.col("x_id").str.strip_chars() == "") | (pl.col("y_id").str.strip_chars() == "")),
-        ("malformed_index", ~pl.col("x_index").str.contains(r"^\d+$") | ~pl.col("y_index").str.contains(r"^\d+$")),
+        ("malformed_index", pl.any_horizontal([~_index_ok(pl.col(c)) for c in ("x_index", "y_index")])),
         ("unknown_source", pl.col("_x").is_null() | pl.col("_y").is_null()),
         ("unknown_type", pl.col("_xt").is_null() | pl.col("_yt").is_null()),
         ("bad_relation", pl.col("_rel") == ""),

@@ -31,6 +31,8 @@ CHECKS: dict[str, str] = {
     "nodes.id_curie": "node id is not a CURIE (prefix:local)",
     "nodes.name_not_empty": "node name is null or empty",
     "nodes.type_in_vocabulary": "node type is not in the type vocabulary",
+    "nodes.aliases_not_empty": "an alias is null or empty",
+    "nodes.xrefs_curie": "an xref is null or not a CURIE (prefix:local)",
     "nodes.id_unique": "duplicate node id (an earlier row with this id was kept)",
     "edges.id_not_null": "edge id is null or empty",
     "edges.endpoints_not_null": "edge src or dst is null or empty",
@@ -123,6 +125,11 @@ def _mark_duplicates(frame: pl.DataFrame, check: str) -> pl.DataFrame:
     )
 
 
+def _any_item(column: pl.Expr, bad: pl.Expr) -> pl.Expr:
+    """True where some item of the list ``column`` is null or ``bad`` (every item is checked)."""
+    return column.list.eval(pl.element().is_null() | bad).list.any().fill_null(False)
+
+
 def check_nodes(nodes: pl.DataFrame, types: Iterable[str]) -> pl.DataFrame:
     """Nodes with ``_row`` and ``_check`` (null where the row is accepted)."""
     type_list = sorted(types)
@@ -134,6 +141,8 @@ def check_nodes(nodes: pl.DataFrame, types: Iterable[str]) -> pl.DataFrame:
             ("nodes.id_curie", ~pl.col("id").str.contains(CURIE_PATTERN)),
             ("nodes.name_not_empty", _blank("name")),
             ("nodes.type_in_vocabulary", ~pl.col("type").is_in(type_list)),
+            ("nodes.aliases_not_empty", _any_item(pl.col("aliases"), pl.element().str.strip_chars() == "")),
+            ("nodes.xrefs_curie", _any_item(pl.col("xrefs"), ~pl.element().str.contains(CURIE_PATTERN))),
         ],
     )
     return _mark_duplicates(frame, "nodes.id_unique")

@@ -216,3 +216,17 @@ def test_a_byte_order_mark_before_the_header_is_accepted(tmp_path: Path, data_di
     path.write_bytes(b"\xef\xbb\xbf" + (data_dir / "primekg" / "primekg_kg_head5.csv").read_bytes())
     _bundle, report = read_primekg(path)
     assert (report.read, report.accepted, report.rejected) == (5, 5, 0)
+
+
+def test_an_index_too_large_is_malformed_not_a_null_xref(tmp_path: Path, data_dir: Path) -> None:
+    path = tmp_path / "kg.csv"
+    write_kg(path, head_rows(data_dir))
+    with path.open("ab") as fh:
+        fh.write(
+            b"protein_protein,ppi,99999999999999999999999,9796,gene/protein,PHYHIP,NCBI,"
+            b"8889,56992,gene/protein,KIF15,NCBI\n"
+        )
+    bundle, report = read_primekg(path)
+    assert report.rejected == 1 and bundle.rejects["check"].to_list() == ["malformed_index"]
+    assert "4294967295" in bundle.rejects["reason"][0]
+    assert bundle.nodes["xrefs"].explode().null_count() == 0

@@ -125,3 +125,25 @@ def test_reports_are_written(tmp_path: Path, html: bool) -> None:
     if html:
         page = (tmp_path / "validation.html").read_text()
         assert "Validation failed" in page and "edges.mirrored_duplicate" in page
+
+
+def test_every_item_of_a_list_column_is_checked() -> None:
+    good = small_bundle()
+    extra = conform_nodes(
+        pl.DataFrame(
+            {
+                "id": ["kg:test/nullxref", "kg:test/badxref", "kg:test/blankalias", "kg:test/fine"],
+                "name": ["n1", "n2", "n3", "n4"],
+                "type": "concept",
+                "source": "test",
+                "aliases": [[], [], ["ok", " "], ["also fine"]],
+                "xrefs": [["wd:Q1", None], ["not a curie"], [], ["primekg.index:7"]],
+            }
+        )
+    )
+    bundle = Bundle(pl.concat([good.nodes, extra], how="vertical"), good.edges)
+    checked, report = validate(bundle, default_vocabulary().names)
+    checks = dict(zip(checked.rejects["record"], checked.rejects["check"], strict=True))
+    rejected = {r: c for r, c in checks.items() if "kg:test/" in r and c.startswith("nodes.")}
+    assert sorted(rejected.values()) == ["nodes.aliases_not_empty", "nodes.xrefs_curie", "nodes.xrefs_curie"]
+    assert "kg:test/fine" in checked.nodes["id"].to_list() and report.rejected == 3
