@@ -114,6 +114,9 @@ class WikidataSettings(Section):
     )
     timeout_s: float = Field(default=70.0, gt=0, description="Client timeout per query (WDQS stops queries at 60 s).")
     max_retries: int = Field(default=5, ge=0, le=20, description="Retries on 429, 5xx and malformed replies.")
+    connect_retries: int = Field(
+        default=1, ge=0, le=20, description="Retries when the connection is refused (nothing listens): fail fast."
+    )
     backoff_s: float = Field(default=2.0, ge=0, description="First retry delay; doubles (Retry-After wins).")
     batch_size: int = Field(default=50, ge=1, le=1000, description="Entities per VALUES batch (halved on timeouts).")
     max_queries: int = Field(default=10_000, ge=1, description="Query budget of one sync.")
@@ -197,6 +200,9 @@ class LLMSettings(Section):
     model: str = Field(default="smollm2-135m-instruct", description="Model name sent to the endpoint.")
     timeout_s: float = Field(default=60.0, gt=0, description="Seconds to wait for one reply.")
     max_retries: int = Field(default=5, ge=0, le=20, description="Retries on 429, 5xx, timeouts, dropped links.")
+    connect_retries: int = Field(
+        default=1, ge=0, le=20, description="Retries when the connection is refused (nothing listens): fail fast."
+    )
     backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each time (Retry-After wins).")
     concurrency: int = Field(default=4, ge=1, le=256, description="Requests in flight at once.")
     temperature: float = Field(default=0.0, ge=0, le=2)

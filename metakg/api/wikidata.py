@@ -27,6 +27,7 @@ def sparql_client(settings: Settings, endpoint: str | None = None) -> wikidata.S
         max_retries=conf.max_retries,
         backoff_s=conf.backoff_s,
         max_queries=conf.max_queries,
+        connect_retries=conf.connect_retries,
     )
 
 

@@ -204,6 +204,7 @@ class SparqlClient:
     max_retries: int = 5
     backoff_s: float = 2.0
     max_queries: int = 10_000
+    connect_retries: int = 1
     max_retry_after_s: float = 300.0
     queries: int = 0
     retries: int = 0
@@ -216,6 +217,7 @@ class SparqlClient:
 
         delay = self.backoff_s
         last = ""
+        refused = 0
         for attempt in range(self.max_retries + 1):
             if self.queries >= self.max_queries:
                 raise SyncError(
@@ -258,6 +260,16 @@ class SparqlClient:
             except urllib.error.URLError as e:
                 if isinstance(e.reason, TimeoutError):
                     raise QueryTimeout(f"no answer within {self.timeout_s:g} s") from e
+                if isinstance(e.reason, ConnectionRefusedError):
+                    # nothing listens there: a refused connection is not a slow server, so give up soon
+                    refused += 1
+                    if refused > self.connect_retries:
+                        raise SyncError(
+                            f"the endpoint {mask_url(self.endpoint)} refused the connection {refused} times: is it "
+                            "running? (wikidata.endpoint; wikidata.connect_retries sets how often to try)"
+                        ) from e
+                    self.sleep(min(delay, 1.0))
+                    continue
                 last = f"connection failed: {e.reason}"
             except (ValueError, KeyError, TypeError) as e:  # json errors are ValueErrors
                 last = f"malformed response ({type(e).__name__}: {str(e)[:120]})"

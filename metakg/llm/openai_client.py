@@ -36,6 +36,16 @@ def _retry_after(error: Any) -> float | None:
         return None
 
 
+def _refused(error: BaseException) -> bool:
+    """True when the connection itself was refused (nothing listening), not dropped or timed out."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError) or type(seen).__name__ == "ConnectError":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class OpenAICompatibleClient:
     """LLMClient over the openai SDK with retries, bounded concurrency and a response cache."""
 
@@ -105,6 +115,7 @@ class OpenAICompatibleClient:
 
         delay = self._settings.backoff_s
         last: str = ""
+        refused = 0
         for attempt in range(1, self._settings.max_retries + 2):
             try:
                 return replace(await self._once(request), attempts=attempt)
@@ -119,14 +130,27 @@ class OpenAICompatibleClient:
                     f"({type(e).__name__}): check METAKG_LLM__API_KEY and METAKG_LLM__MODEL.",
                     attempts=attempt,
                 ) from e
+            except openai.APIConnectionError as e:
+                if not isinstance(e, openai.APITimeoutError) and _refused(e):
+                    # nothing listens there: a refused connection is not a slow server, so give up soon
+                    refused += 1
+                    if refused > self._settings.connect_retries:
+                        raise LLMError(
+                            f"{mask_url(self._base_url)} refused the connection {refused} times: is the server "
+                            "running? (llm.base_url; llm.connect_retries sets how often to try)",
+                            attempts=attempt,
+                        ) from e
+                    last = "connection refused"
+                    await asyncio.sleep(min(delay, 1.0))
+                    continue
+                last = f"{type(e).__name__}: {str(e)[:200]}"
+                await asyncio.sleep(delay)
             except openai.RateLimitError as e:
                 last = "429 rate limited"
                 wait = _retry_after(e)
                 await asyncio.sleep(wait if wait is not None else delay)
             except (
                 openai.APIStatusError,
-                openai.APITimeoutError,
-                openai.APIConnectionError,
                 openai.APIResponseValidationError,
                 ValueError,
             ) as e:

@@ -74,3 +74,11 @@ def test_a_batch_that_times_out_is_split_until_it_passes() -> None:
     assert client.sizes[:3] == [8, 4, 2] and max(s for s in client.sizes if s <= 3) <= 3
     with pytest.raises(SyncError, match="alone hits the time limit"):
         batched(TimesOutAbove(limit=0), ["Q1", "Q2"], 2, build)
+
+
+def test_a_refused_connection_fails_fast() -> None:
+    waits: list[float] = []
+    client = SparqlClient("http://127.0.0.1:9/sparql", "metakg-test", max_retries=5, backoff_s=2.0, sleep=waits.append)
+    with pytest.raises(SyncError, match="refused the connection 2 times") as info:
+        client.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1")
+    assert "wikidata.endpoint" in str(info.value) and waits == [1.0]  # one short wait, not 2 + 4 + 8 + 16 s

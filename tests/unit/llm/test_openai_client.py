@@ -137,3 +137,11 @@ def test_a_key_written_into_the_endpoint_url_never_reaches_a_message(tmp_path: P
     with pytest.raises(LLMError) as info:
         asyncio.run(client.complete(ask()))
     assert "sk-in-url" not in str(info.value) and "user:***@127.0.0.1:9" in str(info.value)
+
+
+def test_a_refused_connection_fails_fast_while_timeouts_keep_their_patience(tmp_path: Path) -> None:
+    settings = LLMSettings(model="m", max_retries=5, backoff_s=0.01, connect_retries=1)
+    client = OpenAICompatibleClient(settings, base_url="http://127.0.0.1:9/v1")  # nothing listens there
+    with pytest.raises(LLMError, match="refused the connection 2 times") as info:
+        asyncio.run(client.complete(ask()))
+    assert info.value.attempts == 2 and "llm.base_url" in str(info.value)
