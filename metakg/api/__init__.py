@@ -28,7 +28,13 @@ from metakg.api.bundles import (
 )
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, link_target
-from metakg.api.ingest import ingest_primekg, ingest_triples, primekg_download, synthetic_primekg
+from metakg.api.ingest import (
+    ingest_primekg,
+    ingest_triples,
+    primekg_download,
+    rejects_tolerated,
+    synthetic_primekg,
+)
 from metakg.api.llm import llm_reply, llm_session, run_with, start_local_server, stop_local_server
 from metakg.api.qa import (
     COLUMNS,
@@ -102,6 +108,7 @@ __all__ = [
     "primekg_download",
     "qa_context",
     "read_questions",
+    "rejects_tolerated",
     "resolve_node",
     "run_demo",
     "run_with",

@@ -117,3 +117,25 @@ def synthetic_primekg(out_dir: Path, settings: Settings, *, scale: float, seed: 
             "data directory: set METAKG_PATHS__DATA_DIR."
         )
     return generate(out_dir, data_dir / "primekg", scale=scale, seed=seed)
+
+
+def rejects_tolerated(rejected: int, read: int, max_rejects: str = "0") -> bool:
+    """Whether ``rejected`` of ``read`` records is within ``max_rejects``: a count (``"25"``) or a share of the
+    records read (``"0.5%"``).
+
+    Raises:
+        UsageError: ``max_rejects`` is neither a whole number nor a percentage from 0 to 100.
+    """
+    text = max_rejects.strip()
+    try:
+        if text.endswith("%"):
+            share = float(text[:-1])
+            if not 0 <= share <= 100:
+                raise ValueError(text)
+            return rejected <= share / 100 * read
+        count = int(text)
+        if count < 0:
+            raise ValueError(text)
+        return rejected <= count
+    except ValueError:
+        raise UsageError(f"--max-rejects {max_rejects!r} must be a count (25) or a percentage (0.5%).") from None

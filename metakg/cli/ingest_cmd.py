@@ -11,6 +11,11 @@ from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, s
 
 app = typer.Typer(help="Read a source into a KG bundle (common schema, Parquet).", no_args_is_help=True)
 
+TOLERANCE_HELP = (
+    "Rejected records tolerated before the exit status is 1: a count (25) or a share of those read (0.5%) "
+    "(default 0: any reject fails; the bundle is written either way)."
+)
+
 
 @app.command("triples")
 def triples(
@@ -21,13 +26,15 @@ def triples(
     node_type: str = typer.Option("concept", "--type", help="Vocabulary type given to every node."),
     confidence: float = typer.Option(1.0, help="Confidence given to every edge, in [0, 1]."),
     allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when some lines were rejected."),
+    max_rejects: str = typer.Option("0", "--max-rejects", help=TOLERANCE_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Ingest a triple file. Every non-blank line is accepted or rejected with a reason (rejects.parquet);
-    repeated triples become one edge with a count. Exit 1 when lines were rejected (the bundle is still
-    written), unless --allow-rejects."""
+    repeated triples become one edge with a count. Exit 1 when more lines were rejected than --max-rejects
+    allows (the bundle is still written), unless --allow-rejects."""
     cfg = settings()
     with guarded("ingest triples", json_mode):
+        api.rejects_tolerated(0, 0, max_rejects)  # a bad value is a usage error before any work
         with progress(f"ingesting {file}") as say:
             report = api.ingest_triples(
                 file, dataset, output, cfg, source=source, node_type=node_type, confidence=confidence, progress=say
@@ -42,7 +49,7 @@ def triples(
                 err.print(f"[yellow]{report.rejected} lines rejected; see {output / 'rejects.parquet'}[/]")
         fail = cfg.validation.fail_on_reject and not allow_rejects
         finish(
-            report.rejected == 0,
+            api.rejects_tolerated(report.rejected, report.read, max_rejects),
             {"command": "ingest triples", "bundle": str(output), **report.as_dict()},
             json_mode=json_mode,
             fail_on_problem=fail,
@@ -59,6 +66,7 @@ def primekg(
         False, "--download", help="Fetch kg.csv from Harvard Dataverse into the cache (once) and check its MD5."
     ),
     allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when some rows were rejected."),
+    max_rejects: str = typer.Option("0", "--max-rejects", help=TOLERANCE_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Ingest PrimeKG. Node ids are CURIEs from each row's source and id (ncbigene:, drugbank:, mondo:, ...);
@@ -66,6 +74,7 @@ def primekg(
     duplicate rows collapse into one edge (counted in the report); bad rows go to rejects.parquet."""
     cfg = settings()
     with guarded("ingest primekg", json_mode):
+        api.rejects_tolerated(0, 0, max_rejects)
         with progress("ingesting PrimeKG") as say:
             report = api.ingest_primekg(path, output, cfg, download_missing=download, progress=say)
         if not json_mode:
@@ -79,7 +88,7 @@ def primekg(
                 err.print(f"[yellow]{report.rejected} rows rejected; see {output / 'rejects.parquet'}[/]")
         fail = cfg.validation.fail_on_reject and not allow_rejects
         finish(
-            report.rejected == 0,
+            api.rejects_tolerated(report.rejected, report.read, max_rejects),
             {"command": "ingest primekg", "bundle": str(output), **report.as_dict()},
             json_mode=json_mode,
             fail_on_problem=fail,

@@ -49,6 +49,18 @@ def test_ingest_json_counts_add_up_and_exit_1_on_rejects(tmp_path: Path, triples
     assert again["rejected"] == 2
 
 
+@pytest.mark.parametrize(
+    ("tolerance", "code"), [("2", 0), ("1", 1), ("34%", 0), ("33%", 1), ("0", 1), ("-1", 2), ("lots", 2)]
+)
+def test_ingest_tolerates_the_rejects_it_is_told_to(tmp_path: Path, triples: Path, tolerance: str, code: int) -> None:
+    args = ("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), "--json")
+    _, out = run(*args, "--max-rejects", tolerance, code=code)  # 2 of 6 lines are rejected (33.3%)
+    if code == 2:
+        assert "--max-rejects" in out["error"] and not (tmp_path / "b").exists()
+    else:
+        assert out["ok"] is (code == 0) and out["rejected"] == 2
+
+
 def test_ingest_human_output(tmp_path: Path, triples: Path) -> None:
     result, _ = run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), code=1)
     assert "4 accepted, 2 rejected" in result.stdout
