@@ -16,6 +16,7 @@ from metakg.schemas.bundle import (
     merge_bundles,
     read_bundle,
     read_manifest,
+    verify_bundle,
     write_bundle,
     write_embeddings,
 )
@@ -35,15 +36,24 @@ __all__ = [
 ]
 
 
-def validate_bundle(path: Path, settings: Settings, *, progress: Progress | None = None) -> ValidationReport:
+def validate_bundle(
+    path: Path, settings: Settings, *, accept_changes: bool = False, progress: Progress | None = None
+) -> ValidationReport:
     """Validate the bundle at ``path`` in place: rejected rows move to its rejects, reports are written.
 
+    Args:
+        path: the bundle directory.
+        settings: validation settings.
+        accept_changes: read tables changed since the bundle was written (their new hashes are recorded);
+            without it such a bundle is refused.
+        progress: called with stage messages.
+
     Raises:
-        BundleError: the bundle cannot be read or written.
+        BundleError: the bundle cannot be read or written, or a table changed behind its manifest.
     """
     say = progress or quiet
     say("reading bundle")
-    return write_validated(path, read_bundle(path), settings, progress=say)
+    return write_validated(path, read_bundle(path, verify=not accept_changes), settings, progress=say)
 
 
 def write_validated(
@@ -64,8 +74,14 @@ def write_validated(
 
 
 def bundle_info(path: Path) -> dict[str, Any]:
-    """The manifest of the bundle at ``path`` (counts, sources, hashes, validation summary)."""
-    return read_manifest(path)
+    """The manifest of the bundle at ``path`` (counts, sources, hashes, validation summary).
+
+    Raises:
+        BundleError: no bundle there, or a table changed since the bundle was written.
+    """
+    manifest = read_manifest(path)
+    verify_bundle(path, manifest)
+    return manifest
 
 
 def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:

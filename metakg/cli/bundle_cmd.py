@@ -14,6 +14,11 @@ from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, p
 def validate(
     bundle: Path = typer.Argument(..., help="Bundle directory."),
     allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when rows were rejected."),
+    accept_changes: bool = typer.Option(
+        False,
+        "--accept-changes",
+        help="Accept tables changed since the bundle was written (otherwise refused) and record their new hashes.",
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Validate a bundle in place: great-expectations suites plus referential-integrity and
@@ -23,7 +28,7 @@ def validate(
     cfg = settings()
     with guarded("validate", json_mode):
         with progress(f"validating {bundle}") as say:
-            report = api.validate_bundle(bundle, cfg, progress=say)
+            report = api.validate_bundle(bundle, cfg, accept_changes=accept_changes, progress=say)
         if not json_mode:
             table = Table(title=f"validation of {bundle}: {'passed' if report.ok else 'FAILED'}")
             for column in ("check", "rows rejected", "great-expectations unexpected"):

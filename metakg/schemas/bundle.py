@@ -105,6 +105,7 @@ def write_bundle(path: Path, bundle: Bundle) -> dict[str, Any]:
             written_at=datetime.now(UTC).isoformat(timespec="seconds"),
             counts=counts_of(nodes, edges, rejects),
             content_hashes={name: _sha256(path / name) for name in files},
+            content_sizes={name: (path / name).stat().st_size for name in files},
         )
         manifest.setdefault("created_at", manifest["written_at"])
         manifest.setdefault("sources", [])
@@ -198,21 +199,40 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
-def read_bundle(path: Path, *, verify: bool = False) -> Bundle:
+def verify_bundle(path: Path, manifest: dict[str, Any]) -> None:
+    """Check every table of the bundle at ``path`` against the size and SHA-256 its manifest recorded.
+
+    Raises:
+        BundleError: a table is missing or changed since the bundle was written; the message names it.
+    """
+    sizes = manifest.get("content_sizes", {})
+    for name, expected in manifest.get("content_hashes", {}).items():
+        table = path / name
+        if not table.is_file():
+            raise BundleError(f"{table} is missing although {MANIFEST_FILE} lists it: write the bundle again.")
+        changed = (name in sizes and table.stat().st_size != sizes[name]) or _sha256(table) != expected
+        if changed:
+            raise BundleError(
+                f"{table} changed since the bundle was written (its size or hash differs from {MANIFEST_FILE}). "
+                f"If the change is deliberate, run `metakg validate {path} --accept-changes`; otherwise write "
+                "the bundle again."
+            )
+
+
+def read_bundle(path: Path, *, verify: bool = True) -> Bundle:
     """Read the bundle at ``path``.
 
     Args:
         path: the bundle directory.
-        verify: also check the content hashes recorded in the manifest.
+        verify: check each table against the size and hash the manifest recorded (once per read); False
+            reads tables changed behind the manifest's back (``validate --accept-changes``).
 
     Raises:
         BundleError: missing, incomplete, corrupt, or (with ``verify``) altered since it was written.
     """
     manifest = read_manifest(path)
     if verify:
-        for name, expected in manifest.get("content_hashes", {}).items():
-            if _sha256(path / name) != expected:
-                raise BundleError(f"{path / name} changed since the manifest was written (hash mismatch).")
+        verify_bundle(path, manifest)
     try:
         nodes = pl.read_parquet(path / NODES_FILE)
         edges = pl.read_parquet(path / EDGES_FILE)

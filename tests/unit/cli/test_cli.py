@@ -195,3 +195,18 @@ def test_unreachable_neo4j_is_a_configuration_error(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("NEO4J_PASSWORD", "do-not-print-me")
     result, _ = run("query", "path", "bolt://127.0.0.1:9", "a", "b", code=2)
     assert "do-not-print-me" not in result.stdout + result.stderr
+
+
+def test_a_table_changed_behind_the_manifest_is_refused_until_accepted(tmp_path: Path) -> None:
+    bundle = tmp_path / "b"
+    write_bundle(bundle, small_bundle())
+    small_bundle().nodes.head(9).write_parquet(bundle / "nodes.parquet")  # rewritten behind the manifest's back
+    for command in (("info",), ("validate",), ("export", "rdf"), ("query", "search")):
+        extra = ("-o", str(tmp_path / "kg.nt"), "--format", "nt") if command[0] == "export" else ()
+        extra = ("aspirin",) if command[0] == "query" else extra
+        _, out = run(*command, str(bundle), *extra, "--json", code=1)
+        assert "nodes.parquet changed since the bundle was written" in out["error"], command
+        assert "--accept-changes" in out["error"]
+    _, out = run("validate", str(bundle), "--accept-changes", "--json")
+    assert out["nodes_in"] == 9  # the changed table was read, validated and its hash recorded
+    run("info", str(bundle), "--json")

@@ -31,9 +31,12 @@ def test_round_trip_keeps_every_value(tmp_path: Path) -> None:
 def test_tampering_is_detected(tmp_path: Path) -> None:
     write_bundle(tmp_path / "b", small_bundle())
     small_bundle().nodes.head(2).write_parquet(tmp_path / "b" / NODES_FILE)
-    read_bundle(tmp_path / "b")  # without verify it is read as is
-    with pytest.raises(BundleError, match="hash mismatch"):
-        read_bundle(tmp_path / "b", verify=True)
+    read_bundle(tmp_path / "b", verify=False)  # read as is only when asked
+    with pytest.raises(BundleError, match=r"nodes\.parquet changed since the bundle was written"):
+        read_bundle(tmp_path / "b")
+    (tmp_path / "b" / NODES_FILE).unlink()
+    with pytest.raises(BundleError, match=r"nodes\.parquet is missing"):
+        read_bundle(tmp_path / "b")
 
 
 def test_missing_or_incomplete_bundles_are_explained(tmp_path: Path) -> None:
