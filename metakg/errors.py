@@ -38,6 +38,12 @@ class BundleError(MetakgError):
     exit_code = 1
 
 
+class ResourceBusy(MetakgError):
+    """Another metakg process is writing the same bundle, folder or state file."""
+
+    exit_code = 1
+
+
 class StoreError(MetakgError):
     """A graph store could not answer (unknown node, bad query parameters, backend failure)."""
 

@@ -20,6 +20,7 @@ from metakg.schemas.bundle import (
     write_bundle,
     write_embeddings,
 )
+from metakg.schemas.locks import exclusive
 from metakg.schemas.rdf_mapping import bundle_quads, expected_triple_count
 from metakg.schemas.validation import REPORT_HTML, REPORT_JSON, ValidationReport, validate, write_reports
 from metakg.schemas.vocabulary import default_vocabulary
@@ -53,7 +54,9 @@ def validate_bundle(
     """
     say = progress or quiet
     say("reading bundle")
-    return write_validated(path, read_bundle(path, verify=not accept_changes), settings, progress=say)
+    read_manifest(path)  # a missing bundle is explained as such, before any lock file is made
+    with exclusive(path, "the bundle"):
+        return write_validated(path, read_bundle(path, verify=not accept_changes), settings, progress=say)
 
 
 def write_validated(
@@ -93,8 +96,9 @@ def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:
     """
     if any(p.resolve() == out.resolve() for p in paths):
         raise UsageError(f"the output {out} is also an input; merge into a new directory.")
-    merged = merge_bundles([read_bundle(p) for p in paths])
-    return write_bundle(out, merged)
+    with exclusive(out, "the bundle"):
+        merged = merge_bundles([read_bundle(p) for p in paths])
+        return write_bundle(out, merged)
 
 
 def export_rdf(
@@ -147,8 +151,10 @@ def embed_bundle(
         BundleError: the bundle cannot be read or written.
         EmbeddingError: the model cannot be found or run.
     """
-    bundle = read_bundle(path)
-    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
-    vectors = embed_in_blocks(embedder, bundle.nodes["name"].to_list(), counter)
-    dim = int(vectors.shape[1]) if len(vectors) else embedder.dim
-    return write_embeddings(path, bundle, bundle.nodes["id"], vectors, model=embedder.name, dim=dim)
+    read_manifest(path)
+    with exclusive(path, "the bundle"):
+        bundle = read_bundle(path)
+        embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
+        vectors = embed_in_blocks(embedder, bundle.nodes["name"].to_list(), counter)
+        dim = int(vectors.shape[1]) if len(vectors) else embedder.dim
+        return write_embeddings(path, bundle, bundle.nodes["id"], vectors, model=embedder.name, dim=dim)

@@ -22,6 +22,7 @@ from metakg.ingest.datasets import FORMATS, DatasetFormat, read_dataset
 from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
 from metakg.schemas.bundle import read_bundle, read_embeddings, source_entry
 from metakg.schemas.curie import check_dataset_name
+from metakg.schemas.locks import locked
 from metakg.schemas.vocabulary import default_vocabulary
 
 __all__ = ["FORMATS", "DatasetFormat", "RunStats", "extract", "link_target"]
@@ -50,6 +51,7 @@ def link_target(
     return LinkTarget.from_nodes(bundle.nodes, embed_in_blocks(embedder, names), bundle.nodes["id"].to_list())
 
 
+@locked("out", "the bundle")
 def extract(
     path: Path,
     fmt: DatasetFormat,

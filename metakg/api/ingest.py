@@ -12,6 +12,7 @@ from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_o
 from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
 from metakg.ingest.triples import TripleIngestReport, read_triples
 from metakg.schemas.bundle import write_bundle
+from metakg.schemas.locks import exclusive
 from metakg.schemas.vocabulary import default_vocabulary
 
 
@@ -39,17 +40,18 @@ def ingest_triples(
         raise UsageError(f"confidence must be in [0, 1], got {confidence}.")
     if not path.is_file():
         raise InputDataError(f"triple file {path} does not exist or is not a file.")
-    bundle, report = read_triples(
-        path,
-        dataset,
-        source=source,
-        node_type=node_type,
-        confidence=confidence,
-        max_field_chars=settings.ingest.max_field_chars,
-        progress=progress,
-    )
-    (progress or quiet)("writing bundle")
-    write_bundle(out, bundle)
+    with exclusive(out, "the bundle"):
+        bundle, report = read_triples(
+            path,
+            dataset,
+            source=source,
+            node_type=node_type,
+            confidence=confidence,
+            max_field_chars=settings.ingest.max_field_chars,
+            progress=progress,
+        )
+        (progress or quiet)("writing bundle")
+        write_bundle(out, bundle)
     return report
 
 
@@ -95,9 +97,10 @@ def ingest_primekg(
         if not download_missing:
             raise UsageError("give the path of kg.csv (or its folder), or --download to fetch it.")
         path = primekg_download(settings, progress)
-    bundle, report = read_primekg(path, progress=progress)
-    (progress or quiet)("writing bundle")
-    write_bundle(out, bundle)
+    with exclusive(out, "the bundle"):
+        bundle, report = read_primekg(path, progress=progress)
+        (progress or quiet)("writing bundle")
+        write_bundle(out, bundle)
     return report
 
 

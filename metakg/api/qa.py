@@ -31,6 +31,7 @@ from metakg.qa_engine.render import answer_page
 from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
 from metakg.qa_engine.strategy import Strategy
 from metakg.schemas.graph_store import GraphStore
+from metakg.schemas.locks import locked
 from metakg.schemas.tables import empty_edges, empty_nodes
 
 __all__ = [
@@ -184,6 +185,7 @@ def read_questions(path: Path, fmt: DatasetFormat, *, limit: int | None = None) 
     return questions, read
 
 
+@locked("out_dir", "the evaluation folder")
 def evaluate_benchmark(
     settings: Settings,
     path: Path,

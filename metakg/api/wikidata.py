@@ -13,6 +13,7 @@ from metakg.config import Settings
 from metakg.errors import UsageError
 from metakg.ingest import wikidata
 from metakg.schemas.bundle import source_entry
+from metakg.schemas.locks import exclusive, locked
 from metakg.schemas.vocabulary import default_vocabulary
 
 
@@ -31,6 +32,7 @@ def sparql_client(settings: Settings, endpoint: str | None = None) -> wikidata.S
     )
 
 
+@locked("out", "the bundle")
 def sync_wikidata(
     spec_path: Path,
     out: Path,
@@ -58,10 +60,27 @@ def sync_wikidata(
     if state_path is None:
         digest = hashlib.sha256(url.encode()).hexdigest()[:10]
         state_path = settings.paths.cache_dir / "wikidata" / f"{spec.name}-{digest}.json"
-    conf = settings.wikidata
     client = sparql_client(settings, url)
+    with exclusive(state_path, "the Wikidata state file", directory=False):
+        return _sync(spec, spec_path, out, settings, client, url, state_path, say, progress)
+
+
+def _sync(
+    spec: wikidata.SubsetSpec,
+    spec_path: Path,
+    out: Path,
+    settings: Settings,
+    client: wikidata.SparqlClient,
+    url: str,
+    state_path: Path,
+    say: Progress,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    """The sync itself, under the locks of the bundle and the state file."""
     state = wikidata.read_state(state_path)
-    new_state, report = wikidata.sync_state(spec, state, client, batch_size=conf.batch_size, progress=progress)
+    new_state, report = wikidata.sync_state(
+        spec, state, client, batch_size=settings.wikidata.batch_size, progress=progress
+    )
     run_id = uuid.uuid4().hex
     bundle = wikidata.build_bundle(spec, new_state, default_vocabulary(), run_id)
     report.nodes, report.edges = bundle.nodes.height, bundle.edges.height

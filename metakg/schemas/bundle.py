@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,10 +51,18 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _tmp_name(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other writer uses."""
+    return path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+
+
 def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    frame.write_parquet(tmp, compression="zstd", statistics=False)
-    os.replace(tmp, path)
+    tmp = _tmp_name(path)
+    try:
+        frame.write_parquet(tmp, compression="zstd", statistics=False)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def counts_of(nodes: pl.DataFrame, edges: pl.DataFrame, rejects: pl.DataFrame) -> dict[str, Any]:
@@ -109,9 +118,12 @@ def write_bundle(path: Path, bundle: Bundle) -> dict[str, Any]:
         )
         manifest.setdefault("created_at", manifest["written_at"])
         manifest.setdefault("sources", [])
-        tmp = manifest_path.with_name(MANIFEST_FILE + ".tmp")
-        tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, manifest_path)
+        tmp = _tmp_name(manifest_path)
+        try:
+            tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, manifest_path)
+        finally:
+            tmp.unlink(missing_ok=True)
     except OSError as e:
         raise BundleError(f"cannot write the bundle at {path}: {e}. Check the path and its permissions.") from e
     bundle.manifest = manifest

@@ -55,3 +55,15 @@ def test_strategy_sections_from_a_toml_file(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("METAKG_QA__METAKGRAG", "3")
     with pytest.raises(ConfigError, match="strategy sections are tables"):
         load_settings()
+
+
+def test_a_second_writer_of_an_evaluation_folder_is_refused(tmp_path: Path) -> None:
+    from metakg.errors import ResourceBusy
+    from metakg.schemas.locks import exclusive
+
+    questions = tmp_path / "q.json"
+    questions.write_text('{"question": "What links alpha?\\nA: beta\\nB: zeta", "answer": "A"}\n')
+    out = tmp_path / "report"
+    with exclusive(out, "the evaluation folder"), pytest.raises(ResourceBusy, match="another metakg process"):
+        api.evaluate_benchmark(load_settings(), questions, "pilot", out, strategies=["kg_rag"], use_llm=False)
+    assert not (out / "summary.json").exists()

@@ -1,0 +1,70 @@
+"""Exclusive locks for everything a command writes: bundles, the evaluation folder, the Wikidata state.
+
+A lock is an advisory ``flock`` on a small file next to (or inside) what is written, held for the whole
+command, so a second writer started meanwhile fails at once with a clear message instead of interleaving
+its files with the first one's. The lock file stays; the operating system releases the lock when the
+process ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import inspect
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+from metakg.errors import ResourceBusy
+
+LOCK_FILE = ".metakg.lock"
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@contextmanager
+def exclusive(target: Path, what: str, *, directory: bool = True) -> Iterator[None]:
+    """Hold an exclusive lock on ``target`` for the block: a directory (created if needed; the lock file is
+    inside it) or, with ``directory=False``, a file (the lock file is beside it).
+
+    Raises:
+        ResourceBusy: another process holds the lock, or the lock file cannot be made.
+    """
+    lock_path = target / LOCK_FILE if directory else target.with_name(f"{target.name}.lock")
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise ResourceBusy(f"cannot lock {what} {target}: {e.strerror or e}.") from e
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ResourceBusy(
+                f"another metakg process is writing {what} {target}; wait for it to finish, or write elsewhere."
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def locked(param: str, what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A decorator: the call holds :func:`exclusive` on its argument ``param`` (a path) while it runs."""
+
+    def wrap(function: Callable[P, R]) -> Callable[P, R]:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            target = signature.bind(*args, **kwargs).arguments[param]
+            with exclusive(Path(target), what):
+                return function(*args, **kwargs)
+
+        return run
+
+    return wrap
