@@ -14,7 +14,7 @@ from metakg.api._shared import Progress, quiet
 from metakg.api.bundles import write_validated
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
-from metakg.errors import UsageError
+from metakg.errors import InputDataError, UsageError
 from metakg.extractors.pipeline import IMPORTER, RunStats, build_bundle, plan_units, run_units
 from metakg.extractors.pipeline import summary as extraction_summary
 from metakg.extractors.resolution import LinkTarget
@@ -98,6 +98,9 @@ def extract(
     run_id = uuid.uuid4().hex
     say(f"reading {path}")
     data = read_dataset(path, fmt, limit=limit, text_field=text_field, id_field=id_field)
+    if data.accepted == 0:
+        why = "; ".join(f"{r['record']}: {r['reason']}" for r in data.rejects.head(3).iter_rows(named=True))
+        raise InputDataError(f"no record of {path} could be read in the {fmt} format ({why or 'the file is empty'}).")
     units = plan_units(data.records, chunk_chars=settings.extract.chunk_chars, relations=settings.extract.relations)
     embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, say) if settings.extract.embeddings else None
     target = link_target(link_to, settings, embedder, progress) if link_to is not None else None

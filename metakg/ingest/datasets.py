@@ -126,6 +126,16 @@ def _json_lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
+def _refuse_json_array(path: Path, fmt: str) -> None:
+    with path.open("rb") as fh:
+        head = strip_bom(fh.read(4096)).lstrip()
+    if head.startswith(b"["):
+        raise InputDataError(
+            f"{path} is a JSON array; the {fmt} format reads JSON Lines, one object per line. "
+            f"Convert it first, e.g. `jq -c '.[]' {path} > {path.with_suffix('.jsonl')}`."
+        )
+
+
 def read_dataset(
     path: Path,
     fmt: DatasetFormat,
@@ -145,7 +155,8 @@ def read_dataset(
 
     Raises:
         UsageError: unknown format.
-        InputDataError: the file cannot be read, or a csv lacks ``text_field``.
+        InputDataError: the file cannot be read, a csv lacks ``text_field``, or a JSON Lines format is given a
+            JSON array.
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown dataset format {fmt!r}; choose one of {', '.join(FORMATS)}.")
@@ -196,6 +207,7 @@ def read_dataset(
         parsers: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
             "medagents": _medagents, "csqa": _csqa, "pilot": _pilot,
         }  # fmt: skip
+        _refuse_json_array(path, fmt)
         for number, line in _json_lines(path):
             read += 1
             if line.startswith("\x00invalid utf-8\x00"):

@@ -116,6 +116,15 @@ def test_bad_arguments_are_usage_errors(server: FaultServer, csqa: Path, tmp_pat
     assert "does not exist" in out["error"]
     _, out = run("extract", str(csqa), "-f", "csqa", "-o", str(tmp_path / "b"), "--concurrency", "0", "--json", code=2)
     assert "--concurrency" in out["error"]
+    array = tmp_path / "array.json"
+    array.write_text('[{"text": "Aspirin treats headache."}]')
+    _, out = run("extract", str(array), "-f", "jsonl", "-o", str(tmp_path / "b"), "--json", code=1)
+    assert "is a JSON array" in out["error"] and "jq -c" in out["error"]
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text("not json\n{}\n")
+    _, out = run("extract", str(garbage), "-f", "jsonl", "-o", str(tmp_path / "b"), "--json", code=1)
+    assert "no record of" in out["error"] and "garbage.jsonl:1: invalid JSON" in out["error"]
+    assert "garbage.jsonl:2: text is missing or empty" in out["error"]
     assert server.requests == []
 
 
