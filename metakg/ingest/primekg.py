@@ -16,7 +16,10 @@ The file is scanned lazily with polars, every column as text, so a bad value nev
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,11 +83,18 @@ def _scan(path: Path, columns: list[str], *, lossy: bool = False) -> pl.LazyFram
     """Scan a CSV with every column as text plus one spare column that catches surplus fields."""
     try:
         with path.open("rb") as fh:
-            header = strip_bom(fh.readline()).decode("utf-8", errors="replace").strip().split(",")
+            start = strip_bom(fh.read(4096))
     except OSError as e:
         raise InputDataError(f"cannot read {path}: {e.strerror or e}.") from e
+    first = start.split(b"\n", 1)[0]
+    header = first.decode("utf-8", errors="replace").strip().split(",")
     if header != columns:
-        raise InputDataError(f"{path} does not have the PrimeKG header {','.join(columns)} (found {','.join(header)}).")
+        text = start[:512].decode("utf-8", errors="replace")
+        if "\x00" in text or "\ufffd" in text:
+            found = f"it looks binary: its first bytes are {start[:8].hex(' ')}"
+        else:
+            found = f"found {first.decode('utf-8', errors='replace').strip()[:200]!r}"
+        raise InputDataError(f"{path} does not have the PrimeKG header {','.join(columns)} ({found}).")
     names = [*columns, "_surplus"]
     return pl.scan_csv(
         path,
@@ -218,6 +228,35 @@ def _kept(checked: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _is_gzip(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def _read_gzip(path: Path, *, source: str, run_id: str, progress: Progress | None) -> tuple[Bundle, PrimeKGReport]:
+    """A gzip-compressed kg.csv, decompressed into a temporary file and read like a plain one."""
+    (progress or (lambda _stage: None))("decompressing")
+    with tempfile.TemporaryDirectory(prefix="metakg-primekg-") as tmp:
+        plain = Path(tmp) / "kg.csv"
+        try:
+            with gzip.open(path, "rb") as packed, plain.open("wb") as out:
+                shutil.copyfileobj(packed, out, 1 << 20)
+        except (OSError, EOFError) as e:
+            raise InputDataError(f"cannot decompress {path} (gzip): {e}.") from e
+        bundle, report = read_primekg(plain, source=source, run_id=run_id, progress=progress)
+    # records are named after the file the user gave, not the temporary one
+    bundle.rejects = bundle.rejects.with_columns(pl.col("record").str.replace("kg.csv", path.name, literal=True))
+    bundle.edges = bundle.edges.with_columns(
+        pl.col("record_ids").list.eval(pl.element().str.replace("kg.csv", path.name, literal=True))
+    )
+    for entry in bundle.manifest.get("sources", []):
+        entry["input"] = str(path)
+    return bundle, report
+
+
 def read_primekg(
     path: Path, *, source: str = "primekg", run_id: str | None = None, progress: Progress | None = None
 ) -> tuple[Bundle, PrimeKGReport]:
@@ -234,6 +273,8 @@ def read_primekg(
     """
     say = progress or (lambda _stage: None)
     run_id = run_id or uuid.uuid4().hex
+    if path.is_file() and _is_gzip(path):
+        return _read_gzip(path, source=source, run_id=run_id, progress=progress)
     say("scanning")
     record_prefix = path.name if path.is_file() else f"{path.name}/kg.csv"
     # One streaming pass keeps only what later steps need (the raw text columns are most of the memory);

@@ -230,3 +230,27 @@ def test_an_index_too_large_is_malformed_not_a_null_xref(tmp_path: Path, data_di
     assert report.rejected == 1 and bundle.rejects["check"].to_list() == ["malformed_index"]
     assert "4294967295" in bundle.rejects["reason"][0]
     assert bundle.nodes["xrefs"].explode().null_count() == 0
+
+
+def test_a_gzip_file_is_read_and_other_binary_input_is_described(tmp_path: Path, data_dir: Path) -> None:
+    import gzip
+
+    plain = data_dir / "primekg" / "primekg_kg_head5.csv"
+    packed = tmp_path / "kg.csv.gz"
+    packed.write_bytes(
+        gzip.compress(
+            plain.read_bytes() + b"protein_protein,ppi,x1,9796,gene/protein,PHYHIP,NCBI,"
+            b"8889,56992,gene/protein,KIF15,NCBI\n"
+        )
+    )
+    bundle, report = read_primekg(packed)
+    expected, _ = read_primekg(plain)
+    assert (report.read, report.accepted, report.rejected) == (6, 5, 1)
+    volatile = ("run_id", "created_at", "record_ids")
+    assert bundle.edges.drop(volatile).equals(expected.edges.drop(volatile))
+    assert bundle.edges["record_ids"].explode().str.starts_with("kg.csv.gz row ").all()
+    assert bundle.rejects["record"].to_list() == ["kg.csv.gz row 7"]
+    assert bundle.manifest["sources"][0]["input"] == str(packed)
+    (tmp_path / "image.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    with pytest.raises(InputDataError, match="it looks binary: its first bytes are 89 50 4e 47"):
+        read_primekg(tmp_path / "image.csv")
