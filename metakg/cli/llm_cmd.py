@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 
 import typer
@@ -14,20 +15,29 @@ app = typer.Typer(
 )
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 @app.command("serve")
 def serve(
     port: int | None = typer.Option(None, help="Port on 127.0.0.1 (default: llm.local_port, 8765)."),
 ) -> None:
     """Run llama-cpp-python's OpenAI-compatible server with SmolLM2-135M-Instruct on 127.0.0.1 until
-    Ctrl-C. Point metakg (or any OpenAI client) at it with METAKG_LLM__BASE_URL."""
+    Ctrl-C or SIGTERM, which stop the server too. Point metakg (or any OpenAI client) at it with
+    METAKG_LLM__BASE_URL. A busy port is an error (exit 2)."""
     cfg = settings()
     with guarded("llm serve", False):
+        # SIGTERM (kill, systemd, docker stop) ends the command like Ctrl-C, so the server child is stopped too
+        signal.signal(signal.SIGTERM, _interrupt)
         server = api.start_local_server(port or cfg.llm.local_port)
         out.print(f"serving {server.model} at {server.base_url} (log: {server.log}); Ctrl-C stops it")
         out.print(f"export METAKG_LLM__BASE_URL={server.base_url}", markup=False, highlight=False)
         try:
             while server.process.poll() is None:
                 time.sleep(1)
+            err.print(f"[red]the server stopped by itself (status {server.process.returncode}); see {server.log}[/]")
+            raise typer.Exit(1)
         except KeyboardInterrupt:
             err.print("stopping")
         finally:

@@ -62,6 +62,27 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _busy(port: int) -> bool:
+    """True when something listens on 127.0.0.1:``port`` (connections closing there do not count)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the server gets SIGTERM when the process that started it dies, however it dies."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
 def _ready(base_url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{base_url}/models", timeout=2) as response:
@@ -83,6 +104,11 @@ def start(
     Raises:
         ConfigError: llama-cpp-python or the model is missing, or the server does not come up.
     """
+    if port is not None and _busy(port):
+        raise ConfigError(
+            f"port {port} on 127.0.0.1 is busy (another server listens there): choose another with --port, or "
+            "stop that server."
+        )
     if importlib.util.find_spec("llama_cpp") is None:
         raise ConfigError(
             "llama-cpp-python is not installed: pip install 'llama-cpp-python[server]' "
@@ -97,7 +123,13 @@ def start(
         "--n_threads", str(threads or max(1, os.cpu_count() or 1)),
     ]  # fmt: skip
     with log.open("ab") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
     base_url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -57,3 +57,36 @@ def test_json_mode_against_the_local_model(server: local_server.LocalServer, tmp
     )
     reply = asyncio.run(client.complete(chat))
     assert reply.usage.completion_tokens > 0  # llama.cpp accepts response_format; the text may be any JSON
+
+
+def test_llm_serve_stopped_by_sigterm_stops_its_server(tmp_path: Path) -> None:
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serve = subprocess.Popen(
+        [sys.executable, "-c", "from metakg.cli.main import main; main()", "llm", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert serve.stdout is not None
+        first = serve.stdout.readline()  # "serving ... at http://127.0.0.1:PORT/v1": up and answering
+        assert first.startswith("serving"), first + serve.communicate()[1]
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10).close()
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=60) == 0
+        time.sleep(1)
+        with socket.socket() as after:  # the llama.cpp child is gone: nothing listens on the port any more
+            after.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            after.bind(("127.0.0.1", port))
+    finally:
+        if serve.poll() is None:
+            serve.kill()

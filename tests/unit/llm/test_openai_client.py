@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from metakg.config import LLMSettings
-from metakg.errors import LLMError
+from metakg.errors import ConfigError, LLMError
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import Message, request
 from metakg.llm.openai_client import OpenAICompatibleClient
@@ -145,3 +145,16 @@ def test_a_refused_connection_fails_fast_while_timeouts_keep_their_patience(tmp_
     with pytest.raises(LLMError, match="refused the connection 2 times") as info:
         asyncio.run(client.complete(ask()))
     assert info.value.attempts == 2 and "llm.base_url" in str(info.value)
+
+
+def test_the_local_server_refuses_a_busy_port() -> None:
+    import socket
+
+    from metakg.llm import local_server
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"port {port} on 127.0.0.1 is busy"):
+            local_server.start(port)
