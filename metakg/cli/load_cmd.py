@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, finish, guarded, out, progress_bar, settings
+from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress_bar, settings
 
 app = typer.Typer(help="Load a bundle into a graph database.", no_args_is_help=True)
 
@@ -28,6 +28,8 @@ def neo4j(
     with guarded("load neo4j", json_mode):
         with progress_bar("loading rows into Neo4j") as advance:
             result = api.load_neo4j(bundle, cfg, batch_size=batch_size, progress=advance)
+        if result["checkpoint"].startswith("discarded"):
+            err.print(f"[yellow]the checkpoint of an earlier load was {result['checkpoint']}; everything was loaded[/]")
         if not json_mode:
             out.print(
                 f"Neo4j {result['uri']} ({result['database']}) now holds {result['nodes_in_neo4j']} nodes and "

@@ -98,6 +98,10 @@ def merge_edge_single(rel: str) -> str:
     )
 
 
+LOAD_MARKER_GET = "MATCH (m:MetakgLoad {key: $key}) RETURN m.token AS token"
+"""The token of an unfinished load of this bundle into this database (none when there is none)."""
+LOAD_MARKER_SET = "MERGE (m:MetakgLoad {key: $key}) SET m.token = $token"
+LOAD_MARKER_DELETE = "MATCH (m:MetakgLoad {key: $key}) DELETE m"
 PING = "RETURN 1 AS ok"
 """The first query on a new connection: it fails when the configured database does not exist."""
 NO_LIMIT = 2**62

@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ class LoadReport:
     batches_run: int
     batches_skipped: int
     seconds: float
+    checkpoint: str = "none"  # "none", "resumed", or why a checkpoint was discarded
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able data."""
@@ -129,10 +131,25 @@ def load_bundle(
     checkpoint_path = checkpoint_dir / CHECKPOINT_FILE if checkpoint_dir is not None else None
     key = _checkpoint_key(bundle, target)
     done: set[str] = set()
+    checkpoint = "none"
+    # the checkpoint is tied to the database by a marker node the load writes there: a checkpoint whose
+    # marker is gone (the database was wiped or replaced) would skip batches that are not in it any more
+    records, _s, _k = driver.execute_query(cypher.LOAD_MARKER_GET, key=key, database_=database)
+    marker = records[0]["token"] if records else None
     if checkpoint_path is not None and checkpoint_path.is_file():
-        saved = json.loads(checkpoint_path.read_text(encoding="utf-8"))
-        if saved.get("key") == key:
-            done = set(saved.get("done", []))
+        try:
+            saved = json.loads(checkpoint_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = {}
+        if saved.get("key") != key:
+            checkpoint = "discarded: it was written for another bundle or database"
+        elif saved.get("token") is None or saved.get("token") != marker:
+            checkpoint = "discarded: the database no longer holds the load it records (wiped or replaced)"
+        else:
+            done, checkpoint = set(saved.get("done", [])), "resumed"
+    token = marker if checkpoint == "resumed" else uuid.uuid4().hex
+    if checkpoint != "resumed":
+        driver.execute_query(cypher.LOAD_MARKER_SET, key=key, token=token, database_=database)
     dims = None
     if embeddings is not None and embeddings.height:
         dims = len(embeddings["vector"][0])
@@ -160,7 +177,8 @@ def load_bundle(
                 done.add(batch_key)
                 ran += 1
                 if checkpoint_path is not None:
-                    checkpoint_path.write_text(json.dumps({"key": key, "done": sorted(done)}), encoding="utf-8")
+                    state = {"key": key, "token": token, "done": sorted(done)}
+                    checkpoint_path.write_text(json.dumps(state), encoding="utf-8")
             finished += len(rows)
             if progress is not None:
                 progress(finished, total)
@@ -175,6 +193,7 @@ def load_bundle(
         run_batches(edges, "edges", "rel", ["id", "src", "dst", "created_at", "props"], cypher.merge_edges)
     if checkpoint_path is not None:
         checkpoint_path.unlink(missing_ok=True)  # complete: the next load starts (and merges) from scratch
+    driver.execute_query(cypher.LOAD_MARKER_DELETE, key=key, database_=database)
     return LoadReport(
         nodes_in_bundle=bundle.nodes.height,
         edges_in_bundle=bundle.edges.height,
@@ -183,4 +202,5 @@ def load_bundle(
         batches_run=ran,
         batches_skipped=skipped,
         seconds=time.perf_counter() - start,
+        checkpoint=checkpoint,
     )

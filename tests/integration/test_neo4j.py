@@ -113,7 +113,7 @@ def test_interrupted_load_resumes_to_the_same_counts(
     report = load_bundle(
         clean_neo4j, bundle, database=neo4j_settings.database, target="t", batch_size=2, checkpoint_dir=tmp_path / "b"
     )
-    assert report.batches_skipped == 5
+    assert report.batches_skipped == 5 and report.checkpoint == "resumed"
     assert (report.nodes_in_neo4j, report.edges_in_neo4j) == (bundle.nodes.height, bundle.edges.height)
     assert not (tmp_path / "b" / CHECKPOINT_FILE).exists()
 
@@ -170,3 +170,27 @@ def test_neo4j_admin_import_files_load_into_a_real_database(tmp_path: Path) -> N
         driver.close()
     finally:
         neo4j_server.stop(server)
+
+
+def test_a_checkpoint_outliving_its_database_is_discarded(
+    tmp_path: Path, clean_neo4j: Any, neo4j_settings: Neo4jSettings
+) -> None:
+    bundle = small_bundle()
+    write_bundle(tmp_path / "b", bundle)
+    options: dict[str, Any] = {"database": neo4j_settings.database, "target": "t", "batch_size": 2}
+
+    def crash(batch: str) -> None:
+        if batch.startswith("edges"):
+            raise KeyboardInterrupt("killed half-way")
+
+    with pytest.raises(KeyboardInterrupt):
+        load_bundle(clean_neo4j, bundle, checkpoint_dir=tmp_path / "b", statement_hook=crash, **options)
+    assert (tmp_path / "b" / CHECKPOINT_FILE).is_file()
+    clean_neo4j.execute_query("MATCH (n) DETACH DELETE n", database_=neo4j_settings.database)  # wiped meanwhile
+    report = load_bundle(clean_neo4j, bundle, checkpoint_dir=tmp_path / "b", **options)
+    assert report.checkpoint.startswith("discarded: the database no longer holds") and report.batches_skipped == 0
+    assert (report.nodes_in_neo4j, report.edges_in_neo4j) == (bundle.nodes.height, bundle.edges.height)
+    marker, _, _ = clean_neo4j.execute_query(
+        "MATCH (m:MetakgLoad) RETURN count(m) AS n", database_=neo4j_settings.database
+    )
+    assert marker[0]["n"] == 0  # a finished load leaves no marker
