@@ -15,7 +15,11 @@ export METAKG_PATHS__DATA_DIR ?= $(SHARED)/data
 endif
 export METAKG_SHARED_DIR ?= $(SHARED)
 
-.PHONY: install llm-install demo test lint bench clean help
+# Every pip install (the project, its dev tools, the local LLM's server extras) uses the pinned versions the
+# tests ran with; `make lock` refreshes them.
+export PIP_CONSTRAINT := $(abspath constraints.txt)
+
+.PHONY: install llm-install demo test lint bench clean help lock
 
 help:
 	@echo "make install  create .venv and install metakg with its dev tools"
@@ -24,12 +28,13 @@ help:
 	@echo "make test     run the test suite (pytest)"
 	@echo "make lint     ruff, ruff format --check, mypy --strict"
 	@echo "make bench    run the benchmarks and record their figures in benchmarks/results/"
+	@echo "make lock     refresh constraints.txt: the newest versions pyproject.toml allows, in a fresh venv"
 	@echo "make neo4j-up / neo4j-down  start / stop a local Neo4j 5 server (Maven Central jars)"
 	@echo "make sparql-up / sparql-down  start / stop a local Virtuoso SPARQL endpoint with Wikidata test data"
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml metakg/loaders/_paths.c
+$(VENV)/.installed: pyproject.toml constraints.txt metakg/loaders/_paths.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -61,6 +66,19 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_extract
 	$(PY) -m benchmarks.bench_wikidata
 	$(PY) -m benchmarks.bench_qa
+
+# A fresh venv without constraints gets the newest versions pyproject.toml allows; their freeze becomes
+# constraints.txt. Run `make test` afterwards, and commit both only when it passes.
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	env -u PIP_CONSTRAINT .venv-lock/bin/python -m pip install --quiet --upgrade pip
+	env -u PIP_CONSTRAINT .venv-lock/bin/python -m pip install --quiet -e '.[dev]'
+	env -u PIP_CONSTRAINT bash tools/install_local_llm.sh .venv-lock/bin/python
+	{ echo "# Pinned versions metakg's tests ran with: make install and CI install through these (PIP_CONSTRAINT)."; \
+	  echo "# Refresh with 'make lock' (a fresh venv with the newest versions the floors in pyproject.toml allow)."; \
+	  .venv-lock/bin/python -m pip freeze --exclude-editable | grep -v ' @ file:'; } > constraints.txt
+	rm -rf .venv-lock
 
 clean:
 	rm -rf out benchmarks/.work .pytest_cache .mypy_cache .ruff_cache

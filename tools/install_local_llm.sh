@@ -13,7 +13,7 @@ mkdir -p "$WHEELS"
 if ! ls "$WHEELS"/llama_cpp_python-"$VERSION"-*.whl >/dev/null 2>&1; then
   echo "building llama-cpp-python $VERSION (once; several minutes) into $WHEELS"
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF" \
-    "$PY" -m pip wheel --quiet --no-deps --no-cache-dir -w "$WHEELS" "llama-cpp-python==$VERSION"
+    env -u PIP_CONSTRAINT "$PY" -m pip wheel --quiet --no-deps --no-cache-dir -w "$WHEELS" "llama-cpp-python==$VERSION"  # build tools unpinned
 fi
 "$PY" -m pip install --quiet "$WHEELS"/llama_cpp_python-"$VERSION"-*.whl
 "$PY" -m pip install --quiet "llama-cpp-python[server]==$VERSION"  # the server extras, from PyPI
