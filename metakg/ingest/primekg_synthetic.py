@@ -164,6 +164,18 @@ def generate(out_dir: Path, primekg_dir: Path, *, scale: float = 1.0, seed: int 
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / SYNTHETIC_FILE
     kg.select(KG_COLUMNS).write_csv(path)
+    # counted from the file, not from the plan: random pairs can repeat, most on small scales
+    rows = kg.select("relation", "x_index", "y_index")
+    distinct_rows = rows.unique().height
+    relationships = rows.select(
+        "relation",
+        pl.min_horizontal("x_index", "y_index").alias("a"),
+        pl.max_horizontal("x_index", "y_index").alias("b"),
+    ).unique()
     return SyntheticPrimeKG(
-        path=path, rows=kg.height, nodes=nodes.height, relationships=kg.height // 2, exact_duplicates=duplicates
+        path=path,
+        rows=kg.height,
+        nodes=nodes.height,
+        relationships=relationships.height,
+        exact_duplicates=kg.height - distinct_rows,
     )

@@ -206,6 +206,12 @@ def test_synthetic_files_follow_the_published_counts(tmp_path: Path, data_dir: P
         assert abs(per_relation[relation] - rows * 0.002) <= 3 + result.exact_duplicates
     bundle, report = read_primekg(result.path)
     assert report.rejected == 0 and report.mirrored_pairs == report.edges
+    # the generator's own report agrees with what the file holds, repeats of random pairs included
+    assert (result.rows, result.relationships, result.exact_duplicates) == (
+        report.read,
+        report.edges,
+        report.exact_duplicates,
+    )
     assert dict(bundle.nodes.group_by("type").len().iter_rows()).keys() == {
         default_vocabulary().primekg[t] for t in node_counts
     }
