@@ -165,9 +165,9 @@ def generate(out_dir: Path, primekg_dir: Path, *, scale: float = 1.0, seed: int 
     path = out_dir / SYNTHETIC_FILE
     kg.select(KG_COLUMNS).write_csv(path)
     # counted from the file, not from the plan: random pairs can repeat, most on small scales
-    rows = kg.select("relation", "x_index", "y_index")
-    distinct_rows = rows.unique().height
-    relationships = rows.select(
+    triples = kg.select("relation", "x_index", "y_index")
+    distinct_rows = triples.unique().height
+    relationships = triples.select(
         "relation",
         pl.min_horizontal("x_index", "y_index").alias("a"),
         pl.max_horizontal("x_index", "y_index").alias("b"),
