@@ -51,8 +51,10 @@ class TripleIngestReport:
 
 
 def _name(expr: pl.Expr) -> pl.Expr:
-    # LLM-written triples often end a name with sentence punctuation ("lifespan."): not part of the name
-    return normalise_name_expr(expr).str.strip_chars_end(".,;:!?").str.strip_chars()
+    # LLM-written triples often end a name with sentence punctuation ("lifespan."): a single final full stop,
+    # comma, semicolon or colon is not part of the name. "!", "?" and an ellipsis are ("Murder!", "Why Not
+    # Me?", "Still Waiting..."), so they stay, and the film Murder! never becomes the tag murder.
+    return normalise_name_expr(expr).str.replace(r"([^.])[.,;:]$", "${1}").str.strip_chars()
 
 
 def _split_lines(data: bytes) -> tuple[list[str | None], list[bytes]]:
@@ -132,20 +134,22 @@ def read_triples(
     raw_names = pl.concat(
         [parsed.select(pl.col("raw_head").alias("raw")), parsed.select(pl.col("raw_tail").alias("raw"))]
     )
-    names = raw_names.unique().with_columns(_name(pl.col("raw")).alias("name"))
+    names = raw_names.unique().with_columns(
+        _name(pl.col("raw")).alias("name"), normalise_name_expr(pl.col("raw")).alias("surface")
+    )
     relations = (
         parsed.select("relation").unique().with_columns(normalise_relation_expr(pl.col("relation")).alias("rel"))
     )
     parsed = (
         parsed.join(
-            names.rename({"raw": "raw_head", "name": "head"}),
+            names.rename({"raw": "raw_head", "name": "head", "surface": "head_surface"}),
             on="raw_head",
             how="left",
             nulls_equal=True,
             maintain_order="left",
         )
         .join(
-            names.rename({"raw": "raw_tail", "name": "tail"}),
+            names.rename({"raw": "raw_tail", "name": "tail", "surface": "tail_surface"}),
             on="raw_tail",
             how="left",
             nulls_equal=True,
@@ -201,19 +205,35 @@ def read_triples(
         ).alias("payload"),
     )
 
-    # Each distinct surface name is turned into an id once; mentions keep file order so that the first
-    # surface form seen becomes the node's name and the others its aliases.
+    # Each distinct name is turned into an id once; mentions keep file order so that the first name seen
+    # becomes the node's name and the others its aliases, with every surface form as written (a name that
+    # lost a final full stop keeps it as an alias), so no input string stops being findable.
     mentions = pl.concat(
         [
-            good.select(pl.col("head").alias("name"), (pl.col("line_no") * 2).alias("order")),
-            good.select(pl.col("tail").alias("name"), (pl.col("line_no") * 2 + 1).alias("order")),
+            good.select(
+                pl.col("head").alias("name"),
+                pl.col("head_surface").alias("surface"),
+                (pl.col("line_no") * 2).alias("order"),
+            ),
+            good.select(
+                pl.col("tail").alias("name"),
+                pl.col("tail_surface").alias("surface"),
+                (pl.col("line_no") * 2 + 1).alias("order"),
+            ),
         ]
     )
-    surface = mentions.group_by("name").agg(pl.col("order").min())
+    surface = mentions.group_by("name").agg(pl.col("order").min(), pl.col("surface").unique())
     surface = surface.with_columns(dataset_id_expr(dataset, pl.col("name")).alias("id")).sort("order")
     nodes = (
         surface.group_by("id", maintain_order=True)
-        .agg(pl.col("name").first(), pl.col("name").slice(1).alias("aliases"))
+        .agg(pl.col("name").first(), pl.col("name").slice(1).alias("_others"), pl.col("surface").explode())
+        .with_columns(
+            pl.concat_list("_others", "surface")
+            .list.unique(maintain_order=True)
+            .list.set_difference(pl.concat_list("name"))
+            .alias("aliases")
+        )
+        .drop("_others", "surface")
         .with_columns(pl.lit(node_type).alias("type"), pl.lit(source).alias("source"))
     )
 

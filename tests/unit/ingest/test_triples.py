@@ -142,3 +142,27 @@ def test_a_byte_order_mark_and_invisible_characters_never_reach_a_name(tmp_path:
     assert (report.read, report.accepted, report.rejected) == (6, 3, 3)
     reasons = dict(zip(bundle.rejects["record"], bundle.rejects["check"], strict=True))
     assert reasons == {"bom.txt:4": "control_character", "bom.txt:5": "control_character", "bom.txt:6": "bad_relation"}
+
+
+def test_metaqa_names_never_merge_across_letters_or_meaningful_punctuation(tmp_path: Path, data_dir: Path) -> None:
+    """The MetaQA KB subset: every distinct input string stays findable (a name or an alias of its node),
+    and a node merges only strings that differ in case (or a final full stop, comma, semicolon or colon)."""
+    rows = [line.split("|") for line in (data_dir / "metaqa" / "kb_subset_8107.txt").read_text().splitlines()]
+    path = tmp_path / "kb.txt"
+    path.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in rows), encoding="utf-8")
+    bundle, report = read_triples(path, "metaqa")
+    assert report.rejected == 0
+    strings = {" ".join(s.split()) for h, _, t in rows for s in (h, t)}
+    names = {n: i for i, n in zip(bundle.nodes["id"], bundle.nodes["name"], strict=True)}
+    aliases = {a: i for i, al in zip(bundle.nodes["id"], bundle.nodes["aliases"], strict=True) for a in al}
+    lost = sorted(s for s in strings if s not in names and s not in aliases)
+    assert not lost, f"input strings that are neither a name nor an alias: {lost[:10]}"
+    merged: dict[str, set[str]] = {}
+    for s in strings:
+        merged.setdefault(names.get(s) or aliases[s], set()).add(s)
+    merges = {node: forms for node, forms in merged.items() if len(forms) > 1}
+    for forms in merges.values():  # the merges, each listed: only case or a final .,;: may differ
+        assert len({f.lower().rstrip(".,;:") for f in forms}) == 1, forms
+    assert names.get("Murder!") != names.get("murder") and "Murder!" in names  # the film is not the tag
+    for title in ("Why Not Me?", "Zapped!"):
+        assert title in strings and title in names
