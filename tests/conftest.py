@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -22,10 +23,13 @@ DATA = SHARED / "data"
 MODEL = SHARED / "models" / "all-MiniLM-L6-v2"
 
 
+MISSING = "not found at"  # in the reason of every skip for a missing shared input (counted at the end)
+
+
 def _require(path: Path, what: str) -> Path:
     if path.exists():
         return path
-    message = f"{what} not found at {path}; set METAKG_SHARED_DIR to the folder holding data/ and models/."
+    message = f"{what} {MISSING} {path}; set METAKG_SHARED_DIR to the folder holding data/ and models/."
     if os.environ.get("CI"):
         pytest.fail(message)  # in CI a missing input is an error, never a silent skip
     pytest.skip(message)
@@ -150,3 +154,16 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         return None
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line at the end saying what was skipped for lack of the shared data or model, and how to give it."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if MISSING in str(getattr(r, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_line(
+            f"metakg: {len(skipped)} tests skipped: the public data and the ONNX model were not found under "
+            f"{SHARED}. Set METAKG_SHARED_DIR to a folder holding data/ (the public data sets) and "
+            "models/all-MiniLM-L6-v2/ (model.onnx, tokenizer.json) to run them; CI=true makes their absence "
+            "an error.",
+            yellow=True,
+        )

@@ -24,7 +24,11 @@ def open_connections(driver: Any) -> int:
 
 
 def test_commands_close_their_neo4j_connections(
-    clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    clean_neo4j: Any,
+    neo4j_settings: Neo4jSettings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model_dir: Path,  # the questions are matched to entities by embedding
 ) -> None:
     monkeypatch.setenv("METAKG_NEO4J__URI", neo4j_settings.uri)
     monkeypatch.setenv("METAKG_NEO4J__DATABASE", neo4j_settings.database)

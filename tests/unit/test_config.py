@@ -11,7 +11,7 @@ from metakg.errors import ConfigError
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("METAKG_EMBEDDER__MODEL_DIR")
+    monkeypatch.delenv("METAKG_EMBEDDER__MODEL_DIR", raising=False)
     settings = load_settings()
     assert settings.store.backend == "embedded" and settings.store.max_hops == 3
     assert settings.embedder.model_dir is None and settings.validation.fail_on_reject

@@ -118,7 +118,7 @@ def test_info_merge_export(tmp_path: Path) -> None:
     run("export", "rdf", str(tmp_path / "m"), "-o", str(tmp_path / "kg.x"), "--format", "xml", code=2)
 
 
-def test_query_commands(tmp_path: Path) -> None:
+def test_query_commands(tmp_path: Path, model_dir: Path) -> None:  # names resolve by embedding too
     write_bundle(tmp_path / "a", small_bundle())
     bundle = str(tmp_path / "a")
     _, out = run("query", "neighbours", bundle, "Aspirin", "--rel", "treats", "--json")
@@ -149,7 +149,7 @@ def test_query_commands(tmp_path: Path) -> None:
     assert near["node"]["name"] == "aspirin"
 
 
-def test_embed_then_search(tmp_path: Path) -> None:
+def test_embed_then_search(tmp_path: Path, model_dir: Path) -> None:
     write_bundle(tmp_path / "a", small_bundle())
     _, out = run("embed", str(tmp_path / "a"), "--json")
     assert out["nodes"] == 10 and out["dim"] == 384 and out["model"] == "all-MiniLM-L6-v2"
@@ -172,7 +172,7 @@ def test_version_and_help() -> None:
     assert "--dataset" in result.stdout and "rejects.parquet" in result.stdout
 
 
-def test_synthetic_and_primekg_commands(tmp_path: Path) -> None:
+def test_synthetic_and_primekg_commands(tmp_path: Path, data_dir: Path) -> None:  # the published counts
     _, synthetic = run("synthetic", "primekg", "-o", str(tmp_path / "syn"), "--scale", "0.001", "--json")
     assert synthetic["synthetic"] is True and "synthetic" in synthetic["path"]
     _, ingest = run("ingest", "primekg", synthetic["path"], "-o", str(tmp_path / "b"), "--json")
