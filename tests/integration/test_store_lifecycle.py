@@ -28,7 +28,7 @@ def test_commands_close_their_neo4j_connections(
     neo4j_settings: Neo4jSettings,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    model_dir: Path,  # the questions are matched to entities by embedding
+    any_embedder: None,
 ) -> None:
     monkeypatch.setenv("METAKG_NEO4J__URI", neo4j_settings.uri)
     monkeypatch.setenv("METAKG_NEO4J__DATABASE", neo4j_settings.database)

@@ -20,7 +20,7 @@ CHOICES = ("-c", "A: warfarin", "-c", "B: headache")
 
 
 @pytest.fixture
-def bundle(tmp_path: Path, model_dir: Path) -> Path:  # every question is matched to entities by embedding
+def bundle(tmp_path: Path, any_embedder: None) -> Path:
     path = tmp_path / "kg"
     write_bundle(path, small_bundle())
     return path

@@ -32,14 +32,14 @@ def test_exact_and_lemma_grouping_without_embeddings() -> None:
     assert dog["name"] == "The Dogs" and dog["aliases"] == ["dogs", "dog"]
 
 
-def test_embedding_similarity_merges_synonyms_above_the_threshold(embedder: OnnxEmbedder) -> None:
+def test_embedding_similarity_merges_synonyms_above_the_threshold(minilm: OnnxEmbedder) -> None:
     mentions = ["fridge", "refrigerator", "cat", "dog", "heart attack"]
-    res = resolve_mentions(mentions, "t", embedder=embedder, threshold=0.9)
+    res = resolve_mentions(mentions, "t", embedder=minilm, threshold=0.9)
     assert res.ids["refrigerator"] == res.ids["fridge"]
     assert len({res.ids["cat"], res.ids["dog"], res.ids["heart attack"], res.ids["fridge"]}) == 4
     assert res.merged == {"embedding": 1}
     # a threshold above every pair's similarity merges nothing
-    strict = resolve_mentions(mentions, "t", embedder=embedder, threshold=0.999)
+    strict = resolve_mentions(mentions, "t", embedder=minilm, threshold=0.999)
     assert len(set(strict.ids.values())) == 5
 
 
@@ -75,11 +75,11 @@ def test_linking_takes_canonical_ids_and_carries_the_target_rows() -> None:
     assert rows["kg:med/headache"]["type"] == "concept"
 
 
-def test_linking_by_embedding_similarity(embedder: OnnxEmbedder) -> None:
+def test_linking_by_embedding_similarity(minilm: OnnxEmbedder) -> None:
     nodes = _target()
-    vectors = embedder.embed(nodes["name"].to_list())
+    vectors = minilm.embed(nodes["name"].to_list())
     target = LinkTarget.from_nodes(nodes, vectors, nodes["id"].to_list())
-    res = resolve_mentions(["type 2 diabetes", "banana"], "med", embedder=embedder, threshold=0.85, target=target)
+    res = resolve_mentions(["type 2 diabetes", "banana"], "med", embedder=minilm, threshold=0.85, target=target)
     assert res.ids["type 2 diabetes"] == "mondo:0005148"
     assert res.ids["banana"] == "kg:med/banana"
     assert res.linked == {"embedding": 1}

@@ -13,9 +13,9 @@ from metakg.errors import EmbeddingError
 from metakg.llm.embedder import Embedder, OnnxEmbedder, resolve_model_dir
 
 
-def test_vectors_are_unit_length_and_meaningful(embedder: OnnxEmbedder) -> None:
-    assert isinstance(embedder, Embedder)
-    vectors = embedder.embed(["dog", "puppy", "stock market crash"])
+def test_vectors_are_unit_length_and_meaningful(minilm: OnnxEmbedder) -> None:
+    assert isinstance(minilm, Embedder)
+    vectors = minilm.embed(["dog", "puppy", "stock market crash"])
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
@@ -28,8 +28,8 @@ def test_batching_and_order_do_not_change_results(model_dir: Path) -> None:
     assert np.allclose(one_by_one, batched, atol=1e-4)
 
 
-def test_empty_input(embedder: OnnxEmbedder) -> None:
-    assert embedder.embed([]).shape == (0, 384)
+def test_empty_input(minilm: OnnxEmbedder) -> None:
+    assert minilm.embed([]).shape == (0, 384)
 
 
 def test_missing_model_is_explained(tmp_path: Path) -> None:

@@ -73,9 +73,9 @@ def csqa(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
     return out
 
 
-def test_answers_evidence_and_traces_are_unchanged(csqa: Path, data_dir: Path, embedder: OnnxEmbedder) -> None:
+def test_answers_evidence_and_traces_are_unchanged(csqa: Path, data_dir: Path, minilm: OnnxEmbedder) -> None:
     pinned = json.loads(PIN.read_text(encoding="utf-8"))
-    now = answers(csqa, data_dir / "metakgrag_pilot/commonsenseqa__commonsenseqa.json", embedder)
+    now = answers(csqa, data_dir / "metakgrag_pilot/commonsenseqa__commonsenseqa.json", minilm)
     assert sorted(now) == sorted(pinned)
     for label, rows in pinned.items():
         for old, new in zip(rows, now[label], strict=True):
