@@ -64,7 +64,8 @@ def info(
     top: int = typer.Option(10, help="How many node types and relations to list."),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Summarise a bundle: counts per type and relation, sources, validation status, content hashes."""
+    """Summarise a bundle: counts per type and relation, sources, validation status, content hashes (every
+    table is checked against them; a changed one is an error, exit 1)."""
     with guarded("info", json_mode):
         manifest = api.bundle_info(bundle)
         counts = manifest.get("counts", {})
@@ -122,7 +123,8 @@ def merge(
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Merge bundles: union of nodes (dedup by id, aliases and xrefs united) and edges (dedup by edge id,
-    counts summed, record ids united). Validate the result before use."""
+    record ids united, count = distinct supporting records, so merging an input twice changes nothing).
+    Validate the result before use."""
     with guarded("merge", json_mode):
         manifest = api.merge(bundles, output)
         counts = manifest["counts"]
