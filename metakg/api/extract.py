@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from metakg.api._shared import Progress, quiet
+from metakg.api._shared import Progress, at_least_one, quiet
 from metakg.api.bundles import write_validated
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
@@ -84,10 +84,8 @@ def extract(
     """
     say = progress or quiet
     check_dataset_name(dataset)
-    if limit is not None and limit < 1:
-        raise UsageError(f"--limit must be at least 1, got {limit}.")
-    if concurrency is not None and concurrency < 1:
-        raise UsageError(f"--concurrency must be at least 1, got {concurrency}.")
+    at_least_one("--limit", limit)
+    at_least_one("--concurrency", concurrency)
     if budget_usd is not None and budget_usd < 0:
         raise UsageError(f"--budget-usd must not be negative, got {budget_usd}.")
     if settings.extract.node_type not in default_vocabulary().names:

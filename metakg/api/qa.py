@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from metakg.api._shared import Progress, quiet
+from metakg.api._shared import Progress, at_least_one, quiet
 from metakg.api.llm import llm_session, run_with
 from metakg.api.stores import open_store
 from metakg.api.wikidata import sparql_client
@@ -168,8 +168,7 @@ def read_questions(path: Path, fmt: DatasetFormat, *, limit: int | None = None) 
     Raises:
         InputDataError: the file cannot be read; UsageError: an unknown format, or ``limit`` below 1.
     """
-    if limit is not None and limit < 1:
-        raise UsageError(f"--limit must be at least 1, got {limit}.")
+    at_least_one("--limit", limit)
     read = read_dataset(path, fmt, limit=limit)
     questions = [
         Question(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from metakg.api._shared import Counter, Progress, quiet
+from metakg.api._shared import Counter, Progress, at_least_one, quiet
 from metakg.config import NEO4J_SCHEMES, Settings
 from metakg.errors import NodeNotFound, UsageError
 from metakg.llm.embedder import LazyEmbedder
@@ -70,12 +70,6 @@ def open_store(
 MIN_NAME_SIMILARITY = 0.6
 
 
-def _at_least_one(**values: int | None) -> None:
-    for name, value in values.items():
-        if value is not None and value < 1:
-            raise UsageError(f"{name} must be at least 1, got {value}.")
-
-
 def resolve_node(store: GraphStore, text: str, *, min_similarity: float = MIN_NAME_SIMILARITY) -> NodeRecord:
     """A node by id, else the best name match: exact, normalised, then by embedding at ``min_similarity`` or
     more (a name nothing resembles must not land on an unrelated node).
@@ -102,7 +96,7 @@ def search_nodes(store: GraphStore, text: str, *, mode: SearchMode = "auto", k: 
     Raises:
         UsageError: ``k`` below 1.
     """
-    _at_least_one(k=k)
+    at_least_one("k", k)
     return store.search(text, mode=mode, k=k)
 
 
@@ -114,7 +108,7 @@ def neighbours_of(
     Raises:
         UsageError: ``limit`` below 1; NodeNotFound: ``text`` names no node.
     """
-    _at_least_one(limit=limit)
+    at_least_one("limit", limit)
     node = resolve_node(store, text)
     return node, store.neighbours(node.id, relations=relations, limit=limit)
 
@@ -127,7 +121,8 @@ def paths_between(
     Raises:
         UsageError: ``k`` or ``max_hops`` below 1; NodeNotFound: ``a`` or ``b`` names no node.
     """
-    _at_least_one(k=k, max_hops=max_hops)
+    at_least_one("k", k)
+    at_least_one("max_hops", max_hops)
     na, nb = resolve_node(store, a), resolve_node(store, b)
     return na, nb, store.shortest_paths(na.id, nb.id, k=k, max_hops=max_hops, relations=relations)
 
