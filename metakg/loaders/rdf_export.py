@@ -7,8 +7,6 @@ whole graph in memory to group statements by subject.
 from __future__ import annotations
 
 import itertools
-import os
-import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal as TypingLiteral
@@ -17,6 +15,7 @@ from rdflib import Dataset, Graph
 from rdflib.namespace import RDF, RDFS, SKOS
 
 from metakg.errors import ExportError
+from metakg.schemas.locks import unique_temp_name
 from metakg.schemas.rdf_mapping import MK, MKE, MKR, MKS, MKT, SCHEMA, Quad
 
 RdfFormat = TypingLiteral["ttl", "nt", "nq"]
@@ -62,7 +61,7 @@ def write_rdf(
     """
     if fmt not in FORMATS:
         raise ExportError(f"unknown RDF format {fmt!r}; use one of {sorted(FORMATS)}.")
-    tmp = path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")  # unique: no two writers share it
+    tmp = unique_temp_name(path)
     written = 0
     try:
         if fmt == "ttl":

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import BundleError
+from metakg.schemas.locks import unique_temp_name
 from metakg.schemas.tables import (
     SCHEMA_VERSION,
     conform_edges,
@@ -51,13 +51,8 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _tmp_name(path: Path) -> Path:
-    """A temporary name beside ``path`` that no other writer uses."""
-    return path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-
-
 def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
-    tmp = _tmp_name(path)
+    tmp = unique_temp_name(path)
     try:
         frame.write_parquet(tmp, compression="zstd", statistics=False)
         os.replace(tmp, path)
@@ -118,7 +113,7 @@ def write_bundle(path: Path, bundle: Bundle) -> dict[str, Any]:
         )
         manifest.setdefault("created_at", manifest["written_at"])
         manifest.setdefault("sources", [])
-        tmp = _tmp_name(manifest_path)
+        tmp = unique_temp_name(manifest_path)
         try:
             tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, manifest_path)

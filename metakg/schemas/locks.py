@@ -1,4 +1,5 @@
-"""Exclusive locks for everything a command writes: bundles, the evaluation folder, the Wikidata state.
+"""Exclusive locks for everything a command writes (bundles, the evaluation folder, the Wikidata state), and
+the unique temporary names writers write under before renaming.
 
 A lock is an advisory ``flock`` on a small file next to (or inside) what is written, held for the whole
 command, so a second writer started meanwhile fails at once with a clear message instead of interleaving
@@ -12,6 +13,7 @@ import fcntl
 import functools
 import inspect
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,3 +70,8 @@ def locked(param: str, what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return run
 
     return wrap
+
+
+def unique_temp_name(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other writer uses (write there, then rename onto ``path``)."""
+    return path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
