@@ -99,6 +99,32 @@ def _count(driver: Any, database: str, query: str) -> int:
     return int(records[0]["n"])
 
 
+def _resume(driver: Any, database: str, key: str, checkpoint_path: Path) -> tuple[set[str], str, str]:
+    """The batches a checkpoint records as done, what became of it (``none``, ``resumed`` or why it was
+    discarded), and the load's token.
+
+    The checkpoint is tied to the database by a marker node the load writes there: a checkpoint whose
+    marker is gone (the database was wiped or replaced) would skip batches that are not in it any more.
+    """
+    records, _s, _k = driver.execute_query(cypher.LOAD_MARKER_GET, key=key, database_=database)
+    marker = records[0]["token"] if records else None
+    status = "none"
+    if checkpoint_path.is_file():
+        try:
+            saved = json.loads(checkpoint_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = {}
+        if saved.get("key") != key:
+            status = "discarded: it was written for another bundle or database"
+        elif saved.get("token") is None or saved.get("token") != marker:
+            status = "discarded: the database no longer holds the load it records (wiped or replaced)"
+        else:
+            return set(saved.get("done", [])), "resumed", str(marker)
+    token = uuid.uuid4().hex
+    driver.execute_query(cypher.LOAD_MARKER_SET, key=key, token=token, database_=database)
+    return set(), status, token
+
+
 def load_bundle(
     driver: Any,
     bundle: Bundle,
@@ -131,25 +157,9 @@ def load_bundle(
     checkpoint_path = checkpoint_dir / CHECKPOINT_FILE if checkpoint_dir is not None else None
     key = _checkpoint_key(bundle, target)
     done: set[str] = set()
-    checkpoint = "none"
-    # the checkpoint is tied to the database by a marker node the load writes there: a checkpoint whose
-    # marker is gone (the database was wiped or replaced) would skip batches that are not in it any more
-    records, _s, _k = driver.execute_query(cypher.LOAD_MARKER_GET, key=key, database_=database)
-    marker = records[0]["token"] if records else None
-    if checkpoint_path is not None and checkpoint_path.is_file():
-        try:
-            saved = json.loads(checkpoint_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            saved = {}
-        if saved.get("key") != key:
-            checkpoint = "discarded: it was written for another bundle or database"
-        elif saved.get("token") is None or saved.get("token") != marker:
-            checkpoint = "discarded: the database no longer holds the load it records (wiped or replaced)"
-        else:
-            done, checkpoint = set(saved.get("done", [])), "resumed"
-    token = marker if checkpoint == "resumed" else uuid.uuid4().hex
-    if checkpoint != "resumed":
-        driver.execute_query(cypher.LOAD_MARKER_SET, key=key, token=token, database_=database)
+    checkpoint, token = "none", ""
+    if checkpoint_path is not None:
+        done, checkpoint, token = _resume(driver, database, key, checkpoint_path)
     dims = None
     if embeddings is not None and embeddings.height:
         dims = len(embeddings["vector"][0])
@@ -193,7 +203,7 @@ def load_bundle(
         run_batches(edges, "edges", "rel", ["id", "src", "dst", "created_at", "props"], cypher.merge_edges)
     if checkpoint_path is not None:
         checkpoint_path.unlink(missing_ok=True)  # complete: the next load starts (and merges) from scratch
-    driver.execute_query(cypher.LOAD_MARKER_DELETE, key=key, database_=database)
+        driver.execute_query(cypher.LOAD_MARKER_DELETE, key=key, database_=database)
     return LoadReport(
         nodes_in_bundle=bundle.nodes.height,
         edges_in_bundle=bundle.edges.height,
