@@ -7,6 +7,7 @@ constructor.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -154,8 +155,16 @@ def resolve_model_dir(settings: EmbedderSettings, cache_dir: Path, *, say: Calla
     return folder
 
 
+@functools.lru_cache(maxsize=4)
+def _shared_model(folder: Path, batch_size: int, max_length: int) -> OnnxEmbedder:
+    """One :class:`OnnxEmbedder` per model folder and parameters in a process: the store and the QA context
+    of one command (each with its own :class:`LazyEmbedder`) load the ONNX session once, not twice."""
+    return OnnxEmbedder(folder, batch_size=batch_size, max_length=max_length)
+
+
 class LazyEmbedder:
-    """The configured ONNX embedder, located (and, if need be, downloaded) on first use, not when built."""
+    """The configured ONNX embedder, located (and, if need be, downloaded) on first use, not when built;
+    every LazyEmbedder of the same model shares one loaded session."""
 
     def __init__(
         self, settings: EmbedderSettings, cache_dir: Path, progress: Callable[[str], None] | None = None
@@ -169,9 +178,7 @@ class LazyEmbedder:
     def _get(self) -> OnnxEmbedder:
         if self._inner is None:
             folder = resolve_model_dir(self._settings, self._cache_dir, say=self._progress)
-            self._inner = OnnxEmbedder(
-                folder, batch_size=self._settings.batch_size, max_length=self._settings.max_length
-            )
+            self._inner = _shared_model(folder.resolve(), self._settings.batch_size, self._settings.max_length)
         return self._inner
 
     @property

@@ -10,7 +10,7 @@ import pytest
 
 from metakg.config import EmbedderSettings
 from metakg.errors import EmbeddingError
-from metakg.llm.embedder import Embedder, OnnxEmbedder, resolve_model_dir
+from metakg.llm.embedder import Embedder, LazyEmbedder, OnnxEmbedder, resolve_model_dir
 
 
 def test_vectors_are_unit_length_and_meaningful(minilm: OnnxEmbedder) -> None:
@@ -67,3 +67,11 @@ def test_model_is_downloaded_once_into_the_cache(
     assert np.allclose(vectors, OnnxEmbedder(model_dir).embed(["aspirin"]))
     assert resolve_model_dir(settings, tmp_path, say=messages.append) == folder
     assert len(messages) == 2  # nothing downloaded the second time
+
+
+def test_lazy_embedders_of_one_model_share_its_session(model_dir: Path) -> None:
+    settings = EmbedderSettings(model_dir=model_dir)
+    store_side, context_side = LazyEmbedder(settings, model_dir), LazyEmbedder(settings, model_dir)
+    assert store_side._get() is context_side._get()  # one ONNX session per process, not one per user
+    other = LazyEmbedder(settings.model_copy(update={"batch_size": 8}), model_dir)
+    assert other._get() is not store_side._get()
