@@ -158,17 +158,18 @@ class UsageMeter:
         prompt = completion.usage.prompt_tokens if completion is not None else 0
         output = completion.usage.completion_tokens if completion is not None else 0
         billed_prompt, billed_output = (0, 0) if cached else (prompt, output)
+        model = completion.model if completion is not None else model
         entry = UsageRecord(
             run_id=self.run_id,
             scope=_SCOPE.get(),
             tag=tag,
-            model=completion.model if completion is not None else model,
+            model=model,
             prompt_tokens=billed_prompt,
             completion_tokens=billed_output,
             saved_tokens=prompt + output if cached else 0,
             latency_s=latency_s,
             cached=cached,
-            cost_usd=price(self.prices, completion.model if completion else model, billed_prompt, billed_output),
+            cost_usd=price(self.prices, model, billed_prompt, billed_output),
             attempts=0 if cached else attempts,
             error=error,
         )

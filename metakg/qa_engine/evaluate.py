@@ -63,20 +63,21 @@ def run_specs(strategies: Sequence[str], variants: Sequence[str], registry: Stra
     ]
     for value in variants:
         items = [v.strip() for v in value.split(",") if v.strip() and v.strip() != "none"]
+        matched = items == ["all"]
         for name in with_switches:
             offered = registry.get(name).switches()
             runs: list[tuple[str, ...]]
             if items == ["all"]:
                 runs = [(s,) for s in offered]
             elif all(i in offered for i in items):
-                runs = [tuple(s for s in offered if s in items)]
+                runs, matched = [tuple(s for s in offered if s in items)], True
             else:
                 continue
             for switches in runs:
                 spec = RunSpec(name, switches)
                 if spec not in specs:
                     specs.append(spec)
-        if items != ["all"] and not any(all(i in registry.get(n).switches() for i in items) for n in with_switches):
+        if not matched:
             offered_all = sorted({s for n in with_switches for s in registry.get(n).switches()})
             raise UsageError(f"unknown switch in {value!r}; the strategies offer: {', '.join(offered_all) or 'none'}.")
     return specs
