@@ -174,10 +174,19 @@ class LazyEmbedder:
         self._cache_dir = cache_dir
         self._progress = progress
         self._inner: OnnxEmbedder | None = None
+        self._failed: Exception | None = None
 
     def _get(self) -> OnnxEmbedder:
+        """The loaded model; a failed location or download is remembered and raised again at once (a run of
+        many questions does not retry a download that failed for each of them)."""
+        if self._failed is not None:
+            raise self._failed
         if self._inner is None:
-            folder = resolve_model_dir(self._settings, self._cache_dir, say=self._progress)
+            try:
+                folder = resolve_model_dir(self._settings, self._cache_dir, say=self._progress)
+            except Exception as e:
+                self._failed = e
+                raise
             self._inner = _shared_model(folder.resolve(), self._settings.batch_size, self._settings.max_length)
         return self._inner
 

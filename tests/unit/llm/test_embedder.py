@@ -75,3 +75,13 @@ def test_lazy_embedders_of_one_model_share_its_session(model_dir: Path) -> None:
     assert store_side._get() is context_side._get()  # one ONNX session per process, not one per user
     other = LazyEmbedder(settings.model_copy(update={"batch_size": 8}), model_dir)
     assert other._get() is not store_side._get()
+
+
+def test_lazy_embedder_remembers_a_failed_download(tmp_path: Path) -> None:
+    settings = EmbedderSettings(model_url="http://127.0.0.1:9/model.onnx", tokenizer_url="http://127.0.0.1:9/t.json")
+    messages: list[str] = []
+    lazy = LazyEmbedder(settings, tmp_path, progress=messages.append)
+    for _ in range(3):  # one download attempt, then the same error at once (an eval of 700 questions)
+        with pytest.raises(EmbeddingError, match="download of"):
+            lazy.embed(["x"])
+    assert len(messages) == 1
