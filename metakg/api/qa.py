@@ -53,7 +53,7 @@ __all__ = [
     "trace_lines",
 ]
 
-EVAL_FORMATS: tuple[DatasetFormat, ...] = ("medagents", "csqa", "pilot")
+EVAL_FORMATS: tuple[DatasetFormat, ...] = ("medagents", "csqa", "pilot", "metaqa")
 
 
 def empty_store_factory(embedder: Embedder) -> Callable[[], GraphStore]:
@@ -177,6 +177,7 @@ def read_questions(path: Path, fmt: DatasetFormat, *, limit: int | None = None) 
             id=row["record_id"],
             answer=row["answer"],
             answer_text=row["answer_text"],
+            answers=tuple(row["answers"] or ()),
         )
         for row in read.records.iter_rows(named=True)
         if row["kind"] == "qa"
@@ -194,11 +195,13 @@ def evaluate_benchmark(
     strategies: Sequence[str],
     ablations: Sequence[str] = (),
     limit: int | None = None,
+    skip: int = 0,
     bundle: Path | None = None,
     neo4j: bool = False,
     resume: bool = True,
     keep_failed: bool = False,
     use_llm: bool = True,
+    budget: int = 10,
     registry: StrategyRegistry | None = None,
     progress: Progress | None = None,
     tick: Callable[[str, int, int], None] | None = None,
@@ -206,6 +209,8 @@ def evaluate_benchmark(
     """Run strategies (and their switch variants, e.g. MetaKGRAG ablations) over a benchmark; writes the
     answers, summary and comparison into ``out_dir``.
 
+    ``skip`` leaves out the first questions and ``limit`` keeps the next N (tune on one part of a file,
+    report on the rest); ``budget`` is the evidence budget of the recall-at-budget figures.
     Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason. A re-run resumes
     from the answers in ``out_dir`` (failed ones are asked again unless ``keep_failed``). Without
     ``use_llm`` only the graph strategies run, retrieval only (concepts by rules): the report then holds
@@ -230,12 +235,19 @@ def evaluate_benchmark(
         specs = [s for s in specs if registry.get(s.strategy).uses_graph]
         if not specs:
             raise UsageError("--no-llm evaluates retrieval: choose at least one graph strategy.")
-    questions, read = read_questions(path, fmt, limit=limit)
+    at_least_one("--budget", budget)
+    if skip < 0:
+        raise UsageError(f"--skip must be 0 or more, got {skip}.")
+    questions, read = read_questions(path, fmt, limit=None if limit is None else skip + limit)
+    questions = questions[skip:]
     out_dir.mkdir(parents=True, exist_ok=True)
     if read.rejects.height:
         read.rejects.write_csv(out_dir / "rejects.csv")
     if not questions:
-        raise InputDataError(f"{path} holds no question in the {fmt} format ({read.rejects.height} lines rejected).")
+        raise InputDataError(
+            f"{path} holds no question in the {fmt} format after skipping {skip} "
+            f"({read.rejects.height} lines rejected)."
+        )
     with open_store(settings, bundle, neo4j=neo4j, progress=say) as store:
         if use_llm:
             with llm_session(settings, progress=say) as client:
@@ -243,14 +255,32 @@ def evaluate_benchmark(
                 summary = run_with(
                     client,
                     evaluate(
-                        questions, specs, ctx, out_dir, registry, resume=resume, keep_failed=keep_failed, tick=tick
+                        questions,
+                        specs,
+                        ctx,
+                        out_dir,
+                        registry,
+                        resume=resume,
+                        keep_failed=keep_failed,
+                        budget=budget,
+                        tick=tick,
                     ),
                 )
         else:
             rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
             ctx = qa_context(rules, store, None, progress=say)
             summary = asyncio.run(
-                evaluate(questions, specs, ctx, out_dir, registry, resume=resume, keep_failed=keep_failed, tick=tick)
+                evaluate(
+                    questions,
+                    specs,
+                    ctx,
+                    out_dir,
+                    registry,
+                    resume=resume,
+                    keep_failed=keep_failed,
+                    budget=budget,
+                    tick=tick,
+                )
             )
     return {
         "summary": summary,

@@ -83,7 +83,7 @@ def ask(
 
 def evaluate(
     benchmark: Path = typer.Argument(..., metavar="BENCHMARK", help="The benchmark file."),
-    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot."),
+    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot | metaqa."),
     strategy: str = typer.Option(
         "metakgrag", "--strategy", "-s", help="Comma-separated strategies (`metakg strategies` lists them)."
     ),
@@ -94,7 +94,11 @@ def evaluate(
         "them; repeat for several runs; 'all' = each switch alone). metakgrag's: no_completeness, no_relevance, "
         "no_restart, no_cycle.",
     ),
-    limit: int | None = typer.Option(None, help="Only the first N questions."),
+    limit: int | None = typer.Option(None, help="Only the first N questions (after --skip)."),
+    skip: int = typer.Option(0, help="Leave out the first N questions (e.g. the ones settings were tuned on)."),
+    budget: int = typer.Option(
+        10, help="Evidence budget of recall@budget: the first N evidence entities (and triples) of each run."
+    ),
     bundle: Path | None = typer.Option(None, "--bundle", "-b", help=BUNDLE_HELP),
     neo4j: bool = typer.Option(False, "--neo4j", help=NEO4J_HELP),
     output: Path = typer.Option(..., "--output", "-o", help="Report folder (answers-*.jsonl, summary.json, ...)."),
@@ -133,6 +137,8 @@ def evaluate(
                 strategies=strategy.split(","),
                 ablations=ablation or [],
                 limit=limit,
+                skip=skip,
+                budget=budget,
                 bundle=bundle,
                 neo4j=neo4j,
                 resume=not fresh,

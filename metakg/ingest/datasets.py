@@ -2,7 +2,9 @@
 
 Formats: MedAgentsBench/MedQA jsonl (``question``, ``options``, ``answer_idx``), CommonsenseQA (the official
 schema and the Hugging Face layout), the MetaKGRAG pilot format (``{"question": "stem\\nA: ...", "answer":
-"A"}``; free-text answers too), and plain text, jsonl or csv with a field mapping. Every input line ends up a
+"A"}``; free-text answers too), MetaQA (``question with [topic entity] TAB answer1|answer2``, or a TSV with
+a header naming ``question`` and ``answers`` columns; several gold answers), and plain text, jsonl or csv
+with a field mapping. Every input line ends up a
 record or a reject with its reason. Chunking of long texts happens in the extraction stage.
 """
 
@@ -20,8 +22,8 @@ import polars as pl
 from metakg.errors import InputDataError, UsageError
 from metakg.ingest.hygiene import strip_bom
 
-DatasetFormat = Literal["medagents", "csqa", "pilot", "text", "jsonl", "csv"]
-FORMATS: tuple[str, ...] = ("medagents", "csqa", "pilot", "text", "jsonl", "csv")
+DatasetFormat = Literal["medagents", "csqa", "pilot", "metaqa", "text", "jsonl", "csv"]
+FORMATS: tuple[str, ...] = ("medagents", "csqa", "pilot", "metaqa", "text", "jsonl", "csv")
 
 RECORD_SCHEMA: dict[str, pl.DataType] = {
     "record_id": pl.String(),
@@ -31,6 +33,7 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "option_texts": pl.List(pl.String()),
     "answer": pl.String(),  # the correct label, or a free-text answer
     "answer_text": pl.String(),
+    "answers": pl.List(pl.String()),  # every gold answer text (free-text questions may have several)
     "concept": pl.String(),
     "text": pl.String(),
 }
@@ -55,7 +58,14 @@ class DatasetRead:
         return self.records.height
 
 
-def _qa(record_id: str, question: str, options: dict[str, str], answer: str, concept: str | None) -> dict[str, Any]:
+def _qa(
+    record_id: str,
+    question: str,
+    options: dict[str, str],
+    answer: str,
+    concept: str | None,
+    answers: list[str] | None = None,
+) -> dict[str, Any]:
     if not question.strip():
         raise RecordError("question is empty")
     labels = list(options)
@@ -69,6 +79,7 @@ def _qa(record_id: str, question: str, options: dict[str, str], answer: str, con
         "option_texts": [str(options[label]) for label in labels],
         "answer": answer,
         "answer_text": str(options[answer]) if options else answer,
+        "answers": [str(options[answer])] if options else (answers or [answer]),
         "concept": concept,
         "text": None,
     }
@@ -112,6 +123,45 @@ def _pilot(row: dict[str, Any], record_id: str) -> dict[str, Any]:
     if options and len(answer) == 1:
         return _qa(record_id, "\n".join(stem), options, answer, None)
     return _qa(record_id, "\n".join(lines), {}, answer, None)  # a dialogue with a free-text answer
+
+
+_TOPIC = re.compile(r"\[([^\[\]]+)\]")
+
+
+def _metaqa(question: str, answers: str, record_id: str) -> dict[str, Any]:
+    """A MetaQA question: the topic entity's brackets are dropped (kept as the record's concept)."""
+    gold = [a.strip() for a in answers.split("|") if a.strip()]
+    if not gold:
+        raise RecordError("no gold answer after the tab")
+    topic = _TOPIC.search(question)
+    return _qa(record_id, _TOPIC.sub(r"\1", question), {}, gold[0], topic.group(1) if topic else None, gold)
+
+
+def _metaqa_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | RecordError, str]]:
+    """(line number, record or the reason it is refused, the line) of a MetaQA file: ``question TAB answers``
+    lines, or a TSV whose header names ``question`` and ``answers`` columns."""
+    columns: list[str] | None = None
+    for number, line in _json_lines(path):
+        if line.startswith("\x00invalid utf-8\x00"):
+            yield number, RecordError("the line is not valid UTF-8"), line.split("\x00", 2)[2]
+            continue
+        cells = line.rstrip("\r\n").split("\t")
+        if number == 1 and "question" in cells and "answers" in cells:
+            columns = cells
+            continue
+        try:
+            if columns is not None:
+                if len(cells) != len(columns):
+                    raise RecordError(f"{len(cells)} columns, the header has {len(columns)}")
+                row = dict(zip(columns, cells, strict=True))
+                record_id = f"{path.name}:{row['line_no']}" if row.get("line_no") else f"{path.name}:{number}"
+                yield number, _metaqa(row["question"], row["answers"], record_id), line
+            elif len(cells) != 2:
+                raise RecordError("a MetaQA line is 'question TAB answer1|answer2'")
+            else:
+                yield number, _metaqa(cells[0], cells[1], f"{path.name}:{number}"), line
+        except RecordError as e:
+            yield number, e, line
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -201,6 +251,15 @@ def read_dataset(
                 continue
             record_id = str(row[id_field]) if id_field and row.get(id_field) is not None else f"{name}:{number}"
             records.append({"record_id": record_id, "kind": "text", "text": str(value)})
+            if limit is not None and len(records) >= limit:
+                break
+    elif fmt == "metaqa":
+        for number, found, line in _metaqa_lines(path):
+            read += 1
+            if isinstance(found, RecordError):
+                reject(number, str(found), line.rstrip("\n"))
+                continue
+            records.append(found)
             if limit is not None and len(records) >= limit:
                 break
     else:

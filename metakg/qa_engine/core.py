@@ -26,6 +26,12 @@ class Question:
     id: str = ""
     answer: str | None = None  # the gold letter (or free-text answer), for evaluation
     answer_text: str | None = None
+    answers: tuple[str, ...] = ()  # every gold answer text (a free-text question may have several)
+
+    @property
+    def gold_texts(self) -> tuple[str, ...]:
+        """The gold answer texts: ``answers``, else ``answer_text`` (empty when the question has no gold)."""
+        return self.answers or ((self.answer_text,) if self.answer_text else ())
 
     @classmethod
     def parse_choices(cls, choices: Sequence[str]) -> tuple[tuple[str, str], ...]:

@@ -4,11 +4,11 @@ questions and compare them.
 Per run (a strategy, possibly with switches on) it writes ``answers-<label>.jsonl``, one row per
 question, appended as each answer arrives; a re-run with the same output folder reuses the rows already
 there (questions are matched by id; failed answers are asked again), so an interrupted evaluation resumes.
-``summary.json`` and ``comparison.md`` then hold, per run: accuracy, wrong, fail, LLM calls, tokens, cost,
-latency p50/p95, retrieval p50/p95, evidence answer-recall (share of questions whose gold answer text is
-an entity of the evidence), evidence entities per question, and the strategy's own figures (MetaKGRAG:
-the path refinement rate, the share of final paths that differ from their initial path, and cycles per
-question).
+``summary.json`` and ``comparison.md`` then hold, per run: accuracy (free text: the reply contains a gold
+answer; exact matches beside it), wrong, fail, LLM calls, tokens, cost, latency p50/p95, retrieval p50/p95,
+the evidence metrics of :mod:`metakg.qa_engine.metrics` (answer recall, recall at an equal budget of
+entities and of triples, entities, triples and tokens per question, on-path share), and the strategy's own
+figures (MetaKGRAG: the path refinement rate and cycles per question).
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from metakg.errors import InputDataError, UsageError
 from metakg.llm.usage import percentile
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
+from metakg.qa_engine.metrics import EvidenceScorer, answer_match
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.strategy import Strategy
-from metakg.schemas.tables import match_key
-from metakg.text_processing import lemma_key
 
 Tick = Callable[[str, int, int], None]
 
@@ -83,41 +82,48 @@ def run_specs(strategies: Sequence[str], variants: Sequence[str], registry: Stra
     return specs
 
 
-def _key(text: str) -> str:
-    return lemma_key(match_key(text))
+def record(question: Question, answer: Answer, strategy: Strategy[Any], scorer: EvidenceScorer) -> dict[str, Any]:
+    """The JSONL row of one answer: the question, gold, verdict, evidence metrics, trace, usage and the
+    strategy's own metrics.
 
-
-def evidence_entities(answer: Answer) -> set[str]:
-    """The distinct entity names (normalised) of the evidence."""
-    return {_key(name) for path in answer.evidence for h, _, t in path.triples for name in (h, t)}
-
-
-def evidence_recall(answer: Answer, gold_text: str | None, *, uses_graph: bool = True) -> bool | None:
-    """True when the gold answer text names an entity of the evidence (None: no gold text or no graph use)."""
-    if not gold_text or not uses_graph:
-        return None
-    return _key(gold_text) in evidence_entities(answer)
-
-
-def record(question: Question, answer: Answer, strategy: Strategy[Any]) -> dict[str, Any]:
-    """The JSONL row of one answer: the question, gold, verdict, evidence, trace, usage and the strategy's
-    own metrics."""
-    correct = None
+    ``correct``: the gold letter for a multiple-choice question; for a free-text one, a reply containing a
+    gold answer (normalised, :func:`~metakg.qa_engine.metrics.answer_match`), with ``exact`` beside it.
+    """
+    correct = exact = None
     if question.answer is not None and question.choices:
-        correct = answer.status == "ok" and answer.choice == question.answer
-    elif question.answer is not None and answer.status == "ok":
-        correct = _key(answer.text) == _key(question.answer)
+        correct = exact = answer.status == "ok" and answer.choice == question.answer
+    elif question.gold_texts and answer.status == "ok":
+        correct, exact = answer_match(answer.text, question.gold_texts)
+    evidence = scorer.score(question, answer) if strategy.uses_graph else {}
     return {
         "question_id": question.id,
         "question": question.text,
         "gold": question.answer,
         "gold_text": question.answer_text,
+        "gold_answers": list(question.gold_texts),
         "correct": correct,
-        "evidence_recall": evidence_recall(answer, question.answer_text, uses_graph=strategy.uses_graph),
-        "evidence_entities": len(evidence_entities(answer)) if strategy.uses_graph else None,
+        "exact": exact,
+        "evidence_recall": evidence.get("evidence_recall"),
+        "evidence_entities": evidence.get("evidence_entities"),
+        "evidence_metrics": evidence,
         "metrics": strategy.metrics(answer),
         **answer.to_dict(),
     }
+
+
+def _mean(values: Sequence[float | int | None], digits: int = 4) -> float | None:
+    found = [float(v) for v in values if v is not None]
+    return round(sum(found) / len(found), digits) if found else None
+
+
+def recall_at(rows: Sequence[dict[str, Any]], budget: int, unit: str = "entities") -> float | None:
+    """The share of questions with a gold answer whose first gold answer is among the first ``budget``
+    evidence entities (or triples) in the strategy's order."""
+    scored = [r["evidence_metrics"] for r in rows if (r.get("evidence_metrics") or {}).get("evidence_recall") is not None]
+    if not scored:
+        return None
+    hits = sum(1 for e in scored if e[f"gold_rank_{unit}"] is not None and e[f"gold_rank_{unit}"] <= budget)
+    return round(hits / len(scored), 4)
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -125,13 +131,15 @@ def _percentile(values: list[float], q: float) -> float | None:
     return None if found is None else round(found, 1)
 
 
-def summarise(rows: Sequence[dict[str, Any]], strategy: type[Strategy[Any]] | Strategy[Any]) -> dict[str, Any]:
-    """Accuracy, failures, usage, latency, evidence metrics, and the strategy's own figures of one run."""
+def summarise(
+    rows: Sequence[dict[str, Any]], strategy: type[Strategy[Any]] | Strategy[Any], *, budget: int = 10
+) -> dict[str, Any]:
+    """Accuracy, failures, usage, latency, evidence metrics (recall, recall at ``budget`` entities and
+    triples, evidence size, on-path share), and the strategy's own figures of one run."""
     n = len(rows)
     correct = sum(1 for r in rows if r["correct"] is True)
     fail = sum(1 for r in rows if r["status"] == "fail")
-    recalls = [r["evidence_recall"] for r in rows if r["evidence_recall"] is not None]
-    entities = [r["evidence_entities"] for r in rows if r.get("evidence_entities") is not None]
+    evidence = [r.get("evidence_metrics") or {} for r in rows]
     usage = [r["usage"] for r in rows]
     total_ms = [u["total_ms"] for u in usage]
     retrieval_ms = [u["retrieval_ms"] for u in usage]
@@ -141,8 +149,15 @@ def summarise(rows: Sequence[dict[str, Any]], strategy: type[Strategy[Any]] | St
         "accuracy": round(correct / n, 4) if n else None,
         "wrong": n - correct - fail,
         "fail": fail,
-        "evidence_recall": round(sum(recalls) / len(recalls), 4) if recalls else None,
-        "evidence_entities_per_question": round(sum(entities) / len(entities), 2) if entities else None,
+        "exact": sum(1 for r in rows if r.get("exact") is True),
+        "evidence_recall": _mean([e.get("evidence_recall") for e in evidence]),
+        "budget": budget,
+        "recall_at_budget": recall_at(rows, budget),
+        "recall_at_budget_triples": recall_at(rows, budget, "triples"),
+        "evidence_entities_per_question": _mean([e.get("evidence_entities") for e in evidence], 2),
+        "evidence_triples_per_question": _mean([e.get("evidence_triples") for e in evidence], 2),
+        "evidence_tokens_per_question": _mean([e.get("evidence_tokens") for e in evidence], 1),
+        "on_path_share": _mean([e.get("on_path_share") for e in evidence]),
         "llm_calls": sum(u["llm_calls"] for u in usage),
         "cache_hits": sum(u["cache_hits"] for u in usage),
         "llm_failures": sum(u.get("failures", 0) for u in usage),
@@ -164,7 +179,11 @@ COLUMNS = (
     ("wrong", "wrong"),
     ("fail", "fail"),
     ("evidence_recall", "evidence recall"),
+    ("recall_at_budget", "recall@budget"),
     ("evidence_entities_per_question", "entities/q"),
+    ("evidence_triples_per_question", "triples/q"),
+    ("evidence_tokens_per_question", "evidence tokens/q"),
+    ("on_path_share", "on-path share"),
     ("calls_per_question", "LLM calls/q"),
     ("tokens_per_question", "tokens/q"),
     ("cost_usd", "cost USD"),
@@ -219,6 +238,7 @@ async def evaluate(
     *,
     resume: bool = True,
     keep_failed: bool = False,
+    budget: int = 10,
     tick: Tick | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run every spec over ``questions``; write the per-question JSONL, ``summary.json`` and ``comparison.md``.
@@ -227,6 +247,7 @@ async def evaluate(
     LLM in the context (retrieval only) the summary has no accuracy, correct or wrong counts.
 
     A re-run resumes from the rows already written, asking failed answers again unless ``keep_failed``.
+    ``budget`` is the evidence budget (entities, and triples) of the recall-at-budget figures.
 
     Returns:
         The summary keyed by run label.
@@ -240,6 +261,7 @@ async def evaluate(
     out_dir.mkdir(parents=True, exist_ok=True)
     summary: dict[str, dict[str, Any]] = {}
     ids = {q.id for q in questions}
+    scorer = EvidenceScorer(ctx.store, max_evidence=ctx.settings.max_evidence)
     for spec in specs:
         strategy = registry.create(spec.strategy, ctx.settings, spec.switches)
         path = out_dir / f"answers-{spec.label}.jsonl"
@@ -249,14 +271,14 @@ async def evaluate(
             for row in done.values():  # rewrite the reused rows first: the file ends whole
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             for number, question in enumerate(questions, start=1):
-                row = done.get(question.id) or record(question, await strategy.answer(question, ctx), strategy)
+                row = done.get(question.id) or record(question, await strategy.answer(question, ctx), strategy, scorer)
                 if question.id not in done:
                     fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                     fh.flush()
                 rows.append(row)
                 if tick is not None:
                     tick(spec.label, number, len(questions))
-        figures = summarise(rows, strategy) | {"reused": len(done)}
+        figures = summarise(rows, strategy, budget=budget) | {"reused": len(done)}
         if ctx.llm is None:  # retrieval only: nothing was answered, so there is no accuracy to report
             figures.update(correct=None, accuracy=None, wrong=None)
         summary[spec.label] = figures

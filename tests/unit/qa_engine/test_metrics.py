@@ -1,0 +1,95 @@
+"""Evidence and answer metrics on the hand-made graph, where every value is known by hand.
+
+Graph (handmade.py)::
+
+    alpha -- decoy -- decoy two
+      |        \\
+    bridge     zeta -- beta
+
+The only shortest path from alpha to beta is alpha > decoy > zeta > beta (3 hops).
+"""
+
+from __future__ import annotations
+
+from metakg.qa_engine.core import Answer, EvidencePath, Question
+from metakg.qa_engine.evaluate import recall_at, record, summarise
+from metakg.qa_engine.metrics import EvidenceScorer, answer_match, entity_order, evidence_tokens, triple_order
+from metakg.qa_engine.strategies import REGISTRY
+from tests.unit.qa_engine.handmade import ident, store
+
+QUESTION = Question("What links alpha and beta?", id="q", answer="beta", answer_text="beta", answers=("beta",))
+
+
+def path(*names: str) -> EvidencePath:
+    triples = tuple((a, "near", b) for a, b in zip(names, names[1:], strict=False))
+    ids = tuple(ident(n) for n in names)
+    return EvidencePath(ids, tuple(f"e{i}" for i in range(len(triples))), triples)
+
+
+def answer(*paths: EvidencePath) -> Answer:
+    found = Answer("q", "kg_rag", evidence=list(paths))
+    found.trace["start_entities"] = [{"id": ident("alpha"), "name": "alpha", "score": 1.0}]
+    return found
+
+
+def test_orders_ranks_and_sizes() -> None:
+    evidence = [path("alpha", "decoy", "decoy two"), path("alpha", "decoy", "zeta", "beta")]
+    assert entity_order(evidence) == ["alpha", "decoy", "decoy two", "zeta", "beta"]
+    assert len(triple_order(evidence)) == 4  # alpha-decoy appears in both paths, counted once
+    scores = EvidenceScorer(store()).score(QUESTION, answer(*evidence))
+    assert scores["evidence_recall"] is True
+    assert (scores["gold_rank_entities"], scores["gold_rank_triples"]) == (5, 4)
+    assert (scores["evidence_entities"], scores["evidence_triples"]) == (5, 4)
+    # "Evidence 1: alpha near decoy" is 6 tokens (Evidence, 1, :, alpha, near, decoy); "decoy two" is two
+    assert scores["evidence_tokens"] == 6 + 7 + 6 + 6 and evidence_tokens(evidence, 2) == 6 + 7
+    # on a shortest alpha-beta path: alpha, decoy, zeta, beta; not decoy two
+    assert scores["on_path_share"] == 0.8
+
+
+def test_evidence_without_the_answer() -> None:
+    scores = EvidenceScorer(store()).score(QUESTION, answer(path("alpha", "decoy", "decoy two")))
+    assert scores["evidence_recall"] is False and scores["gold_rank_entities"] is None
+    assert scores["on_path_share"] == round(2 / 3, 4)
+    side = EvidenceScorer(store()).score(QUESTION, answer(path("alpha", "bridge")))
+    assert side["on_path_share"] == 0.5
+    far = EvidenceScorer(store(), max_hops=2).score(QUESTION, answer(path("alpha", "decoy")))
+    assert far["on_path_share"] is None  # beta is 3 hops away
+
+
+def test_shortest_path_nodes() -> None:
+    scorer = EvidenceScorer(store())
+    on = scorer.shortest_path_nodes({ident("alpha")}, {ident("beta")})
+    assert on == {ident(n) for n in ("alpha", "decoy", "zeta", "beta")}
+    assert scorer.shortest_path_nodes({ident("bridge")}, {ident("decoy two")}) == {
+        ident(n) for n in ("bridge", "alpha", "decoy", "decoy two")
+    }
+    assert scorer.shortest_path_nodes({ident("alpha")}, {ident("alpha")}) == {ident("alpha")}
+
+
+def test_recall_at_an_equal_budget() -> None:
+    strategy = REGISTRY.create("kg_rag", None)
+    scorer = EvidenceScorer(store())
+    late = record(QUESTION, answer(path("alpha", "decoy", "decoy two"), path("zeta", "beta")), strategy, scorer)
+    early = record(QUESTION, answer(path("alpha", "decoy", "zeta", "beta")), strategy, scorer)
+    missing = record(QUESTION, answer(path("alpha", "bridge")), strategy, scorer)
+    rows = [late, early, missing]
+    assert [r["evidence_metrics"]["gold_rank_entities"] for r in rows] == [5, 4, None]
+    assert recall_at(rows, 4) == round(1 / 3, 4) and recall_at(rows, 5) == round(2 / 3, 4)
+    assert recall_at(rows, 2, "triples") == 0.0 and recall_at(rows, 3, "triples") == round(2 / 3, 4)
+    summary = summarise(rows, strategy, budget=4)
+    assert summary["evidence_recall"] == round(2 / 3, 4) and summary["recall_at_budget"] == round(1 / 3, 4)
+    assert summary["evidence_entities_per_question"] == round((5 + 4 + 2) / 3, 2)
+    assert summary["evidence_triples_per_question"] == round((3 + 3 + 1) / 3, 2)
+
+
+def test_free_text_answers_match_by_normalised_containment() -> None:
+    assert answer_match("Answer: The Barkleys of Broadway.", ["Top Hat", "the barkleys of broadway"]) == (True, False)
+    assert answer_match("top hat", ["Top Hat", "Kitty Foyle"]) == (True, True)
+    assert answer_match("Hatter", ["Hat"]) == (False, False)  # whole words only
+    assert answer_match("movies", ["movie"]) == (True, True)  # lemmas
+    assert answer_match("", ["x"]) == (False, False)
+    strategy = REGISTRY.create("llm_only", None)
+    replied = Answer("q", "llm_only", text="It is Kitty Foyle, I think")
+    row = record(Question("?", id="q", answers=("Top Hat", "Kitty Foyle")), replied, strategy, EvidenceScorer(None))
+    assert (row["correct"], row["exact"], row["gold_answers"]) == (True, False, ["Top Hat", "Kitty Foyle"])
+    assert row["evidence_recall"] is None  # llm_only uses no graph
