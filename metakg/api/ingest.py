@@ -25,13 +25,15 @@ def ingest_triples(
     source: str | None = None,
     node_type: str = "concept",
     confidence: float = 1.0,
+    separator: str = "\t",
     progress: Progress | None = None,
 ) -> TripleIngestReport:
-    """Read a tab-separated triple file and write it as a bundle at ``out``.
+    """Read a triple file (fields split by ``separator``, a tab by default) and write it as a bundle at ``out``.
 
     Raises:
         InputDataError: the file cannot be read.
-        UsageError: bad dataset name, unknown node type, or confidence outside [0, 1].
+        UsageError: bad dataset name, unknown node type, confidence outside [0, 1], or a separator that is
+            not one character.
         BundleError: ``out`` cannot be written.
     """
     if node_type not in default_vocabulary().names:
@@ -49,6 +51,7 @@ def ingest_triples(
             confidence=confidence,
             max_field_chars=settings.ingest.max_field_chars,
             progress=progress,
+            separator=separator,
         )
         (progress or quiet)("writing bundle")
         write_bundle(out, bundle)

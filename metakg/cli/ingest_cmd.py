@@ -19,12 +19,15 @@ TOLERANCE_HELP = (
 
 @app.command("triples")
 def triples(
-    file: Path = typer.Argument(..., help="Tab-separated triples: head<TAB>relation<TAB>tail, one per line."),
+    file: Path = typer.Argument(..., help="Triples: head<TAB>relation<TAB>tail, one per line."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Scopes node ids: kg:<dataset>/<concept>."),
     output: Path = typer.Option(..., "--output", "-o", help="Bundle directory to write (replaced if it exists)."),
     source: str | None = typer.Option(None, help="Source name stored on nodes and edges (default: the dataset)."),
     node_type: str = typer.Option("concept", "--type", help="Vocabulary type given to every node."),
     confidence: float = typer.Option(1.0, help="Confidence given to every edge, in [0, 1]."),
+    separator: str = typer.Option(
+        "\t", "--separator", help="The character between fields (default: a tab; MetaQA's kb.txt uses '|')."
+    ),
     allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when some lines were rejected."),
     max_rejects: str = typer.Option("0", "--max-rejects", help=TOLERANCE_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -37,7 +40,15 @@ def triples(
         api.rejects_tolerated(0, 0, max_rejects)  # a bad value is a usage error before any work
         with progress(f"ingesting {file}") as say:
             report = api.ingest_triples(
-                file, dataset, output, cfg, source=source, node_type=node_type, confidence=confidence, progress=say
+                file,
+                dataset,
+                output,
+                cfg,
+                source=source,
+                node_type=node_type,
+                confidence=confidence,
+                separator=separator,
+                progress=say,
             )
         if not json_mode:
             out.print(

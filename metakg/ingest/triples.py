@@ -1,4 +1,5 @@
-"""Tab-separated triple files (``head<TAB>relation<TAB>tail``) into the common schema.
+"""Triple files (``head<TAB>relation<TAB>tail``, or another one-character separator such as MetaQA's ``|``)
+into the common schema.
 
 Every non-blank line is a record that ends up accepted or rejected with a reason; repeated triples
 (after name normalisation) become one edge whose ``count`` says how many lines stated it.
@@ -15,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from metakg.errors import InputDataError
+from metakg.errors import InputDataError, UsageError
 from metakg.ingest.hygiene import has_control, strip_bom, without_invisible
 from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.curie import check_dataset_name, dataset_id_expr
@@ -84,11 +85,12 @@ def read_triples(
     max_field_chars: int = 1000,
     run_id: str | None = None,
     progress: Progress | None = None,
+    separator: str = "\t",
 ) -> tuple[Bundle, TripleIngestReport]:
     """Read a triple file into a bundle (not yet validated, not yet written).
 
     Args:
-        path: the tab-separated file.
+        path: the triple file.
         dataset: scopes the node ids, ``kg:<dataset>/<concept>``.
         source: the edges' and nodes' ``source``; defaults to ``dataset``.
         node_type: the vocabulary type given to every node.
@@ -96,15 +98,18 @@ def read_triples(
         max_field_chars: a field longer than this (after trimming) is rejected.
         run_id: provenance run id; a new one is made when None.
         progress: called with a short stage name as the work advances.
+        separator: the one character between fields (a tab by default).
 
     Returns:
         The bundle and the report; ``report.read == report.accepted + report.rejected``.
 
     Raises:
         InputDataError: the file cannot be read.
-        UsageError: the dataset name cannot scope ids.
+        UsageError: the dataset name cannot scope ids, or ``separator`` is not one character.
     """
     check_dataset_name(dataset)
+    if len(separator) != 1 or separator in "\r\n":
+        raise UsageError(f"the separator must be one character other than a line break, got {separator!r}.")
     source = source or dataset
     run_id = run_id or uuid.uuid4().hex
     say = progress or (lambda _stage: None)
@@ -123,7 +128,7 @@ def read_triples(
     blank = lines["line"].is_not_null() & (lines["line"].str.strip_chars() == "")
     blank_lines = int(blank.sum())
     lines = lines.filter(~blank)
-    fields = pl.col("line").str.split("\t")
+    fields = pl.col("line").str.split(separator)
     parsed = lines.with_columns(
         fields.list.len().alias("n_fields"),
         fields.list.get(0, null_on_oob=True).alias("raw_head"),
@@ -165,7 +170,12 @@ def read_triples(
     rules: list[tuple[str, str, pl.Expr]] = [
         ("invalid_utf8", "line is not valid UTF-8", pl.col("line").is_null()),
         ("control_character", "line holds a control character (such as NUL or BEL)", has_control(pl.col("line"))),
-        ("field_count", "expected 3 tab-separated fields (head, relation, tail), found ", pl.col("n_fields") != 3),
+        (
+            "field_count",
+            f"expected 3 {'tab' if separator == chr(9) else repr(separator)}-separated fields (head, relation, "
+            "tail), found ",
+            pl.col("n_fields") != 3,
+        ),
         ("empty_field", "head is empty", pl.col("head") == ""),
         ("empty_field", "relation is empty", pl.col("relation") == ""),
         ("empty_field", "tail is empty", pl.col("tail") == ""),

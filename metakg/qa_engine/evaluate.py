@@ -119,7 +119,9 @@ def _mean(values: Sequence[float | int | None], digits: int = 4) -> float | None
 def recall_at(rows: Sequence[dict[str, Any]], budget: int, unit: str = "entities") -> float | None:
     """The share of questions with a gold answer whose first gold answer is among the first ``budget``
     evidence entities (or triples) in the strategy's order."""
-    scored = [r["evidence_metrics"] for r in rows if (r.get("evidence_metrics") or {}).get("evidence_recall") is not None]
+    scored = [
+        r["evidence_metrics"] for r in rows if (r.get("evidence_metrics") or {}).get("evidence_recall") is not None
+    ]
     if not scored:
         return None
     hits = sum(1 for e in scored if e[f"gold_rank_{unit}"] is not None and e[f"gold_rank_{unit}"] <= budget)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from metakg.errors import InputDataError, UsageError
@@ -87,3 +88,39 @@ def test_a_byte_order_mark_does_not_cost_the_first_record(tmp_path: Path) -> Non
     text = tmp_path / "notes.txt"
     text.write_bytes(b"\xef\xbb\xbfAspirin treats headache.")
     assert read_dataset(text, "text").records["text"][0] == "Aspirin treats headache."
+
+
+def test_metaqa_lines_and_tsv_keep_every_gold_answer(tmp_path: Path) -> None:
+    lines = tmp_path / "qa.txt"
+    lines.write_text(
+        "what films did [Michelle Trachtenberg] star in\tInspector Gadget|Black Christmas\n"
+        "no tab here\n"
+        "who wrote [Top Hat]\t \n",
+        encoding="utf-8",
+    )
+    read = read_dataset(lines, "metaqa")
+    assert read.records.height == 1 and read.rejects.height == 2
+    row = read.records.row(0, named=True)
+    assert row["question"] == "what films did Michelle Trachtenberg star in"
+    assert row["answers"] == ["Inspector Gadget", "Black Christmas"] and row["answer"] == "Inspector Gadget"
+    assert row["concept"] == "Michelle Trachtenberg" and row["option_labels"] == []
+    assert sorted(read.rejects["record"]) == ["qa.txt:2", "qa.txt:3"]
+    assert "no gold answer" in read.rejects.filter(pl.col("record") == "qa.txt:3")["reason"][0]
+    tsv = tmp_path / "closed.tsv"
+    tsv.write_text(
+        "line_no\tquestion\tanswers\ttopic_entity\trelation_path\n"
+        "113\twhat films does [Stephen Gevedon] appear in\tSession 9\tStephen Gevedon\tstarred_actors_reverse\n"
+        "7\ttoo\tfew\n",
+        encoding="utf-8",
+    )
+    read = read_dataset(tsv, "metaqa")
+    assert read.records["record_id"].to_list() == ["closed.tsv:113"] and read.records["answers"][0].to_list() == [
+        "Session 9"
+    ]
+    assert "3 columns, the header has 5" in read.rejects["reason"][0]
+
+
+def test_real_metaqa_file(data_dir: Path) -> None:
+    read = read_dataset(data_dir / "metaqa" / "qa_test_1hop.txt", "metaqa", limit=50)
+    assert read.records.height == 50 and read.rejects.height == 0
+    assert all(row["answers"] and "[" not in row["question"] for row in read.records.iter_rows(named=True))

@@ -166,3 +166,14 @@ def test_metaqa_names_never_merge_across_letters_or_meaningful_punctuation(tmp_p
     assert names.get("Murder!") != names.get("murder") and "Murder!" in names  # the film is not the tag
     for title in ("Why Not Me?", "Zapped!"):
         assert title in strings and title in names
+
+
+def test_another_separator(tmp_path: Path) -> None:
+    path = tmp_path / "kb.txt"
+    path.write_text("Top Hat|starred_actors|Ginger Rogers\nTop Hat|has_genre\n", encoding="utf-8")
+    bundle, report = read_triples(path, "metaqa", separator="|")
+    assert (report.accepted, report.rejected) == (1, 1)
+    assert "expected 3 '|'-separated fields" in bundle.rejects["reason"][0]
+    assert sorted(bundle.nodes["name"]) == ["Ginger Rogers", "Top Hat"]
+    with pytest.raises(UsageError, match="one character"):
+        read_triples(path, "metaqa", separator="||")
