@@ -157,6 +157,18 @@ class QASettings(Section):
     tau_entity: float = Field(
         default=0.6, ge=0, le=1, description="Cosine similarity a concept's best entity needs to be a start entity."
     )
+    tau_margin: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="An embedding match must beat the concept's runner-up entity by this much (0: off); "
+        "a generic word close to many entities grounds to none.",
+    )
+    ground_choices: bool = Field(
+        default=True,
+        description="Multiple choice: the choices join the concepts and the text entities are compared with; "
+        "start entities still come from the stem.",
+    )
     max_starts: int = Field(default=5, ge=1, le=50, description="Start entities kept per question.")
     max_neighbours: int = Field(default=100, ge=1, description="Neighbours read per node while searching.")
     max_evidence: int = Field(default=30, ge=1, description="Evidence lines at most in the answer prompt.")

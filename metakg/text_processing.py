@@ -143,7 +143,7 @@ def concept_phrases(text: str, *, max_words: int = 4) -> list[str]:
 class PhraseIndex:
     """A case-insensitive spaCy ``PhraseMatcher`` over names; finds the longest names mentioned in a text."""
 
-    def __init__(self, names: Iterable[str], *, max_words: int = 6) -> None:
+    def __init__(self, names: Iterable[str], *, max_words: int = 16) -> None:
         """Index ``names`` (duplicates, names of stop words only, and names over ``max_words`` are skipped)."""
         from spacy.matcher import PhraseMatcher
 

@@ -11,6 +11,7 @@ stage, everything re-exported here:
 - :mod:`~metakg.api.extract`: LLM triple extraction.
 - :mod:`~metakg.api.wikidata`: incremental Wikidata sync.
 - :mod:`~metakg.api.qa`: ask, evaluate, the strategies.
+- :mod:`~metakg.api.tune`: a grid over retrieval settings, without an LLM.
 - :mod:`~metakg.api.demo`: the demo.
 """
 
@@ -63,6 +64,7 @@ from metakg.api.stores import (
     resolve_node,
     search_nodes,
 )
+from metakg.api.tune import TUNE_COLUMNS, parse_grid, tune_benchmark, tune_table
 from metakg.api.wikidata import sparql_client, sync_wikidata
 from metakg.schemas.graph_store import GraphPath, GraphStore
 
@@ -73,6 +75,7 @@ __all__ = [
     "REPORT_HTML",
     "REPORT_JSON",
     "STRATEGIES",
+    "TUNE_COLUMNS",
     "Answer",
     "DatasetFormat",
     "DemoResult",
@@ -104,6 +107,7 @@ __all__ = [
     "merge",
     "neighbours_of",
     "open_store",
+    "parse_grid",
     "paths_between",
     "primekg_download",
     "qa_context",
@@ -119,6 +123,8 @@ __all__ = [
     "sync_wikidata",
     "synthetic_primekg",
     "trace_lines",
+    "tune_benchmark",
+    "tune_table",
     "validate_bundle",
     "write_validated",
 ]

@@ -48,6 +48,7 @@ app.command("demo")(demo_cmd.demo)
 app.command("ask")(qa_cmd.ask)
 app.command("eval")(qa_cmd.evaluate)
 app.command("strategies")(qa_cmd.strategies)
+app.command("tune")(qa_cmd.tune)
 
 
 def _version(value: bool) -> None:

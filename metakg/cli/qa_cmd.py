@@ -1,4 +1,4 @@
-"""``metakg ask``, ``metakg eval`` and ``metakg strategies``: questions over a bundle or Neo4j."""
+"""``metakg ask``, ``metakg eval``, ``metakg tune`` and ``metakg strategies``: questions over a bundle or Neo4j."""
 
 from __future__ import annotations
 
@@ -186,3 +186,52 @@ def strategies(json_mode: bool = typer.Option(False, "--json", help=JSON_HELP)) 
                         highlight=False,
                     )
         finish(True, {"command": "strategies", "strategies": described}, json_mode=json_mode)
+
+
+def tune(
+    benchmark: Path = typer.Argument(..., metavar="BENCHMARK", help="The question file."),
+    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot | metaqa."),
+    strategy: str = typer.Option("metakgrag", "--strategy", "-s", help="The retrieval strategy to tune."),
+    grid: list[str] = typer.Option(
+        ...,
+        "--grid",
+        help="key=value1,value2; repeat for more keys, every combination runs. [qa] keys (tau_entity, "
+        "max_starts, ...) are shared, others belong to the strategy (path_hops, tau_coverage, preset, ...).",
+    ),
+    limit: int | None = typer.Option(None, help="Only the first N questions (after --skip)."),
+    skip: int = typer.Option(0, help="Leave out the first N questions."),
+    budget: int = typer.Option(10, help="Evidence budget of recall@budget (entities)."),
+    bundle: Path | None = typer.Option(None, "--bundle", "-b", help=BUNDLE_HELP),
+    neo4j: bool = typer.Option(False, "--neo4j", help=NEO4J_HELP),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder for each run's answers, tune.json and tune.md."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Run a small grid over retrieval settings without an LLM (concepts by rules) and rank the combinations
+    by evidence recall at an equal budget, then recall, then fewer evidence entities.
+
+    Example: metakg tune pilot.json -f pilot -b kg/ --limit 500 --grid path_hops=2,3 --grid tau_coverage=0.5,0.6"""
+    cfg = settings()
+    with guarded("tune", json_mode):
+        if fmt not in api.EVAL_FORMATS:
+            raise UsageError(f"unknown benchmark format {fmt!r}; choose one of {', '.join(api.EVAL_FORMATS)}.")
+        parsed = api.parse_grid(grid, strategy)
+        with progress("tune") as say, progress_bar("questions") as bar:
+            result = api.tune_benchmark(
+                cfg,
+                benchmark,
+                fmt,
+                output,
+                strategy=strategy,
+                grid=parsed,
+                limit=limit,
+                skip=skip,
+                bundle=bundle,
+                neo4j=neo4j,
+                budget=budget,
+                progress=say,
+                tick=lambda label, done, total: bar(done, total, label),
+            )
+        if not json_mode:
+            out.print(api.tune_table(result["runs"]), markup=False, highlight=False)
+            out.print(f"[dim]{result['questions']} questions, budget {budget} entities; report in {output}[/]")
+        finish(True, {"command": "tune", **result}, json_mode=json_mode)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from metakg.config import QASettings
 from metakg.errors import StoreError
 from metakg.llm.client import LLMClient, Message, request
 from metakg.qa_engine.context import QAContext
@@ -25,6 +26,14 @@ from metakg.text_processing import concept_phrases, lemma_key
 
 
 # ---------------------------------------------------------------------------- concepts
+def retrieval_text(question: Question, settings: QASettings) -> str:
+    """The text entities are compared with (sim(e, Q)): the stem, followed by the choices of a
+    multiple-choice question when ``ground_choices`` is on."""
+    if settings.ground_choices and question.choices:
+        return question.text.strip() + "\n" + "; ".join(text for _, text in question.choices)
+    return question.text
+
+
 def concepts_by_rules(question: Question, ctx: QAContext) -> list[str]:
     """Entity names mentioned in the question (phrase matcher), then its noun/content phrases; no LLM."""
     found = ctx.services.phrases.find(question.text) + concept_phrases(question.text)
@@ -41,18 +50,35 @@ CONCEPT_PROMPT = (
 _LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|concepts?\s*:)\s*", re.I)
 
 
-def parse_concepts(reply: str, limit: int) -> list[str]:
-    """Concept lines from an LLM reply: list marks, quotes and trailing punctuation dropped, 1 to 6 words."""
+def _clean(line: str) -> str:
+    return _LIST_MARK.sub("", line).strip().strip("\"'`").rstrip(".;:").strip()
+
+
+def parse_concepts(reply: str, limit: int, question: str = "") -> list[str]:
+    """Concept lines from an LLM reply: list marks, quotes and trailing punctuation dropped, 1 to 6 words.
+
+    A line with commas is one concept when it appears in ``question`` as written (a title such as "No God,
+    No Master"), else a comma-separated list of concepts."""
+    asked = f" {match_key(question)} "
     concepts = []
-    for line in reply.replace(",", "\n").splitlines():
-        text = _LIST_MARK.sub("", line).strip().strip("\"'`").rstrip(".;:").strip()
-        if text and len(text.split()) <= 6 and not text.lower().startswith(("example", "question", "here")):
-            concepts.append(text)
+    for line in reply.splitlines():
+        whole = _clean(line)
+        parts = [whole] if "," not in whole or f" {match_key(whole)} " in asked else whole.split(",")
+        for part in parts:
+            text = _clean(part)
+            if text and len(text.split()) <= 6 and not text.lower().startswith(("example", "question", "here")):
+                concepts.append(text)
     return _unique(concepts, limit)
 
 
 async def extract_concepts(question: Question, ctx: QAContext, client: LLMClient | None) -> tuple[list[str], str]:
-    """Concepts of ``question`` and how they were found (``llm``, ``rules``, or ``rules (llm gave none)``)."""
+    """Concepts of the question's stem and how they were found (``llm``, ``rules``, ``rules (llm gave none)``).
+
+    The graph's own names found in the stem (phrase matcher) come first either way: they are grounded by
+    construction, and the LLM's paraphrases of them ("the writer of No God") ground worse. The LLM's
+    concepts (those sharing a word with the stem) follow; without an LLM, or when it gives none, the stem's
+    noun and content-word phrases do.
+    """
     if ctx.settings.concepts == "rules" or client is None:
         return concepts_by_rules(question, ctx), "rules"
     reply = await client.complete(
@@ -64,10 +90,15 @@ async def extract_concepts(question: Question, ctx: QAContext, client: LLMClient
         ),
         tag="qa:concepts",
     )
-    concepts = grounded(parse_concepts(reply.text, ctx.settings.max_concepts), question.text)
+    concepts = grounded(parse_concepts(reply.text, ctx.settings.max_concepts, question.text), question.text)
     if not concepts:
         return concepts_by_rules(question, ctx), "rules (llm gave none)"
-    return concepts, "llm"
+    return _unique(ctx.services.phrases.find(question.text) + concepts, ctx.settings.max_concepts), "llm"
+
+
+def choice_concepts(question: Question, settings: QASettings) -> list[str]:
+    """The choices of a multiple-choice question as concepts (``ground_choices``), else none."""
+    return _unique([text for _, text in question.choices], len(question.choices)) if settings.ground_choices else []
 
 
 def grounded(concepts: Sequence[str], text: str) -> list[str]:
@@ -108,15 +139,23 @@ def search_node(store: GraphStore, text: str, k: int = 1) -> list[Any]:
 
 
 def match_entities(concepts: Sequence[str], ctx: QAContext) -> list[EntityMatch]:
-    """Each concept's best node at or above ``tau_entity``; one match per node (the best), best first."""
+    """Each concept's best node at or above ``tau_entity``; one match per node (the best), best first.
+
+    An embedding match must also beat the concept's runner-up by ``tau_margin``: a generic word ("genre")
+    is about as close to many nodes (every genre) and grounds to none of them.
+    """
     best: dict[str, EntityMatch] = {}
+    margin = ctx.settings.tau_margin
     for concept in concepts:
-        hits = search_node(ctx.store, concept, k=1)
-        if hits and hits[0].score >= ctx.settings.tau_entity:
-            hit = hits[0]
-            current = best.get(hit.node.id)
-            if current is None or hit.score > current.score:
-                best[hit.node.id] = EntityMatch(concept, hit.node, float(hit.score), hit.match)
+        hits = search_node(ctx.store, concept, k=2 if margin > 0 else 1)
+        if not hits or hits[0].score < ctx.settings.tau_entity:
+            continue
+        hit = hits[0]
+        if hit.match == "embedding" and len(hits) > 1 and hit.score - hits[1].score < margin:
+            continue
+        current = best.get(hit.node.id)
+        if current is None or hit.score > current.score:
+            best[hit.node.id] = EntityMatch(concept, hit.node, float(hit.score), hit.match)
     return sorted(best.values(), key=lambda m: -m.score)
 
 
@@ -192,13 +231,24 @@ async def find_starts(
 ) -> tuple[list[EntityMatch], dict[str, Any]]:
     """The start entities of ``question`` (at most ``max_starts``) and the trace of how they were found.
 
+    Start entities come from the stem's concepts, best match first; among equal matches, the entity closest
+    to the retrieval text (the stem and, with ``ground_choices``, the choices) first. The choices join the
+    concepts (``trace["concepts"]``, what a strategy checks coverage against) but are never start entities:
+    evidence that starts at a choice says nothing about how the question leads to it.
+
     Raises:
         NoEvidence: no concept was found, or no entity matches one.
     """
-    concepts, how = await extract_concepts(question, ctx, client)
-    matches = match_entities(concepts, ctx)[: ctx.settings.max_starts]
+    stem, how = await extract_concepts(question, ctx, client)
+    found = match_entities(stem, ctx)
+    if found:
+        closeness = ctx.services.similarity.nodes_to([m.node for m in found], [retrieval_text(question, ctx.settings)])
+        order = sorted(range(len(found)), key=lambda i: (-round(found[i].score, 4), -float(closeness[i, 0])))
+        found = [found[i] for i in order]
+    matches = found[: ctx.settings.max_starts]
     trace: dict[str, Any] = {
-        "concepts": concepts,
+        "concepts": _unique(stem + choice_concepts(question, ctx.settings), len(stem) + len(question.choices)),
+        "question_concepts": stem,
         "concept_method": how,
         "start_entities": [
             {"concept": m.concept, "id": m.node.id, "name": m.node.name, "score": round(m.score, 4), "match": m.how}
@@ -206,6 +256,6 @@ async def find_starts(
         ],
     }
     if not matches:
-        reason = "no concept was found in the question" if not concepts else "no graph entity matches the concepts"
-        raise NoEvidence(f"{reason} ({', '.join(concepts) or 'none'}; tau_entity={ctx.settings.tau_entity}).")
+        reason = "no concept was found in the question" if not stem else "no graph entity matches the concepts"
+        raise NoEvidence(f"{reason} ({', '.join(stem) or 'none'}; tau_entity={ctx.settings.tau_entity}).")
     return matches, trace

@@ -8,7 +8,7 @@ from pydantic import Field
 from metakg.llm.client import LLMClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import EvidencePath, Question, path_records
-from metakg.qa_engine.primitives import find_starts
+from metakg.qa_engine.primitives import find_starts, retrieval_text
 from metakg.qa_engine.strategy import Retrieval, RetrieveThenAnswer, StrategySettings
 from metakg.qa_engine.walk import Walker
 
@@ -31,7 +31,9 @@ class KGRag(RetrieveThenAnswer[KGRagSettings]):
     async def retrieve(self, question: Question, ctx: QAContext, client: LLMClient | None) -> Retrieval:
         """The ``neighbours`` most question-like one-edge paths around each start entity."""
         matches, trace = await find_starts(question, ctx, client)
-        walker = Walker(ctx.store, ctx.services, question.text, max_neighbours=ctx.settings.max_neighbours)
+        walker = Walker(
+            ctx.store, ctx.services, retrieval_text(question, ctx.settings), max_neighbours=ctx.settings.max_neighbours
+        )
         paths: list[EvidencePath] = []
         for match in matches:
             around = walker.neighbours(match.node.id)

@@ -33,7 +33,7 @@ from pydantic import Field
 from metakg.llm.client import LLMClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
-from metakg.qa_engine.primitives import find_starts
+from metakg.qa_engine.primitives import find_starts, retrieval_text
 from metakg.qa_engine.strategy import Retrieval, RetrieveThenAnswer, StrategySettings
 from metakg.qa_engine.walk import Walker, WalkPath, jaccard
 from metakg.schemas.graph_store import NodeRecord
@@ -80,7 +80,9 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
     async def retrieve(self, question: Question, ctx: QAContext, client: LLMClient | None) -> Retrieval:
         """The refined paths of every start entity, merged, and the cycle trace."""
         matches, trace = await find_starts(question, ctx, client)
-        walker = Walker(ctx.store, ctx.services, question.text, max_neighbours=ctx.settings.max_neighbours)
+        walker = Walker(
+            ctx.store, ctx.services, retrieval_text(question, ctx.settings), max_neighbours=ctx.settings.max_neighbours
+        )
         concepts = list(trace["concepts"])
         finals, starts = [], []
         for match in matches:

@@ -1,0 +1,195 @@
+"""``metakg tune``: a small grid over retrieval settings, run without an LLM on a question file.
+
+Every combination of the grid's values is one retrieval-only evaluation (concepts by rules) of one strategy
+over the same questions and store; the table ranks them by recall at the evidence budget, then by recall,
+then by fewer evidence entities.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from metakg.api._shared import Progress, at_least_one, quiet
+from metakg.api.qa import STRATEGIES, qa_context, read_questions
+from metakg.api.stores import open_store
+from metakg.config import QASettings, Settings
+from metakg.errors import ConfigError, InputDataError, UsageError
+from metakg.ingest.datasets import DatasetFormat
+from metakg.qa_engine.evaluate import RunSpec, evaluate
+from metakg.schemas.locks import locked
+
+__all__ = ["TUNE_COLUMNS", "parse_grid", "tune_benchmark", "tune_table"]
+
+TUNE_COLUMNS = (
+    ("recall_at_budget", "recall@budget"),
+    ("evidence_recall", "recall"),
+    ("evidence_entities_per_question", "entities/q"),
+    ("evidence_triples_per_question", "triples/q"),
+    ("on_path_share", "on-path share"),
+    ("retrieval_p50_ms", "retrieval p50 ms"),
+)
+MAX_RUNS = 200
+Tick = Callable[[str, int, int], None]
+
+
+def _value(text: str) -> Any:
+    """``3`` -> 3, ``0.5`` -> 0.5, ``true`` -> True, anything else the string itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_grid(items: Sequence[str], strategy: str) -> dict[str, list[Any]]:
+    """``key=v1,v2`` items as {setting path: values}. A key of ``[qa]`` (``tau_entity``, or ``qa.tau_entity``)
+    stays shared; any other key is the strategy's (``path_hops`` or ``metakgrag.path_hops``).
+
+    Raises:
+        UsageError: an item without ``=`` or values, or a key named twice.
+    """
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip().removeprefix("qa.")
+        parsed = [_value(v.strip()) for v in values.split(",") if v.strip()]
+        if not sep or not key or not parsed:
+            raise UsageError(f"--grid {item!r}: write key=value1,value2 (e.g. path_hops=2,3).")
+        path = f"qa.{key}" if key in QASettings.model_fields else f"{strategy}.{key.removeprefix(strategy + '.')}"
+        if path in grid:
+            raise UsageError(f"--grid names {path} twice.")
+        grid[path] = parsed
+    return grid
+
+
+def _combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    keys = list(grid)
+    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def _with(settings: Settings, strategy: str, combination: dict[str, Any]) -> Settings:
+    """``settings`` with the combination's values (concepts by rules: no LLM)."""
+    shared = {k.removeprefix("qa."): v for k, v in combination.items() if k.startswith("qa.")}
+    own = {k.split(".", 1)[1]: v for k, v in combination.items() if not k.startswith("qa.")}
+    data = settings.qa.model_dump() | shared | {"concepts": "rules"}
+    data[strategy] = settings.qa.section(strategy) | own
+    try:
+        qa = QASettings.model_validate(data)
+        STRATEGIES.settings(strategy, qa)
+    except ValidationError as e:
+        raise ConfigError(f"--grid {combination}: {e.errors(include_url=False)[0]['msg']}") from e
+    return settings.model_copy(update={"qa": qa})
+
+
+@locked("out_dir", "the tuning folder")
+def tune_benchmark(
+    settings: Settings,
+    path: Path,
+    fmt: DatasetFormat,
+    out_dir: Path,
+    *,
+    strategy: str,
+    grid: dict[str, list[Any]],
+    limit: int | None = None,
+    skip: int = 0,
+    bundle: Path | None = None,
+    neo4j: bool = False,
+    budget: int = 10,
+    progress: Progress | None = None,
+    tick: Tick | None = None,
+) -> dict[str, Any]:
+    """Evaluate ``strategy`` without an LLM for every combination of ``grid`` (from :func:`parse_grid`).
+
+    Each run's answers and summary go to ``out_dir/run-<n>/``; ``out_dir/tune.json`` and ``tune.md`` hold
+    the ranked table.
+
+    Returns:
+        ``runs`` (each: ``settings``, the summary figures and ``folder``), best first, and ``questions``.
+
+    Raises:
+        UsageError: an unknown strategy, no grid, more than 200 combinations, or bad --skip/--limit/--budget.
+        ConfigError: a value the settings refuse.
+        InputDataError: the question file cannot be read or holds no question.
+    """
+    say = progress or quiet
+    at_least_one("--budget", budget)
+    cls = STRATEGIES.get(strategy)
+    if not cls.uses_graph:
+        raise UsageError(f"{strategy} uses no graph; tune a retrieval strategy.")
+    if not grid:
+        raise UsageError("give at least one --grid key=value1,value2.")
+    combinations = _combinations(grid)
+    if len(combinations) > MAX_RUNS:
+        raise UsageError(f"the grid has {len(combinations)} combinations; at most {MAX_RUNS}.")
+    configured = [_with(settings, strategy, c) for c in combinations]  # every value is checked before any run
+    if skip < 0:
+        raise UsageError(f"--skip must be 0 or more, got {skip}.")
+    questions, _read = read_questions(path, fmt, limit=None if limit is None else skip + limit)
+    questions = questions[skip:]
+    if not questions:
+        raise InputDataError(f"{path} holds no question in the {fmt} format after skipping {skip}.")
+    runs: list[dict[str, Any]] = []
+    with open_store(settings, bundle, neo4j=neo4j, progress=say) as store:
+        for number, (combination, run_settings) in enumerate(zip(combinations, configured, strict=True), start=1):
+            folder = out_dir / f"run-{number}"
+            say(f"run {number}/{len(combinations)}: {_label(combination)}")
+            ctx = qa_context(run_settings, store, None, progress=say)
+            run_tick = _run_tick(tick, number)
+            summary = asyncio.run(
+                evaluate(
+                    questions,
+                    [RunSpec(strategy)],
+                    ctx,
+                    folder,
+                    STRATEGIES,
+                    resume=False,
+                    budget=budget,
+                    tick=run_tick,
+                )
+            )
+            runs.append({"settings": combination, "folder": str(folder), **summary[strategy]})
+    runs.sort(
+        key=lambda r: (
+            -(r["recall_at_budget"] or 0),
+            -(r["evidence_recall"] or 0),
+            r["evidence_entities_per_question"] or 0,
+        )
+    )
+    result = {"strategy": strategy, "questions": len(questions), "budget": budget, "runs": runs}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "tune.json").write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    (out_dir / "tune.md").write_text(tune_table(runs), encoding="utf-8")
+    return result
+
+
+def _run_tick(tick: Tick | None, number: int) -> Tick | None:
+    if tick is None:
+        return None
+
+    def forward(_label: str, done: int, total: int) -> None:
+        tick(f"run {number}", done, total)
+
+    return forward
+
+
+def _label(combination: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in combination.items())
+
+
+def tune_table(runs: Sequence[dict[str, Any]]) -> str:
+    """The ranked runs as a Markdown table: the settings, then :data:`TUNE_COLUMNS`."""
+    head = "| settings | " + " | ".join(title for _, title in TUNE_COLUMNS) + " |"
+    rule = "|---|" + "---:|" * len(TUNE_COLUMNS)
+    rows = [
+        f"| {_label(r['settings'])} | "
+        + " | ".join("-" if r.get(k) is None else str(r[k]) for k, _ in TUNE_COLUMNS)
+        + " |"
+        for r in runs
+    ]
+    return "\n".join([head, rule, *rows]) + "\n"
