@@ -169,6 +169,13 @@ class QASettings(Section):
         description="Multiple choice: the choices join the concepts and the text entities are compared with; "
         "start entities still come from the stem.",
     )
+    choice_weight: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="Multiple choice with ground_choices: an entity's relevance is (1 - w) * its similarity to "
+        "the stem + w * its similarity to the closest choice.",
+    )
     max_starts: int = Field(default=5, ge=1, le=50, description="Start entities kept per question.")
     max_neighbours: int = Field(default=100, ge=1, description="Neighbours read per node while searching.")
     max_evidence: int = Field(default=30, ge=1, description="Evidence lines at most in the answer prompt.")

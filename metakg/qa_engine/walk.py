@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,12 +37,26 @@ def jaccard(a: WalkPath, b: WalkPath) -> float:
 class Walker:
     """Greedy search over a store for one question; neighbour lists and vectors come from the shared services."""
 
-    def __init__(self, store: GraphStore, services: QAServices, question: str, *, max_neighbours: int) -> None:
-        """Search ``store`` for ``question``, reading at most ``max_neighbours`` neighbours per node."""
+    def __init__(
+        self,
+        store: GraphStore,
+        services: QAServices,
+        question: str | Sequence[str],
+        *,
+        max_neighbours: int,
+        alternatives_weight: float = 0.0,
+    ) -> None:
+        """Search ``store`` for ``question``, reading at most ``max_neighbours`` neighbours per node.
+
+        ``question`` is one text, or the question's text followed by alternatives (the choices): an entity's
+        relevance sim(e, Q) is then ``(1 - w) * sim(e, text) + w * max sim(e, alternative)`` with
+        ``w = alternatives_weight``.
+        """
         self.store = store
         self.services = services
         self.sim: Similarity = services.similarity
-        self.question = question
+        self.texts = [question] if isinstance(question, str) else list(question)
+        self.alternatives_weight = alternatives_weight
         self.max_neighbours = max_neighbours
         self._q: dict[str, float] = {}
 
@@ -52,10 +67,14 @@ class Walker:
         )
 
     def q_sim(self, nodes: list[NodeRecord]) -> list[float]:
-        """sim(e, Q) for each node."""
+        """sim(e, Q) for each node (see the constructor for questions with alternatives)."""
         todo = [n for n in nodes if n.id not in self._q]
         if todo:
-            for node, score in zip(todo, self.sim.nodes_to(todo, [self.question])[:, 0], strict=True):
+            sims = self.sim.nodes_to(todo, self.texts)
+            scores = sims[:, 0]
+            if sims.shape[1] > 1:
+                scores = (1 - self.alternatives_weight) * scores + self.alternatives_weight * sims[:, 1:].max(axis=1)
+            for node, score in zip(todo, scores, strict=True):
                 self._q[node.id] = float(score)
         return [self._q[n.id] for n in nodes]
 

@@ -1,4 +1,9 @@
-"""``kg_rag``: vanilla KG retrieval, the matched entities' neighbourhoods, most question-like first."""
+"""``kg_rag``: vanilla KG retrieval, the matched entities' neighbourhoods, most question-like first.
+
+Each start entity's ``neighbours`` most relevant one-edge paths are kept, then all of them are ranked by
+relevance across the starts (ties keep the start order), so the evidence order, which the answer prompt
+and an evidence budget cut, is the most question-like first.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,8 @@ from pydantic import Field
 from metakg.llm.client import LLMClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import EvidencePath, Question, path_records
-from metakg.qa_engine.primitives import find_starts, retrieval_text
+from metakg.qa_engine.primitives import find_starts, question_walker
 from metakg.qa_engine.strategy import Retrieval, RetrieveThenAnswer, StrategySettings
-from metakg.qa_engine.walk import Walker
 
 
 class KGRagSettings(StrategySettings):
@@ -29,17 +33,16 @@ class KGRag(RetrieveThenAnswer[KGRagSettings]):
     Settings = KGRagSettings
 
     async def retrieve(self, question: Question, ctx: QAContext, client: LLMClient | None) -> Retrieval:
-        """The ``neighbours`` most question-like one-edge paths around each start entity."""
+        """The ``neighbours`` most question-like one-edge paths around each start entity, ranked together."""
         matches, trace = await find_starts(question, ctx, client)
-        walker = Walker(
-            ctx.store, ctx.services, retrieval_text(question, ctx.settings), max_neighbours=ctx.settings.max_neighbours
-        )
-        paths: list[EvidencePath] = []
+        search = question_walker(question, ctx)
+        found: list[tuple[float, EvidencePath]] = []
         for match in matches:
-            around = walker.neighbours(match.node.id)
-            scores = np.asarray(walker.q_sim([nb.node for nb in around]))
+            around = search.neighbours(match.node.id)
+            scores = np.asarray(search.q_sim([nb.node for nb in around]))
             for i in np.argsort(-scores, kind="stable")[: self.settings.neighbours]:
                 nb = around[int(i)]
-                paths.append(path_records([match.node, nb.node], [nb.edge]))
+                found.append((float(scores[int(i)]), path_records([match.node, nb.node], [nb.edge])))
+        paths = [path for _, path in sorted(found, key=lambda item: -item[0])]  # stable: start order breaks ties
         trace["retrieved_triples"] = len(paths)
         return Retrieval(paths, trace)

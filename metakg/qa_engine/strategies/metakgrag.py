@@ -24,37 +24,79 @@ instead of the pivot), or the whole cycle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from metakg.llm.client import LLMClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
-from metakg.qa_engine.primitives import find_starts, retrieval_text
+from metakg.qa_engine.primitives import choice_concepts, find_starts, question_walker
 from metakg.qa_engine.strategy import Retrieval, RetrieveThenAnswer, StrategySettings
 from metakg.qa_engine.walk import Walker, WalkPath, jaccard
-from metakg.schemas.graph_store import NodeRecord
+
+PAPER = {
+    "path_hops": 3,
+    "n_max": 3,
+    "tau_similarity": 0.8,
+    "tau_coverage": 0.6,
+    "tau_c": 0.3,
+    "tau_support": 0.25,
+    "alpha": 0.5,
+    "delta": 0.25,
+    "keep_better": False,
+    "rank_paths": False,
+    "coverage": "path",
+}
+"""The ``paper`` preset: the paper's values where it gives them (n_max, tau_similarity, tau_coverage, tau_c,
+delta), this implementation's first choices elsewhere, and none of the departures."""
 
 
 class MetaKGRAGSettings(StrategySettings):
-    """``[qa.metakgrag]``: the paper's defaults where it gives them (n_max, tau_similarity, tau_coverage,
-    tau_c, delta); tau_support, alpha and path_hops are this implementation's choices."""
+    """``[qa.metakgrag]``. The defaults are the ``tuned`` preset, chosen with ``metakg tune`` on the first
+    500 pilot CommonsenseQA questions (retrieval only, MiniLM embeddings); ``preset = "paper"`` gives the
+    paper's values (:data:`PAPER`). A setting given explicitly overrides its preset."""
 
-    path_hops: int = Field(default=3, ge=1, le=10, description="Edges a greedy search adds to a path.")
+    preset: Literal["tuned", "paper"] = Field(
+        default="tuned", description="Defaults for the settings not given: tuned (measured) or paper."
+    )
+    path_hops: int = Field(default=2, ge=1, le=10, description="Edges a greedy search adds to a path.")
     n_max: int = Field(default=3, ge=0, le=20, description="Most Perceive-Evaluate-Adjust cycles per path.")
     tau_similarity: float = Field(
         default=0.8, ge=0, le=1, description="Stop when a new path's Jaccard similarity to the last exceeds this."
     )
-    tau_coverage: float = Field(default=0.6, ge=0, le=1, description="A concept covered below this is missing.")
+    tau_coverage: float = Field(default=0.5, ge=0, le=1, description="A concept covered below this is missing.")
     tau_c: float = Field(default=0.3, ge=0, le=1, description="sim(e, c) above this counts c in EntityScope(e).")
     tau_support: float = Field(
         default=0.25, ge=0, le=1, description="A path entity with GlobalSupport below this is misleading."
     )
     alpha: float = Field(default=0.5, ge=0, le=1, description="Weight of EntityScope in GlobalSupport.")
     delta: float = Field(default=0.25, ge=0, le=1, description="Weight adjustment per deficiency.")
+    keep_better: bool = Field(
+        default=True,
+        description="Keep a corrected path only when it covers the concepts at least as well as the path it "
+        "corrects; otherwise keep that path and stop.",
+    )
+    rank_paths: bool = Field(
+        default=True,
+        description="Order the final paths by how well they cover the concepts (best first) instead of by "
+        "start entity: the evidence order the answer prompt and an evidence budget cut.",
+    )
+    coverage: Literal["path", "question"] = Field(
+        default="path",
+        description="Completeness is judged on the path alone (the paper), or on all the question's initial "
+        "paths (a concept another start's path covers is not missing).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset") == "paper":
+            return PAPER | data
+        return data
+
     no_completeness: bool = Field(default=False, description="Ablation: no completeness check.")
     no_relevance: bool = Field(default=False, description="Ablation: no relevance check.")
     no_restart: bool = Field(default=False, description="Ablation: restart from the start entity, not the pivot.")
@@ -80,15 +122,21 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
     async def retrieve(self, question: Question, ctx: QAContext, client: LLMClient | None) -> Retrieval:
         """The refined paths of every start entity, merged, and the cycle trace."""
         matches, trace = await find_starts(question, ctx, client)
-        walker = Walker(
-            ctx.store, ctx.services, retrieval_text(question, ctx.settings), max_neighbours=ctx.settings.max_neighbours
-        )
-        concepts = list(trace["concepts"])
+        search = question_walker(question, ctx)
+        concepts = Concepts(list(trace["question_concepts"]), choice_concepts(question, ctx.settings))
+        initials = [search.extend(WalkPath([m.node]), self.settings.path_hops, {}) for m in matches]
         finals, starts = [], []
-        for match in matches:
-            _initial, final, start_trace = refine(match.node, concepts, walker, self.settings)
+        for number, initial in enumerate(initials):
+            others = [p for i, p in enumerate(initials) if i != number] if self.settings.coverage == "question" else []
+            _initial, final, start_trace = refine(initial, concepts, search, self.settings, others)
             finals.append(final)
             starts.append(start_trace)
+        for path, start_trace in zip(finals, starts, strict=True):
+            coverage = diagnose(path, concepts, search, self.settings).coverage
+            start_trace["coverage_score"] = round(sum(coverage.values()), 4)
+        if self.settings.rank_paths:  # stable: the start order breaks ties
+            order = sorted(range(len(finals)), key=lambda i: -starts[i]["coverage_score"])
+            finals, starts = [finals[i] for i in order], [starts[i] for i in order]
         refined = sum(1 for s in starts if s["refined"])
         on = [s for s in SWITCHES if getattr(self.settings, s)]
         trace.update(
@@ -149,15 +197,54 @@ class Diagnosis:
     misleading: list[str]
 
 
-def diagnose(path: WalkPath, concepts: list[str], walker: Walker, settings: MetaKGRAGSettings) -> Diagnosis:
-    """Perceive (coverage map) and Evaluate (completeness and relevance deficiencies) one path."""
-    sim_ec = walker.sim.nodes_to(path.nodes, concepts)  # entities x concepts
-    coverage = {c: float(sim_ec[:, j].max()) if path.nodes else 0.0 for j, c in enumerate(concepts)}
-    scope = (sim_ec > settings.tau_c).mean(axis=1) if concepts else np.zeros(len(path.nodes))
+@dataclass(frozen=True)
+class Concepts:
+    """What a path should cover: the question's concepts, each on its own, and the alternatives (the choices
+    of a multiple-choice question), covered as one concept when any of them is."""
+
+    required: list[str]
+    alternatives: list[str] = field(default_factory=list)
+
+    @property
+    def texts(self) -> list[str]:
+        """Every concept text, required first."""
+        return self.required + self.alternatives
+
+    @property
+    def group(self) -> str:
+        """The coverage-map key of the alternatives."""
+        return "one of: " + " | ".join(self.alternatives)
+
+    def __len__(self) -> int:
+        return len(self.required) + (1 if self.alternatives else 0)
+
+
+def diagnose(
+    path: WalkPath, concepts: Concepts, walker: Walker, settings: MetaKGRAGSettings, others: Sequence[WalkPath] = ()
+) -> Diagnosis:
+    """Perceive (coverage map) and Evaluate (completeness and relevance deficiencies) one path; a concept
+    the ``others`` paths cover is not missing."""
+    texts, n_required = concepts.texts, len(concepts.required)
+    sim_ec = walker.sim.nodes_to(path.nodes, texts)  # entities x concepts
+    best = sim_ec.max(axis=0) if path.nodes else np.zeros(len(texts))
+    elsewhere = [n for p in others for n in p.nodes]
+    if elsewhere:
+        best = np.maximum(best, walker.sim.nodes_to(elsewhere, texts).max(axis=0))
+    coverage = {c: float(best[j]) for j, c in enumerate(concepts.required)}
+    relevant = sim_ec > settings.tau_c
+    hits = relevant[:, :n_required].sum(axis=1)
+    if concepts.alternatives:
+        coverage[concepts.group] = float(best[n_required:].max())
+        hits = hits + relevant[:, n_required:].any(axis=1)
+    scope = hits / len(concepts) if len(concepts) else np.zeros(len(path.nodes))
     q = np.asarray(walker.q_sim(path.nodes))
     support_values = settings.alpha * scope + (1 - settings.alpha) * q
     support = {n.id: float(s) for n, s in zip(path.nodes, support_values, strict=True)}
-    missing = [] if settings.no_completeness else [c for c in concepts if coverage[c] < settings.tau_coverage]
+    missing: list[str] = []
+    if not settings.no_completeness:
+        missing = [c for c in concepts.required if coverage[c] < settings.tau_coverage]
+        if concepts.alternatives and coverage[concepts.group] < settings.tau_coverage:
+            missing += concepts.alternatives
     misleading = (
         []
         if settings.no_relevance
@@ -167,15 +254,21 @@ def diagnose(path: WalkPath, concepts: list[str], walker: Walker, settings: Meta
 
 
 def refine(
-    start: NodeRecord, concepts: list[str], walker: Walker, settings: MetaKGRAGSettings
+    initial: WalkPath,
+    concepts: Concepts,
+    walker: Walker,
+    settings: MetaKGRAGSettings,
+    others: Sequence[WalkPath] = (),
 ) -> tuple[WalkPath, WalkPath, dict[str, Any]]:
-    """The initial greedy path from ``start``, its refinement, and the trace of every cycle."""
+    """The refinement of the ``initial`` greedy path, and the trace of every cycle; concepts covered by the
+    ``others`` paths (the question's other initial paths) are not missing."""
     adjust: dict[str, float] = {}
-    initial = path = walker.extend(WalkPath([start]), settings.path_hops, adjust)
+    path = initial
+    start = initial.nodes[0]
     cycles: list[dict[str, Any]] = []
     stop = "no cycle (ablation)" if settings.no_cycle else f"n_max ({settings.n_max}) cycles"
     for cycle in range(0 if settings.no_cycle else settings.n_max):
-        found = diagnose(path, concepts, walker, settings)
+        found = diagnose(path, concepts, walker, settings, others)
         entry: dict[str, Any] = {
             "cycle": cycle + 1,
             "path": [n.name for n in path.nodes],
@@ -218,6 +311,16 @@ def refine(
                 "path_similarity": round(similarity, 4),
             }
         )
+        if settings.keep_better:
+            before, after = (
+                sum(found.coverage.values()),
+                sum(diagnose(new, concepts, walker, settings).coverage.values()),
+            )
+            entry["coverage_change"] = round(after - before, 4)
+            if after < before:
+                entry["rejected"] = True
+                stop = "correction rejected: it covers the concepts less well"
+                break
         path = new
         if similarity > settings.tau_similarity:
             stop = "converged: path similarity above tau_similarity"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from metakg.qa_engine.services import QAServices
-from metakg.qa_engine.strategies.metakgrag import MetaKGRAGSettings, diagnose, refine
+from metakg.qa_engine.strategies.metakgrag import Concepts, MetaKGRAGSettings, diagnose, refine
 from metakg.qa_engine.walk import Walker, WalkPath, jaccard
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, ident, store
 
@@ -25,7 +25,8 @@ def run(settings: MetaKGRAGSettings | None = None, **switches: bool) -> tuple[Wa
     settings = (settings or MetaKGRAGSettings(path_hops=2)).model_copy(update=switches)
     start = graph.get_node(ident("alpha"))
     assert start is not None
-    return refine(start, CONCEPTS, walker_over(graph), settings)
+    walker = walker_over(graph)
+    return refine(walker.extend(WalkPath([start]), settings.path_hops, {}), Concepts(CONCEPTS), walker, settings)
 
 
 def names(path: WalkPath) -> list[str]:
@@ -100,9 +101,52 @@ def test_diagnosis_global_support_and_jaccard() -> None:
     settings = MetaKGRAGSettings()
     walker = walker_over(graph)
     path = WalkPath([n for n in (graph.get_node(ident(x)) for x in CORRECTED) if n is not None])
-    found = diagnose(path, CONCEPTS, walker, settings)
+    found = diagnose(path, Concepts(CONCEPTS), walker, settings)
     assert found.coverage == pytest.approx({"alpha": 1.0, "beta concept": 0.98}, abs=0.01)
     # alpha covers 1 of 2 concepts and is orthogonal to Q: 0.5 * 0.5 + 0.5 * 0
     assert found.support[ident("alpha")] == pytest.approx(0.25, abs=1e-3)
     assert found.support[ident("zeta")] == pytest.approx(0.55, abs=0.01)
     assert jaccard(path, path) == 1.0 and jaccard(path, WalkPath(path.nodes[:2])) == 0.5
+
+
+def initial_path(walker: Walker) -> WalkPath:
+    start = walker.store.get_node(ident("alpha"))
+    assert start is not None
+    return walker.extend(WalkPath([start]), 2, {})  # alpha > decoy > decoy two
+
+
+def test_the_choices_are_covered_as_one_concept() -> None:
+    walker = walker_over(store())
+    path = initial_path(walker)
+    strict = MetaKGRAGSettings(tau_coverage=0.9)
+    found = diagnose(path, Concepts(["alpha"], ["beta concept", "decoy two"]), walker, strict)
+    group = "one of: beta concept | decoy two"
+    assert found.coverage[group] == pytest.approx(1.0) and found.missing == []  # decoy two is on the path
+    found = diagnose(path, Concepts(["alpha"], ["beta concept", "bridge"]), walker, strict)
+    # no choice reaches 0.9 (bridge: 0.785 through decoy, beta concept: 0.2): every choice is missing
+    assert found.coverage["one of: beta concept | bridge"] == pytest.approx(0.785, abs=1e-3)
+    assert found.missing == ["beta concept", "bridge"]
+    assert set(found.coverage) == {"alpha", "one of: beta concept | bridge"}
+
+
+def test_a_correction_that_covers_less_is_rejected() -> None:
+    # bridge is missing at tau_coverage 0.9; with delta 1 the restart from alpha takes bridge (0.5 + 1) over
+    # decoy (0.9), and the new path alpha > bridge covers decoy two at 0.4 only: 1.4 < 1.785 before
+    walker = walker_over(store())
+    concepts = Concepts(["decoy two", "bridge"])
+    settings = MetaKGRAGSettings(path_hops=2, tau_coverage=0.9, delta=1.0, no_restart=True)
+    _, final, trace = refine(initial_path(walker), concepts, walker, settings)
+    assert trace["cycles"][0]["rejected"] and trace["cycles"][0]["coverage_change"] == pytest.approx(-0.385, abs=1e-3)
+    assert trace["stop"].startswith("correction rejected") and names(final) == INITIAL
+    assert not trace["refined"]
+    _, final, trace = refine(initial_path(walker), concepts, walker, settings.model_copy(update={"keep_better": False}))
+    assert names(final)[:2] == ["alpha", "bridge"] and trace["refined"]
+
+
+def test_paper_preset_and_explicit_values() -> None:
+    tuned, paper = MetaKGRAGSettings(), MetaKGRAGSettings(preset="paper")
+    assert (tuned.path_hops, tuned.keep_better, tuned.rank_paths, tuned.tau_coverage) == (2, True, True, 0.5)
+    assert (paper.path_hops, paper.keep_better, paper.rank_paths, paper.tau_coverage) == (3, False, False, 0.6)
+    assert MetaKGRAGSettings(preset="paper", path_hops=4).path_hops == 4  # an explicit value wins
+    with pytest.raises(ValueError, match="preset"):
+        MetaKGRAGSettings(preset="newest")  # type: ignore[arg-type]

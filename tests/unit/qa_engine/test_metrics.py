@@ -11,6 +11,8 @@ The only shortest path from alpha to beta is alpha > decoy > zeta > beta (3 hops
 
 from __future__ import annotations
 
+import itertools
+
 from metakg.qa_engine.core import Answer, EvidencePath, Question
 from metakg.qa_engine.evaluate import recall_at, record, summarise
 from metakg.qa_engine.metrics import EvidenceScorer, answer_match, entity_order, evidence_tokens, triple_order
@@ -21,7 +23,7 @@ QUESTION = Question("What links alpha and beta?", id="q", answer="beta", answer_
 
 
 def path(*names: str) -> EvidencePath:
-    triples = tuple((a, "near", b) for a, b in zip(names, names[1:], strict=False))
+    triples = tuple((a, "near", b) for a, b in itertools.pairwise(names))
     ids = tuple(ident(n) for n in names)
     return EvidencePath(ids, tuple(f"e{i}" for i in range(len(triples))), triples)
 

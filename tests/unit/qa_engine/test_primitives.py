@@ -15,6 +15,7 @@ from metakg.qa_engine.primitives import (
     concepts_by_rules,
     evidence_lines,
     extract_concepts,
+    find_starts,
     grounded,
     match_entities,
     parse_choice,
@@ -22,6 +23,7 @@ from metakg.qa_engine.primitives import (
     parse_free_answer,
 )
 from metakg.qa_engine.services import LRUCache, Similarity
+from metakg.text_processing import PhraseIndex
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, store
 
 MC = Question("Where do cars go?", (("A", "exit ramp"), ("B", "garage"), ("C", "kill animals")))
@@ -140,3 +142,42 @@ def test_lru_cache_evicts_the_least_recently_used() -> None:
     assert "b" not in cache and cache.get("a") == 1 and cache.get("c") == 3 and len(cache) == 2
     with pytest.raises(ValueError):
         LRUCache(0)
+
+
+def test_a_comma_line_found_in_the_question_stays_one_concept() -> None:
+    question = "who's the writer of No God, No Master"
+    assert parse_concepts("No God, No Master\nwriter", 8, question) == ["No God, No Master", "writer"]
+    assert parse_concepts("The writer of No God, No Master is unknown", 8, question) == [
+        "The writer of No God",
+        "No Master is unknown",
+    ]  # not in the question as written: a list
+
+
+def test_graph_names_in_the_question_come_before_llm_concepts() -> None:
+    ctx = context()
+    client = ScriptedClient({"key concepts": "the link of alpha\nbeta"})
+    concepts, how = asyncio.run(extract_concepts(Question("Is decoy two linked to alpha?"), ctx, client))
+    assert how == "llm" and concepts[:2] == ["decoy two", "alpha"] and "the link of alpha" in concepts
+
+
+def test_long_names_are_found() -> None:
+    name = "Journey to the Center of the Earth and Back Again"  # 10 tokens
+    index = PhraseIndex([name, "Earth", "Center"])
+    assert index.find("who in the world wrote journey to the center of the earth and back again") == [name]
+
+
+def test_the_margin_drops_a_concept_close_to_several_entities() -> None:
+    # "decoy two" embeds closest to itself; "links alpha" (unknown to the embedder) scores 0 everywhere
+    ctx = context(tau_entity=0.0)
+    assert [m.node.name for m in match_entities(["question-like"], ctx)] != []
+    assert match_entities(["question-like"], context(tau_entity=0.0, tau_margin=0.5)) == []
+    exact = match_entities(["alpha"], context(tau_margin=0.9))
+    assert [m.node.name for m in exact] == ["alpha"]  # a name match needs no margin
+
+
+def test_start_entities_prefer_the_ones_closest_to_the_question_and_choices() -> None:
+    question = Question("alpha or beta?", (("A", "zeta"), ("B", "decoy")))
+    matches, trace = asyncio.run(find_starts(question, context(), None))
+    assert {m.node.name for m in matches} == {"alpha", "beta"} and trace["concept_method"] == "rules"
+    assert [m.node.name for m in matches] == ["beta", "alpha"]  # both exact; beta is closer to zeta and decoy
+    assert trace["concepts"][-2:] == ["zeta", "decoy"]

@@ -34,7 +34,7 @@ def test_llm_only_one_call_no_evidence() -> None:
 
 
 def test_kg_rag_neighbourhood_evidence() -> None:
-    answer = ask("kg_rag", kg_rag={"neighbours": 1})
+    answer = ask("kg_rag", kg_rag={"neighbours": 1}, ground_choices=False)
     assert answer.status == "ok" and answer.usage.llm_calls == 2  # concepts + answer
     starts = [s["name"] for s in answer.trace["start_entities"]]
     assert set(starts) == {"alpha", "beta"}
@@ -43,6 +43,20 @@ def test_kg_rag_neighbourhood_evidence() -> None:
         ("alpha", "near", "decoy"),
         ("zeta", "leads to", "beta"),
     ]
+    # ranked together, most question-like first: decoy (0.9 to the question) before zeta (0.6)
+    assert [p.triples[0] for p in answer.evidence] == [("alpha", "near", "decoy"), ("zeta", "leads to", "beta")]
+
+
+def test_the_choices_draw_retrieval_to_answer_candidates() -> None:
+    # alpha's most question-like neighbour is decoy (0.9); with the choices grounded, bridge (a choice,
+    # 0.5 to the question) weighs 0.3 * 0.5 + 0.7 * 1.0 = 0.85 against decoy's 0.3 * 0.9 + 0.7 * sim(decoy, zeta)
+    grounded = ask("kg_rag", kg_rag={"neighbours": 1})
+    assert ("alpha", "near", "bridge") in [t for p in grounded.evidence for t in p.triples]
+    assert grounded.trace["concepts"] == ["alpha", "beta", "zeta", "bridge"]
+    assert grounded.trace["question_concepts"] == ["alpha", "beta"]
+    assert {s["name"] for s in grounded.trace["start_entities"]} == {"alpha", "beta"}  # never a choice
+    stem_only = ask("kg_rag", kg_rag={"neighbours": 1}, ground_choices=False)
+    assert stem_only.trace["concepts"] == ["alpha", "beta"]
 
 
 def test_metakgrag_answer_usage_and_evidence_in_the_store() -> None:
@@ -111,3 +125,19 @@ def test_the_registry_refuses_unknown_names_switches_and_settings() -> None:
         REGISTRY.check(QASettings(strategy="graphrag"))
     # a section's values reach the strategy, with env-style strings coerced
     assert REGISTRY.create("metakgrag", QASettings.model_validate({"metakgrag": {"n_max": "2"}})).settings.n_max == 2
+
+
+@pytest.mark.parametrize("rank_paths", [True, False])
+def test_metakgrag_orders_its_paths_by_coverage_or_by_start(rank_paths: bool) -> None:
+    answer = ask("metakgrag", metakgrag={"path_hops": 2, "rank_paths": rank_paths, "n_max": 0})
+    firsts = [p.nodes[0] for p in answer.evidence]
+    starts = [s["id"] for s in answer.trace["start_entities"]]
+    assert sorted(firsts) == sorted(starts) and len(firsts) == 2
+    by_path = {p["start_id"]: p for p in answer.trace["paths"]}
+    assert [by_path[f]["start_id"] for f in firsts] == [p["start_id"] for p in answer.trace["paths"]]
+    scores = [p["coverage_score"] for p in answer.trace["paths"]]
+    if rank_paths:
+        assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]
+        assert firsts != starts  # here the better-covering path starts at the second start entity
+    else:
+        assert firsts == starts

@@ -1,0 +1,112 @@
+"""Retrieval quality per dataset: kg_rag, MetaKGRAG, its ablations and the paper preset, without an LLM.
+
+Each dataset is split as the settings were tuned: the tuning part (never reported here) and the held-out
+part, which this benchmark evaluates (`metakg eval --no-llm --skip N`, concepts by rules):
+
+- CommonsenseQA, the MetaKGRAG authors' pilot KG and questions: tuned on the first 500, reported on 501-700;
+- MetaQA 1-hop: the KB subset ingested as triples (`|`-separated), the questions whose full gold answer set
+  is in the subset; tuned on the first half, reported on the second.
+
+Per run: evidence recall, recall at an equal budget of 10 entities, evidence entities, triples and tokens
+per question, the on-path share, retrieval p50, and MetaKGRAG's refinement rate.
+
+Run: ``make bench`` or ``python -m benchmarks.bench_retrieval``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import WORK, record
+from metakg import api
+from metakg.config import Settings, load_settings
+
+CSQA_KG = "metakgrag_pilot/commonsenseqa__knowledge_graph.txt"
+CSQA_QUESTIONS = "metakgrag_pilot/commonsenseqa__commonsenseqa.json"
+METAQA_KB = "metaqa/kb_subset_8107.txt"
+METAQA_QUESTIONS = "metaqa/qa_test_1hop_closed_in_kb_subset.tsv"
+KEYS = (
+    "evidence_recall",
+    "recall_at_budget",
+    "evidence_entities_per_question",
+    "evidence_triples_per_question",
+    "evidence_tokens_per_question",
+    "on_path_share",
+    "retrieval_p50_ms",
+    "prr",
+)
+
+
+def bundle(settings: Settings, triples: Path, dataset: str, separator: str = "\t") -> Path:
+    """The triple file as an embedded bundle (built once into the work folder)."""
+    out = WORK / f"retrieval_{dataset}"
+    if not (out / "embeddings.parquet").is_file():
+        api.ingest_triples(triples, dataset, out, settings, separator=separator)
+        api.embed_bundle(out, settings)
+    return out
+
+
+def runs(settings: Settings, questions: Path, fmt: str, graph: Path, skip: int, name: str) -> dict[str, Any]:
+    """kg_rag, metakgrag with every ablation, and metakgrag with the paper preset, on the held-out part."""
+    out = WORK / f"retrieval_eval_{name}"
+    shutil.rmtree(out, ignore_errors=True)
+    summary = api.evaluate_benchmark(
+        settings,
+        questions,
+        fmt,  # type: ignore[arg-type]
+        out,
+        strategies=["kg_rag", "metakgrag"],
+        ablations=["all"],
+        skip=skip,
+        bundle=graph,
+        use_llm=False,
+    )["summary"]
+    paper = settings.model_copy(
+        update={"qa": settings.qa.model_validate(settings.qa.model_dump() | {"metakgrag": {"preset": "paper"}})}
+    )
+    paper_summary = api.evaluate_benchmark(
+        paper,
+        questions,
+        fmt,
+        out / "paper",
+        strategies=["metakgrag"],
+        skip=skip,
+        bundle=graph,
+        use_llm=False,  # type: ignore[arg-type]
+    )["summary"]
+    summary["metakgrag (paper preset)"] = paper_summary["metakgrag"]
+    return {label: {k: s.get(k) for k in KEYS} | {"questions": s["questions"]} for label, s in summary.items()}
+
+
+def main() -> None:
+    settings = load_settings()
+    data_dir = settings.paths.data_dir
+    if data_dir is None:
+        sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR)")
+    figures: dict[str, Any] = {"budget_entities": 10}
+    csqa = bundle(settings, data_dir / CSQA_KG, "commonsenseqa")
+    figures["commonsenseqa_heldout_501_700"] = runs(settings, data_dir / CSQA_QUESTIONS, "pilot", csqa, 500, "csqa")
+    metaqa = bundle(settings, data_dir / METAQA_KB, "metaqa", separator="|")
+    total = len(api.read_questions(data_dir / METAQA_QUESTIONS, "metaqa")[0])
+    figures[f"metaqa_1hop_heldout_{total // 2 + 1}_{total}"] = runs(
+        settings, data_dir / METAQA_QUESTIONS, "metaqa", metaqa, total // 2, "metaqa"
+    )
+    for dataset, table in figures.items():
+        if not isinstance(table, dict):
+            continue
+        print(f"{dataset} (retrieval only, budget 10 entities)")
+        for label, f in table.items():
+            print(
+                f"  {label:<28} recall {f['evidence_recall']}  recall@10 {f['recall_at_budget']}  "
+                f"entities/q {f['evidence_entities_per_question']}  on-path {f['on_path_share']}"
+            )
+    print(json.dumps(figures, indent=1)[:0], end="")
+    record("retrieval", figures)
+
+
+if __name__ == "__main__":
+    main()
