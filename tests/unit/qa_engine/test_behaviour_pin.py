@@ -2,9 +2,10 @@
 
 ``tests/data/qa_pin_csqa.json`` was first written before strategies became plugins, and rewritten when
 the retrieval-quality work changed retrieval on purpose (choices grounded, tuned MetaKGRAG defaults,
-kg_rag ranked across starts). Same scripted LLM, the real MiniLM embedder, the MetaKGRAG authors' CommonsenseQA
-KG, the first 5 questions, every strategy and ablation. Any change to retrieval, the cycle, the prompts or the answer step shows here
-as a diff; a deliberate change rewrites the file with ``python -m tests.unit.qa_engine.test_behaviour_pin``.
+kg_rag ranked across starts). Same scripted LLM, the real MiniLM embedder, the MetaKGRAG authors'
+CommonsenseQA KG, the first 5 questions, every strategy and ablation. Any change to retrieval, the
+cycle, the prompts or the answer step shows here as a diff; a deliberate change rewrites the file with
+``python -m tests.unit.qa_engine.test_behaviour_pin``.
 """
 
 from __future__ import annotations
