@@ -158,7 +158,7 @@ class QASettings(Section):
         default=0.6, ge=0, le=1, description="Cosine similarity a concept's best entity needs to be a start entity."
     )
     tau_margin: float = Field(
-        default=0.0,
+        default=0.05,
         ge=0,
         le=1,
         description="An embedding match must beat the concept's runner-up entity by this much (0: off); "
@@ -175,6 +175,13 @@ class QASettings(Section):
         le=1,
         description="Multiple choice with ground_choices: an entity's relevance is (1 - w) * its similarity to "
         "the stem + w * its similarity to the closest choice.",
+    )
+    relation_weight: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="A step along an edge weighs (1 - r) * the entity's relevance + r * the similarity of the "
+        "edge's relation to the question.",
     )
     max_starts: int = Field(default=5, ge=1, le=50, description="Start entities kept per question.")
     max_neighbours: int = Field(default=100, ge=1, description="Neighbours read per node while searching.")

@@ -41,6 +41,7 @@ def question_walker(question: Question, ctx: QAContext) -> Walker:
         texts,
         max_neighbours=ctx.settings.max_neighbours,
         alternatives_weight=ctx.settings.choice_weight,
+        relation_weight=ctx.settings.relation_weight,
     )
 
 

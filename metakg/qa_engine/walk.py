@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,11 @@ class WalkPath:
         return WalkPath(self.nodes[: index + 1], self.edges[:index])
 
 
+def relation_text(edge: EdgeRecord) -> str:
+    """An edge's relation as words: its display text, else its relation with underscores as spaces."""
+    return edge.display or edge.rel.replace("_", " ")
+
+
 def jaccard(a: WalkPath, b: WalkPath) -> float:
     """PathSimilarity: Jaccard similarity of the two paths' entity sets."""
     sa, sb = set(a.ids), set(b.ids)
@@ -45,18 +51,21 @@ class Walker:
         *,
         max_neighbours: int,
         alternatives_weight: float = 0.0,
+        relation_weight: float = 0.0,
     ) -> None:
         """Search ``store`` for ``question``, reading at most ``max_neighbours`` neighbours per node.
 
         ``question`` is one text, or the question's text followed by alternatives (the choices): an entity's
         relevance sim(e, Q) is then ``(1 - w) * sim(e, text) + w * max sim(e, alternative)`` with
-        ``w = alternatives_weight``.
+        ``w = alternatives_weight``. A step along an edge weighs ``(1 - r) * sim(e, Q) + r * sim(relation,
+        question text)`` with ``r = relation_weight`` (the relation decides "directed by" from "written by").
         """
         self.store = store
         self.services = services
         self.sim: Similarity = services.similarity
         self.texts = [question] if isinstance(question, str) else list(question)
         self.alternatives_weight = alternatives_weight
+        self.relation_weight = relation_weight
         self.max_neighbours = max_neighbours
         self._q: dict[str, float] = {}
 
@@ -78,6 +87,15 @@ class Walker:
                 self._q[node.id] = float(score)
         return [self._q[n.id] for n in nodes]
 
+    def step_weights(self, options: Sequence[Neighbour]) -> Any:
+        """The weight of each step: the neighbour's relevance, mixed with its edge's relation relevance."""
+        weights = np.asarray(self.q_sim([nb.node for nb in options]))
+        if self.relation_weight > 0 and options:
+            relations = self.sim.vectors([relation_text(nb.edge) for nb in options])
+            to_question = np.clip(relations @ self.sim.vectors(self.texts[:1])[0], 0.0, 1.0)
+            weights = (1 - self.relation_weight) * weights + self.relation_weight * to_question
+        return weights
+
     def around(self, path: WalkPath) -> list[NodeRecord]:
         """The distinct neighbours of the path's nodes that are not on it (candidates for adjustment)."""
         on_path = set(path.ids)
@@ -90,20 +108,14 @@ class Walker:
 
     def extend(self, path: WalkPath, hops: int, adjust: dict[str, float]) -> WalkPath:
         """Greedily add up to ``hops`` edges to ``path``: at each step the unvisited neighbour of highest weight
-        (its similarity to the question plus its adjustment)."""
+        (its step weight, :meth:`step_weights`, plus its adjustment)."""
         nodes, edges = list(path.nodes), list(path.edges)
         visited = {n.id for n in nodes}
         for _ in range(hops):
-            options: dict[str, Neighbour] = {}
-            for nb in self.neighbours(nodes[-1].id):
-                if nb.node.id not in visited and nb.node.id not in options:
-                    options[nb.node.id] = nb
-            if not options:
+            candidates = [nb for nb in self.neighbours(nodes[-1].id) if nb.node.id not in visited]
+            if not candidates:
                 break
-            candidates = list(options.values())
-            weights = np.asarray(self.q_sim([nb.node for nb in candidates])) + np.asarray(
-                [adjust.get(nb.node.id, 0.0) for nb in candidates]
-            )
+            weights = self.step_weights(candidates) + np.asarray([adjust.get(nb.node.id, 0.0) for nb in candidates])
             chosen = candidates[int(np.argmax(weights))]
             nodes.append(chosen.node)
             edges.append(chosen.edge)

@@ -39,7 +39,7 @@ class KGRag(RetrieveThenAnswer[KGRagSettings]):
         found: list[tuple[float, EvidencePath]] = []
         for match in matches:
             around = search.neighbours(match.node.id)
-            scores = np.asarray(search.q_sim([nb.node for nb in around]))
+            scores = search.step_weights(around)
             for i in np.argsort(-scores, kind="stable")[: self.settings.neighbours]:
                 nb = around[int(i)]
                 found.append((float(scores[int(i)]), path_records([match.node, nb.node], [nb.edge])))

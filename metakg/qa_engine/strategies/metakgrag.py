@@ -70,14 +70,14 @@ class MetaKGRAGSettings(StrategySettings):
     tau_coverage: float = Field(default=0.5, ge=0, le=1, description="A concept covered below this is missing.")
     tau_c: float = Field(default=0.3, ge=0, le=1, description="sim(e, c) above this counts c in EntityScope(e).")
     tau_support: float = Field(
-        default=0.25, ge=0, le=1, description="A path entity with GlobalSupport below this is misleading."
+        default=0.1, ge=0, le=1, description="A path entity with GlobalSupport below this is misleading."
     )
     alpha: float = Field(default=0.5, ge=0, le=1, description="Weight of EntityScope in GlobalSupport.")
     delta: float = Field(default=0.25, ge=0, le=1, description="Weight adjustment per deficiency.")
     keep_better: bool = Field(
         default=True,
-        description="Keep a corrected path only when it covers the concepts at least as well as the path it "
-        "corrects; otherwise keep that path and stop.",
+        description="Keep a corrected path only when it covers the concepts better than the path it corrects; "
+        "otherwise keep that path and stop.",
     )
     rank_paths: bool = Field(
         default=True,
@@ -317,9 +317,9 @@ def refine(
                 sum(diagnose(new, concepts, walker, settings).coverage.values()),
             )
             entry["coverage_change"] = round(after - before, 4)
-            if after < before:
+            if after <= before:
                 entry["rejected"] = True
-                stop = "correction rejected: it covers the concepts less well"
+                stop = "correction rejected: it does not cover the concepts better"
                 break
         path = new
         if similarity > settings.tau_similarity:

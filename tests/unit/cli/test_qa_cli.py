@@ -170,3 +170,31 @@ def test_eval_against_an_unreachable_llm_fails_and_a_rerun_asks_again(
     assert kept["llm_only"]["reused"] == 3 and len(server.requests) == 0
     _, summary = run(*args, "--json")
     assert summary["llm_only"]["reused"] == 0 and summary["llm_only"]["fail"] == 0 and len(server.requests) == 3
+
+
+def test_eval_skip_and_budget(bundle: Path, tmp_path: Path) -> None:
+    questions, out = pilot_file(tmp_path), tmp_path / "held-out"
+    args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out), "--no-llm")
+    _, summary = run(*args, "--strategy", "kg_rag", "--skip", "1", "--budget", "1", "--json")
+    figures = summary["kg_rag"]
+    assert figures["questions"] == 2 and figures["budget"] == 1
+    assert figures["recall_at_budget"] <= figures["evidence_recall"]
+    assert figures["evidence_triples_per_question"] > 0 and figures["evidence_tokens_per_question"] > 0
+
+
+def test_tune_ranks_every_combination(bundle: Path, tmp_path: Path) -> None:
+    questions, out = pilot_file(tmp_path), tmp_path / "tune"
+    args = ("tune", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out))
+    _, payload = run(*args, "--grid", "path_hops=1,2", "--grid", "qa.max_starts=1,3", "--json")
+    runs = payload["runs"]
+    assert len(runs) == 4 and payload["questions"] == 3
+    assert {(r["settings"]["metakgrag.path_hops"], r["settings"]["qa.max_starts"]) for r in runs} == {
+        (1, 1), (1, 3), (2, 1), (2, 3)
+    }  # fmt: skip
+    keys = [(-(r["recall_at_budget"] or 0), -(r["evidence_recall"] or 0)) for r in runs]
+    assert keys == sorted(keys)  # best first
+    assert (out / "tune.md").read_text().count("\n") == 2 + 4 and (out / "run-1" / "summary.json").is_file()
+    result, _ = run(*args, "--grid", "path_hops=0", code=2)
+    assert "path_hops" in result.stderr + result.stdout
+    result, _ = run(*args, "--grid", "path_hops", code=2)
+    assert "key=value1,value2" in result.stderr + result.stdout

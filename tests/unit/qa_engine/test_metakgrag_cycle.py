@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
+from metakg.llm.embedder import Vectors
 from metakg.qa_engine.services import QAServices
 from metakg.qa_engine.strategies.metakgrag import Concepts, MetaKGRAGSettings, diagnose, refine
 from metakg.qa_engine.walk import Walker, WalkPath, jaccard
@@ -83,7 +86,7 @@ def test_no_restart_restarts_from_the_start_entity() -> None:
 
 def test_relevance_deficiency_penalises_the_misleading_entity() -> None:
     # GlobalSupport: decoy 0.45, decoy two 0.40, zeta 0.55, beta 0.35; tau_support 0.42 flags decoy two, then beta
-    settings = MetaKGRAGSettings(path_hops=2, tau_support=0.42)
+    settings = MetaKGRAGSettings(path_hops=2, tau_support=0.42, keep_better=False)
     _, final, trace = run(settings, no_completeness=True)
     first = trace["cycles"][0]
     assert first["missing_concepts"] == [] and first["misleading_entities"] == [ident("decoy two")]
@@ -150,3 +153,27 @@ def test_paper_preset_and_explicit_values() -> None:
     assert MetaKGRAGSettings(preset="paper", path_hops=4).path_hops == 4  # an explicit value wins
     with pytest.raises(ValueError, match="preset"):
         MetaKGRAGSettings(preset="newest")  # type: ignore[arg-type]
+
+
+class RelationEmbedder(AxisEmbedder):
+    """AxisEmbedder that also knows the relations: "leads to" reads like the question, "near" does not."""
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        known = {"leads to": (1, 0, 0, 0, 0), "near": (0, 0, 0, 0, 1)}
+        base = AxisEmbedder.embed(self, texts)
+        return np.asarray([known.get(t, tuple(row)) for t, row in zip(texts, base, strict=True)], dtype=np.float32)
+
+
+def test_the_relation_weighs_in_each_step() -> None:
+    graph = store()
+    services = QAServices(graph, RelationEmbedder(), max_entries=1000)
+    decoy = graph.get_node(ident("decoy"))
+    assert decoy is not None
+    plain = Walker(graph, services, QUESTION, max_neighbours=100)
+    assert names(plain.extend(WalkPath([decoy]), 1, {})) == ["decoy", "decoy two"]  # 0.8 beats zeta's 0.6
+    by_relation = Walker(graph, services, QUESTION, max_neighbours=100, relation_weight=0.5)
+    options = by_relation.neighbours(ident("decoy"))
+    weights = dict(zip([nb.node.name for nb in options], by_relation.step_weights(options), strict=True))
+    # decoy two: 0.5 * 0.8 + 0.5 * sim("near", Q) = 0.4; zeta: 0.5 * 0.6 + 0.5 * sim("leads to", Q) = 0.8
+    assert weights["decoy two"] == pytest.approx(0.4, abs=1e-3) and weights["zeta"] == pytest.approx(0.8, abs=1e-3)
+    assert names(by_relation.extend(WalkPath([decoy]), 1, {})) == ["decoy", "zeta"]
