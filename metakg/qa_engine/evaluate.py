@@ -24,7 +24,7 @@ from metakg.errors import InputDataError, UsageError
 from metakg.llm.usage import percentile
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
-from metakg.qa_engine.metrics import EvidenceScorer, answer_match
+from metakg.qa_engine.metrics import EvidenceScorer, answer_match, with_gold_entities
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.strategy import Strategy
 
@@ -264,6 +264,7 @@ async def evaluate(
     summary: dict[str, dict[str, Any]] = {}
     ids = {q.id for q in questions}
     scorer = EvidenceScorer(ctx.store, max_evidence=ctx.settings.max_evidence)
+    questions = [with_gold_entities(q, lambda text: ctx.services.phrases.find(text)) for q in questions]
     for spec in specs:
         strategy = registry.create(spec.strategy, ctx.settings, spec.switches)
         path = out_dir / f"answers-{spec.label}.jsonl"

@@ -10,6 +10,9 @@
   strategies that retrieve different amounts are compared on the same amount.
 - **Evidence size**: entities, triples, and the tokens of the evidence lines the answer prompt would show
   (words and punctuation marks, a tokenizer-independent count).
+- **Gold entities of a long answer**: a free-text gold answer longer than :data:`LONG_ANSWER_WORDS` words (a
+  doctor's reply in GenMedGPT) is replaced, for the evidence metrics, by the graph's entity names it
+  mentions that the question does not (:func:`with_gold_entities`); none found, the question has no gold.
 - **On-path share** (precision-like): the share of evidence entities that lie on a shortest path of the
   graph between a start entity (the question's concepts) and a gold answer entity, within ``max_hops``;
   None when no gold entity is that close.
@@ -18,8 +21,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from metakg.qa_engine.core import Answer, EvidencePath, Question
@@ -29,6 +32,7 @@ from metakg.schemas.tables import match_key
 from metakg.text_processing import lemma_key
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+LONG_ANSWER_WORDS = 8
 
 
 def text_key(text: str) -> str:
@@ -42,6 +46,19 @@ def answer_match(reply: str, golds: Iterable[str]) -> tuple[bool, bool]:
     key = f" {text_key(reply)} "
     keys = [text_key(g) for g in golds if text_key(g)]
     return any(f" {g} " in key for g in keys), any(key.strip() == g for g in keys)
+
+
+def with_gold_entities(question: Question, find: Callable[[str], list[str]]) -> Question:
+    """``question`` with a long free-text gold answer replaced by the entity names ``find`` finds in it (a
+    phrase matcher over the graph's names; names the question mentions too are not answers); unchanged
+    when every gold answer is short."""
+    golds = question.gold_texts
+    if question.choices or not golds or all(len(g.split()) <= LONG_ANSWER_WORDS for g in golds):
+        return question
+    asked = {text_key(name) for name in find(question.text)}
+    names = [name for gold in golds for name in find(gold) if text_key(name) not in asked]
+    found = tuple(dict.fromkeys(names))
+    return replace(question, answers=found, answer_text=found[0] if found else None, answer=None)
 
 
 def entity_order(paths: Sequence[EvidencePath]) -> list[str]:

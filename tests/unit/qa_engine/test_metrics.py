@@ -15,8 +15,16 @@ import itertools
 
 from metakg.qa_engine.core import Answer, EvidencePath, Question
 from metakg.qa_engine.evaluate import recall_at, record, summarise
-from metakg.qa_engine.metrics import EvidenceScorer, answer_match, entity_order, evidence_tokens, triple_order
+from metakg.qa_engine.metrics import (
+    EvidenceScorer,
+    answer_match,
+    entity_order,
+    evidence_tokens,
+    triple_order,
+    with_gold_entities,
+)
 from metakg.qa_engine.strategies import REGISTRY
+from metakg.text_processing import PhraseIndex
 from tests.unit.qa_engine.handmade import ident, store
 
 QUESTION = Question("What links alpha and beta?", id="q", answer="beta", answer_text="beta", answers=("beta",))
@@ -95,3 +103,20 @@ def test_free_text_answers_match_by_normalised_containment() -> None:
     row = record(Question("?", id="q", answers=("Top Hat", "Kitty Foyle")), replied, strategy, EvidenceScorer(None))
     assert (row["correct"], row["exact"], row["gold_answers"]) == (True, False, ["Top Hat", "Kitty Foyle"])
     assert row["evidence_recall"] is None  # llm_only uses no graph
+
+
+def test_a_long_gold_answer_becomes_the_entities_it_names() -> None:
+    index = PhraseIndex(["panic disorder", "panic attacks", "electrocardiogram", "psychotherapy"])
+    question = Question(
+        "Doctor, I have sudden panic attacks.",
+        answer="It sounds like panic disorder; start psychotherapy and get an electrocardiogram to be sure.",
+        answer_text="It sounds like panic disorder; start psychotherapy and get an electrocardiogram to be sure.",
+    )
+    found = with_gold_entities(question, index.find)
+    assert found.gold_texts == ("panic disorder", "psychotherapy", "electrocardiogram")  # not panic attacks
+    short = Question("Who directed Top Hat?", answers=("Mark Sandrich",))
+    assert with_gold_entities(short, index.find) is short
+    nothing = with_gold_entities(
+        Question("q?", answer_text="a reply that names no entity of the graph at all"), index.find
+    )
+    assert nothing.gold_texts == ()
