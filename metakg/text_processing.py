@@ -144,7 +144,8 @@ class PhraseIndex:
     """A case-insensitive spaCy ``PhraseMatcher`` over names; finds the longest names mentioned in a text."""
 
     def __init__(self, names: Iterable[str], *, max_words: int = 16) -> None:
-        """Index ``names`` (duplicates, names of stop words only, and names over ``max_words`` are skipped)."""
+        """Index ``names`` (duplicates, names of stop words only, and names over ``max_words`` are skipped);
+        underscores count as spaces."""
         from spacy.matcher import PhraseMatcher
 
         self._nlp = _sentencizer()
@@ -152,7 +153,7 @@ class PhraseIndex:
         self._names: dict[str, str] = {}
         kept = []
         for name in names:
-            key = name.strip().lower()
+            key = " ".join(name.strip().lower().replace("_", " ").split())  # Panic_disorder reads "panic disorder"
             if len(key) > 1 and key not in self._names:
                 self._names[key] = name.strip()
                 kept.append(key)

@@ -170,11 +170,12 @@ RELATION_PATTERN = r"^[^\W_][\w]*$"
 
 
 def match_key_expr(expr: pl.Expr) -> pl.Expr:
-    """The key names are matched on: NFKC, lower case, punctuation to spaces, leading article dropped."""
+    """The key names are matched on: NFKC, lower case, punctuation and underscores to spaces (``Panic_disorder``
+    is *panic disorder*), leading article dropped."""
     return (
         expr.str.normalize("NFKC")
         .str.to_lowercase()
-        .str.replace_all(r"[^\w\s]+", " ")
+        .str.replace_all(r"(?:[^\w\s]|_)+", " ")
         .str.replace_all(r"\s+", " ")
         .str.strip_chars()
         .str.replace(r"^(the|a|an) ", "")

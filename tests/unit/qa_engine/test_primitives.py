@@ -23,6 +23,7 @@ from metakg.qa_engine.primitives import (
     parse_free_answer,
 )
 from metakg.qa_engine.services import LRUCache, Similarity
+from metakg.schemas.tables import match_key
 from metakg.text_processing import PhraseIndex
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, store
 
@@ -180,3 +181,9 @@ def test_start_entities_prefer_the_ones_closest_to_the_question_and_choices() ->
     assert {m.node.name for m in matches} == {"alpha", "beta"} and trace["concept_method"] == "rules"
     assert [m.node.name for m in matches] == ["beta", "alpha"]  # both exact; beta is closer to zeta and decoy
     assert trace["concepts"][-2:] == ["zeta", "decoy"]
+
+
+def test_snake_case_names_read_as_words() -> None:
+    # LLM-built graphs often name nodes Panic_disorder: the question says "panic disorder"
+    assert PhraseIndex(["Panic_disorder"]).find("Could it be a panic disorder?") == ["Panic_disorder"]
+    assert match_key("Panic_disorder") == match_key("panic  disorder") == "panic disorder"
