@@ -6,6 +6,8 @@ part, which this benchmark evaluates (`metakg eval --no-llm --skip N`, concepts 
 - CommonsenseQA, the MetaKGRAG authors' pilot KG and questions: tuned on the first 500, reported on 501-700;
 - GenMedGPT-5K, the authors' pilot KG and patient questions (free text; the gold answer is the doctor's
   reply, scored by the graph entities it names): tuned on the first half, reported on the second;
+- CMB-Exam Pharmacy, the authors' pilot KG and questions (Chinese, multiple choice): tuned on the first
+  half, reported on the second;
 - MetaQA 1-hop: the KB subset ingested as triples (`|`-separated), the questions whose full gold answer set
   is in the subset; tuned on the first half, reported on the second.
 
@@ -30,6 +32,8 @@ CSQA_KG = "metakgrag_pilot/commonsenseqa__knowledge_graph.txt"
 CSQA_QUESTIONS = "metakgrag_pilot/commonsenseqa__commonsenseqa.json"
 GENMED_KG = "metakgrag_pilot/GenMedGPT-5K__knowledge_graph.txt"
 GENMED_QUESTIONS = "metakgrag_pilot/GenMedGPT-5K__genmedgpt-5k.json"
+CMB_KG = "metakgrag_pilot/CMB-Exam__Pharmacy__knowledge_graph.txt"
+CMB_QUESTIONS = "metakgrag_pilot/CMB-Exam__Pharmacy__Pharmacy.json"
 METAQA_KB = "metaqa/kb_subset_8107.txt"
 METAQA_QUESTIONS = "metaqa/qa_test_1hop_closed_in_kb_subset.tsv"
 KEYS = (
@@ -97,6 +101,11 @@ def main() -> None:
     total = len(api.read_questions(data_dir / GENMED_QUESTIONS, "pilot")[0])
     figures[f"genmedgpt_heldout_{total // 2 + 1}_{total}"] = runs(
         settings, data_dir / GENMED_QUESTIONS, "pilot", genmed, total // 2, "genmedgpt"
+    )
+    cmb = bundle(settings, data_dir / CMB_KG, "cmb")
+    total = len(api.read_questions(data_dir / CMB_QUESTIONS, "pilot")[0])
+    figures[f"cmb_pharmacy_heldout_{total // 2 + 1}_{total}"] = runs(
+        settings, data_dir / CMB_QUESTIONS, "pilot", cmb, total // 2, "cmb"
     )
     metaqa = bundle(settings, data_dir / METAQA_KB, "metaqa", separator="|")
     total = len(api.read_questions(data_dir / METAQA_QUESTIONS, "metaqa")[0])

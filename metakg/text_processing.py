@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -140,12 +142,23 @@ def concept_phrases(text: str, *, max_words: int = 4) -> list[str]:
     return unique
 
 
+_CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])")
+
+
+def spaced(text: str) -> str:
+    """``text`` with each Chinese, Japanese or Korean character as a word of its own (those scripts write no
+    spaces), underscores as spaces, spacing collapsed, in lower case: the form :class:`PhraseIndex` matches."""
+    return " ".join(_CJK.sub(r" \1 ", text.replace("_", " ")).lower().split())
+
+
 class PhraseIndex:
-    """A case-insensitive spaCy ``PhraseMatcher`` over names; finds the longest names mentioned in a text."""
+    """A case-insensitive spaCy ``PhraseMatcher`` over names; finds the longest names mentioned in a text.
+    Underscores count as spaces and each CJK character as a word (:func:`spaced`), so ``Panic_disorder``
+    and 九一散 are found in running text."""
 
     def __init__(self, names: Iterable[str], *, max_words: int = 16) -> None:
-        """Index ``names`` (duplicates, names of stop words only, and names over ``max_words`` are skipped);
-        underscores count as spaces."""
+        """Index ``names`` (duplicates, one-character names, names of stop words only, and names over
+        ``max_words`` words are skipped)."""
         from spacy.matcher import PhraseMatcher
 
         self._nlp = _sentencizer()
@@ -153,8 +166,8 @@ class PhraseIndex:
         self._names: dict[str, str] = {}
         kept = []
         for name in names:
-            key = " ".join(name.strip().lower().replace("_", " ").split())  # Panic_disorder reads "panic disorder"
-            if len(key) > 1 and key not in self._names:
+            key = spaced(name)
+            if len(name.strip()) > 1 and key not in self._names:
                 self._names[key] = name.strip()
                 kept.append(key)
         patterns = [
@@ -167,12 +180,12 @@ class PhraseIndex:
 
     def find(self, text: str) -> list[str]:
         """The indexed names in ``text`` (as indexed), longest first where matches overlap, in text order."""
-        doc = self._nlp.make_doc(text)
+        doc = self._nlp.make_doc(spaced(text))
         spans = sorted(self._matcher(doc, as_spans=True), key=lambda s: (-(s.end - s.start), s.start))
         taken: set[int] = set()
         found: list[tuple[int, str]] = []
         for span in spans:
             if taken.isdisjoint(range(span.start, span.end)):
                 taken.update(range(span.start, span.end))
-                found.append((span.start, self._names.get(span.text.lower(), span.text)))
+                found.append((span.start, self._names.get(span.text, span.text)))
         return [name for _, name in sorted(found)]

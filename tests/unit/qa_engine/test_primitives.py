@@ -187,3 +187,9 @@ def test_snake_case_names_read_as_words() -> None:
     # LLM-built graphs often name nodes Panic_disorder: the question says "panic disorder"
     assert PhraseIndex(["Panic_disorder"]).find("Could it be a panic disorder?") == ["Panic_disorder"]
     assert match_key("Panic_disorder") == match_key("panic  disorder") == "panic disorder"
+
+
+def test_chinese_names_are_found_in_running_text() -> None:
+    index = PhraseIndex(["九一散", "外用", "药"])  # one-character names are too ambiguous to index
+    assert index.find("九一散的正确用法是仅供外用") == ["九一散", "外用"]
+    assert index.find("这种药") == []
