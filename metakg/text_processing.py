@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
