@@ -5,9 +5,10 @@ from __future__ import annotations
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.strategies.kg_rag import KGRag
 from metakg.qa_engine.strategies.llm_only import LLMOnly
+from metakg.qa_engine.strategies.medcog import MedCoG
 from metakg.qa_engine.strategies.metakgrag import MetaKGRAG
 
 #: the strategies metakg ships
-REGISTRY = StrategyRegistry([LLMOnly, KGRag, MetaKGRAG])
+REGISTRY = StrategyRegistry([LLMOnly, KGRag, MetaKGRAG, MedCoG])
 
-__all__ = ["REGISTRY", "KGRag", "LLMOnly", "MetaKGRAG"]
+__all__ = ["REGISTRY", "KGRag", "LLMOnly", "MedCoG", "MetaKGRAG"]

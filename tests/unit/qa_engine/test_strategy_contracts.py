@@ -24,6 +24,10 @@ class TestMetaKGRAGContract(StrategyContract):
     strategy_name = "metakgrag"
 
 
+class TestMedCoGContract(StrategyContract):
+    strategy_name = "medcog"
+
+
 class TestExampleStrategyContract(StrategyContract):
     strategy_name = "first_edges"
     registry = EXAMPLE_REGISTRY

@@ -1,0 +1,267 @@
+"""``medcog``: MedCoG (Zhao et al., arXiv 2602.07905), a metacognitive regulator that spends only the reasoning
+a question needs.
+
+1. **Monitoring** (one call): complexity, familiarity and knowledge density in [0, 1]
+   (:mod:`metakg.qa_engine.metacog`). An unparseable reply takes ``fallback_route`` and is counted.
+2. **Planning**: the thresholds pick one of five routes: ``zero_shot``, ``scot``, ``scot_mem``, ``scot_kg``,
+   ``scot_kg_mem``. ``route`` forces one of them (the harness runs all five as fixed strategies).
+3. **Executing**: zero-shot answers directly; SCoT (:mod:`metakg.qa_engine.scot`) elicits fact paths, then
+   reasons, then answers. ``_kg`` first verifies against the graph: the LLM writes verification pairs
+   (what the question asks, what an answer would claim); each side's entities are grounded to the graph
+   (the graph's names found in the text, else embedding search at ``tau_entity``); the shortest paths
+   between every grounded query entity and every grounded hypothesis entity (``max_hops``, ``k_paths``
+   each) are ranked by similarity to the question and the best ``top_k`` rendered ``a -[rel]-> b``.
+4. **Evaluating** (``_kg``): one call judges whether the paths suffice; if not, its feedback refines the
+   pairs, at most ``max_refinements`` times, before SCoT answers with the evidence.
+
+The episodic memory (the case bank of ``_mem`` routes) is not built yet: those routes run as their route
+without ``_mem``, and the trace says so.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field
+
+from metakg.llm.client import LLMClient, Message, request
+from metakg.llm.usage import MeteredClient
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
+from metakg.qa_engine.metacog import MONITOR_PROMPT, ROUTES, Thresholds, parse_assessment, plan
+from metakg.qa_engine.primitives import match_entities, parse_choice, parse_free_answer
+from metakg.qa_engine.scot import parse_scot, scot_prompt
+from metakg.qa_engine.strategy import Strategy, StrategySettings, answer_with_evidence
+from metakg.schemas.graph_store import GraphPath
+from metakg.text_processing import concept_phrases
+
+Route = Literal["meta", "zero_shot", "scot", "scot_mem", "scot_kg", "scot_kg_mem"]
+
+
+class MedCoGSettings(StrategySettings):
+    """``[qa.medcog]``."""
+
+    route: Route = Field(default="meta", description="meta: route by the monitoring scores; or force one route.")
+    tau_c: float = Field(default=0.5, ge=0, le=1, description="Complexity above this turns structured reasoning on.")
+    tau_f: float = Field(default=0.5, ge=0, le=1, description="Familiarity above this adds past cases (memory).")
+    tau_k: float = Field(default=0.5, ge=0, le=1, description="Knowledge density above this adds graph verification.")
+    fallback_route: Literal["zero_shot", "scot", "scot_mem", "scot_kg", "scot_kg_mem"] = Field(
+        default="scot", description="Route taken when the monitoring reply holds no score."
+    )
+    max_pairs: int = Field(default=3, ge=1, le=10, description="Verification pairs kept per plan.")
+    max_hops: int = Field(default=3, ge=1, le=6, description="Edges at most on a verification path.")
+    k_paths: int = Field(default=2, ge=1, le=10, description="Shortest paths per grounded entity pair.")
+    top_k: int = Field(default=5, ge=1, le=50, description="Verification paths kept, most question-like first.")
+    max_refinements: int = Field(default=2, ge=0, le=5, description="Plan refinements after a failed evaluation.")
+
+
+PLAN_PROMPT = (
+    "To answer the question below you may check facts in a medical knowledge graph. Write up to {n} checks, "
+    "one per line, as 'query | hypothesis': the thing the question asks about, then a fact an answer would "
+    "rest on (for example 'migraine | aspirin treats migraine').{feedback}\n\nQuestion: {question}{choices}"
+)
+EVALUATE_PROMPT = (
+    "Question: {question}{choices}\n\nKnowledge graph paths found:\n{paths}\n\n"
+    "Are these paths enough to answer the question? Reply 'yes', or 'no: ' followed by what is missing."
+)
+
+
+class MedCoG(Strategy[MedCoGSettings]):
+    """Monitoring, planning, then zero-shot, SCoT, or SCoT with graph verification."""
+
+    name = "medcog"
+    summary = "MedCoG: rate the question, then answer zero-shot, by structured reasoning, or with graph checks."
+    Settings = MedCoGSettings
+    metric_columns = (("monitor_fallbacks", "monitor fallbacks"),)
+
+    async def solve(self, question: Question, ctx: QAContext, client: MeteredClient | None, answer: Answer) -> None:
+        """Monitor, plan, execute the route (a fail without an LLM: every route needs one)."""
+        if client is None:
+            answer.fail("medcog needs an LLM (every route asks one)")
+            return
+        route, trace = await self.choose_route(question, ctx, client)
+        answer.trace.update(trace)
+        if "_mem" in route:
+            answer.trace["memory"] = "no case bank yet: the route runs without past cases"
+        if route == "zero_shot":
+            await answer_with_evidence(question, None, ctx, client, answer)
+            return
+        evidence: list[EvidencePath] = []
+        if "_kg" in route:
+            evidence = await self.verify(question, ctx, client, answer.trace)
+        answer.evidence = evidence
+        lines = [render(p) for p in evidence]
+        reply = await ask(
+            client, ctx, scot_prompt(question, lines), max(ctx.settings.answer_max_tokens, 512), f"qa:{self.label}:scot"
+        )
+        parsed = parse_scot(reply.text)
+        answer.trace.update({"reply": reply.text, "scot_paths": [list(p) for p in parsed.paths]})
+        if question.choices:
+            letter = parse_choice(parsed.answer or reply.text, question)
+            if letter is None:
+                answer.fail(f"the reply names no choice letter: {reply.text.strip()[-200:]!r}")
+                return
+            answer.choice, answer.text = letter, question.choice_text[letter]
+        else:
+            answer.text = parsed.answer or parse_free_answer(reply.text)
+            if not answer.text:
+                answer.fail("the reply is empty")
+
+    async def choose_route(self, question: Question, ctx: QAContext, client: LLMClient) -> tuple[str, dict[str, Any]]:
+        """The route and the monitoring trace (forced routes make no call)."""
+        if self.settings.route != "meta":
+            return self.settings.route, {"route": self.settings.route, "routed_by": "forced"}
+        prompt = MONITOR_PROMPT.format(question=question.text.strip() + _choices(question))
+        reply = await ask(client, ctx, prompt, 200, f"qa:{self.label}:monitor")
+        assessment = parse_assessment(reply.text)
+        if assessment is None:
+            route = self.settings.fallback_route
+            return route, {"route": route, "routed_by": "fallback", "monitor_reply": reply.text[:500]}
+        tau = Thresholds(self.settings.tau_c, self.settings.tau_f, self.settings.tau_k)
+        return plan(assessment, tau), {"route": plan(assessment, tau), "routed_by": "scores", **assessment.as_dict()}
+
+    async def verify(
+        self, question: Question, ctx: QAContext, client: LLMClient, trace: dict[str, Any]
+    ) -> list[EvidencePath]:
+        """Plan verification pairs, ground them, find and rank paths; evaluate and refine at most
+        ``max_refinements`` times. Each round is recorded in ``trace["verification"]``."""
+        rounds: list[dict[str, Any]] = []
+        trace["verification"] = rounds
+        feedback = ""
+        best: list[EvidencePath] = []
+        for number in range(self.settings.max_refinements + 1):
+            prompt = PLAN_PROMPT.format(
+                n=self.settings.max_pairs,
+                feedback=f"\nEarlier checks were not enough: {feedback}" if feedback else "",
+                question=question.text.strip(),
+                choices=_choices(question),
+            )
+            reply = await ask(client, ctx, prompt, 200, f"qa:{self.label}:plan")
+            pairs = parse_pairs(reply.text, self.settings.max_pairs)
+            found, grounding = self.paths_for(pairs, question, ctx)
+            entry: dict[str, Any] = {"round": number + 1, "pairs": [list(p) for p in pairs], "grounding": grounding}
+            entry["paths"] = [render(p) for p in found]
+            rounds.append(entry)
+            best = found or best
+            if not found:
+                feedback = "no graph path links the entities of these checks"
+                entry["evaluation"] = feedback
+                continue
+            prompt = EVALUATE_PROMPT.format(
+                question=question.text.strip(), choices=_choices(question), paths="\n".join(entry["paths"])
+            )
+            judged = await ask(client, ctx, prompt, 80, f"qa:{self.label}:evaluate")
+            entry["evaluation"] = judged.text.strip()[:300]
+            if re.match(r"\s*\W*yes\b", judged.text, re.I):
+                break
+            feedback = re.sub(r"^\s*\W*no\W*", "", judged.text.strip(), flags=re.I)[:300] or "not enough"
+        return best
+
+    def paths_for(
+        self, pairs: list[tuple[str, str]], question: Question, ctx: QAContext
+    ) -> tuple[list[EvidencePath], list[dict[str, Any]]]:
+        """The ``top_k`` most question-like shortest paths between each pair's grounded entities."""
+        grounding: list[dict[str, Any]] = []
+        candidates: dict[tuple[str, ...], GraphPath] = {}
+        for query, hypothesis in pairs:
+            left = [m.node.id for m in match_entities(_entities(query, ctx), ctx)]
+            right = [m.node.id for m in match_entities(_entities(hypothesis, ctx), ctx)]
+            grounding.append({"query": query, "hypothesis": hypothesis, "query_ids": left, "hypothesis_ids": right})
+            for src in left:
+                for dst in right:
+                    if src == dst:
+                        continue
+                    for path in ctx.store.shortest_paths(
+                        src, dst, k=self.settings.k_paths, max_hops=self.settings.max_hops
+                    ):
+                        candidates.setdefault(tuple(e.id for e in path.edges), path)
+        evidence = [_evidence(p, ctx) for p in candidates.values()]
+        if not evidence:
+            return [], grounding
+        texts = [" ".join(" ".join(t) for t in e.triples) for e in evidence]
+        sims = ctx.services.similarity.vectors(texts) @ ctx.services.similarity.vectors([question.text]).T
+        order = sorted(range(len(evidence)), key=lambda i: -float(sims[i, 0]))
+        return [evidence[i] for i in order[: self.settings.top_k]], grounding
+
+    def metrics(self, answer: Answer) -> dict[str, float]:
+        """The route taken (one-hot) and whether monitoring fell back."""
+        route = answer.trace.get("route")
+        return {f"route_{r}": float(route == r) for r in ROUTES} | {
+            "monitor_fallback": float(answer.trace.get("routed_by") == "fallback")
+        }
+
+    @classmethod
+    def summarise(cls, metrics: Any) -> dict[str, Any]:
+        """The route distribution and the count of monitoring fallbacks."""
+        rows = list(metrics)
+        return {
+            "routes": {r: int(sum(m.get(f"route_{r}", 0) for m in rows)) for r in ROUTES},
+            "monitor_fallbacks": int(sum(m.get("monitor_fallback", 0) for m in rows)),
+        }
+
+    def trace_lines(self, answer: Answer) -> list[str]:
+        """Scores, route, each verification round, the elicited paths."""
+        trace = answer.trace
+        lines = [f"route {trace.get('route')} ({trace.get('routed_by')})"]
+        if trace.get("routed_by") == "scores":
+            lines.append(
+                f"complexity {trace['complexity']}, familiarity {trace['familiarity']}, "
+                f"knowledge density {trace['knowledge_density']}"
+            )
+        for entry in trace.get("verification", []):
+            pairs = "; ".join(" | ".join(p) for p in entry["pairs"]) or "-"
+            lines.append(
+                f"check round {entry['round']}: {pairs} -> {len(entry['paths'])} paths; {entry.get('evaluation', '')}"
+            )
+        for path in trace.get("scot_paths", [])[:5]:
+            lines.append("fact: " + " -> ".join(path))
+        return lines
+
+
+def parse_pairs(reply: str, limit: int) -> list[tuple[str, str]]:
+    """``query | hypothesis`` lines of a planning reply (list marks dropped), each pair once."""
+    pairs: list[tuple[str, str]] = []
+    for line in reply.splitlines():
+        if "|" not in line:
+            continue
+        query, _, hypothesis = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)])\s*", "", line).partition("|")
+        pair = (query.strip().strip("'\""), hypothesis.strip().strip("'\""))
+        if all(pair) and pair not in pairs:
+            pairs.append(pair)
+    return pairs[:limit]
+
+
+def _entities(text: str, ctx: QAContext) -> list[str]:
+    return ctx.services.phrases.find(text) or concept_phrases(text)
+
+
+def _evidence(path: GraphPath, ctx: QAContext) -> EvidencePath:
+    nodes = [ctx.store.get_node(n) for n in path.nodes]
+    return path_records([n for n in nodes if n is not None], list(path.edges))
+
+
+def render(path: EvidencePath) -> str:
+    """``a -[rel]-> b -[rel]-> c`` in walk order (an edge read against its direction shows ``<-[rel]-``)."""
+    if not path.triples:
+        return ""
+    names = {}
+    for (src, dst), (h, _, t) in zip(path.ends, path.triples, strict=True):
+        names[src], names[dst] = h, t
+    text = names.get(path.nodes[0], path.nodes[0])
+    for node, (src, _dst), (_, rel, _) in zip(path.nodes[1:], path.ends, path.triples, strict=True):
+        arrow = f" -[{rel}]-> " if src != node else f" <-[{rel}]- "
+        text += arrow + names.get(node, node)
+    return text
+
+
+def _choices(question: Question) -> str:
+    return "".join(f"\n{letter}: {text}" for letter, text in question.choices)
+
+
+async def ask(client: LLMClient, ctx: QAContext, prompt: str, max_tokens: int, tag: str) -> Any:
+    """One user-message call at the context's temperature."""
+    return await client.complete(
+        request([Message("user", prompt)], model=client.model, temperature=ctx.temperature, max_tokens=max_tokens),
+        tag=tag,
+    )

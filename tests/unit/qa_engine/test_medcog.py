@@ -1,0 +1,97 @@
+"""MedCoG end to end with a scripted LLM on the hand-made graph: routing, fallback, verification, refinement."""
+
+from __future__ import annotations
+
+import asyncio
+
+from metakg.config import QASettings
+from metakg.llm.scripted import ScriptedClient
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.core import Answer, Question
+from metakg.qa_engine.evaluate import record, summarise
+from metakg.qa_engine.metrics import EvidenceScorer
+from metakg.qa_engine.strategies import REGISTRY
+from metakg.qa_engine.strategies.medcog import parse_pairs
+from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, ident, store
+
+MC = Question(QUESTION, (("A", "zeta"), ("B", "bridge")), "q1", "A", "zeta")
+SCOT = "Facts:\nalpha -> near -> decoy\nReasoning: decoy leads to zeta.\nAnswer: A"
+
+
+def ask(replies: dict[str, str], **medcog: object) -> tuple[Answer, ScriptedClient]:
+    client = ScriptedClient(replies)
+    settings = QASettings.model_validate({"medcog": medcog})
+    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=settings, llm=client)
+    return asyncio.run(REGISTRY.create("medcog", settings).answer(MC, ctx)), client
+
+
+def scores(c: float, f: float, k: float) -> str:
+    return f'{{"complexity": {c}, "familiarity": {f}, "knowledge_density": {k}}}'
+
+
+def test_low_scores_answer_zero_shot_in_two_calls() -> None:
+    answer, client = ask({"rate the question": scores(0.1, 0.2, 0.3), "Reply with the letter": "Answer: A"})
+    assert answer.status == "ok" and answer.choice == "A" and answer.trace["route"] == "zero_shot"
+    assert answer.trace["routed_by"] == "scores" and len(client.calls) == 2 and answer.usage.llm_calls == 2
+
+
+def test_high_complexity_takes_structured_reasoning() -> None:
+    answer, client = ask({"rate the question": scores(0.9, 0.2, 0.3), "Work in three parts": SCOT})
+    assert answer.trace["route"] == "scot" and answer.choice == "A"
+    assert answer.trace["scot_paths"] == [["alpha", "near", "decoy"]] and len(client.calls) == 2
+
+
+def test_an_unparseable_monitoring_reply_takes_the_fallback_route_and_is_counted() -> None:
+    answer, _ = ask({"rate the question": "I would rather not.", "Work in three parts": SCOT})
+    assert answer.trace["routed_by"] == "fallback" and answer.trace["route"] == "scot" and answer.status == "ok"
+    zero, _ = ask({"rate the question": "??", "Reply with the letter": "Answer: B"}, fallback_route="zero_shot")
+    assert zero.trace["route"] == "zero_shot" and zero.choice == "B"
+    strategy = REGISTRY.create("medcog", None)
+    figures = summarise([record(MC, a, strategy, EvidenceScorer(None)) for a in (answer, zero)], strategy)
+    assert figures["monitor_fallbacks"] == 2 and figures["routes"]["scot"] == 1 and figures["routes"]["zero_shot"] == 1
+
+
+def test_knowledge_density_verifies_against_the_graph() -> None:
+    replies = {
+        "rate the question": scores(0.2, 0.2, 0.9),
+        "query | hypothesis": "1. alpha | beta is linked to alpha\nnot a pair",
+        "Are these paths enough": "yes",
+        "Work in three parts": SCOT,
+    }
+    answer, client = ask(replies)
+    assert answer.trace["route"] == "scot_kg" and answer.status == "ok"
+    (first,) = answer.trace["verification"]
+    assert first["pairs"] == [["alpha", "beta is linked to alpha"]]
+    assert first["paths"][0] == "alpha -[near]-> decoy -[leads to]-> zeta -[leads to]-> beta"
+    assert answer.evidence and answer.evidence[0].nodes == tuple(ident(n) for n in ("alpha", "decoy", "zeta", "beta"))
+    graph = store()
+    assert all(graph.get_node(n) is not None for p in answer.evidence for n in p.nodes)
+    scot_prompt = client.calls[-1].messages[-1].content
+    assert "alpha -[near]-> decoy" in scot_prompt  # the evidence reaches the answer step
+    assert len(client.calls) == 4  # monitor, plan, evaluate, answer
+
+
+def test_refinement_stops_after_max_refinements() -> None:
+    replies = {
+        "rate the question": scores(0.2, 0.2, 0.9),
+        "query | hypothesis": "alpha | beta",
+        "Are these paths enough": "no: the dose is missing",
+        "Work in three parts": SCOT,
+    }
+    answer, client = ask(replies, max_refinements=1)
+    rounds = answer.trace["verification"]
+    assert [r["round"] for r in rounds] == [1, 2] and rounds[0]["evaluation"].startswith("no")
+    plans = [c.messages[-1].content for c in client.calls if "query | hypothesis" in c.messages[-1].content]
+    assert len(plans) == 2 and "the dose is missing" in plans[1]
+    assert answer.status == "ok" and answer.evidence  # the last paths still reach the answer
+
+
+def test_forced_routes_skip_monitoring() -> None:
+    answer, client = ask({"Work in three parts": SCOT}, route="scot_mem")
+    assert answer.trace["routed_by"] == "forced" and "no case bank" in answer.trace["memory"]
+    assert len(client.calls) == 1
+
+
+def test_parse_pairs() -> None:
+    reply = "- migraine | aspirin treats migraine\n2) migraine | aspirin treats migraine\n|\nfever"
+    assert parse_pairs(reply, 5) == [("migraine", "aspirin treats migraine")]
