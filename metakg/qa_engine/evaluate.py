@@ -128,6 +128,22 @@ def recall_at(rows: Sequence[dict[str, Any]], budget: int, unit: str = "entities
     return round(hits / len(scored), 4)
 
 
+def oracle_run(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+    """ORACLE over two or more runs: a question counts as correct when any run answered it correctly (the
+    best strategy per question, chosen after the fact); None with fewer than two runs that were graded."""
+    graded = {label: rows for label, rows in runs.items() if any(r["correct"] is not None for r in rows)}
+    if len(graded) < 2:
+        return None
+    ids = list(dict.fromkeys(r["question_id"] for rows in graded.values() for r in rows))
+    right = {r["question_id"] for rows in graded.values() for r in rows if r["correct"] is True}
+    return {
+        "questions": len(ids),
+        "correct": len(right),
+        "accuracy": round(len(right) / len(ids), 4) if ids else None,
+        "over": list(graded),
+    }
+
+
 def _percentile(values: list[float], q: float) -> float | None:
     found = percentile(values, q)
     return None if found is None else round(found, 1)
@@ -264,6 +280,7 @@ async def evaluate(
     summary: dict[str, dict[str, Any]] = {}
     ids = {q.id for q in questions}
     scorer = EvidenceScorer(ctx.store, max_evidence=ctx.settings.max_evidence)
+    answered: dict[str, list[dict[str, Any]]] = {}
     questions = [with_gold_entities(q, lambda text: ctx.services.phrases.find(text)) for q in questions]
     for spec in specs:
         strategy = registry.create(spec.strategy, ctx.settings, spec.switches)
@@ -285,6 +302,10 @@ async def evaluate(
         if ctx.llm is None:  # retrieval only: nothing was answered, so there is no accuracy to report
             figures.update(correct=None, accuracy=None, wrong=None)
         summary[spec.label] = figures
+        answered[spec.label] = rows
+    oracle = oracle_run(answered)
+    if oracle is not None and ctx.llm is not None:
+        summary["ORACLE"] = oracle
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     table = comparison_table(summary, metric_columns(specs, registry))
     (out_dir / "comparison.md").write_text(table, encoding="utf-8")

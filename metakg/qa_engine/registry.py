@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from metakg.config import QASettings
 from metakg.errors import ConfigError, UsageError
-from metakg.qa_engine.strategy import Strategy
+from metakg.qa_engine.strategy import Strategy, switch_setting
 
 StrategyClass = type[Strategy[Any]]
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -45,9 +45,15 @@ class StrategyRegistry:
         if name in QASettings.model_fields:
             raise ValueError(f"strategy name {name!r} clashes with the [qa] setting of that name")
         fields = cls.Settings.model_fields
-        bad = [s for s in cls.switches() if s not in fields or fields[s].annotation is not bool]
+        bad = [
+            s
+            for s in cls.switches()
+            if switch_setting(s)[0] not in fields or ("=" not in s and fields[s].annotation is not bool)
+        ]
         if bad:
-            raise ValueError(f"{name}: switches {bad} are not boolean settings of {cls.Settings.__name__}")
+            raise ValueError(
+                f"{name}: switches {bad} are neither boolean settings nor key=value of {cls.Settings.__name__}"
+            )
         self._classes[name] = cls
         return cls
 
@@ -98,7 +104,7 @@ class StrategyRegistry:
         if unknown:
             offered = ", ".join(cls.switches()) or "none"
             raise UsageError(f"{name} has no switch {', '.join(unknown)}; it offers: {offered}.")
-        values = qa.section(name) | {s: True for s in switches}
+        values = qa.section(name) | dict(switch_setting(s) for s in switches)
         try:
             return cls.Settings.model_validate(values)
         except ValidationError as e:

@@ -34,6 +34,12 @@ from metakg.qa_engine.core import Answer, EvidencePath, NoEvidence, QAUsage, Que
 from metakg.qa_engine.primitives import answer_prompt, evidence_lines, parse_choice, parse_free_answer
 
 
+def switch_setting(switch: str) -> tuple[str, Any]:
+    """The setting a switch sets: ``no_cycle`` -> (``no_cycle``, True), ``route=scot`` -> (``route``, ``scot``)."""
+    key, sep, value = switch.partition("=")
+    return (key, value) if sep else (key, True)
+
+
 class StrategySettings(BaseModel):
     """Base of a strategy's settings model (its ``[qa.<name>]`` section); unknown keys are refused."""
 
@@ -65,13 +71,14 @@ class Strategy(ABC, Generic[S]):
 
     @classmethod
     def switches(cls) -> tuple[str, ...]:
-        """Boolean settings the harness may turn on to evaluate variants (e.g. ablations); none by default."""
+        """Settings the harness may turn on to evaluate variants: a boolean setting's name (MetaKGRAG's
+        ablations) or ``key=value`` (MedCoG's forced routes, ``route=scot``); none by default."""
         return ()
 
     @property
     def label(self) -> str:
-        """The name, with the switches that are on: ``metakgrag[no_relevance+no_restart]``."""
-        on = [s for s in self.switches() if getattr(self.settings, s, False)]
+        """The name, with the switches that are on: ``metakgrag[no_relevance+no_restart]``, ``medcog[route=scot]``."""
+        on = [s for s in self.switches() if getattr(self.settings, switch_setting(s)[0], None) == switch_setting(s)[1]]
         return f"{self.name}[{'+'.join(on)}]" if on else self.name
 
     async def answer(self, question: Question, ctx: QAContext) -> Answer:

@@ -75,6 +75,11 @@ class MedCoG(Strategy[MedCoGSettings]):
     Settings = MedCoGSettings
     metric_columns = (("monitor_fallbacks", "monitor fallbacks"),)
 
+    @classmethod
+    def switches(cls) -> tuple[str, ...]:
+        """The five fixed routes, so ``eval --ablation all`` runs each as its own strategy."""
+        return tuple(f"route={r}" for r in ROUTES)
+
     async def solve(self, question: Question, ctx: QAContext, client: MeteredClient | None, answer: Answer) -> None:
         """Monitor, plan, execute the route (a fail without an LLM: every route needs one)."""
         if client is None:

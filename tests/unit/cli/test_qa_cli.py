@@ -93,7 +93,9 @@ def test_eval_compares_strategies_and_resumes(server: FaultServer, bundle: Path,
     questions, out = pilot_file(tmp_path), tmp_path / "report"
     args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out))
     _, summary = run(*args, "--strategy", "llm_only,kg_rag,metakgrag", "--ablation", "no_cycle", "--json")
-    assert set(summary) == {"llm_only", "kg_rag", "metakgrag", "metakgrag[no_cycle]"}
+    assert set(summary) == {"llm_only", "kg_rag", "metakgrag", "metakgrag[no_cycle]", "ORACLE"}
+    oracle = summary.pop("ORACLE")  # every run answers "B", right for the same question
+    assert (oracle["correct"], oracle["questions"]) == (1, 3)
     for figures in summary.values():
         assert figures["questions"] == 3 and figures["correct"] == 1  # every reply is "B"
         for key in ("accuracy", "fail", "evidence_recall", "llm_calls", "tokens", "latency_p50_ms"):

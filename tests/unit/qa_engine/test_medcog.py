@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from metakg.config import QASettings
+from metakg.errors import UsageError
 from metakg.llm.scripted import ScriptedClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
-from metakg.qa_engine.evaluate import record, summarise
+from metakg.qa_engine.evaluate import record, run_specs, summarise
+from metakg.qa_engine.metacog import ROUTES
 from metakg.qa_engine.metrics import EvidenceScorer
 from metakg.qa_engine.strategies import REGISTRY
 from metakg.qa_engine.strategies.medcog import parse_pairs
@@ -95,3 +99,13 @@ def test_forced_routes_skip_monitoring() -> None:
 def test_parse_pairs() -> None:
     reply = "- migraine | aspirin treats migraine\n2) migraine | aspirin treats migraine\n|\nfever"
     assert parse_pairs(reply, 5) == [("migraine", "aspirin treats migraine")]
+
+
+def test_the_five_fixed_routes_are_harness_variants() -> None:
+    specs = run_specs(["medcog"], ["all"], REGISTRY)
+    assert [s.label for s in specs] == ["medcog"] + [f"medcog[route={r}]" for r in ROUTES]
+    forced = REGISTRY.create("medcog", None, ["route=scot_kg"])
+    assert forced.settings.route == "scot_kg" and forced.label == "medcog[route=scot_kg]"
+    assert REGISTRY.create("medcog", None).label == "medcog"
+    with pytest.raises(UsageError, match="no switch route=guess"):
+        REGISTRY.create("medcog", None, ["route=guess"])
