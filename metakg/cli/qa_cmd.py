@@ -149,8 +149,9 @@ def evaluate(
             )
         summary: dict[str, dict[str, Any]] = result["summary"]
         # a run that answered nothing (an unreachable LLM, a graph that matches no question) is a failure
+        runs = {label: s for label, s in summary.items() if "fail" in s}  # not the ORACLE row
         failed = (
-            [] if no_llm else [label for label, s in summary.items() if s["questions"] and s.get("fail") == s["questions"]]
+            [] if no_llm else [label for label, s in runs.items() if s["questions"] and s["fail"] == s["questions"]]
         )
         for label in failed:
             err.print(f"[red]every answer of {label} failed; see the reasons in {output}/answers-{label}.jsonl[/]")
