@@ -24,6 +24,7 @@ from metakg.errors import InputDataError, UsageError
 from metakg.llm.usage import percentile
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
+from metakg.qa_engine.efficiency import REFERENCE_SETS, iie, inference_density, reference_fit
 from metakg.qa_engine.metrics import EvidenceScorer, answer_match, with_gold_entities
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.strategy import Strategy
@@ -126,6 +127,45 @@ def recall_at(rows: Sequence[dict[str, Any]], budget: int, unit: str = "entities
         return None
     hits = sum(1 for e in scored if e[f"gold_rank_{unit}"] is not None and e[f"gold_rank_{unit}"] <= budget)
     return round(hits / len(scored), 4)
+
+
+DEFAULT_SCALING = "medagentsbench-gpt4o-medqa-hard"
+
+
+def add_efficiency(summary: dict[str, dict[str, Any]], scaling: str, reference: str | None) -> None:
+    """Cost per question, inference density (against ``scaling``'s curve) and IIE (against the
+    ``reference`` run, default ``medcog[route=scot]`` when it ran) of every run, in place.
+
+    Raises:
+        UsageError: an unknown reference set or reference run.
+    """
+    if scaling not in REFERENCE_SETS:
+        raise UsageError(f"unknown scaling reference {scaling!r}; choose one of {', '.join(REFERENCE_SETS)}.")
+    fit = reference_fit(scaling)
+    reference = reference or ("medcog[route=scot]" if "medcog[route=scot]" in summary else None)
+    if reference is not None and reference not in summary:
+        raise UsageError(f"the IIE reference run {reference!r} is not among the runs ({', '.join(summary)}).")
+    for figures in summary.values():
+        n = figures["questions"]
+        figures["cost_per_question"] = round(figures["cost_usd"] / n, 8) if n else None
+    ref = summary.get(reference) if reference else None
+    for figures in summary.values():
+        accuracy, cost = figures.get("accuracy"), figures["cost_per_question"]
+        if accuracy is None or cost is None:
+            continue
+        density, in_range = inference_density(fit, accuracy, cost)
+        figures["inference_density"] = density
+        figures["density_in_fitted_range"] = in_range
+        if ref is not None and ref.get("accuracy") is not None:
+            figures["iie"] = iie(accuracy, cost, ref["accuracy"], ref["cost_per_question"])
+    for figures in summary.values():
+        figures["scaling_fit"] = {
+            "reference": scaling,
+            "a": round(fit.a, 5),
+            "b": round(fit.b, 5),
+            "r2": round(fit.r2, 4),
+        }
+        figures["iie_reference"] = reference
 
 
 def oracle_run(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
@@ -257,6 +297,8 @@ async def evaluate(
     resume: bool = True,
     keep_failed: bool = False,
     budget: int = 10,
+    scaling_reference: str = DEFAULT_SCALING,
+    iie_reference: str | None = None,
     tick: Tick | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run every spec over ``questions``; write the per-question JSONL, ``summary.json`` and ``comparison.md``.
@@ -266,6 +308,9 @@ async def evaluate(
 
     A re-run resumes from the rows already written, asking failed answers again unless ``keep_failed``.
     ``budget`` is the evidence budget (entities, and triples) of the recall-at-budget figures.
+    With an LLM, each run gets its cost per question, its inference density against the
+    ``scaling_reference`` curve and its IIE against the ``iie_reference`` run (default: MedCoG's fixed SCoT
+    route when it ran); see :mod:`metakg.qa_engine.efficiency`.
 
     Returns:
         The summary keyed by run label.
@@ -303,6 +348,8 @@ async def evaluate(
             figures.update(correct=None, accuracy=None, wrong=None)
         summary[spec.label] = figures
         answered[spec.label] = rows
+    if ctx.llm is not None:
+        add_efficiency(summary, scaling_reference, iie_reference)
     oracle = oracle_run(answered)
     if oracle is not None and ctx.llm is not None:
         summary["ORACLE"] = oracle
