@@ -98,7 +98,7 @@ class MedCoG(Strategy[MedCoGSettings]):
         answer.evidence = evidence
         lines = [render(p) for p in evidence]
         reply = await ask(
-            client, ctx, scot_prompt(question, lines), max(ctx.settings.answer_max_tokens, 512), f"qa:{self.label}:scot"
+            client, ctx, scot_prompt(question, lines), max(ctx.settings.answer_max_tokens, 320), f"qa:{self.label}:scot"
         )
         parsed = parse_scot(reply.text)
         answer.trace.update({"reply": reply.text, "scot_paths": [list(p) for p in parsed.paths]})
