@@ -12,6 +12,7 @@ stage, everything re-exported here:
 - :mod:`~metakg.api.wikidata`: incremental Wikidata sync.
 - :mod:`~metakg.api.qa`: ask, evaluate, the strategies.
 - :mod:`~metakg.api.tune`: a grid over retrieval settings, without an LLM.
+- :mod:`~metakg.api.calibrate`: MedCoG's thresholds from its five fixed routes.
 - :mod:`~metakg.api.demo`: the demo.
 """
 
@@ -27,6 +28,7 @@ from metakg.api.bundles import (
     validate_bundle,
     write_validated,
 )
+from metakg.api.calibrate import DEFAULT_GRID, calibrate_medcog
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, link_target
 from metakg.api.ingest import (
@@ -70,6 +72,7 @@ from metakg.schemas.graph_store import GraphPath, GraphStore
 
 __all__ = [
     "COLUMNS",
+    "DEFAULT_GRID",
     "EVAL_FORMATS",
     "FORMATS",
     "REPORT_HTML",
@@ -87,6 +90,7 @@ __all__ = [
     "answer_page",
     "ask",
     "bundle_info",
+    "calibrate_medcog",
     "comparison_table",
     "create_strategy",
     "demo_file",

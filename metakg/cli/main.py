@@ -10,6 +10,7 @@ import typer
 from metakg import __version__
 from metakg.cli import (
     bundle_cmd,
+    calibrate_cmd,
     config_cmd,
     demo_cmd,
     export_cmd,
@@ -39,6 +40,7 @@ app.add_typer(config_cmd.app, name="config")
 app.add_typer(synthetic_cmd.app, name="synthetic")
 app.add_typer(llm_cmd.app, name="llm")
 app.add_typer(sync_cmd.app, name="sync")
+app.add_typer(calibrate_cmd.app, name="calibrate")
 app.command("validate")(bundle_cmd.validate)
 app.command("info")(bundle_cmd.info)
 app.command("merge")(bundle_cmd.merge)

@@ -200,3 +200,31 @@ def test_tune_ranks_every_combination(bundle: Path, tmp_path: Path) -> None:
     assert "path_hops" in result.stderr + result.stdout
     result, _ = run(*args, "--grid", "path_hops", code=2)
     assert "key=value1,value2" in result.stderr + result.stdout
+
+
+def test_calibrate_medcog_writes_the_best_thresholds(server: FaultServer, bundle: Path, tmp_path: Path) -> None:
+    def reply(body: dict[str, object]) -> str:
+        prompt = str(body["messages"][-1]["content"])  # type: ignore[index]
+        if "rate the question" in prompt:  # the first question reads as easy, the others as fact-heavy
+            easy = "aspirin" in prompt.split("Question:", 1)[1].splitlines()[0].lower()
+            return '{"complexity": 0.1, "familiarity": 0.1, "knowledge_density": %s}' % (0.1 if easy else 0.9)
+        if "query | hypothesis" in prompt:
+            return "aspirin | aspirin treats headache"
+        if "Are these paths enough" in prompt:
+            return "yes"
+        return "Answer: B"
+
+    server.reply_for = reply
+    questions, out = pilot_file(tmp_path), tmp_path / "calibration"
+    result, payload = run(
+        "calibrate", "medcog", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out),
+        "--grid", "0,0.5,1", "--json",
+    )  # fmt: skip
+    best = payload["best"]
+    assert payload["questions"] == 3 and payload["unrated"] == 0 and len(payload["top"]) == 10
+    assert sum(best["routes"].values()) == 3 and best["accuracy"] == max(r["accuracy"] for r in payload["top"])
+    written = (out / "medcog.toml").read_text()
+    assert f"tau_c = {best['tau_c']}" in written and "[qa.medcog]" in written
+    assert {p.name for p in out.iterdir()} >= {"calibration.json", "answers-medcog[route=scot_kg].jsonl"}
+    result, _ = run("calibrate", "medcog", str(questions), "--format", "pilot", "-o", str(out), "--grid", "2", code=2)
+    assert "[0, 1]" in result.stdout + result.stderr

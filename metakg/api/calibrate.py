@@ -1,0 +1,128 @@
+"""``metakg calibrate medcog``: MedCoG's thresholds from one evaluation of its five fixed routes.
+
+The evaluation (``metakg eval --strategy medcog --ablation all``) answers every question with the monitoring
+step and with each fixed route; the response cache makes a rerun free. The threshold search then runs
+offline (:mod:`metakg.qa_engine.calibrate`) and the chosen thresholds are written as a settings file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from metakg.api._shared import Progress
+from metakg.api.qa import evaluate_benchmark
+from metakg.config import Settings
+from metakg.errors import InputDataError, UsageError
+from metakg.ingest.datasets import DatasetFormat
+from metakg.qa_engine.calibrate import Candidate, Objective, Outcome, search
+from metakg.qa_engine.metacog import ROUTES, Assessment
+
+__all__ = ["DEFAULT_GRID", "calibrate_medcog"]
+
+DEFAULT_GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _as_dict(candidate: Candidate) -> dict[str, Any]:
+    tau = candidate.tau
+    return {
+        "tau_c": tau.complexity,
+        "tau_f": tau.familiarity,
+        "tau_k": tau.knowledge_density,
+        "accuracy": candidate.accuracy,
+        "cost_per_question": candidate.cost_per_question,
+        "routes": candidate.routes,
+    }
+
+
+def calibrate_medcog(
+    settings: Settings,
+    path: Path,
+    fmt: DatasetFormat,
+    out_dir: Path,
+    *,
+    grid: Sequence[float] = DEFAULT_GRID,
+    objective: Objective = "accuracy",
+    budget: float | None = None,
+    limit: int | None = None,
+    bundle: Path | None = None,
+    neo4j: bool = False,
+    settings_out: Path | None = None,
+    progress: Progress | None = None,
+    tick: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Evaluate MedCoG's monitoring and its five fixed routes over ``path``, then pick the thresholds.
+
+    Writes the evaluation into ``out_dir``, ``out_dir/calibration.json`` (every triple, best first) and the
+    chosen ``[qa.medcog]`` thresholds into ``settings_out`` (default ``out_dir/medcog.toml``).
+
+    Returns:
+        ``best`` (thresholds, accuracy, cost per question, route counts), ``top`` (the ten best),
+        ``questions`` (answered by every route and rated), ``unrated`` (monitoring fell back) and ``settings``.
+
+    Raises:
+        UsageError: a grid value outside [0, 1], a budget objective without a budget, or a forced
+            ``[qa.medcog] route`` (the monitoring step must run).
+        InputDataError: no question was both rated and answered by every route.
+    """
+    if not grid or any(not 0 <= g <= 1 for g in grid):
+        raise UsageError(f"--grid values must lie in [0, 1], got {list(grid)}.")
+    if objective == "budget" and budget is None:
+        raise UsageError("--objective budget needs --budget USD per question.")
+    if settings.qa.section("medcog").get("route", "meta") != "meta":
+        raise UsageError('calibration needs the monitoring step: set [qa.medcog] route = "meta".')
+    evaluate_benchmark(
+        settings,
+        path,
+        fmt,
+        out_dir,
+        strategies=["medcog"],
+        ablations=["all"],
+        limit=limit,
+        bundle=bundle,
+        neo4j=neo4j,
+        progress=progress,
+        tick=tick,
+    )
+    meta = _rows(out_dir / "answers-medcog.jsonl")
+    scores = {
+        r["question_id"]: Assessment(t["complexity"], t["familiarity"], t["knowledge_density"])
+        for r in meta
+        if (t := r["trace"]).get("routed_by") == "scores"
+    }
+    outcomes = {
+        route: {
+            r["question_id"]: Outcome(r["correct"] is True, float(r["usage"]["cost_usd"]))
+            for r in _rows(out_dir / f"answers-medcog[route={route}].jsonl")
+        }
+        for route in ROUTES
+    }
+    try:
+        ranked = search(scores, outcomes, sorted(set(grid)), objective, budget)
+    except ValueError as e:
+        raise InputDataError(
+            f"cannot calibrate: {e} ({len(meta) - len(scores)} monitoring replies unparseable)."
+        ) from e
+    best = ranked[0]
+    target = settings_out or out_dir / "medcog.toml"
+    target.write_text(
+        "# MedCoG thresholds chosen by `metakg calibrate medcog`\n[qa.medcog]\n"
+        f"tau_c = {best.tau.complexity}\ntau_f = {best.tau.familiarity}\ntau_k = {best.tau.knowledge_density}\n",
+        encoding="utf-8",
+    )
+    table = [_as_dict(c) for c in ranked]
+    (out_dir / "calibration.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    answered = sum(1 for q in scores if all(q in outcomes[r] for r in ROUTES))
+    return {
+        "best": table[0],
+        "top": table[:10],
+        "questions": answered,
+        "unrated": len(meta) - len(scores),
+        "settings": str(target),
+    }

@@ -1,0 +1,77 @@
+"""``metakg calibrate medcog``: MedCoG's thresholds from its five fixed routes, searched offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from metakg import api
+from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, progress_bar, settings
+from metakg.errors import UsageError
+
+app = typer.Typer(help="Calibrate a strategy's settings on a question file.", no_args_is_help=True)
+
+
+@app.command("medcog")
+def medcog(
+    benchmark: Path = typer.Argument(..., metavar="BENCHMARK", help="The calibration questions (with gold answers)."),
+    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot | metaqa."),
+    grid: str = typer.Option(
+        ",".join(str(g) for g in api.DEFAULT_GRID), help="Threshold values tried for each of tau_c, tau_f, tau_k."
+    ),
+    objective: str = typer.Option("accuracy", help="accuracy (ties: the cheapest) | budget (best within --budget)."),
+    budget: float | None = typer.Option(None, help="USD per question the budget objective stays within."),
+    limit: int | None = typer.Option(None, help="Only the first N questions."),
+    bundle: Path | None = typer.Option(None, "--bundle", "-b", help="Bundle directory (embedded store)."),
+    neo4j: bool = typer.Option(False, "--neo4j", help="Use the configured Neo4j database instead."),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder for the evaluation and calibration.json."),
+    settings_out: Path | None = typer.Option(
+        None, "--settings-out", help="Where to write the chosen [qa.medcog] thresholds (default: OUTPUT/medcog.toml)."
+    ),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Answer every question with MedCoG's monitoring step and each of its five fixed routes (the response
+    cache makes reruns free), then search the threshold grid offline for the best accuracy (or the best
+    within a cost budget), print the best triples and the routes they induce, and write the chosen
+    thresholds as a settings file."""
+    cfg = settings()
+    with guarded("calibrate medcog", json_mode):
+        if objective not in ("accuracy", "budget"):
+            raise UsageError(f"--objective must be accuracy or budget, got {objective!r}.")
+        try:
+            values = [float(v) for v in grid.split(",") if v.strip()]
+        except ValueError as e:
+            raise UsageError(f"--grid must be comma-separated numbers, got {grid!r}.") from e
+        with progress("calibrate") as say, progress_bar("questions") as bar:
+            result = api.calibrate_medcog(
+                cfg,
+                benchmark,
+                fmt,  # type: ignore[arg-type]
+                output,
+                grid=values,
+                objective=objective,  # type: ignore[arg-type]
+                budget=budget,
+                limit=limit,
+                bundle=bundle,
+                neo4j=neo4j,
+                settings_out=settings_out,
+                progress=say,
+                tick=lambda label, done, total: bar(done, total, label),
+            )
+        if not json_mode:
+            out.print("| tau_c | tau_f | tau_k | accuracy | USD/question | routes |", markup=False)
+            out.print("|---:|---:|---:|---:|---:|---|", markup=False)
+            for row in result["top"]:
+                routes = ", ".join(f"{r} {n}" for r, n in row["routes"].items() if n)
+                out.print(
+                    f"| {row['tau_c']} | {row['tau_f']} | {row['tau_k']} | {row['accuracy']} | "
+                    f"{row['cost_per_question']} | {routes} |",
+                    markup=False,
+                    highlight=False,
+                )
+            out.print(
+                f"[dim]{result['questions']} questions rated and answered by every route "
+                f"({result['unrated']} unrated); thresholds written to {result['settings']}[/]"
+            )
+        finish(True, {"command": "calibrate medcog", **result}, json_mode=json_mode)
