@@ -28,7 +28,7 @@ from metakg.api.bundles import (
     validate_bundle,
     write_validated,
 )
-from metakg.api.calibrate import DEFAULT_GRID, calibrate_medcog
+from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, link_target
 from metakg.api.ingest import (
@@ -89,6 +89,7 @@ __all__ = [
     "RunStats",
     "answer_page",
     "ask",
+    "build_casebank",
     "bundle_info",
     "calibrate_medcog",
     "comparison_table",

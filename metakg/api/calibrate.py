@@ -1,4 +1,5 @@
-"""``metakg calibrate medcog``: MedCoG's thresholds from one evaluation of its five fixed routes.
+"""``metakg calibrate medcog`` and ``metakg casebank build``: MedCoG's thresholds from one evaluation of
+its five fixed routes, and its case bank from SCoT runs.
 
 The evaluation (``metakg eval --strategy medcog --ablation all``) answers every question with the monitoring
 step and with each fixed route; the response cache makes a rerun free. The threshold search then runs
@@ -17,10 +18,12 @@ from metakg.api.qa import evaluate_benchmark
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
 from metakg.ingest.datasets import DatasetFormat
+from metakg.llm.embedder import LazyEmbedder
 from metakg.qa_engine.calibrate import Candidate, Objective, Outcome, search
+from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.metacog import ROUTES, Assessment
 
-__all__ = ["DEFAULT_GRID", "calibrate_medcog"]
+__all__ = ["DEFAULT_GRID", "build_casebank", "calibrate_medcog"]
 
 DEFAULT_GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -125,4 +128,54 @@ def calibrate_medcog(
         "questions": answered,
         "unrated": len(meta) - len(scores),
         "settings": str(target),
+    }
+
+
+def build_casebank(
+    settings: Settings,
+    path: Path,
+    fmt: DatasetFormat,
+    out: Path,
+    *,
+    route: str = "scot",
+    limit: int | None = None,
+    bundle: Path | None = None,
+    neo4j: bool = False,
+    progress: Progress | None = None,
+    tick: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Answer the questions of ``path`` with MedCoG's fixed ``route`` (``scot`` or ``scot_kg``) and keep each
+    trajectory with its reward in the case bank at ``out`` (merged into the bank already there: a bank grows
+    run by run). Answers without a reply (an LLM failure) are left out and counted.
+
+    Raises:
+        UsageError: a route other than ``scot`` or ``scot_kg``.
+    """
+    if route not in ("scot", "scot_kg"):
+        raise UsageError(f"a case bank is built from the scot or scot_kg route, not {route!r}.")
+    section = settings.qa.section("medcog") | {"route": route}
+    qa = settings.qa.model_validate(settings.qa.model_dump() | {"medcog": section})
+    run_settings = settings.model_copy(update={"qa": qa})
+    work = out / "build"
+    evaluate_benchmark(
+        run_settings, path, fmt, work, strategies=["medcog"], limit=limit, bundle=bundle, neo4j=neo4j,
+        progress=progress, tick=tick,
+    )  # fmt: skip
+    rows = _rows(work / "answers-medcog.jsonl")  # the run is named by its spec; its route is fixed in settings
+    kept = [
+        (r["question_id"], r["question"], r["trace"]["reply"], int(r["correct"] is True))
+        for r in rows
+        if r["trace"].get("reply")
+    ]
+    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress)
+    bank = CaseBank.build(kept, embedder, source=path.name, model=embedder.name)
+    if (out / "manifest.json").is_file():
+        bank = CaseBank.read(out).merge(bank)
+    bank.write(out)
+    return {
+        "bank": str(out),
+        "cases": len(bank),
+        "added": len(kept),
+        "correct": sum(k[3] for k in kept),
+        "without_reply": len(rows) - len(kept),
     }

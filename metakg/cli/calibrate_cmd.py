@@ -1,4 +1,5 @@
-"""``metakg calibrate medcog``: MedCoG's thresholds from its five fixed routes, searched offline."""
+"""``metakg calibrate medcog`` (thresholds from the five fixed routes, searched offline) and ``metakg casebank
+build`` (MedCoG's episodic memory)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,38 @@ from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, progre
 from metakg.errors import UsageError
 
 app = typer.Typer(help="Calibrate a strategy's settings on a question file.", no_args_is_help=True)
+casebank_app = typer.Typer(
+    help="MedCoG's case bank: past questions, their reasoning and its outcome.", no_args_is_help=True
+)
+
+
+@casebank_app.command("build")
+def casebank_build(
+    dataset: Path = typer.Argument(..., metavar="DATASET", help="Training questions with gold answers."),
+    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot | metaqa."),
+    output: Path = typer.Option(..., "--output", "-o", help="The case bank folder (merged into when it exists)."),
+    route: str = typer.Option("scot", help="scot | scot_kg: the route whose trajectories are kept."),
+    limit: int | None = typer.Option(None, help="Only the first N questions."),
+    bundle: Path | None = typer.Option(None, "--bundle", "-b", help="Bundle directory (for the scot_kg route)."),
+    neo4j: bool = typer.Option(False, "--neo4j", help="Use the configured Neo4j database instead."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Answer each question with MedCoG's SCoT route and keep (question, trajectory, reward) with the
+    question's embedding in the bank; run it again on more questions to grow the bank. Point
+    [qa.medcog] casebank at the folder to use it."""
+    cfg = settings()
+    with guarded("casebank build", json_mode):
+        with progress("casebank") as say, progress_bar("questions") as bar:
+            result = api.build_casebank(
+                cfg, dataset, fmt, output, route=route, limit=limit, bundle=bundle, neo4j=neo4j,  # type: ignore[arg-type]
+                progress=say, tick=lambda label, done, total: bar(done, total, label),
+            )  # fmt: skip
+        if not json_mode:
+            out.print(
+                f"added {result['added']} cases ({result['correct']} correct, {result['without_reply']} without a "
+                f"reply left out); {result['cases']} cases in {result['bank']}"
+            )
+        finish(True, {"command": "casebank build", **result}, json_mode=json_mode)
 
 
 @app.command("medcog")

@@ -14,19 +14,22 @@ a question needs.
 4. **Evaluating** (``_kg``): one call judges whether the paths suffice; if not, its feedback refines the
    pairs, at most ``max_refinements`` times, before SCoT answers with the evidence.
 
-The episodic memory (the case bank of ``_mem`` routes) is not built yet: those routes run as their route
-without ``_mem``, and the trace says so.
+The memory routes (``_mem``) show the ``cases`` past cases most like the question from the case bank
+(:mod:`metakg.qa_engine.casebank`, ``[qa.medcog] casebank``), each with its outcome; without a bank they
+run without cases and the trace says so.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
 from metakg.llm.client import LLMClient, Message, request
 from metakg.llm.usage import MeteredClient
+from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
 from metakg.qa_engine.metacog import MONITOR_PROMPT, ROUTES, Thresholds, parse_assessment, plan
@@ -54,6 +57,10 @@ class MedCoGSettings(StrategySettings):
     k_paths: int = Field(default=2, ge=1, le=10, description="Shortest paths per grounded entity pair.")
     top_k: int = Field(default=5, ge=1, le=50, description="Verification paths kept, most question-like first.")
     max_refinements: int = Field(default=2, ge=0, le=5, description="Plan refinements after a failed evaluation.")
+    casebank: Path | None = Field(
+        default=None, description="Case bank folder for the memory routes (`metakg casebank build`)."
+    )
+    cases: int = Field(default=5, ge=1, le=20, description="Past cases shown on a memory route, most similar first.")
 
 
 PLAN_PROMPT = (
@@ -75,6 +82,11 @@ class MedCoG(Strategy[MedCoGSettings]):
     Settings = MedCoGSettings
     metric_columns = (("monitor_fallbacks", "monitor fallbacks"),)
 
+    def __init__(self, settings: MedCoGSettings | None = None) -> None:
+        """The strategy; its case bank is read on first use."""
+        super().__init__(settings)
+        self._bank: CaseBank | None = None
+
     @classmethod
     def switches(cls) -> tuple[str, ...]:
         """The five fixed routes, so ``eval --ablation all`` runs each as its own strategy."""
@@ -87,8 +99,9 @@ class MedCoG(Strategy[MedCoGSettings]):
             return
         route, trace = await self.choose_route(question, ctx, client)
         answer.trace.update(trace)
+        cases: list[str] = []
         if "_mem" in route:
-            answer.trace["memory"] = "no case bank yet: the route runs without past cases"
+            cases = self.recall(question, ctx, answer.trace)
         if route == "zero_shot":
             await answer_with_evidence(question, None, ctx, client, answer)
             return
@@ -98,7 +111,11 @@ class MedCoG(Strategy[MedCoGSettings]):
         answer.evidence = evidence
         lines = [render(p) for p in evidence]
         reply = await ask(
-            client, ctx, scot_prompt(question, lines), max(ctx.settings.answer_max_tokens, 320), f"qa:{self.label}:scot"
+            client,
+            ctx,
+            scot_prompt(question, lines, cases),
+            max(ctx.settings.answer_max_tokens, 320),
+            f"qa:{self.label}:scot",
         )
         parsed = parse_scot(reply.text)
         answer.trace.update({"reply": reply.text, "scot_paths": [list(p) for p in parsed.paths]})
@@ -112,6 +129,19 @@ class MedCoG(Strategy[MedCoGSettings]):
             answer.text = parsed.answer or parse_free_answer(reply.text)
             if not answer.text:
                 answer.fail("the reply is empty")
+
+    def recall(self, question: Question, ctx: QAContext, trace: dict[str, Any]) -> list[str]:
+        """The ``cases`` past cases most like ``question`` (rendered), named in ``trace["cases"]``; none, and
+        the trace says why, without a case bank."""
+        if self.settings.casebank is None:
+            trace["memory"] = "no case bank configured ([qa.medcog] casebank): the route runs without past cases"
+            return []
+        if self._bank is None:
+            self._bank = CaseBank.read(self.settings.casebank)
+        vector = ctx.services.similarity.vectors([question.text])[0]
+        found = self._bank.top(vector, self.settings.cases)
+        trace["cases"] = [{"id": c.id, "similarity": c.similarity, "reward": c.reward} for c in found]
+        return [c.render() for c in found]
 
     async def choose_route(self, question: Question, ctx: QAContext, client: LLMClient) -> tuple[str, dict[str, Any]]:
         """The route and the monitoring trace (forced routes make no call)."""

@@ -228,3 +228,17 @@ def test_calibrate_medcog_writes_the_best_thresholds(server: FaultServer, bundle
     assert {p.name for p in out.iterdir()} >= {"calibration.json", "answers-medcog[route=scot_kg].jsonl"}
     result, _ = run("calibrate", "medcog", str(questions), "--format", "pilot", "-o", str(out), "--grid", "2", code=2)
     assert "[0, 1]" in result.stdout + result.stderr
+
+
+def test_casebank_build_grows_a_bank(server: FaultServer, bundle: Path, tmp_path: Path, any_embedder: None) -> None:
+    server.reply = "Facts:\naspirin -> treats -> headache\nReasoning: aspirin treats headache.\nAnswer: B"
+    questions, bank = pilot_file(tmp_path), tmp_path / "bank"
+    args = ("casebank", "build", str(questions), "--format", "pilot", "-b", str(bundle), "-o", str(bank), "--json")
+    _, first = run(*args, "--limit", "2")
+    assert (first["added"], first["correct"], first["cases"]) == (2, 1, 2)  # gold B, then A
+    _, grown = run(*args)
+    assert grown["added"] == 3 and grown["cases"] == 3  # the two cases already there are replaced, one is new
+    manifest = json.loads((bank / "manifest.json").read_text())
+    assert manifest["cases"] == 3 and manifest["correct"] == 1
+    result, _ = run(*args, "--route", "zero_shot", code=2)
+    assert "scot or scot_kg" in result.stdout + result.stderr
