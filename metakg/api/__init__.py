@@ -28,7 +28,7 @@ from metakg.api.bundles import (
     validate_bundle,
     write_validated,
 )
-from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog
+from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog, grow_from_report
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, link_target
 from metakg.api.ingest import (
@@ -102,6 +102,7 @@ __all__ = [
     "export_neo4j_admin",
     "export_rdf",
     "extract",
+    "grow_from_report",
     "ingest_primekg",
     "ingest_triples",
     "link_target",

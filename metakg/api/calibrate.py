@@ -23,7 +23,7 @@ from metakg.qa_engine.calibrate import Candidate, Objective, Outcome, search
 from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.metacog import ROUTES, Assessment
 
-__all__ = ["DEFAULT_GRID", "build_casebank", "calibrate_medcog"]
+__all__ = ["DEFAULT_GRID", "build_casebank", "calibrate_medcog", "grow_casebank", "grow_from_report"]
 
 DEFAULT_GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -162,13 +162,20 @@ def build_casebank(
         progress=progress, tick=tick,
     )  # fmt: skip
     rows = _rows(work / "answers-medcog.jsonl")  # the run is named by its spec; its route is fixed in settings
+    return grow_casebank(settings, rows, out, source=path.name, progress=progress)
+
+
+def grow_casebank(
+    settings: Settings, rows: Sequence[dict[str, Any]], out: Path, *, source: str, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Add the answers of evaluated ``rows`` that hold a SCoT reply to the bank at ``out`` (made when absent)."""
     kept = [
         (r["question_id"], r["question"], r["trace"]["reply"], int(r["correct"] is True))
         for r in rows
-        if r["trace"].get("reply")
+        if r["trace"].get("reply") and r["trace"].get("route", "").startswith("scot")
     ]
     embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress)
-    bank = CaseBank.build(kept, embedder, source=path.name, model=embedder.name)
+    bank = CaseBank.build(kept, embedder, source=source, model=embedder.name)
     if (out / "manifest.json").is_file():
         bank = CaseBank.read(out).merge(bank)
     bank.write(out)
@@ -179,3 +186,17 @@ def build_casebank(
         "correct": sum(k[3] for k in kept),
         "without_reply": len(rows) - len(kept),
     }
+
+
+def grow_from_report(
+    settings: Settings, report: Path, labels: Sequence[str], bank: Path, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Grow the bank at ``bank`` with the SCoT answers of the MedCoG runs among ``labels`` in an ``eval``
+    report folder (``eval --grow``): the next run's memory routes see this run's trajectories."""
+    rows = [
+        row
+        for label in labels
+        if label.startswith("medcog") and (report / f"answers-{label}.jsonl").is_file()
+        for row in _rows(report / f"answers-{label}.jsonl")
+    ]
+    return grow_casebank(settings, rows, bank, source=report.name, progress=progress)

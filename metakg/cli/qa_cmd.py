@@ -112,6 +112,12 @@ def evaluate(
         help="Retrieval only: run the graph strategies without an LLM (concepts by rules) and report the evidence "
         "metrics and retrieval times. Use its own output folder.",
     ),
+    grow: Path | None = typer.Option(
+        None,
+        "--grow",
+        help="Add MedCoG's SCoT answers of this evaluation to this case bank (made when absent), so the next "
+        "run's memory routes see them.",
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Run strategies and their variants (MetaKGRAG ablations) over the same benchmark questions and compare them.
@@ -148,6 +154,9 @@ def evaluate(
                 tick=tick,
             )
         summary: dict[str, dict[str, Any]] = result["summary"]
+        if grow is not None:
+            grown = api.grow_from_report(cfg, output, list(summary), grow)
+            err.print(f"[dim]case bank {grow}: {grown['added']} cases added, {grown['cases']} in all[/]")
         # a run that answered nothing (an unreachable LLM, a graph that matches no question) is a failure
         runs = {label: s for label, s in summary.items() if "fail" in s}  # not the ORACLE row
         failed = (

@@ -136,6 +136,9 @@ class MedCoG(Strategy[MedCoGSettings]):
         if self.settings.casebank is None:
             trace["memory"] = "no case bank configured ([qa.medcog] casebank): the route runs without past cases"
             return []
+        if not (self.settings.casebank / "manifest.json").is_file():  # e.g. the first round of `eval --grow`
+            trace["memory"] = f"the case bank {self.settings.casebank} is not built yet: no past cases"
+            return []
         if self._bank is None:
             self._bank = CaseBank.read(self.settings.casebank)
         vector = ctx.services.similarity.vectors([question.text])[0]

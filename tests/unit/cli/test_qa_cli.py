@@ -242,3 +242,22 @@ def test_casebank_build_grows_a_bank(server: FaultServer, bundle: Path, tmp_path
     assert manifest["cases"] == 3 and manifest["correct"] == 1
     result, _ = run(*args, "--route", "zero_shot", code=2)
     assert "scot or scot_kg" in result.stdout + result.stderr
+
+
+def test_a_second_grow_round_recalls_the_first(
+    server: FaultServer, bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.reply = "Facts:\naspirin -> treats -> headache\nReasoning: as shown.\nAnswer: B"
+    questions, bank = pilot_file(tmp_path), tmp_path / "bank"
+    monkeypatch.setenv("METAKG_QA__MEDCOG__ROUTE", "scot_mem")
+    monkeypatch.setenv("METAKG_QA__MEDCOG__CASEBANK", str(bank))
+    base = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "--strategy", "medcog")
+    first, _ = run(*base, "-o", str(tmp_path / "round1"), "--grow", str(bank), "--json")
+    assert "3 cases added" in first.stderr and (bank / "manifest.json").is_file()
+    rows = [json.loads(x) for x in (tmp_path / "round1" / "answers-medcog.jsonl").read_text().splitlines()]
+    assert all("not built yet" in r["trace"]["memory"] for r in rows)  # round 1: the bank did not exist yet
+    run(*base, "-o", str(tmp_path / "round2"), "--grow", str(bank), "--json")
+    rows = [json.loads(x) for x in (tmp_path / "round2" / "answers-medcog.jsonl").read_text().splitlines()]
+    by_id = {r["question_id"]: r for r in rows}
+    for question_id, row in by_id.items():  # round 2 recalls round 1's cases, its own question first
+        assert row["trace"]["cases"][0]["id"] == question_id and len(row["trace"]["cases"]) == 3
