@@ -8,7 +8,8 @@ a question needs.
 3. **Executing**: zero-shot answers directly; SCoT (:mod:`metakg.qa_engine.scot`) elicits fact paths, then
    reasons, then answers. ``_kg`` first verifies against the graph: the LLM writes verification pairs
    (what the question asks, what an answer would claim); each side's entities are grounded to the graph
-   (the graph's names found in the text, else embedding search at ``tau_entity``); the shortest paths
+   (the graph's names found in the text, else embedding search at ``tau_entity``), and one call lets the
+   LLM drop the grounded entities that do not fit the question; the shortest paths
    between every grounded query entity and every grounded hypothesis entity (``max_hops``, ``k_paths``
    each) are ranked by similarity to the question and the best ``top_k`` rendered ``a -[rel]-> b``.
 4. **Evaluating** (``_kg``): one call judges whether the paths suffice; if not, its feedback refines the
@@ -57,6 +58,9 @@ class MedCoGSettings(StrategySettings):
     k_paths: int = Field(default=2, ge=1, le=10, description="Shortest paths per grounded entity pair.")
     top_k: int = Field(default=5, ge=1, le=50, description="Verification paths kept, most question-like first.")
     max_refinements: int = Field(default=2, ge=0, le=5, description="Plan refinements after a failed evaluation.")
+    filter_groundings: bool = Field(
+        default=True, description="Let the LLM drop grounded entities that do not fit the question (one call)."
+    )
     casebank: Path | None = Field(
         default=None, description="Case bank folder for the memory routes (`metakg casebank build`)."
     )
@@ -67,6 +71,11 @@ PLAN_PROMPT = (
     "To answer the question below you may check facts in a medical knowledge graph. Write up to {n} checks, "
     "one per line, as 'query | hypothesis': the thing the question asks about, then a fact an answer would "
     "rest on (for example 'migraine | aspirin treats migraine').{feedback}\n\nQuestion: {question}{choices}"
+)
+FILTER_PROMPT = (
+    "Question: {question}\n\nThese knowledge graph entities were matched to the question's checks:\n{entities}\n\n"
+    "Which of them do not fit the question (a wrong sense, an unrelated thing)? Reply with their numbers, "
+    "or 'none'."
 )
 EVALUATE_PROMPT = (
     "Question: {question}{choices}\n\nKnowledge graph paths found:\n{paths}\n\n"
@@ -177,7 +186,8 @@ class MedCoG(Strategy[MedCoGSettings]):
             )
             reply = await ask(client, ctx, prompt, 200, f"qa:{self.label}:plan")
             pairs = parse_pairs(reply.text, self.settings.max_pairs)
-            found, grounding = self.paths_for(pairs, question, ctx)
+            grounding = await self.ground(pairs, question, ctx, client)
+            found = self.paths_for(grounding, question, ctx)
             entry: dict[str, Any] = {"round": number + 1, "pairs": [list(p) for p in pairs], "grounding": grounding}
             entry["paths"] = [render(p) for p in found]
             rounds.append(entry)
@@ -196,18 +206,39 @@ class MedCoG(Strategy[MedCoGSettings]):
             feedback = re.sub(r"^\s*\W*no\W*", "", judged.text.strip(), flags=re.I)[:300] or "not enough"
         return best
 
-    def paths_for(
-        self, pairs: list[tuple[str, str]], question: Question, ctx: QAContext
-    ) -> tuple[list[EvidencePath], list[dict[str, Any]]]:
-        """The ``top_k`` most question-like shortest paths between each pair's grounded entities."""
+    async def ground(
+        self, pairs: list[tuple[str, str]], question: Question, ctx: QAContext, client: LLMClient
+    ) -> list[dict[str, Any]]:
+        """Each pair's entities grounded to graph nodes; with ``filter_groundings``, one call lets the LLM drop
+        the grounded entities that do not fit the question (``dropped`` in each entry)."""
         grounding: list[dict[str, Any]] = []
-        candidates: dict[tuple[str, ...], GraphPath] = {}
         for query, hypothesis in pairs:
-            left = [m.node.id for m in match_entities(_entities(query, ctx), ctx)]
-            right = [m.node.id for m in match_entities(_entities(hypothesis, ctx), ctx)]
-            grounding.append({"query": query, "hypothesis": hypothesis, "query_ids": left, "hypothesis_ids": right})
-            for src in left:
-                for dst in right:
+            left = {m.node.id: m.node.name for m in match_entities(_entities(query, ctx), ctx)}
+            right = {m.node.id: m.node.name for m in match_entities(_entities(hypothesis, ctx), ctx)}
+            grounding.append({"query": query, "hypothesis": hypothesis, "query_ids": list(left),
+                              "hypothesis_ids": list(right), "names": left | right, "dropped": []})  # fmt: skip
+        names = list(dict.fromkeys(n for g in grounding for n in g["names"].values()))
+        if not self.settings.filter_groundings or not names:
+            return grounding
+        listed = "\n".join(f"{i}. {name}" for i, name in enumerate(names, start=1))
+        prompt = FILTER_PROMPT.format(question=question.text.strip() + _choices(question), entities=listed)
+        reply = await ask(client, ctx, prompt, 40, f"qa:{self.label}:filter")
+        drop = {names[int(n) - 1] for n in re.findall(r"\b(\d+)\b", reply.text) if 0 < int(n) <= len(names)}
+        if len(drop) == len(names):  # a reply that drops everything is not taken at its word
+            drop = set()
+        for g in grounding:
+            gone = {i for i, n in g["names"].items() if n in drop}
+            g["query_ids"] = [i for i in g["query_ids"] if i not in gone]
+            g["hypothesis_ids"] = [i for i in g["hypothesis_ids"] if i not in gone]
+            g["dropped"] = sorted(g["names"][i] for i in gone)
+        return grounding
+
+    def paths_for(self, grounding: list[dict[str, Any]], question: Question, ctx: QAContext) -> list[EvidencePath]:
+        """The ``top_k`` most question-like shortest paths between each pair's grounded entities."""
+        candidates: dict[tuple[str, ...], GraphPath] = {}
+        for entry in grounding:
+            for src in entry["query_ids"]:
+                for dst in entry["hypothesis_ids"]:
                     if src == dst:
                         continue
                     for path in ctx.store.shortest_paths(
@@ -216,11 +247,11 @@ class MedCoG(Strategy[MedCoGSettings]):
                         candidates.setdefault(tuple(e.id for e in path.edges), path)
         evidence = [_evidence(p, ctx) for p in candidates.values()]
         if not evidence:
-            return [], grounding
+            return []
         texts = [" ".join(" ".join(t) for t in e.triples) for e in evidence]
         sims = ctx.services.similarity.vectors(texts) @ ctx.services.similarity.vectors([question.text]).T
         order = sorted(range(len(evidence)), key=lambda i: -float(sims[i, 0]))
-        return [evidence[i] for i in order[: self.settings.top_k]], grounding
+        return [evidence[i] for i in order[: self.settings.top_k]]
 
     def metrics(self, answer: Answer) -> dict[str, float]:
         """The route taken (one-hot) and whether monitoring fell back."""

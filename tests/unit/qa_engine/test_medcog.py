@@ -59,6 +59,7 @@ def test_knowledge_density_verifies_against_the_graph() -> None:
     replies = {
         "rate the question": scores(0.2, 0.2, 0.9),
         "query | hypothesis": "1. alpha | beta is linked to alpha\nnot a pair",
+        "do not fit the question": "none",
         "Are these paths enough": "yes",
         "Work in three parts": SCOT,
     }
@@ -72,13 +73,15 @@ def test_knowledge_density_verifies_against_the_graph() -> None:
     assert all(graph.get_node(n) is not None for p in answer.evidence for n in p.nodes)
     scot_prompt = client.calls[-1].messages[-1].content
     assert "alpha -[near]-> decoy" in scot_prompt  # the evidence reaches the answer step
-    assert len(client.calls) == 4  # monitor, plan, evaluate, answer
+    assert len(client.calls) == 5  # monitor, plan, filter, evaluate, answer
+    assert first["grounding"][0]["dropped"] == []
 
 
 def test_refinement_stops_after_max_refinements() -> None:
     replies = {
         "rate the question": scores(0.2, 0.2, 0.9),
         "query | hypothesis": "alpha | beta",
+        "do not fit the question": "none",
         "Are these paths enough": "no: the dose is missing",
         "Work in three parts": SCOT,
     }
@@ -109,3 +112,21 @@ def test_the_five_fixed_routes_are_harness_variants() -> None:
     assert REGISTRY.create("medcog", None).label == "medcog"
     with pytest.raises(UsageError, match="no switch route=guess"):
         REGISTRY.create("medcog", None, ["route=guess"])
+
+
+def test_the_llm_drops_a_grounded_entity_that_does_not_fit() -> None:
+    replies = {
+        "query | hypothesis": "alpha | decoy two and beta",
+        "do not fit the question": "2",  # the listed entities: 1. alpha, 2. decoy two, 3. beta
+        "Are these paths enough": "yes",
+        "Work in three parts": SCOT,
+    }
+    answer, client = ask(replies, route="scot_kg")
+    (entry,) = answer.trace["verification"][0]["grounding"]
+    assert entry["dropped"] == ["decoy two"] and "kg:hand/decoy_two" not in entry["hypothesis_ids"]
+    paths = answer.trace["verification"][0]["paths"]
+    assert paths and not any(p.endswith("decoy two") for p in paths)  # no path ends at the dropped entity
+    everything, _ = ask(replies | {"do not fit the question": "1, 2, 3"}, route="scot_kg")
+    assert everything.trace["verification"][0]["grounding"][0]["dropped"] == []  # not taken at its word
+    _, client = ask(replies, route="scot_kg", filter_groundings=False)
+    assert not any("do not fit" in c.messages[-1].content for c in client.calls)
