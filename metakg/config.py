@@ -209,6 +209,10 @@ class QASettings(Section):
         value = (self.model_extra or {}).get(strategy, {})
         return dict(value) if isinstance(value, dict) else {}
 
+    def with_section(self, strategy: str, values: dict[str, Any]) -> QASettings:
+        """These settings with ``values`` set in the ``[qa.<strategy>]`` section (the others kept)."""
+        return self.model_validate(self.model_dump() | {strategy: self.section(strategy) | values})
+
     def sections(self) -> list[str]:
         """The names of the strategy sections given."""
         return sorted(self.model_extra or {})

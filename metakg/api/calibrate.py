@@ -153,9 +153,7 @@ def build_casebank(
     """
     if route not in ("scot", "scot_kg"):
         raise UsageError(f"a case bank is built from the scot or scot_kg route, not {route!r}.")
-    section = settings.qa.section("medcog") | {"route": route}
-    qa = settings.qa.model_validate(settings.qa.model_dump() | {"medcog": section})
-    run_settings = settings.model_copy(update={"qa": qa})
+    run_settings = settings.model_copy(update={"qa": settings.qa.with_section("medcog", {"route": route})})
     work = out / "build"
     evaluate_benchmark(
         run_settings, path, fmt, work, strategies=["medcog"], limit=limit, bundle=bundle, neo4j=neo4j,

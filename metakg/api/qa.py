@@ -9,7 +9,7 @@ factory of empty embedded stores.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -162,14 +162,20 @@ def describe_strategies() -> list[dict[str, Any]]:
     return STRATEGIES.describe()
 
 
-def read_questions(path: Path, fmt: DatasetFormat, *, limit: int | None = None) -> tuple[list[Question], DatasetRead]:
-    """The questions of a benchmark file (the records with a question) and the dataset read report.
+def read_questions(
+    path: Path, fmt: DatasetFormat, *, limit: int | None = None, skip: int = 0
+) -> tuple[list[Question], DatasetRead]:
+    """The questions of a benchmark file (the records with a question) and the dataset read report;
+    ``skip`` leaves out the first questions and ``limit`` keeps the next N.
 
     Raises:
-        InputDataError: the file cannot be read; UsageError: an unknown format, or ``limit`` below 1.
+        InputDataError: the file cannot be read; UsageError: an unknown format, ``limit`` below 1 or
+            ``skip`` below 0.
     """
     at_least_one("--limit", limit)
-    read = read_dataset(path, fmt, limit=limit)
+    if skip < 0:
+        raise UsageError(f"--skip must be 0 or more, got {skip}.")
+    read = read_dataset(path, fmt, limit=None if limit is None else skip + limit)
     questions = [
         Question(
             text=row["question"],
@@ -182,7 +188,7 @@ def read_questions(path: Path, fmt: DatasetFormat, *, limit: int | None = None) 
         for row in read.records.iter_rows(named=True)
         if row["kind"] == "qa"
     ]
-    return questions, read
+    return questions[skip:], read
 
 
 @locked("out_dir", "the evaluation folder")
@@ -236,10 +242,7 @@ def evaluate_benchmark(
         if not specs:
             raise UsageError("--no-llm evaluates retrieval: choose at least one graph strategy.")
     at_least_one("--budget", budget)
-    if skip < 0:
-        raise UsageError(f"--skip must be 0 or more, got {skip}.")
-    questions, read = read_questions(path, fmt, limit=None if limit is None else skip + limit)
-    questions = questions[skip:]
+    questions, read = read_questions(path, fmt, limit=limit, skip=skip)
     out_dir.mkdir(parents=True, exist_ok=True)
     if read.rejects.height:
         read.rejects.write_csv(out_dir / "rejects.csv")
@@ -248,40 +251,19 @@ def evaluate_benchmark(
             f"{path} holds no question in the {fmt} format after skipping {skip} "
             f"({read.rejects.height} lines rejected)."
         )
+
+    def run(ctx: QAContext) -> Coroutine[Any, Any, dict[str, dict[str, Any]]]:
+        return evaluate(
+            questions, specs, ctx, out_dir, registry, resume=resume, keep_failed=keep_failed, budget=budget, tick=tick
+        )
+
     with open_store(settings, bundle, neo4j=neo4j, progress=say) as store:
         if use_llm:
             with llm_session(settings, progress=say) as client:
-                ctx = qa_context(settings, store, client, progress=say)
-                summary = run_with(
-                    client,
-                    evaluate(
-                        questions,
-                        specs,
-                        ctx,
-                        out_dir,
-                        registry,
-                        resume=resume,
-                        keep_failed=keep_failed,
-                        budget=budget,
-                        tick=tick,
-                    ),
-                )
+                summary = run_with(client, run(qa_context(settings, store, client, progress=say)))
         else:
             rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
-            ctx = qa_context(rules, store, None, progress=say)
-            summary = asyncio.run(
-                evaluate(
-                    questions,
-                    specs,
-                    ctx,
-                    out_dir,
-                    registry,
-                    resume=resume,
-                    keep_failed=keep_failed,
-                    budget=budget,
-                    tick=tick,
-                )
-            )
+            summary = asyncio.run(run(qa_context(rules, store, None, progress=say)))
     return {
         "summary": summary,
         "questions": len(questions),

@@ -77,10 +77,9 @@ def _with(settings: Settings, strategy: str, combination: dict[str, Any]) -> Set
     """``settings`` with the combination's values (concepts by rules: no LLM)."""
     shared = {k.removeprefix("qa."): v for k, v in combination.items() if k.startswith("qa.")}
     own = {k.split(".", 1)[1]: v for k, v in combination.items() if not k.startswith("qa.")}
-    data = settings.qa.model_dump() | shared | {"concepts": "rules"}
-    data[strategy] = settings.qa.section(strategy) | own
     try:
-        qa = QASettings.model_validate(data)
+        qa = QASettings.model_validate(settings.qa.model_dump() | shared | {"concepts": "rules"})
+        qa = qa.with_section(strategy, own)
         STRATEGIES.settings(strategy, qa)
     except ValidationError as e:
         raise ConfigError(f"--grid {combination}: {e.errors(include_url=False)[0]['msg']}") from e
@@ -128,10 +127,7 @@ def tune_benchmark(
     if len(combinations) > MAX_RUNS:
         raise UsageError(f"the grid has {len(combinations)} combinations; at most {MAX_RUNS}.")
     configured = [_with(settings, strategy, c) for c in combinations]  # every value is checked before any run
-    if skip < 0:
-        raise UsageError(f"--skip must be 0 or more, got {skip}.")
-    questions, _read = read_questions(path, fmt, limit=None if limit is None else skip + limit)
-    questions = questions[skip:]
+    questions, _read = read_questions(path, fmt, limit=limit, skip=skip)
     if not questions:
         raise InputDataError(f"{path} holds no question in the {fmt} format after skipping {skip}.")
     runs: list[dict[str, Any]] = []

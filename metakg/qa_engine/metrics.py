@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from metakg.qa_engine.core import Answer, EvidencePath, Question
@@ -104,6 +104,9 @@ class EvidenceScorer:
     max_evidence: int = 30
     max_hops: int = 4
     max_neighbours: int = 1000
+    _on_path: dict[tuple[frozenset[str], tuple[str, ...]], set[str]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def score(self, question: Question, answer: Answer) -> dict[str, Any]:
         """Evidence size, gold ranks, recall and the on-path share of one answer."""
@@ -131,10 +134,11 @@ class EvidenceScorer:
         evidence = {n for path in answer.evidence for n in path.nodes}
         if self.store is None or not starts or not evidence:
             return None
-        golds = {hit.node.id for g in question.gold_texts for hit in self.store.search(g, mode="normalised", k=5)}
-        if not golds:
-            return None
-        on_path = self.shortest_path_nodes(starts, golds)
+        key = (frozenset(starts), question.gold_texts)
+        if key not in self._on_path:  # every run of an evaluation asks this of the same question
+            golds = {h.node.id for g in question.gold_texts for h in self.store.search(g, mode="normalised", k=5)}
+            self._on_path[key] = self.shortest_path_nodes(starts, golds) if golds else set()
+        on_path = self._on_path[key]
         return round(len(evidence & on_path) / len(evidence), 4) if on_path else None
 
     def shortest_path_nodes(self, sources: set[str], targets: set[str]) -> set[str]:

@@ -17,13 +17,22 @@ from typing import Any
 
 from metakg.config import QASettings
 from metakg.errors import StoreError
-from metakg.llm.client import LLMClient, Message, request
+from metakg.llm.client import Completion, LLMClient, Message, request
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import EvidencePath, NoEvidence, Question
 from metakg.qa_engine.walk import Walker
 from metakg.schemas.graph_store import GraphStore, NodeRecord
 from metakg.schemas.tables import match_key
 from metakg.text_processing import concept_phrases, lemma_key
+
+
+# ---------------------------------------------------------------------------- LLM calls
+async def ask_llm(client: LLMClient, ctx: QAContext, prompt: str, max_tokens: int, tag: str) -> Completion:
+    """One user-message call at the context's temperature, recorded under ``tag``."""
+    return await client.complete(
+        request([Message("user", prompt)], model=client.model, temperature=ctx.temperature, max_tokens=max_tokens),
+        tag=tag,
+    )
 
 
 # ---------------------------------------------------------------------------- concepts
@@ -92,15 +101,7 @@ async def extract_concepts(question: Question, ctx: QAContext, client: LLMClient
     """
     if ctx.settings.concepts == "rules" or client is None:
         return concepts_by_rules(question, ctx), "rules"
-    reply = await client.complete(
-        request(
-            [Message("user", CONCEPT_PROMPT.format(question=question.text.strip()))],
-            model=client.model,
-            temperature=ctx.temperature,
-            max_tokens=96,
-        ),
-        tag="qa:concepts",
-    )
+    reply = await ask_llm(client, ctx, CONCEPT_PROMPT.format(question=question.text.strip()), 96, "qa:concepts")
     concepts = grounded(parse_concepts(reply.text, ctx.settings.max_concepts, question.text), question.text)
     if not concepts:
         return concepts_by_rules(question, ctx), "rules (llm gave none)"

@@ -27,11 +27,11 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ConfigDict
 
 from metakg.errors import MetakgError
-from metakg.llm.client import LLMClient, Message, request
+from metakg.llm.client import LLMClient
 from metakg.llm.usage import MeteredClient, UsageMeter, UsageSummary
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, NoEvidence, QAUsage, Question, QuestionError
-from metakg.qa_engine.primitives import answer_prompt, evidence_lines, parse_choice, parse_free_answer
+from metakg.qa_engine.primitives import answer_prompt, ask_llm, evidence_lines, parse_choice, parse_free_answer
 
 
 def switch_setting(switch: str) -> tuple[str, Any]:
@@ -78,7 +78,8 @@ class Strategy(ABC, Generic[S]):
     @property
     def label(self) -> str:
         """The name, with the switches that are on: ``metakgrag[no_relevance+no_restart]``, ``medcog[route=scot]``."""
-        on = [s for s in self.switches() if getattr(self.settings, switch_setting(s)[0], None) == switch_setting(s)[1]]
+        set_to = {s: switch_setting(s) for s in self.switches()}
+        on = [s for s, (key, value) in set_to.items() if getattr(self.settings, key, None) == value]
         return f"{self.name}[{'+'.join(on)}]" if on else self.name
 
     async def answer(self, question: Question, ctx: QAContext) -> Answer:
@@ -166,14 +167,8 @@ async def answer_with_evidence(
     """Ask the LLM with the evidence (None: no graph) and fill the answer; a fail when a multiple-choice reply
     names no letter or a free-text reply is empty."""
     lines = None if evidence is None else evidence_lines(evidence, ctx.settings.max_evidence)
-    reply = await client.complete(
-        request(
-            [Message("user", answer_prompt(question, lines))],
-            model=client.model,
-            temperature=ctx.temperature,
-            max_tokens=ctx.settings.answer_max_tokens,
-        ),
-        tag=f"qa:{answer.strategy}",
+    reply = await ask_llm(
+        client, ctx, answer_prompt(question, lines), ctx.settings.answer_max_tokens, f"qa:{answer.strategy}"
     )
     answer.trace["evidence_lines"] = lines
     answer.trace["reply"] = reply.text

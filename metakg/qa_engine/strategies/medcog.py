@@ -28,13 +28,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from metakg.llm.client import LLMClient, Message, request
+from metakg.llm.client import LLMClient
 from metakg.llm.usage import MeteredClient
 from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
 from metakg.qa_engine.metacog import MONITOR_PROMPT, ROUTES, Thresholds, parse_assessment, plan
-from metakg.qa_engine.primitives import match_entities, parse_choice, parse_free_answer
+from metakg.qa_engine.primitives import ask_llm, match_entities, parse_choice, parse_free_answer
 from metakg.qa_engine.scot import parse_scot, scot_prompt
 from metakg.qa_engine.strategy import Strategy, StrategySettings, answer_with_evidence
 from metakg.schemas.graph_store import GraphPath
@@ -119,7 +119,7 @@ class MedCoG(Strategy[MedCoGSettings]):
             evidence = await self.verify(question, ctx, client, answer.trace)
         answer.evidence = evidence
         lines = [render(p) for p in evidence]
-        reply = await ask(
+        reply = await ask_llm(
             client,
             ctx,
             scot_prompt(question, lines, cases),
@@ -160,13 +160,13 @@ class MedCoG(Strategy[MedCoGSettings]):
         if self.settings.route != "meta":
             return self.settings.route, {"route": self.settings.route, "routed_by": "forced"}
         prompt = MONITOR_PROMPT.format(question=question.text.strip() + _choices(question))
-        reply = await ask(client, ctx, prompt, 200, f"qa:{self.label}:monitor")
+        reply = await ask_llm(client, ctx, prompt, 200, f"qa:{self.label}:monitor")
         assessment = parse_assessment(reply.text)
         if assessment is None:
-            route = self.settings.fallback_route
-            return route, {"route": route, "routed_by": "fallback", "monitor_reply": reply.text[:500]}
-        tau = Thresholds(self.settings.tau_c, self.settings.tau_f, self.settings.tau_k)
-        return plan(assessment, tau), {"route": plan(assessment, tau), "routed_by": "scores", **assessment.as_dict()}
+            fallback = self.settings.fallback_route
+            return fallback, {"route": fallback, "routed_by": "fallback", "monitor_reply": reply.text[:500]}
+        route = plan(assessment, Thresholds(self.settings.tau_c, self.settings.tau_f, self.settings.tau_k))
+        return route, {"route": route, "routed_by": "scores", **assessment.as_dict()}
 
     async def verify(
         self, question: Question, ctx: QAContext, client: LLMClient, trace: dict[str, Any]
@@ -184,7 +184,7 @@ class MedCoG(Strategy[MedCoGSettings]):
                 question=question.text.strip(),
                 choices=_choices(question),
             )
-            reply = await ask(client, ctx, prompt, 200, f"qa:{self.label}:plan")
+            reply = await ask_llm(client, ctx, prompt, 200, f"qa:{self.label}:plan")
             pairs = parse_pairs(reply.text, self.settings.max_pairs)
             grounding = await self.ground(pairs, question, ctx, client)
             found = self.paths_for(grounding, question, ctx)
@@ -199,7 +199,7 @@ class MedCoG(Strategy[MedCoGSettings]):
             prompt = EVALUATE_PROMPT.format(
                 question=question.text.strip(), choices=_choices(question), paths="\n".join(entry["paths"])
             )
-            judged = await ask(client, ctx, prompt, 80, f"qa:{self.label}:evaluate")
+            judged = await ask_llm(client, ctx, prompt, 80, f"qa:{self.label}:evaluate")
             entry["evaluation"] = judged.text.strip()[:300]
             if re.match(r"\s*\W*yes\b", judged.text, re.I):
                 break
@@ -222,7 +222,7 @@ class MedCoG(Strategy[MedCoGSettings]):
             return grounding
         listed = "\n".join(f"{i}. {name}" for i, name in enumerate(names, start=1))
         prompt = FILTER_PROMPT.format(question=question.text.strip() + _choices(question), entities=listed)
-        reply = await ask(client, ctx, prompt, 40, f"qa:{self.label}:filter")
+        reply = await ask_llm(client, ctx, prompt, 40, f"qa:{self.label}:filter")
         drop = {names[int(n) - 1] for n in re.findall(r"\b(\d+)\b", reply.text) if 0 < int(n) <= len(names)}
         if len(drop) == len(names):  # a reply that drops everything is not taken at its word
             drop = set()
@@ -326,11 +326,3 @@ def render(path: EvidencePath) -> str:
 
 def _choices(question: Question) -> str:
     return "".join(f"\n{letter}: {text}" for letter, text in question.choices)
-
-
-async def ask(client: LLMClient, ctx: QAContext, prompt: str, max_tokens: int, tag: str) -> Any:
-    """One user-message call at the context's temperature."""
-    return await client.complete(
-        request([Message("user", prompt)], model=client.model, temperature=ctx.temperature, max_tokens=max_tokens),
-        tag=tag,
-    )
