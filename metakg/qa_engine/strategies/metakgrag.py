@@ -314,7 +314,7 @@ def refine(
         if settings.keep_better:
             before, after = (
                 sum(found.coverage.values()),
-                sum(diagnose(new, concepts, walker, settings).coverage.values()),
+                sum(diagnose(new, concepts, walker, settings, others).coverage.values()),
             )
             entry["coverage_change"] = round(after - before, 4)
             if after <= before:
