@@ -68,13 +68,17 @@ from metakg.api.stores import (
 )
 from metakg.api.tune import TUNE_COLUMNS, parse_grid, tune_benchmark, tune_table
 from metakg.api.wikidata import sparql_client, sync_wikidata
+from metakg.qa_engine.efficiency import DEFAULT_SCALING, REFERENCE_SETS
+from metakg.qa_engine.evaluate import efficiency_notes
 from metakg.schemas.graph_store import GraphPath, GraphStore
 
 __all__ = [
     "COLUMNS",
     "DEFAULT_GRID",
+    "DEFAULT_SCALING",
     "EVAL_FORMATS",
     "FORMATS",
+    "REFERENCE_SETS",
     "REPORT_HTML",
     "REPORT_JSON",
     "STRATEGIES",
@@ -97,6 +101,7 @@ __all__ = [
     "demo_file",
     "demo_triples_file",
     "describe_strategies",
+    "efficiency_notes",
     "embed_bundle",
     "evaluate_benchmark",
     "export_neo4j_admin",

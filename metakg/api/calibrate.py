@@ -101,7 +101,7 @@ def calibrate_medcog(
     }
     outcomes = {
         route: {
-            r["question_id"]: Outcome(r["correct"] is True, float(r["usage"]["cost_usd"]))
+            r["question_id"]: Outcome(r["correct"] is True, _list_cost(r["usage"]))
             for r in _rows(out_dir / f"answers-medcog[route={route}].jsonl")
         }
         for route in ROUTES
@@ -198,3 +198,8 @@ def grow_from_report(
         for row in _rows(report / f"answers-{label}.jsonl")
     ]
     return grow_casebank(settings, rows, bank, source=report.name, progress=progress)
+
+
+def _list_cost(usage: dict[str, Any]) -> float:
+    """The answer's calls at list price (rows written before list costs: what was billed)."""
+    return float(usage.get("list_cost_usd", usage["cost_usd"]))

@@ -25,7 +25,15 @@ from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question, QuestionError
-from metakg.qa_engine.evaluate import COLUMNS, RunSpec, comparison_table, evaluate, metric_columns, run_specs
+from metakg.qa_engine.efficiency import DEFAULT_SCALING, load_reference
+from metakg.qa_engine.evaluate import (
+    COLUMNS,
+    RunSpec,
+    comparison_table,
+    evaluate,
+    metric_columns,
+    run_specs,
+)
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.render import answer_page
 from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
@@ -208,6 +216,8 @@ def evaluate_benchmark(
     keep_failed: bool = False,
     use_llm: bool = True,
     budget: int = 10,
+    scaling: str | Path = DEFAULT_SCALING,
+    iie_reference: str | None = None,
     registry: StrategyRegistry | None = None,
     progress: Progress | None = None,
     tick: Callable[[str, int, int], None] | None = None,
@@ -216,7 +226,9 @@ def evaluate_benchmark(
     answers, summary and comparison into ``out_dir``.
 
     ``skip`` leaves out the first questions and ``limit`` keeps the next N (tune on one part of a file,
-    report on the rest); ``budget`` is the evidence budget of the recall-at-budget figures.
+    report on the rest); ``budget`` is the evidence budget of the recall-at-budget figures. ``scaling``
+    names the reference set of the inference density (or a CSV or an eval report of the user's own runs) and
+    ``iie_reference`` the run IIE is measured against (both are checked before any question is asked).
     Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason. A re-run resumes
     from the answers in ``out_dir`` (failed ones are asked again unless ``keep_failed``). Without
     ``use_llm`` only the graph strategies run, retrieval only (concepts by rules): the report then holds
@@ -235,6 +247,15 @@ def evaluate_benchmark(
     if fmt not in EVAL_FORMATS:
         raise UsageError(f"unknown benchmark format {fmt!r}; choose one of {', '.join(EVAL_FORMATS)}.")
     specs = run_specs(strategies, ablations, registry)
+    ref_set = load_reference(scaling)
+    try:
+        ref_set.fit()
+    except ValueError as e:
+        raise InputDataError(f"scaling reference {ref_set.name}: {e}.") from e
+    if iie_reference is not None and iie_reference not in {s.label for s in specs}:
+        raise UsageError(
+            f"the IIE reference run {iie_reference!r} is not among the runs ({', '.join(s.label for s in specs)})."
+        )
     skipped: list[str] = []
     if not use_llm:
         skipped = [s.label for s in specs if not registry.get(s.strategy).uses_graph]
@@ -254,7 +275,17 @@ def evaluate_benchmark(
 
     def run(ctx: QAContext) -> Coroutine[Any, Any, dict[str, dict[str, Any]]]:
         return evaluate(
-            questions, specs, ctx, out_dir, registry, resume=resume, keep_failed=keep_failed, budget=budget, tick=tick
+            questions,
+            specs,
+            ctx,
+            out_dir,
+            registry,
+            resume=resume,
+            keep_failed=keep_failed,
+            budget=budget,
+            scaling_reference=ref_set,
+            iie_reference=iie_reference,
+            tick=tick,
         )
 
     with open_store(settings, bundle, neo4j=neo4j, progress=say) as store:

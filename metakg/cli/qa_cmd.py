@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from metakg import api
 from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
@@ -118,6 +119,18 @@ def evaluate(
         help="Add MedCoG's SCoT answers of this evaluation to this case bank (made when absent), so the next "
         "run's memory routes see them.",
     ),
+    scaling: str = typer.Option(
+        "medagentsbench-gpt4o-medqa-hard",
+        "--scaling",
+        help="Reference points of the inference-density curve: a named set (medagentsbench-gpt4o-medqa-hard: "
+        "the published GPT-4o figures on MedQA-hard), a CSV with method,accuracy,cost_usd, or an earlier eval "
+        "report (its folder or summary.json).",
+    ),
+    iie_reference: str | None = typer.Option(
+        None,
+        "--iie-reference",
+        help="The run IIE is measured against, e.g. llm_only (default: medcog[route=scot] when it runs).",
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Run strategies and their variants (MetaKGRAG ablations) over the same benchmark questions and compare them.
@@ -145,6 +158,8 @@ def evaluate(
                 limit=limit,
                 skip=skip,
                 budget=budget,
+                scaling=scaling,
+                iie_reference=iie_reference,
                 bundle=bundle,
                 neo4j=neo4j,
                 resume=not fresh,
@@ -171,6 +186,8 @@ def evaluate(
             return
         columns = result["columns"][len(api.COLUMNS) :]
         out.print(api.comparison_table(summary, columns), markup=False, highlight=False)
+        for note in api.efficiency_notes(summary):
+            out.print(f"[dim]{escape(note)}[/]", highlight=False)
         skipped = f"; left out without an LLM: {', '.join(result['skipped'])}" if result["skipped"] else ""
         out.print(
             f"[dim]{result['questions']} questions ({result['rejected']} input lines rejected){skipped}; "

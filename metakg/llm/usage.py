@@ -66,6 +66,7 @@ class UsageRecord:
     cost_usd: float
     attempts: int
     error: str | None = None
+    list_cost_usd: float = 0.0  # the call at list price, a cache hit priced as if fresh (the method's cost)
 
     @property
     def stage(self) -> str:
@@ -85,6 +86,7 @@ class UsageSummary:
     completion_tokens: int = 0
     saved_tokens: int = 0
     cost_usd: float = 0.0
+    list_cost_usd: float = 0.0
     llm_ms: float = 0.0
     latency_p50_s: float | None = None
     latency_p95_s: float | None = None
@@ -108,6 +110,7 @@ class UsageSummary:
             completion_tokens=sum(r.completion_tokens for r in records),
             saved_tokens=sum(r.saved_tokens for r in records),
             cost_usd=sum(r.cost_usd for r in records),
+            list_cost_usd=sum(r.list_cost_usd for r in records),
             llm_ms=sum(r.latency_s for r in records) * 1000,
             latency_p50_s=percentile(fresh, 50),
             latency_p95_s=percentile(fresh, 95),
@@ -119,6 +122,7 @@ class UsageSummary:
         data = asdict(self)
         data["tokens"] = self.tokens
         data["cost_usd"] = round(self.cost_usd, 6)
+        data["list_cost_usd"] = round(self.list_cost_usd, 6)
         data["llm_ms"] = round(self.llm_ms, 1)
         data["errors"] = list(self.errors)
         return data
@@ -172,6 +176,7 @@ class UsageMeter:
             cost_usd=price(self.prices, model, billed_prompt, billed_output),
             attempts=0 if cached else attempts,
             error=error,
+            list_cost_usd=price(self.prices, model, prompt, output),
         )
         with self._lock:
             self._records.append(entry)

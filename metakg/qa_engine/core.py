@@ -90,7 +90,8 @@ class ClaimSupport:
 @dataclass
 class QAUsage:
     """What one answer cost: LLM calls (cache hits included), billed tokens and USD (a cached reply costs
-    nothing; its tokens are ``saved_tokens``), and the time split by where it went."""
+    nothing; its tokens are ``saved_tokens``), the list cost (every call priced as if fresh: what the method
+    costs, the figure efficiency is measured by), and the time split by where it went."""
 
     llm_calls: int = 0
     cache_hits: int = 0
@@ -99,6 +100,7 @@ class QAUsage:
     completion_tokens: int = 0
     saved_tokens: int = 0
     cost_usd: float = 0.0
+    list_cost_usd: float = 0.0
     llm_ms: float = 0.0
     retrieval_ms: float = 0.0
     total_ms: float = 0.0
@@ -119,6 +121,7 @@ class QAUsage:
             completion_tokens=usage.completion_tokens,
             saved_tokens=usage.saved_tokens,
             cost_usd=usage.cost_usd,
+            list_cost_usd=usage.list_cost_usd,
             llm_ms=usage.llm_ms,
             retrieval_ms=max(0.0, total_ms - usage.llm_ms),
             total_ms=total_ms,

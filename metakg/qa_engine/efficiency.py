@@ -10,16 +10,40 @@ metakg's default reference is MedCoG's fixed SCoT route).
 
 from __future__ import annotations
 
+import csv
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-#: MedAgentsBench (Tang et al., 2025), GPT-4o on MedQA-hard: (method, accuracy, USD per question), the
-#: figures the MedCoG paper fits its scaling curve to.
-REFERENCE_SETS: dict[str, dict[str, object]] = {
-    "medagentsbench-gpt4o-medqa-hard": {
-        "source": "MedAgentsBench (Tang et al., 2025), GPT-4o on MedQA-hard, cost in USD per question",
-        "points": (
+from metakg.errors import InputDataError, UsageError
+
+
+@dataclass(frozen=True)
+class ReferenceSet:
+    """Reference methods a scaling curve is fitted to: (method, accuracy in [0, 1], USD per question)."""
+
+    name: str
+    source: str
+    points: tuple[tuple[str, float, float], ...]
+
+    def fit(self) -> ScalingFit:
+        """The least-squares curve through the points (ValueError when they cannot make one)."""
+        return fit_scaling([(acc, cost) for _, acc, cost in self.points])
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: name, source and points."""
+        return {"name": self.name, "source": self.source, "points": [list(p) for p in self.points]}
+
+
+#: MedAgentsBench (Tang et al., 2025), GPT-4o on MedQA-hard: the figures the MedCoG paper fits its curve to.
+REFERENCE_SETS: dict[str, ReferenceSet] = {
+    "medagentsbench-gpt4o-medqa-hard": ReferenceSet(
+        "medagentsbench-gpt4o-medqa-hard",
+        "MedAgentsBench (Tang et al., 2025), GPT-4o on MedQA-hard, cost in USD per question",
+        (
             ("zero-shot", 0.35, 0.0008),
             ("CoT", 0.39, 0.0056),
             ("CoT-SC", 0.39, 0.030),
@@ -29,8 +53,74 @@ REFERENCE_SETS: dict[str, dict[str, object]] = {
             ("MDAgents", 0.36, 0.110),
             ("AFlow", 0.48, 0.062),
         ),
-    }
+    )
 }
+DEFAULT_SCALING = "medagentsbench-gpt4o-medqa-hard"
+CSV_COLUMNS = ("method", "accuracy", "cost_usd")
+
+
+def load_reference(spec: str | Path) -> ReferenceSet:
+    """A reference set by name (:data:`REFERENCE_SETS`), or from a file of the user's own runs:
+
+    - a CSV with the columns ``method,accuracy,cost_usd`` (accuracy in [0, 1], USD per question);
+    - an earlier ``metakg eval`` report (its folder or its ``summary.json``): each run with an accuracy
+      and a positive cost per question is a point (the ORACLE row is not).
+
+    Raises:
+        UsageError: neither a known name nor an existing file.
+        InputDataError: the file names its row or field that is wrong, or holds fewer than two points.
+    """
+    if str(spec) in REFERENCE_SETS:
+        return REFERENCE_SETS[str(spec)]
+    path = Path(spec)
+    if path.is_dir():
+        path = path / "summary.json"
+    if not path.is_file():
+        raise UsageError(
+            f"unknown scaling reference {str(spec)!r}: not one of {', '.join(REFERENCE_SETS)}, and no such file "
+            "(a CSV with method,accuracy,cost_usd, or an eval report folder or its summary.json)."
+        )
+    points = _report_points(path) if path.suffix == ".json" else _csv_points(path)
+    if len(points) < 2:
+        raise InputDataError(f"{path}: a scaling curve needs two or more reference points; found {len(points)}.")
+    return ReferenceSet(path.stem if path.suffix != ".json" else path.parent.name, f"the runs in {path}", points)
+
+
+def _csv_points(path: Path) -> tuple[tuple[str, float, float], ...]:
+    points = []
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputDataError(f"{path}: missing column(s) {', '.join(missing)}; need {','.join(CSV_COLUMNS)}.")
+        for number, row in enumerate(reader, start=2):
+            try:
+                accuracy, cost = float(row["accuracy"]), float(row["cost_usd"])
+            except (TypeError, ValueError):
+                raise InputDataError(f"{path} row {number}: accuracy and cost_usd must be numbers.") from None
+            if not 0 <= accuracy <= 1:
+                raise InputDataError(f"{path} row {number}: accuracy {accuracy} is not in [0, 1].")
+            if cost <= 0:
+                raise InputDataError(f"{path} row {number}: cost_usd {cost} is not a positive USD per question.")
+            points.append((row["method"] or f"row {number}", accuracy, cost))
+    return tuple(points)
+
+
+def _report_points(path: Path) -> tuple[tuple[str, float, float], ...]:
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise InputDataError(f"{path}: not a readable eval summary ({e}).") from e
+    if not isinstance(summary, dict):
+        raise InputDataError(f"{path}: not an eval summary (expected an object keyed by run).")
+    return tuple(
+        (label, float(figures["accuracy"]), float(figures["cost_per_question"]))
+        for label, figures in summary.items()
+        if label != "ORACLE"
+        and isinstance(figures, dict)
+        and figures.get("accuracy") is not None
+        and (figures.get("cost_per_question") or 0) > 0
+    )
 
 
 @dataclass(frozen=True)
@@ -63,12 +153,6 @@ def fit_scaling(points: Sequence[tuple[float, float]]) -> ScalingFit:
     total = sum((y - my) ** 2 for y in ys)
     residual = sum((y - (a * x + b)) ** 2 for x, y in zip(xs, ys, strict=True))
     return ScalingFit(a, b, 1 - residual / total if total else 1.0, min(ys), max(ys))
-
-
-def reference_fit(name: str) -> ScalingFit:
-    """The fit of a named reference set (:data:`REFERENCE_SETS`)."""
-    points = REFERENCE_SETS[name]["points"]
-    return fit_scaling([(acc, cost) for _, acc, cost in points])  # type: ignore[attr-defined]
 
 
 def inference_density(fit: ScalingFit, accuracy: float, cost: float) -> tuple[float | None, bool]:

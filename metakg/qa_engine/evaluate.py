@@ -24,7 +24,7 @@ from metakg.errors import InputDataError, UsageError
 from metakg.llm.usage import percentile
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
-from metakg.qa_engine.efficiency import REFERENCE_SETS, iie, inference_density, reference_fit
+from metakg.qa_engine.efficiency import DEFAULT_SCALING, ReferenceSet, iie, inference_density, load_reference
 from metakg.qa_engine.metrics import EvidenceScorer, answer_match, with_gold_entities
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.strategy import Strategy
@@ -129,28 +129,29 @@ def recall_at(rows: Sequence[dict[str, Any]], budget: int, unit: str = "entities
     return round(hits / len(scored), 4)
 
 
-DEFAULT_SCALING = "medagentsbench-gpt4o-medqa-hard"
-
-
-def add_efficiency(summary: dict[str, dict[str, Any]], scaling: str, reference: str | None) -> None:
-    """Cost per question, inference density (against ``scaling``'s curve) and IIE (against the
-    ``reference`` run, default ``medcog[route=scot]`` when it ran) of every run, in place.
+def add_efficiency(
+    summary: dict[str, dict[str, Any]], scaling: str | Path | ReferenceSet, reference: str | None
+) -> None:
+    """Inference density (against the curve fitted to ``scaling``: a named set, or a file of the user's own
+    runs, see :func:`~metakg.qa_engine.efficiency.load_reference`) and IIE (against the ``reference`` run,
+    default ``medcog[route=scot]`` when it ran) of every run, in place. Both use the list cost per question
+    (cache hits priced as if fresh).
 
     Raises:
         UsageError: an unknown reference set or reference run.
+        InputDataError: a reference file that is wrong, or points that make no rising curve.
     """
-    if scaling not in REFERENCE_SETS:
-        raise UsageError(f"unknown scaling reference {scaling!r}; choose one of {', '.join(REFERENCE_SETS)}.")
-    fit = reference_fit(scaling)
+    ref_set = scaling if isinstance(scaling, ReferenceSet) else load_reference(scaling)
+    try:
+        fit = ref_set.fit()
+    except ValueError as e:
+        raise InputDataError(f"scaling reference {ref_set.name}: {e}.") from e
     reference = reference or ("medcog[route=scot]" if "medcog[route=scot]" in summary else None)
     if reference is not None and reference not in summary:
         raise UsageError(f"the IIE reference run {reference!r} is not among the runs ({', '.join(summary)}).")
-    for figures in summary.values():
-        n = figures["questions"]
-        figures["cost_per_question"] = round(figures["cost_usd"] / n, 8) if n else None
     ref = summary.get(reference) if reference else None
     for figures in summary.values():
-        accuracy, cost = figures.get("accuracy"), figures["cost_per_question"]
+        accuracy, cost = figures.get("accuracy"), figures.get("cost_per_question")
         if accuracy is None or cost is None:
             continue
         density, in_range = inference_density(fit, accuracy, cost)
@@ -160,12 +161,40 @@ def add_efficiency(summary: dict[str, dict[str, Any]], scaling: str, reference: 
             figures["iie"] = iie(accuracy, cost, ref["accuracy"], ref["cost_per_question"])
     for figures in summary.values():
         figures["scaling_fit"] = {
-            "reference": scaling,
+            "reference": ref_set.name,
+            "source": ref_set.source,
             "a": round(fit.a, 5),
             "b": round(fit.b, 5),
             "r2": round(fit.r2, 4),
+            "accuracy_range": [fit.low, fit.high],
         }
         figures["iie_reference"] = reference
+
+
+def efficiency_notes(summary: dict[str, dict[str, Any]]) -> list[str]:
+    """Lines under the comparison table: the scaling fit, the IIE reference, densities outside the fitted
+    range, and each run's route distribution (MedCoG)."""
+    notes: list[str] = []
+    fits = [f["scaling_fit"] for f in summary.values() if "scaling_fit" in f]
+    if fits:
+        fit = fits[0]
+        notes.append(
+            f"inference density against {fit['reference']} ({fit['source']}): accuracy = {fit['a']} ln(cost) + "
+            f"{fit['b']}, R\u00b2 {fit['r2']}, fitted on accuracies {fit['accuracy_range'][0]}-"
+            f"{fit['accuracy_range'][1]}; cost/q is the list cost (cache hits priced as if fresh)."
+        )
+        outside = [label for label, f in summary.items() if f.get("density_in_fitted_range") is False]
+        if outside:
+            notes.append(f"outside the fitted accuracy range (density extrapolated): {', '.join(outside)}.")
+        reference = next((f.get("iie_reference") for f in summary.values() if f.get("iie_reference")), None)
+        if reference:
+            notes.append(f"IIE: accuracy gained per extra USD per question over {reference}.")
+    for label, figures in summary.items():
+        routes = figures.get("routes")
+        if isinstance(routes, dict) and any(routes.values()):
+            shown = ", ".join(f"{r} {n}" for r, n in routes.items() if n)
+            notes.append(f"{label} routes: {shown}.")
+    return notes
 
 
 def oracle_run(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
@@ -201,6 +230,7 @@ def summarise(
     usage = [r["usage"] for r in rows]
     total_ms = [u["total_ms"] for u in usage]
     retrieval_ms = [u["retrieval_ms"] for u in usage]
+    list_cost = sum(u.get("list_cost_usd", u["cost_usd"]) for u in usage)  # rows written before list costs
     return {
         "questions": n,
         "correct": correct,
@@ -224,6 +254,11 @@ def summarise(
         "calls_per_question": round(sum(u["llm_calls"] for u in usage) / n, 3) if n else None,
         "tokens_per_question": round(sum(u["tokens"] for u in usage) / n, 1) if n else None,
         "cost_usd": round(sum(u["cost_usd"] for u in usage), 6),
+        "list_cost_usd": round(list_cost, 6),
+        "cost_per_question": round(list_cost / n, 8) if n else None,
+        "method_tokens_per_question": round(sum(u["tokens"] + u.get("saved_tokens", 0) for u in usage) / n, 1)
+        if n
+        else None,
         "latency_p50_ms": _percentile(total_ms, 50),
         "latency_p95_ms": _percentile(total_ms, 95),
         "retrieval_p50_ms": _percentile(retrieval_ms, 50),
@@ -244,7 +279,9 @@ COLUMNS = (
     ("on_path_share", "on-path share"),
     ("calls_per_question", "LLM calls/q"),
     ("tokens_per_question", "tokens/q"),
-    ("cost_usd", "cost USD"),
+    ("cost_per_question", "cost/q USD"),
+    ("inference_density", "density"),
+    ("iie", "IIE"),
     ("latency_p50_ms", "p50 ms"),
     ("latency_p95_ms", "p95 ms"),
     ("retrieval_p50_ms", "retrieval p50 ms"),
@@ -297,7 +334,7 @@ async def evaluate(
     resume: bool = True,
     keep_failed: bool = False,
     budget: int = 10,
-    scaling_reference: str = DEFAULT_SCALING,
+    scaling_reference: str | Path | ReferenceSet = DEFAULT_SCALING,
     iie_reference: str | None = None,
     tick: Tick | None = None,
 ) -> dict[str, dict[str, Any]]:
@@ -355,5 +392,6 @@ async def evaluate(
         summary["ORACLE"] = oracle
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     table = comparison_table(summary, metric_columns(specs, registry))
-    (out_dir / "comparison.md").write_text(table, encoding="utf-8")
+    notes = "".join(f"\n- {line}" for line in efficiency_notes(summary))
+    (out_dir / "comparison.md").write_text(table + (notes + "\n" if notes else ""), encoding="utf-8")
     return summary

@@ -11,18 +11,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from metakg.config import QASettings
-from metakg.errors import StoreError
+from metakg.errors import ConfigError, StoreError
 from metakg.llm.client import Completion, LLMClient, Message, request
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import EvidencePath, NoEvidence, Question
 from metakg.qa_engine.walk import Walker
 from metakg.schemas.graph_store import GraphStore, NodeRecord
 from metakg.schemas.tables import match_key
+from metakg.schemas.vocabulary import TypeVocabulary
 from metakg.text_processing import concept_phrases, lemma_key
 
 
@@ -150,16 +151,23 @@ def search_node(store: GraphStore, text: str, k: int = 1) -> list[Any]:
         return store.search(text, mode="normalised", k=k)
 
 
-def match_entities(concepts: Sequence[str], ctx: QAContext) -> list[EntityMatch]:
+def match_entities(concepts: Sequence[str], ctx: QAContext, types: Collection[str] | None = None) -> list[EntityMatch]:
     """Each concept's best node at or above ``tau_entity``; one match per node (the best), best first.
 
     An embedding match must also beat the concept's runner-up by ``tau_margin``: a generic word ("genre")
     is about as close to many nodes (every genre) and grounds to none of them.
+
+    With ``types`` (type names, subtypes included: :func:`allowed_types`), only nodes of those types count:
+    the store's best ``TYPED_CANDIDATES`` hits are filtered, then its embedding hits when no name match
+    is left; the runner-up of the margin is the next hit of an allowed type.
     """
     best: dict[str, EntityMatch] = {}
     margin = ctx.settings.tau_margin
     for concept in concepts:
-        hits = search_node(ctx.store, concept, k=2 if margin > 0 else 1)
+        if types:
+            hits = _typed_hits(ctx.store, concept, types)
+        else:
+            hits = search_node(ctx.store, concept, k=2 if margin > 0 else 1)
         if not hits or hits[0].score < ctx.settings.tau_entity:
             continue
         hit = hits[0]
@@ -169,6 +177,35 @@ def match_entities(concepts: Sequence[str], ctx: QAContext) -> list[EntityMatch]
         if current is None or hit.score > current.score:
             best[hit.node.id] = EntityMatch(concept, hit.node, float(hit.score), hit.match)
     return sorted(best.values(), key=lambda m: -m.score)
+
+
+#: store hits looked at per concept when grounding is restricted to node types
+TYPED_CANDIDATES = 25
+
+
+def _typed_hits(store: GraphStore, concept: str, types: Collection[str]) -> list[Any]:
+    hits = [h for h in search_node(store, concept, k=TYPED_CANDIDATES) if h.node.type in types]
+    if hits and hits[0].match != "embedding":
+        return hits
+    try:
+        return [h for h in store.search(concept, mode="embedding", k=TYPED_CANDIDATES) if h.node.type in types]
+    except StoreError:  # no name embeddings: the name matches are all there is
+        return hits
+
+
+def allowed_types(names: Sequence[str], vocabulary: TypeVocabulary) -> frozenset[str]:
+    """``names`` and every type of ``vocabulary`` under them.
+
+    Raises:
+        ConfigError: a name is not a type of the vocabulary (the message lists them).
+    """
+    unknown = [n for n in names if n not in vocabulary.names]
+    if unknown:
+        raise ConfigError(
+            f"unknown node type(s) {', '.join(map(repr, unknown))}; the vocabulary has "
+            f"{', '.join(sorted(vocabulary.names))}."
+        )
+    return frozenset(t for t in vocabulary.names if any(vocabulary.is_a(t, n) for n in names))
 
 
 # ---------------------------------------------------------------------------- evidence and answers

@@ -8,7 +8,8 @@ a question needs.
 3. **Executing**: zero-shot answers directly; SCoT (:mod:`metakg.qa_engine.scot`) elicits fact paths, then
    reasons, then answers. ``_kg`` first verifies against the graph: the LLM writes verification pairs
    (what the question asks, what an answer would claim); each side's entities are grounded to the graph
-   (the graph's names found in the text, else embedding search at ``tau_entity``), and one call lets the
+   (the graph's names found in the text, else embedding search at ``tau_entity``; only nodes of
+   ``node_types`` when set), and one call lets the
    LLM drop the grounded entities that do not fit the question; the shortest paths
    between every grounded query entity and every grounded hypothesis entity (``max_hops``, ``k_paths``
    each) are ranked by similarity to the question and the best ``top_k`` rendered ``a -[rel]-> b``.
@@ -34,10 +35,11 @@ from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
 from metakg.qa_engine.metacog import MONITOR_PROMPT, ROUTES, Thresholds, parse_assessment, plan
-from metakg.qa_engine.primitives import ask_llm, match_entities, parse_choice, parse_free_answer
+from metakg.qa_engine.primitives import allowed_types, ask_llm, match_entities, parse_choice, parse_free_answer
 from metakg.qa_engine.scot import parse_scot, scot_prompt
 from metakg.qa_engine.strategy import Strategy, StrategySettings, answer_with_evidence
 from metakg.schemas.graph_store import GraphPath
+from metakg.schemas.vocabulary import default_vocabulary
 from metakg.text_processing import concept_phrases
 
 Route = Literal["meta", "zero_shot", "scot", "scot_mem", "scot_kg", "scot_kg_mem"]
@@ -58,6 +60,11 @@ class MedCoGSettings(StrategySettings):
     k_paths: int = Field(default=2, ge=1, le=10, description="Shortest paths per grounded entity pair.")
     top_k: int = Field(default=5, ge=1, le=50, description="Verification paths kept, most question-like first.")
     max_refinements: int = Field(default=2, ge=0, le=5, description="Plan refinements after a failed evaluation.")
+    node_types: list[str] = Field(
+        default_factory=list,
+        description="Ground the checks' entities only to nodes of these types, subtypes included (e.g. "
+        "['disease', 'drug']); empty: any type.",
+    )
     filter_groundings: bool = Field(
         default=True, description="Let the LLM drop grounded entities that do not fit the question (one call)."
     )
@@ -95,6 +102,8 @@ class MedCoG(Strategy[MedCoGSettings]):
         """The strategy; its case bank is read on first use."""
         super().__init__(settings)
         self._bank: CaseBank | None = None
+        types = self.settings.node_types
+        self._types = allowed_types(types, default_vocabulary()) if types else None
 
     @classmethod
     def switches(cls) -> tuple[str, ...]:
@@ -213,8 +222,8 @@ class MedCoG(Strategy[MedCoGSettings]):
         the grounded entities that do not fit the question (``dropped`` in each entry)."""
         grounding: list[dict[str, Any]] = []
         for query, hypothesis in pairs:
-            left = {m.node.id: m.node.name for m in match_entities(_entities(query, ctx), ctx)}
-            right = {m.node.id: m.node.name for m in match_entities(_entities(hypothesis, ctx), ctx)}
+            left = {m.node.id: m.node.name for m in match_entities(_entities(query, ctx), ctx, self._types)}
+            right = {m.node.id: m.node.name for m in match_entities(_entities(hypothesis, ctx), ctx, self._types)}
             grounding.append({"query": query, "hypothesis": hypothesis, "query_ids": list(left),
                               "hypothesis_ids": list(right), "names": left | right, "dropped": []})  # fmt: skip
         names = list(dict.fromkeys(n for g in grounding for n in g["names"].values()))

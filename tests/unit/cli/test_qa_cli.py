@@ -122,6 +122,38 @@ def test_eval_compares_strategies_and_resumes(server: FaultServer, bundle: Path,
     assert len(entries) == 3 and all(e["cached"] and e["cost_usd"] == 0 for e in entries)
 
 
+def test_eval_prices_by_list_cost_and_reads_a_users_scaling_reference(
+    server: FaultServer, bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("METAKG_LLM__PRICES_PER_MTOK", '{"m": [2.5, 10.0]}')
+    reference = tmp_path / "mine.csv"
+    reference.write_text("method,accuracy,cost_usd\ncheap,0.2,0.00001\ndear,0.5,0.01\n")
+    questions, out = pilot_file(tmp_path), tmp_path / "report"
+    args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out))
+    args += ("--strategy", "llm_only,kg_rag", "--scaling", str(reference), "--iie-reference", "llm_only")
+    _, first = run(*args, "--json")
+    kg = first["kg_rag"]
+    assert kg["cost_usd"] > 0 and kg["cost_per_question"] == pytest.approx(kg["list_cost_usd"] / 3, abs=1e-6)
+    assert kg["iie_reference"] == "llm_only" and kg["scaling_fit"]["reference"] == "mine" and "iie" in kg
+    assert kg["scaling_fit"]["r2"] == 1.0 and kg["inference_density"] is not None
+    notes = (out / "comparison.md").read_text()
+    assert "inference density against mine" in notes and "IIE: accuracy gained per extra USD" in notes
+    calls = len(server.requests)
+    _, again = run(*args, "--fresh", "--json")  # every reply cached: nothing billed, the method costs the same
+    assert len(server.requests) == calls and again["kg_rag"]["cost_usd"] == 0
+    assert again["kg_rag"]["cost_per_question"] == kg["cost_per_question"]
+    assert again["kg_rag"]["inference_density"] == kg["inference_density"]
+    # the user's own earlier runs as the reference: this report's two runs make no rising curve (one
+    # accuracy), so it is refused before any question is asked
+    result, _ = run(*args[:-4], "--scaling", str(out), "-o", str(tmp_path / "r2"), code=1)
+    assert "scaling reference report: a scaling curve needs" in result.stderr and len(server.requests) == calls
+    summary = json.loads((out / "summary.json").read_text())
+    summary["kg_rag"].update(accuracy=0.9, cost_per_question=0.01)  # a dearer run that did better: a curve
+    (out / "summary.json").write_text(json.dumps(summary))
+    _, own = run(*args[:-4], "--scaling", str(out), "-o", str(tmp_path / "r3"), "--json")
+    assert own["kg_rag"]["scaling_fit"]["source"] == f"the runs in {out / 'summary.json'}"
+
+
 def test_eval_retrieval_only(bundle: Path, tmp_path: Path) -> None:
     questions, out = pilot_file(tmp_path), tmp_path / "retrieval"
     args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out), "--no-llm")
@@ -156,6 +188,10 @@ def test_eval_refuses_bad_options(bundle: Path, tmp_path: Path) -> None:
     assert "--limit must be at least 1, got -1" in result.stdout + result.stderr
     result, _ = run(*base, "--format", "pilot", "--ablation", "no_magic", code=2)
     assert "unknown switch in 'no_magic'" in result.stdout + result.stderr
+    result, _ = run(*base, "--format", "pilot", "--scaling", "gpt5-curve", code=2)
+    assert "unknown scaling reference 'gpt5-curve'" in result.stdout + result.stderr
+    result, _ = run(*base, "--format", "pilot", "--strategy", "llm_only", "--iie-reference", "cot", code=2)
+    assert "the IIE reference run 'cot' is not among the runs (llm_only)" in result.stdout + result.stderr
 
 
 def test_eval_against_an_unreachable_llm_fails_and_a_rerun_asks_again(

@@ -77,10 +77,12 @@ def ident(name: str) -> str:
     return "kg:hand/" + name.replace(" ", "_")
 
 
-def store(embedder: AxisEmbedder | None = None) -> EmbeddedStore:
+def store(embedder: AxisEmbedder | None = None, types: dict[str, str] | None = None) -> EmbeddedStore:
+    """The graph; every node is a ``concept`` unless ``types`` names another type for it."""
     names = list(dict.fromkeys([n for e in EDGES for n in (e[0], e[2])]))
+    kinds = [(types or {}).get(n, "concept") for n in names]
     nodes = conform_nodes(
-        pl.DataFrame({"id": [ident(n) for n in names], "name": names, "type": "concept", "source": "hand"})
+        pl.DataFrame({"id": [ident(n) for n in names], "name": names, "type": kinds, "source": "hand"})
     )
     edges = conform_edges(
         pl.DataFrame(

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from metakg.config import QASettings
-from metakg.errors import UsageError
+from metakg.errors import ConfigError, UsageError
 from metakg.llm.scripted import ScriptedClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
@@ -22,10 +22,12 @@ MC = Question(QUESTION, (("A", "zeta"), ("B", "bridge")), "q1", "A", "zeta")
 SCOT = "Facts:\nalpha -> near -> decoy\nReasoning: decoy leads to zeta.\nAnswer: A"
 
 
-def ask(replies: dict[str, str], **medcog: object) -> tuple[Answer, ScriptedClient]:
+def ask(
+    replies: dict[str, str], types: dict[str, str] | None = None, **medcog: object
+) -> tuple[Answer, ScriptedClient]:
     client = ScriptedClient(replies)
     settings = QASettings.model_validate({"medcog": medcog})
-    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=settings, llm=client)
+    ctx = QAContext(store=store(types=types), embedder=AxisEmbedder(), settings=settings, llm=client)
     return asyncio.run(REGISTRY.create("medcog", settings).answer(MC, ctx)), client
 
 
@@ -130,3 +132,28 @@ def test_the_llm_drops_a_grounded_entity_that_does_not_fit() -> None:
     assert everything.trace["verification"][0]["grounding"][0]["dropped"] == []  # not taken at its word
     _, client = ask(replies, route="scot_kg", filter_groundings=False)
     assert not any("do not fit" in c.messages[-1].content for c in client.calls)
+
+
+def test_grounding_restricted_by_node_type_with_subtypes() -> None:
+    replies = {
+        "query | hypothesis": "alpha | decoy two and beta",
+        "do not fit the question": "none",
+        "Are these paths enough": "yes",
+        "Work in three parts": SCOT,
+    }
+    types = {"beta": "disease", "decoy two": "drug"}
+    untyped, _ = ask(replies, types, route="scot_kg")
+    assert set(untyped.trace["verification"][0]["grounding"][0]["hypothesis_ids"]) == {
+        ident("decoy two"),
+        ident("beta"),
+    }
+    typed, _ = ask(replies, types, route="scot_kg", node_types=["concept", "disease"])
+    (entry,) = typed.trace["verification"][0]["grounding"]
+    assert entry["query_ids"] == [ident("alpha")] and ident("beta") in entry["hypothesis_ids"]
+    assert ident("decoy two") not in entry["hypothesis_ids"]  # its nearest allowed node (zeta) stands in
+    assert all(ident("decoy two") not in p.nodes for p in typed.evidence)
+    chemical, _ = ask(replies, types, route="scot_kg", node_types=["concept", "chemical"])  # drug is a chemical
+    grounded = chemical.trace["verification"][0]["grounding"][0]["hypothesis_ids"]
+    assert ident("decoy two") in grounded and ident("beta") not in grounded
+    with pytest.raises(ConfigError, match=r"unknown node type.*'medicine'.*the vocabulary has"):
+        REGISTRY.create("medcog", QASettings.model_validate({"medcog": {"node_types": ["medicine"]}}))
