@@ -18,17 +18,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from benchmarks.common import WORK, record, skewed_endpoints
+from benchmarks.common import WORK, neo4j_with, record, skewed_endpoints
 from metakg import api
 from metakg.config import Settings, load_settings
 from metakg.llm import local_server
@@ -38,7 +36,6 @@ from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.tables import conform_edges, conform_nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import neo4j_server
 
 PILOT_KG = "metakgrag_pilot/commonsenseqa__knowledge_graph.txt"
 PILOT_QUESTIONS = "metakgrag_pilot/commonsenseqa__commonsenseqa.json"
@@ -140,18 +137,8 @@ def retrieval(store: GraphStore, settings: Settings, questions: list[api.Questio
 
 def on_neo4j(bundle: Path, settings: Settings, questions: list[api.Question], name: str) -> dict[str, Any]:
     """Load ``bundle`` into a fresh Neo4j server and time retrieval there."""
-    home = WORK / "neo4j" / f"qa_{name}"
-    shutil.rmtree(home, ignore_errors=True)
-    server = neo4j_server.start(home, neo4j_server.free_port(), heap="2g", pagecache_mb=1024)
-    try:
-        neo = settings.model_copy(update={"neo4j": settings.neo4j.model_copy(update={"uri": server.uri})})
-        started = time.perf_counter()
-        api.load_neo4j(bundle, neo)
-        load_s = time.perf_counter() - started
-        with api.open_store(neo, neo4j=True) as store:
-            return {"load_s": round(load_s, 1), **retrieval(store, neo, questions)}
-    finally:
-        neo4j_server.stop(server)
+    with neo4j_with(bundle, settings, f"qa_{name}") as (neo, store, load_s):
+        return {"load_s": round(load_s, 1), **retrieval(store, neo, questions)}
 
 
 def llm_usage(bundle: Path, settings: Settings, data_dir: Path, limit: int) -> dict[str, Any]:

@@ -6,6 +6,8 @@ import json
 import os
 import platform
 import resource
+import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -67,3 +69,26 @@ def record(name: str, figures: dict[str, Any]) -> Path:
     path.write_text(json.dumps(payload, indent=2), encoding="utf-8")
     print(f"  figures recorded in {path}")
     return path
+
+
+@contextmanager
+def neo4j_with(bundle: Path, settings: Any, name: str) -> Iterator[tuple[Any, Any, float]]:
+    """A fresh Neo4j server (under ``WORK/neo4j/<name>``) with ``bundle`` loaded by ``metakg load neo4j``'s
+    batched loader: yields (settings pointing at it, an open store, load seconds); stops the server after."""
+    from metakg import api
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tools import neo4j_server
+
+    home = WORK / "neo4j" / name
+    shutil.rmtree(home, ignore_errors=True)
+    server = neo4j_server.start(home, neo4j_server.free_port(), heap="3g", pagecache_mb=2048)
+    try:
+        neo = settings.model_copy(update={"neo4j": settings.neo4j.model_copy(update={"uri": server.uri})})
+        started = time.perf_counter()
+        api.load_neo4j(bundle, neo)
+        load_s = time.perf_counter() - started
+        with api.open_store(neo, neo4j=True) as store:
+            yield neo, store, load_s
+    finally:
+        neo4j_server.stop(server)

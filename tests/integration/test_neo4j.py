@@ -194,3 +194,27 @@ def test_a_checkpoint_outliving_its_database_is_discarded(
         "MATCH (m:MetakgLoad) RETURN count(m) AS n", database_=neo4j_settings.database
     )
     assert marker[0]["n"] == 0  # a finished load leaves no marker
+
+
+def test_medcog_kg_verification_on_the_real_primekg_files_in_neo4j(
+    tmp_path: Path, clean_neo4j: Any, neo4j_settings: Neo4jSettings, data_dir: Path, model_dir: Path
+) -> None:
+    """MedCoG's checks on Neo4j: the same known DrugMechDB path, and every evidence id exists in Neo4j."""
+    from benchmarks.primekg_real import write_real_kg
+    from metakg import api
+    from metakg.config import load_settings
+    from tests.unit.qa_engine.test_medcog_real import check_real_verification
+
+    base = load_settings()
+    settings = base.model_copy(
+        update={
+            "neo4j": neo4j_settings,
+            "embedder": base.embedder.model_copy(update={"model_dir": model_dir}),
+        }
+    )
+    kg, _rows = write_real_kg(data_dir / "primekg", tmp_path / "kg.csv")
+    api.ingest_primekg(kg, tmp_path / "bundle", settings)
+    api.embed_bundle(tmp_path / "bundle", settings)
+    api.load_neo4j(tmp_path / "bundle", settings)
+    with api.open_store(settings, neo4j=True) as store:
+        check_real_verification(settings, store, tmp_path / "bundle")
