@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from metakg.config import Settings, load_settings
@@ -41,7 +42,7 @@ def emit_json(payload: dict[str, Any]) -> None:
 
 def fail(error: MetakgError, *, json_mode: bool, command: str = "") -> NoReturn:
     """Report ``error`` (stderr, plus the JSON line with --json) and exit with its code."""
-    err.print(f"[bold red]error:[/] {error}", highlight=False, markup=True)
+    err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, markup=True)
     if json_mode:
         emit_json(
             {
@@ -74,14 +75,14 @@ def progress(message: str, *, quiet: bool = False) -> Iterator[Callable[[str], N
 
         def log(stage: str) -> None:
             if not quiet:
-                err.print(f"[dim]… {stage}[/]", highlight=False)
+                err.print(f"[dim]… {escape(stage)}[/]", highlight=False)
 
         yield log
         return
     with err.status(message) as status:
 
         def update(stage: str) -> None:
-            status.update(f"{message}: {stage}")
+            status.update(escape(f"{message}: {stage}"))
 
         yield update
 
@@ -100,16 +101,16 @@ def progress_bar(description: str) -> Iterator[Callable[..., None]]:
             tenth = 10 * done // max(total, 1)
             if tenth != last[0]:
                 last[0] = tenth
-                err.print(f"[dim]… {description}: {done}/{total} {info}[/]", highlight=False)
+                err.print(f"[dim]… {escape(description)}: {done}/{total} {escape(info)}[/]", highlight=False)
 
         yield log
         return
     with Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        TextColumn("{task.fields[info]}"),
+        TextColumn("{task.fields[info]}", markup=False),
         console=err,
     ) as bar:
         task = bar.add_task(description, total=None, info="")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from metakg import api
@@ -42,7 +43,7 @@ def validate(
                 f"{report.rejected} rows rejected; reports: {bundle / api.REPORT_JSON}, {bundle / api.REPORT_HTML}"
             )
             for failure in report.table_failures:
-                err.print(f"[red]table-level failure: {failure}[/]")
+                err.print(f"[red]table-level failure: {escape(str(failure))}[/]")
         payload = {
             "command": "validate",
             "bundle": str(bundle),

@@ -11,9 +11,13 @@ from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, progress_bar, settings
 from metakg.errors import UsageError
 
-app = typer.Typer(help="Calibrate a strategy's settings on a question file.", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None, help="Calibrate a strategy's settings on a question file.", no_args_is_help=True
+)
 casebank_app = typer.Typer(
-    help="MedCoG's case bank: past questions, their reasoning and its outcome.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="MedCoG's case bank: past questions, their reasoning and its outcome.",
+    no_args_is_help=True,
 )
 
 

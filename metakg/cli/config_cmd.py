@@ -9,7 +9,9 @@ import typer
 from metakg.cli._common import JSON_HELP, finish, guarded, out, settings
 from metakg.config import describe_settings
 
-app = typer.Typer(help="Inspect settings (METAKG_* environment variables, metakg.toml).", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None, help="Inspect settings (METAKG_* environment variables, metakg.toml).", no_args_is_help=True
+)
 
 
 @app.command("show")

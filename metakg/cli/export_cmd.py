@@ -10,7 +10,7 @@ import typer
 from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, progress_bar, settings
 
-app = typer.Typer(help="Write a bundle in another format.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Write a bundle in another format.", no_args_is_help=True)
 
 
 class RdfFormatChoice(StrEnum):

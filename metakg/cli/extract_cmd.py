@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import cast
 
 import typer
+from rich.markup import escape
 
 from metakg import api
 from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
@@ -93,7 +94,7 @@ def extract(
                 f"validation {'passed' if summary['validation_ok'] else 'rejected rows'}"
             )
         for error in summary["errors"]:
-            err.print(f"[yellow]failed: {error}[/]", highlight=False)
+            err.print(f"[yellow]failed: {escape(str(error))}[/]", highlight=False)
         if not complete:
             err.print("[yellow]run the same command again to continue; answered prompts come from the cache[/]")
         finish(

@@ -9,7 +9,9 @@ import typer
 from metakg import api
 from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, settings
 
-app = typer.Typer(help="Read a source into a KG bundle (common schema, Parquet).", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None, help="Read a source into a KG bundle (common schema, Parquet).", no_args_is_help=True
+)
 
 TOLERANCE_HELP = (
     "Rejected records tolerated before the exit status is 1: a count (25) or a share of those read (0.5%) "

@@ -11,7 +11,9 @@ from metakg import api
 from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, settings
 
 app = typer.Typer(
-    help="Run or ask the LLM (any OpenAI-compatible endpoint; local SmolLM2 by default).", no_args_is_help=True
+    rich_markup_mode=None,
+    help="Run or ask the LLM (any OpenAI-compatible endpoint; local SmolLM2 by default).",
+    no_args_is_help=True,
 )
 
 

@@ -9,7 +9,7 @@ import typer
 from metakg import api
 from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress_bar, settings
 
-app = typer.Typer(help="Load a bundle into a graph database.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Load a bundle into a graph database.", no_args_is_help=True)
 
 
 @app.command("neo4j")

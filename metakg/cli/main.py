@@ -25,6 +25,7 @@ from metakg.cli import (
 )
 
 app = typer.Typer(
+    rich_markup_mode=None,
     name="metakg",
     help="Build, validate, export and query knowledge graphs. Every command takes --json; exit codes: "
     "0 success, 1 data or validation failure, 2 usage or configuration error.",

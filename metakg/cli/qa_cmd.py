@@ -25,15 +25,17 @@ SWITCH_HELP = (
 def print_answer(question: api.Question, answer: api.Answer) -> None:
     """The answer, its evidence paths and a short trace, for people."""
     if answer.status == "ok":
-        out.print(f"[bold]answer[/] {answer.choice + ': ' if answer.choice else ''}{answer.text}", highlight=False)
+        out.print(
+            f"[bold]answer[/] {escape((answer.choice + ': ' if answer.choice else '') + answer.text)}", highlight=False
+        )
     else:
-        out.print(f"[bold red]no answer[/] {answer.reason}", highlight=False)
+        out.print(f"[bold red]no answer[/] {escape(answer.reason or '')}", highlight=False)
     if answer.evidence:
         out.print(f"[bold]evidence[/] ({len(answer.evidence)} paths)")
         for path in answer.evidence:
             out.print("  " + "; ".join(f"{h} -[{r}]-> {t}" for h, r, t in path.triples), markup=False)
     for line in api.trace_lines(answer):
-        out.print(f"  [dim]{line}[/]", highlight=False)
+        out.print(f"  [dim]{escape(line)}[/]", highlight=False)
     u = answer.usage
     out.print(
         f"[dim]{answer.strategy}: {u.llm_calls} LLM calls, {u.tokens} tokens, retrieval {u.retrieval_ms:.0f} ms, "
@@ -77,7 +79,7 @@ def ask(
         if not json_mode:
             print_answer(asked, answer)
             if html is not None:
-                out.print(f"[dim]evidence page: {html}[/]")
+                out.print(f"[dim]evidence page: {escape(str(html))}[/]")
         ok = answer.status == "ok" or (no_llm and bool(answer.evidence))
         finish(ok, {"command": "ask", **answer.to_dict(), "html": str(html) if html else None}, json_mode=json_mode)
 
@@ -171,14 +173,17 @@ def evaluate(
         summary: dict[str, dict[str, Any]] = result["summary"]
         if grow is not None:
             grown = api.grow_from_report(cfg, output, list(summary), grow)
-            err.print(f"[dim]case bank {grow}: {grown['added']} cases added, {grown['cases']} in all[/]")
+            err.print(escape(f"case bank {grow}: {grown['added']} cases added, {grown['cases']} in all"), style="dim")
         # a run that answered nothing (an unreachable LLM, a graph that matches no question) is a failure
         runs = {label: s for label, s in summary.items() if "fail" in s}  # not the ORACLE row
         failed = (
             [] if no_llm else [label for label, s in runs.items() if s["questions"] and s["fail"] == s["questions"]]
         )
         for label in failed:
-            err.print(f"[red]every answer of {label} failed; see the reasons in {output}/answers-{label}.jsonl[/]")
+            err.print(
+                escape(f"every answer of {label} failed; see the reasons in {output}/answers-{label}.jsonl"),
+                style="red",
+            )
         if json_mode:
             typer.echo(json.dumps(summary))
             if failed:

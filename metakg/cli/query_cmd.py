@@ -10,7 +10,7 @@ import typer
 from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
 
-app = typer.Typer(help="Query a bundle: neighbours, paths, name search.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Query a bundle: neighbours, paths, name search.", no_args_is_help=True)
 
 GRAPH_HELP = "A bundle directory (embedded store), or a Neo4j URI such as bolt://127.0.0.1:7687 (Neo4j store)."
 NODE_HELP = "A node id (kg:commonsenseqa/car) or a name; names are matched exactly, normalised, then by embedding."

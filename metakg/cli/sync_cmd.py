@@ -9,7 +9,11 @@ import typer
 from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
 
-app = typer.Typer(help="Sync a remote source into a KG bundle, fetching only what changed.", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None,
+    help="Sync a remote source into a KG bundle, fetching only what changed.",
+    no_args_is_help=True,
+)
 
 
 @app.command("wikidata")

@@ -10,7 +10,9 @@ from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, settings
 
 app = typer.Typer(
-    help="Write SYNTHETIC files shaped like real sources (for tests and benchmarks).", no_args_is_help=True
+    rich_markup_mode=None,
+    help="Write SYNTHETIC files shaped like real sources (for tests and benchmarks).",
+    no_args_is_help=True,
 )
 
 

@@ -192,6 +192,10 @@ def test_eval_refuses_bad_options(bundle: Path, tmp_path: Path) -> None:
     assert "unknown scaling reference 'gpt5-curve'" in result.stdout + result.stderr
     result, _ = run(*base, "--format", "pilot", "--strategy", "llm_only", "--iie-reference", "cot", code=2)
     assert "the IIE reference run 'cot' is not among the runs (llm_only)" in result.stdout + result.stderr
+    result, _ = run(
+        *base, "--format", "pilot", "--strategy", "llm_only", "--iie-reference", "medcog[route=scot]", code=2
+    )
+    assert "'medcog[route=scot]' is not among" in result.stderr  # brackets in a message are not markup
 
 
 def test_eval_against_an_unreachable_llm_fails_and_a_rerun_asks_again(
