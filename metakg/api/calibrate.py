@@ -107,7 +107,8 @@ def calibrate_medcog(
         for route in ROUTES
     }
     try:
-        ranked = search(scores, outcomes, sorted(set(grid)), objective, budget)
+        monitor = {r["question_id"]: float(r["trace"].get("monitor_cost_usd", 0.0)) for r in meta}
+        ranked = search(scores, outcomes, sorted(set(grid)), objective, budget, monitor)
     except ValueError as e:
         raise InputDataError(
             f"cannot calibrate: {e} ({len(meta) - len(scores)} monitoring replies unparseable)."

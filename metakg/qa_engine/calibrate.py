@@ -39,17 +39,22 @@ class Candidate:
 
 
 def score(
-    tau: Thresholds, scores: Mapping[str, Assessment], outcomes: Mapping[str, Mapping[str, Outcome]]
+    tau: Thresholds,
+    scores: Mapping[str, Assessment],
+    outcomes: Mapping[str, Mapping[str, Outcome]],
+    monitor: Mapping[str, float] | None = None,
 ) -> Candidate:
-    """Accuracy, cost per question and route counts of ``tau`` over the questions every route answered."""
+    """Accuracy, cost per question and route counts of ``tau`` over the questions every route answered; a
+    question's cost is its monitoring call's (``monitor``, by question id) plus the picked route's."""
     ids = [q for q in scores if all(q in outcomes.get(r, {}) for r in ROUTES)]
     routes = Counter(plan(scores[q], tau) for q in ids)
     picked = [outcomes[plan(scores[q], tau)][q] for q in ids]
     n = len(picked) or 1
+    monitoring = sum((monitor or {}).get(q, 0.0) for q in ids)
     return Candidate(
         tau,
         round(sum(o.correct for o in picked) / n, 4),
-        round(sum(o.cost for o in picked) / n, 8),
+        round((sum(o.cost for o in picked) + monitoring) / n, 8),
         {r: routes.get(r, 0) for r in ROUTES},
     )
 
@@ -60,6 +65,7 @@ def search(
     grid: Sequence[float],
     objective: Objective = "accuracy",
     budget: float | None = None,
+    monitor: Mapping[str, float] | None = None,
 ) -> list[Candidate]:
     """Every threshold triple of ``grid`` scored, the best first.
 
@@ -76,7 +82,7 @@ def search(
         raise ValueError("the budget objective needs a cost budget per question")
     if not any(all(q in outcomes.get(r, {}) for r in ROUTES) for q in scores):
         raise ValueError("no question was answered by all five routes and rated by the monitoring step")
-    found = [score(Thresholds(c, f, k), scores, outcomes) for c, f, k in itertools.product(grid, repeat=3)]
+    found = [score(Thresholds(c, f, k), scores, outcomes, monitor) for c, f, k in itertools.product(grid, repeat=3)]
 
     def key(c: Candidate) -> tuple[bool, float, float]:
         over = objective == "budget" and budget is not None and c.cost_per_question > budget

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from metakg.llm.client import LLMClient
-from metakg.llm.usage import MeteredClient
+from metakg.llm.usage import MeteredClient, price
 from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
@@ -170,12 +170,19 @@ class MedCoG(Strategy[MedCoGSettings]):
             return self.settings.route, {"route": self.settings.route, "routed_by": "forced"}
         prompt = MONITOR_PROMPT.format(question=question.text.strip() + _choices(question))
         reply = await ask_llm(client, ctx, prompt, 200, f"qa:{self.label}:monitor")
+        # the monitoring call at list price: calibration adds it to the route a threshold triple picks
+        cost = round(price(ctx.prices, reply.model, reply.usage.prompt_tokens, reply.usage.completion_tokens), 8)
         assessment = parse_assessment(reply.text)
         if assessment is None:
             fallback = self.settings.fallback_route
-            return fallback, {"route": fallback, "routed_by": "fallback", "monitor_reply": reply.text[:500]}
+            return fallback, {
+                "route": fallback,
+                "routed_by": "fallback",
+                "monitor_reply": reply.text[:500],
+                "monitor_cost_usd": cost,
+            }
         route = plan(assessment, Thresholds(self.settings.tau_c, self.settings.tau_f, self.settings.tau_k))
-        return route, {"route": route, "routed_by": "scores", **assessment.as_dict()}
+        return route, {"route": route, "routed_by": "scores", **assessment.as_dict(), "monitor_cost_usd": cost}
 
     async def verify(
         self, question: Question, ctx: QAContext, client: LLMClient, trace: dict[str, Any]

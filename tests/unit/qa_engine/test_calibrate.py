@@ -29,6 +29,17 @@ def test_the_known_best_thresholds_win() -> None:
     assert best.cost_per_question == pytest.approx((0.001 + 0.010 + 0.001) / 3)
 
 
+def test_the_monitoring_call_is_part_of_every_questions_cost() -> None:
+    monitor = dict.fromkeys(SCORES, 0.0005)
+    best = search(SCORES, OUTCOMES, GRID, monitor=monitor)[0]
+    assert best.tau == Thresholds(1.0, 0.5, 0.5)  # the same cost for every triple: the ranking is unchanged
+    assert best.cost_per_question == pytest.approx((0.001 + 0.010 + 0.001) / 3 + 0.0005)
+    # zero-shot everywhere costs 0.001 a question, 0.0015 with monitoring: a budget of 0.0012 no longer fits
+    assert all(c.cost_per_question > 0.0012 for c in search(SCORES, OUTCOMES, GRID, monitor=monitor))
+    fits = search(SCORES, OUTCOMES, GRID, objective="budget", budget=0.0016, monitor=monitor)[0]
+    assert fits.routes["zero_shot"] == 3 and fits.cost_per_question == pytest.approx(0.0015)
+
+
 def test_a_budget_trades_accuracy_for_cost() -> None:
     cheap = search(SCORES, OUTCOMES, GRID, objective="budget", budget=0.002)[0]
     assert cheap.cost_per_question <= 0.002 and cheap.accuracy == round(2 / 3, 4)  # q2 given up

@@ -157,3 +157,12 @@ def test_grounding_restricted_by_node_type_with_subtypes() -> None:
     assert ident("decoy two") in grounded and ident("beta") not in grounded
     with pytest.raises(ConfigError, match=r"unknown node type.*'medicine'.*the vocabulary has"):
         REGISTRY.create("medcog", QASettings.model_validate({"medcog": {"node_types": ["medicine"]}}))
+
+
+def test_the_monitoring_calls_list_cost_is_in_the_trace() -> None:
+    client = ScriptedClient({"rate the question": scores(0.1, 0.2, 0.3), "Reply with the letter": "Answer: A"})
+    settings = QASettings()
+    ctx = QAContext(store(), AxisEmbedder(), settings, client, prices={"scripted": (1_000_000.0, 0.0)})
+    answer = asyncio.run(REGISTRY.create("medcog", settings).answer(MC, ctx))
+    monitor_prompt = client.calls[0].messages[-1].content
+    assert answer.trace["monitor_cost_usd"] == len(monitor_prompt.split())  # $1 per prompt word here
