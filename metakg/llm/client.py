@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -54,16 +54,19 @@ class ChatRequest:
     temperature: float = 0.0
     max_tokens: int = 512
     json_mode: bool = False
+    json_schema: str | None = None  # a JSON Schema (as JSON text) the reply should follow, where offered
 
     def key(self) -> str:
         """SHA-256 of the model, messages and parameters (the cache key)."""
-        payload = {
+        payload: dict[str, Any] = {
             "model": self.model,
             "messages": [[m.role, m.content] for m in self.messages],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "json_mode": self.json_mode,
         }
+        if self.json_schema is not None:  # only then: the keys of earlier requests stay the same
+            payload["json_schema"] = self.json_schema
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
     def as_openai(self) -> list[dict[str, Any]]:
@@ -87,7 +90,14 @@ class LLMClient(Protocol):
 
 
 def request(
-    messages: Sequence[Message], *, model: str, temperature: float = 0.0, max_tokens: int = 512, json_mode: bool = False
+    messages: Sequence[Message],
+    *,
+    model: str,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    json_mode: bool = False,
+    json_schema: Mapping[str, Any] | None = None,
 ) -> ChatRequest:
-    """Build a :class:`ChatRequest`."""
-    return ChatRequest(tuple(messages), model, temperature, max_tokens, json_mode)
+    """Build a :class:`ChatRequest`; a ``json_schema`` implies ``json_mode``."""
+    schema = json.dumps(json_schema, sort_keys=True) if json_schema is not None else None
+    return ChatRequest(tuple(messages), model, temperature, max_tokens, json_mode or schema is not None, schema)

@@ -11,6 +11,7 @@ refuses JSON mode, the request is sent again as plain text.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import replace
 from typing import Any
@@ -62,7 +63,7 @@ class OpenAICompatibleClient:
         self._cache = cache
         self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None
-        self._json_unsupported = False
+        self._refused_formats: set[str] = set()  # response formats this endpoint refused (see _response_format)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -116,12 +117,23 @@ class OpenAICompatibleClient:
         delay = self._settings.backoff_s
         last: str = ""
         refused = 0
-        for attempt in range(1, self._settings.max_retries + 2):
+        attempt = 0
+        while attempt <= self._settings.max_retries:
+            attempt += 1
+            style = self._response_format(request)
             try:
-                return replace(await self._once(request), attempts=attempt)
-            except openai.BadRequestError as e:
-                if request.json_mode and not self._json_unsupported and "response_format" in str(e):
-                    self._json_unsupported = True  # the server has no JSON mode: plain text from now on
+                return replace(await self._once(request, style), attempts=attempt)
+            except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as e:
+                if style is not None and "response_format" in str(e):
+                    # the endpoint has not this structured-output form (llama-cpp-python says so with a 500):
+                    # the next form, at last plain text, from now on; a refusal is not an attempt
+                    self._refused_formats.add(style[0])
+                    attempt -= 1
+                    continue
+                if isinstance(e, openai.InternalServerError):  # any other 500: retried like other failures
+                    last = f"{type(e).__name__}: {str(e)[:200]}"
+                    await asyncio.sleep(delay)
+                    delay *= 2
                     continue
                 raise LLMError(f"the endpoint refused the request ({e}).", attempts=attempt) from e
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as e:
@@ -163,10 +175,25 @@ class OpenAICompatibleClient:
         )
         raise LLMError(message, attempts=self._settings.max_retries + 1)
 
-    async def _once(self, request: ChatRequest) -> Completion:
+    def _response_format(self, request: ChatRequest) -> tuple[str, dict[str, Any]] | None:
+        """The most structured reply format the request asks for that this endpoint has not refused:
+        with a schema, OpenAI's ``json_schema`` form, then ``json_object`` with a ``schema`` (llama-cpp-python's
+        server), then plain ``json_object``; with JSON mode only the last; else none."""
+        forms: list[tuple[str, dict[str, Any]]] = []
+        if request.json_schema is not None:
+            schema = json.loads(request.json_schema)
+            forms += [
+                ("json_schema", {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}),
+                ("json_object_schema", {"type": "json_object", "schema": schema}),
+            ]
+        if request.json_mode:
+            forms.append(("json_object", {"type": "json_object"}))
+        return next((f for f in forms if f[0] not in self._refused_formats), None)
+
+    async def _once(self, request: ChatRequest, style: tuple[str, dict[str, Any]] | None = None) -> Completion:
         extra: dict[str, Any] = {}
-        if request.json_mode and not self._json_unsupported:
-            extra["response_format"] = {"type": "json_object"}
+        if style is not None:
+            extra["response_format"] = style[1]
         start = time.perf_counter()
         response = await self._sdk().chat.completions.create(
             model=request.model,

@@ -36,6 +36,21 @@ MONITOR_PROMPT = (
     "Question: {question}"
 )
 
+#: the JSON Schema of a monitoring reply, sent where the endpoint takes one (it constrains the local model's
+#: output to this shape); the reply is still parsed tolerantly, since not every endpoint honours it
+MONITOR_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        axis: {
+            "type": "object",
+            "properties": {"score": {"type": "number"}, "reason": {"type": "string"}},
+            "required": ["score", "reason"],
+        }
+        for axis in ("complexity", "familiarity", "knowledge_density")
+    },
+    "required": ["complexity", "familiarity", "knowledge_density"],
+}
+
 _ALIASES = {
     "complexity": "complexity",
     "familiarity": "familiarity",

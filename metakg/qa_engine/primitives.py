@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,12 +28,24 @@ from metakg.text_processing import concept_phrases, lemma_key
 
 
 # ---------------------------------------------------------------------------- LLM calls
-async def ask_llm(client: LLMClient, ctx: QAContext, prompt: str, max_tokens: int, tag: str) -> Completion:
-    """One user-message call at the context's temperature, recorded under ``tag``."""
-    return await client.complete(
-        request([Message("user", prompt)], model=client.model, temperature=ctx.temperature, max_tokens=max_tokens),
-        tag=tag,
+async def ask_llm(
+    client: LLMClient,
+    ctx: QAContext,
+    prompt: str,
+    max_tokens: int,
+    tag: str,
+    json_schema: Mapping[str, Any] | None = None,
+) -> Completion:
+    """One user-message call at the context's temperature, recorded under ``tag`` (with ``json_schema``, the
+    reply is asked in that shape where the endpoint offers structured output)."""
+    asked = request(
+        [Message("user", prompt)],
+        model=client.model,
+        temperature=ctx.temperature,
+        max_tokens=max_tokens,
+        json_schema=json_schema,
     )
+    return await client.complete(asked, tag=tag)
 
 
 # ---------------------------------------------------------------------------- concepts

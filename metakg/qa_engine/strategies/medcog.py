@@ -34,7 +34,7 @@ from metakg.llm.usage import MeteredClient, price
 from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
-from metakg.qa_engine.metacog import MONITOR_PROMPT, ROUTES, Thresholds, parse_assessment, plan
+from metakg.qa_engine.metacog import MONITOR_PROMPT, MONITOR_SCHEMA, ROUTES, Thresholds, parse_assessment, plan
 from metakg.qa_engine.primitives import allowed_types, ask_llm, match_entities, parse_choice, parse_free_answer
 from metakg.qa_engine.scot import parse_scot, scot_prompt
 from metakg.qa_engine.strategy import Strategy, StrategySettings, answer_with_evidence
@@ -169,7 +169,7 @@ class MedCoG(Strategy[MedCoGSettings]):
         if self.settings.route != "meta":
             return self.settings.route, {"route": self.settings.route, "routed_by": "forced"}
         prompt = MONITOR_PROMPT.format(question=question.text.strip() + _choices(question))
-        reply = await ask_llm(client, ctx, prompt, 200, f"qa:{self.label}:monitor")
+        reply = await ask_llm(client, ctx, prompt, 200, f"qa:{self.label}:monitor", MONITOR_SCHEMA)
         # the monitoring call at list price: calibration adds it to the route a threshold triple picks
         cost = round(price(ctx.prices, reply.model, reply.usage.prompt_tokens, reply.usage.completion_tokens), 8)
         assessment = parse_assessment(reply.text)

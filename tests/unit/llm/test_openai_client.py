@@ -100,6 +100,22 @@ def test_json_mode_falls_back_to_plain_text(server: FaultServer, tmp_path: Path)
     assert "response_format" in server.requests[0] and "response_format" not in server.requests[1]
 
 
+def test_a_json_schema_steps_down_the_structured_forms_the_endpoint_refuses(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    client, _ = make_client(server, tmp_path)
+    server.script("refuse_json", "refuse_json_500")
+    schema = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}
+    asked = request([Message("user", "rate it")], model="test-model", json_schema=schema)
+    assert asked.json_mode and asked.key() != ask("rate it", json_mode=True).key()  # the schema is in the key
+    assert asyncio.run(client.complete(asked)).text == "ok reply"
+    sent = [body["response_format"] for body in server.requests]
+    assert [f["type"] for f in sent] == ["json_schema", "json_object", "json_object"]
+    assert sent[0]["json_schema"]["schema"] == schema and sent[1]["schema"] == schema and "schema" not in sent[2]
+    asyncio.run(client.complete(request([Message("user", "again")], model="test-model", json_schema=schema)))
+    assert server.requests[-1]["response_format"] == {"type": "json_object"}  # remembered
+
+
 def test_concurrency_is_bounded(server: FaultServer, tmp_path: Path) -> None:
     client, ledger = make_client(server, tmp_path, concurrency=2)
     server.script(*["slow:0.3"] * 6)
