@@ -3,7 +3,8 @@
 Each request to ``/v1/chat/completions`` takes the next action from a script (then ``ok`` for ever):
 ``ok``, ``429:<seconds>`` (with Retry-After), ``500``, ``slow:<seconds>``, ``drop`` (connection closed
 without a reply), ``truncated`` (a 200 with half a JSON body), ``refuse_json`` (400 naming response_format
-when JSON mode is asked), ``refuse_json_500`` (the same as a 500, as llama-cpp-python's server does). Requests are bounded by the script; the server stops with the test.
+when JSON mode is asked), ``refuse_json_500`` (the same as a 500, as llama-cpp-python's server does).
+Requests are bounded by the script; the server stops with the test.
 """
 
 from __future__ import annotations
