@@ -147,7 +147,8 @@ def build_casebank(
 ) -> dict[str, Any]:
     """Answer the questions of ``path`` with MedCoG's fixed ``route`` (``scot`` or ``scot_kg``) and keep each
     trajectory with its reward in the case bank at ``out`` (merged into the bank already there: a bank grows
-    run by run). Answers without a reply (an LLM failure) are left out and counted.
+    run by run). Answers without a reply (an LLM failure) are left out and counted. The ``scot`` route needs
+    no graph: without ``bundle`` or ``neo4j`` it runs over an empty one.
 
     Raises:
         UsageError: a route other than ``scot`` or ``scot_kg``.
@@ -156,9 +157,10 @@ def build_casebank(
         raise UsageError(f"a case bank is built from the scot or scot_kg route, not {route!r}.")
     run_settings = settings.model_copy(update={"qa": settings.qa.with_section("medcog", {"route": route})})
     work = out / "build"
+    graphless = route == "scot" and bundle is None and not neo4j  # SCoT alone reads no graph
     evaluate_benchmark(
         run_settings, path, fmt, work, strategies=["medcog"], limit=limit, bundle=bundle, neo4j=neo4j,
-        progress=progress, tick=tick,
+        graphless=graphless, progress=progress, tick=tick,
     )  # fmt: skip
     rows = _rows(work / "answers-medcog.jsonl")  # the run is named by its spec; its route is fixed in settings
     return grow_casebank(settings, rows, out, source=path.name, progress=progress)

@@ -218,6 +218,7 @@ def evaluate_benchmark(
     budget: int = 10,
     scaling: str | Path = DEFAULT_SCALING,
     iie_reference: str | None = None,
+    graphless: bool = False,
     registry: StrategyRegistry | None = None,
     progress: Progress | None = None,
     tick: Callable[[str, int, int], None] | None = None,
@@ -229,6 +230,8 @@ def evaluate_benchmark(
     report on the rest); ``budget`` is the evidence budget of the recall-at-budget figures. ``scaling``
     names the reference set of the inference density (or a CSV or an eval report of the user's own runs) and
     ``iie_reference`` the run IIE is measured against (both are checked before any question is asked).
+    ``graphless`` runs over an empty graph, with no bundle or database (for runs that read none, such as
+    MedCoG's SCoT route building a case bank).
     Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason. A re-run resumes
     from the answers in ``out_dir`` (failed ones are asked again unless ``keep_failed``). Without
     ``use_llm`` only the graph strategies run, retrieval only (concepts by rules): the report then holds
@@ -288,7 +291,12 @@ def evaluate_benchmark(
             tick=tick,
         )
 
-    with open_store(settings, bundle, neo4j=neo4j, progress=say) as store:
+    opened = (
+        EmbeddedStore(empty_nodes(), empty_edges())
+        if graphless
+        else open_store(settings, bundle, neo4j=neo4j, progress=say)
+    )
+    with opened as store:
         if use_llm:
             with llm_session(settings, progress=say) as client:
                 summary = run_with(client, run(qa_context(settings, store, client, progress=say)))

@@ -28,7 +28,9 @@ def casebank_build(
     output: Path = typer.Option(..., "--output", "-o", help="The case bank folder (merged into when it exists)."),
     route: str = typer.Option("scot", help="scot | scot_kg: the route whose trajectories are kept."),
     limit: int | None = typer.Option(None, help="Only the first N questions."),
-    bundle: Path | None = typer.Option(None, "--bundle", "-b", help="Bundle directory (for the scot_kg route)."),
+    bundle: Path | None = typer.Option(
+        None, "--bundle", "-b", help="Bundle directory (the scot_kg route reads it; scot needs none)."
+    ),
     neo4j: bool = typer.Option(False, "--neo4j", help="Use the configured Neo4j database instead."),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

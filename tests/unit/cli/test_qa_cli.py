@@ -282,6 +282,12 @@ def test_casebank_build_grows_a_bank(server: FaultServer, bundle: Path, tmp_path
     assert manifest["cases"] == 3 and manifest["correct"] == 1
     result, _ = run(*args, "--route", "zero_shot", code=2)
     assert "scot or scot_kg" in result.stdout + result.stderr
+    # the SCoT route reads no graph: no bundle needed; scot_kg still needs one
+    _, graphless = run("casebank", "build", str(questions), "--format", "pilot", "-o", str(tmp_path / "b2"), "--json")
+    assert graphless["added"] == 3
+    result, _ = run("casebank", "build", str(questions), "--format", "pilot", "-o", str(tmp_path / "b3"), "--route",
+                    "scot_kg", code=2)  # fmt: skip
+    assert "give a bundle" in result.stdout + result.stderr
 
 
 def test_a_second_grow_round_recalls_the_first(
