@@ -187,6 +187,11 @@ class UsageMeter:
                     fh.write(json.dumps(asdict(entry)) + "\n")
         return entry
 
+    def scope_records(self, scope: str) -> list[UsageRecord]:
+        """The records of one scope (see :meth:`scope`), in the order they were made."""
+        with self._lock:
+            return list(self._by_scope.get(scope, ()))
+
     def summary(self, *, scope: str | None = None, stage: str | None = None) -> UsageSummary:
         """Totals of the run, or of one scope and/or one stage (a scope's records are indexed: reading one
         scope costs its own records, not the run's)."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from metakg.llm.usage import UsageSummary
+from metakg.llm.usage import UsageRecord, UsageSummary
 from metakg.schemas.graph_store import EdgeRecord, NodeRecord
 
 _CHOICE = re.compile(r"^\s*\(?([A-Za-z])\s*[:.)]\s*(.*?)\s*$", re.S)
@@ -104,6 +104,7 @@ class QAUsage:
     llm_ms: float = 0.0
     retrieval_ms: float = 0.0
     total_ms: float = 0.0
+    calls: list[dict[str, Any]] = field(default_factory=list)  # one entry per LLM call, in order
 
     @property
     def tokens(self) -> int:
@@ -111,8 +112,10 @@ class QAUsage:
         return self.prompt_tokens + self.completion_tokens
 
     @classmethod
-    def metered(cls, usage: UsageSummary, total_ms: float) -> QAUsage:
-        """One answer's usage from its metered calls and its wall time (retrieval: the time outside the LLM)."""
+    def metered(cls, usage: UsageSummary, total_ms: float, records: Sequence[UsageRecord] = ()) -> QAUsage:
+        """One answer's usage from its metered calls and its wall time (retrieval: the time outside the LLM);
+        ``records`` (the calls themselves) become ``calls``: per call its tag, tokens (prompt plus completion,
+        whether billed or served by the cache), whether cached, billed and list cost, latency and error."""
         return cls(
             llm_calls=usage.llm_calls,
             cache_hits=usage.cache_hits,
@@ -125,6 +128,18 @@ class QAUsage:
             llm_ms=usage.llm_ms,
             retrieval_ms=max(0.0, total_ms - usage.llm_ms),
             total_ms=total_ms,
+            calls=[
+                {
+                    "tag": r.tag,
+                    "tokens": r.prompt_tokens + r.completion_tokens + r.saved_tokens,
+                    "cached": r.cached,
+                    "cost_usd": round(r.cost_usd, 8),
+                    "list_cost_usd": round(r.list_cost_usd, 8),
+                    "latency_ms": round(r.latency_s * 1000, 1),
+                    "error": r.error,
+                }
+                for r in records
+            ],
         )
 
 

@@ -99,7 +99,8 @@ class Strategy(ABC, Generic[S]):
                 answer.fail(str(e))
         total_ms = (time.perf_counter() - started) * 1000
         usage = client.meter.summary(scope=scope) if client is not None else UsageSummary()
-        answer.usage = QAUsage.metered(usage, total_ms)
+        records = client.meter.scope_records(scope) if client is not None else []
+        answer.usage = QAUsage.metered(usage, total_ms, records)
         return answer
 
     @abstractmethod

@@ -76,6 +76,10 @@ def test_knowledge_density_verifies_against_the_graph() -> None:
     scot_prompt = client.calls[-1].messages[-1].content
     assert "alpha -[near]-> decoy" in scot_prompt  # the evidence reaches the answer step
     assert len(client.calls) == 5  # monitor, plan, filter, evaluate, answer
+    stages = [c["tag"].rsplit(":", 1)[1] for c in answer.usage.calls]  # every call, in order, with its tokens
+    assert stages == ["monitor", "plan", "filter", "evaluate", "scot"]
+    assert all(c["tokens"] > 0 and not c["cached"] for c in answer.usage.calls)
+    assert sum(c["tokens"] for c in answer.usage.calls) == answer.usage.tokens
     assert first["grounding"][0]["dropped"] == []
 
 
