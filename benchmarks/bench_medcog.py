@@ -17,18 +17,23 @@ neighbourhood). Per store: p50 and p95 over the questions after the first, and t
 the phrase matcher and loads the model).
 
 **LLM usage** (real graph, embedded): the five fixed routes and META over the first questions of
-MedAgentsBench's MedQA-hard with the local SmolLM2 server, the memory routes reading a case bank built from
-the non-hard training file; per route: LLM calls and tokens (billed plus cached: what the method uses) per
-question, and the META run's route distribution. Replies come from the LLM response cache when a run asks
-the same prompt again, so a rerun is fast and reports the same figures.
+MedAgentsBench's MedQA-hard (100 by default, as in MedCoG's acceptance run) with the local SmolLM2 server,
+priced at GPT-4o's list prices, the memory routes reading a case bank built from the 300 questions of the
+non-hard training file (SCoT, no graph). Per route and per step (monitor, plan, filter, evaluate, scot):
+LLM calls and tokens (billed plus cached: what the method uses) per question; per route accuracy, list
+cost, inference density and IIE; the META run's route distribution and ORACLE. Replies come from the LLM
+response cache when a run asks the same prompt again, so a rerun is fast and reports the same figures
+(a first run takes about an hour and a half on 2 cores).
 
-Run: ``make bench`` or ``python -m benchmarks.bench_medcog [--questions 100 --llm-questions 20 --no-neo4j]``.
+Run: ``make bench`` or
+``python -m benchmarks.bench_medcog [--questions 100 --scale 1.0 --llm-questions 100 --no-neo4j --no-llm]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import time
 from pathlib import Path
@@ -157,29 +162,50 @@ def llm_usage(bundle: Path, settings: Settings, data_dir: Path, limit: int, trai
     llm = settings.llm.model_copy(update={"prices_per_mtok": PRICES})
     priced = settings.model_copy(update={"llm": llm})
     if not (bank / "manifest.json").is_file():
-        api.build_casebank(priced, data_dir / TRAIN, "medagents", bank, limit=train, bundle=bundle)
+        api.build_casebank(priced, data_dir / TRAIN, "medagents", bank, limit=train)
     run = priced.model_copy(update={"qa": priced.qa.with_section("medcog", {"casebank": bank})})
     started = time.perf_counter()
+    report = WORK / "medcog_llm"
     result = api.evaluate_benchmark(
-        run, data_dir / HARD, "medagents", WORK / "medcog_llm", strategies=["medcog"], ablations=["all"],
-        limit=limit, bundle=bundle,
+        run, data_dir / HARD, "medagents", report, strategies=["medcog"], ablations=["all"], limit=limit,
+        bundle=bundle, resume=False,
     )  # fmt: skip
     summary = result["summary"]
     keys = ("calls_per_question", "method_tokens_per_question", "cost_per_question", "accuracy", "fail")
-    figures: dict[str, Any] = {label: {k: s.get(k) for k in keys} for label, s in summary.items() if label != "ORACLE"}
+    keys += ("inference_density", "iie")
+    figures: dict[str, Any] = {
+        label: {k: s.get(k) for k in keys} | {"per_step": per_step(report / f"answers-{label}.jsonl")}
+        for label, s in summary.items()
+        if label != "ORACLE"
+    }
     figures["medcog"]["routes"] = summary["medcog"]["routes"]
     figures["medcog"]["monitor_fallbacks"] = summary["medcog"]["monitor_fallbacks"]
     figures["ORACLE"] = {"accuracy": summary.get("ORACLE", {}).get("accuracy")}
+    figures["scaling_fit"] = summary["medcog"].get("scaling_fit")
     figures["seconds"] = round(time.perf_counter() - started, 1)
     return figures
+
+
+def per_step(answers: Path) -> dict[str, dict[str, float]]:
+    """Calls and tokens per question of each step (the tag's last part: monitor, plan, filter, evaluate,
+    scot; ``answer`` for the zero-shot answer) over a run's answers."""
+    rows = [json.loads(line) for line in answers.read_text(encoding="utf-8").splitlines()]
+    steps: dict[str, dict[str, float]] = {}
+    for row in rows:
+        for call in row["usage"].get("calls", []):
+            step = call["tag"].rsplit(":", 1)[1] if call["tag"].count(":") > 1 else "answer"
+            entry = steps.setdefault(step, {"calls": 0.0, "tokens": 0.0})
+            entry["calls"] += 1 / len(rows)
+            entry["tokens"] += call["tokens"] / len(rows)
+    return {k: {m: round(v, 2) for m, v in e.items()} for k, e in steps.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--questions", type=int, default=100, help="verification questions per graph and store")
     parser.add_argument("--scale", type=float, default=1.0, help="synthetic PrimeKG scale (1.0: full size)")
-    parser.add_argument("--llm-questions", type=int, default=20, help="MedQA-hard questions per route")
-    parser.add_argument("--train", type=int, default=50, help="training questions in the case bank")
+    parser.add_argument("--llm-questions", type=int, default=100, help="MedQA-hard questions per route")
+    parser.add_argument("--train", type=int, default=300, help="training questions in the case bank")
     parser.add_argument("--no-neo4j", action="store_true")
     parser.add_argument("--no-llm", action="store_true", help="retrieval figures only")
     args = parser.parse_args()
@@ -217,7 +243,11 @@ def main() -> None:
     print(f"MedCoG LLM usage per question ({args.llm_questions} MedQA-hard questions, local SmolLM2)")
     for label, f in figures["llm_usage"].items():
         if isinstance(f, dict) and "calls_per_question" in f:
-            print(f"  {label:<26} calls {f['calls_per_question']}  tokens {f['method_tokens_per_question']}")
+            steps = ", ".join(f"{k} {v['calls']}" for k, v in f["per_step"].items())
+            print(
+                f"  {label:<26} calls {f['calls_per_question']}  tokens {f['method_tokens_per_question']}  "
+                f"accuracy {f['accuracy']}  density {f['inference_density']}  ({steps})"
+            )
     print(f"  META routes: {figures['llm_usage']['medcog']['routes']}")
     record("medcog", figures)
 
