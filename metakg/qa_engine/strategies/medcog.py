@@ -7,7 +7,9 @@ a question needs.
    ``scot_kg_mem``. ``route`` forces one of them (the harness runs all five as fixed strategies).
 3. **Executing**: zero-shot answers directly; SCoT (:mod:`metakg.qa_engine.scot`) elicits fact paths, then
    reasons, then answers. ``_kg`` first verifies against the graph: the LLM writes verification pairs
-   (what the question asks, what an answer would claim); each side's entities are grounded to the graph
+   (what the question asks, what an answer would claim; JSON asked as structured output, or lines; a reply
+   with none falls back to the stem's graph names against each choice); each side's entities are grounded
+   to the graph
    (the graph's names found in the text, else embedding search at ``tau_entity``; only nodes of
    ``node_types`` when set), and one call lets the
    LLM drop the grounded entities that do not fit the question; the shortest paths
@@ -23,6 +25,7 @@ run without cases and the trace says so.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -75,10 +78,27 @@ class MedCoGSettings(StrategySettings):
 
 
 PLAN_PROMPT = (
-    "To answer the question below you may check facts in a medical knowledge graph. Write up to {n} checks, "
-    "one per line, as 'query | hypothesis': the thing the question asks about, then a fact an answer would "
-    "rest on (for example 'migraine | aspirin treats migraine').{feedback}\n\nQuestion: {question}{choices}"
+    "To answer the question below you may check facts in a medical knowledge graph. Write up to {n} checks: "
+    "each names the thing the question asks about (query) and a fact an answer would rest on (hypothesis). "
+    'Reply with JSON like {{"checks": [{{"query": "migraine", "hypothesis": "aspirin treats migraine"}}]}}, '
+    "or one check per line as 'query | hypothesis'.{feedback}\n\nQuestion: {question}{choices}"
 )
+
+
+def plan_schema(n: int) -> dict[str, Any]:
+    """The JSON Schema of a planning reply with at most ``n`` checks (sent as structured output)."""
+    check = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "hypothesis": {"type": "string"}},
+        "required": ["query", "hypothesis"],
+    }
+    return {
+        "type": "object",
+        "properties": {"checks": {"type": "array", "items": check, "minItems": 1, "maxItems": n}},
+        "required": ["checks"],
+    }
+
+
 FILTER_PROMPT = (
     "Question: {question}\n\nThese knowledge graph entities were matched to the question's checks:\n{entities}\n\n"
     "Which of them do not fit the question (a wrong sense, an unrelated thing)? Reply with their numbers, "
@@ -200,11 +220,19 @@ class MedCoG(Strategy[MedCoGSettings]):
                 question=question.text.strip(),
                 choices=_choices(question),
             )
-            reply = await ask_llm(client, ctx, prompt, 200, f"qa:{self.label}:plan")
-            pairs = parse_pairs(reply.text, self.settings.max_pairs)
+            n = self.settings.max_pairs
+            reply = await ask_llm(client, ctx, prompt, 300, f"qa:{self.label}:plan", plan_schema(n))
+            pairs, source = parse_pairs(reply.text, n), "llm"
+            if not pairs:  # a reply with no check: the question's own entities against each choice
+                pairs, source = question_pairs(question, ctx, n), "question"
             grounding = await self.ground(pairs, question, ctx, client)
             found = self.paths_for(grounding, question, ctx)
-            entry: dict[str, Any] = {"round": number + 1, "pairs": [list(p) for p in pairs], "grounding": grounding}
+            entry: dict[str, Any] = {
+                "round": number + 1,
+                "pairs": [list(p) for p in pairs],
+                "pairs_from": source,
+                "grounding": grounding,
+            }
             entry["paths"] = [render(p) for p in found]
             rounds.append(entry)
             best = found or best
@@ -305,8 +333,15 @@ class MedCoG(Strategy[MedCoGSettings]):
 
 
 def parse_pairs(reply: str, limit: int) -> list[tuple[str, str]]:
-    """``query | hypothesis`` lines of a planning reply (list marks dropped), each pair once."""
+    """The checks of a planning reply, each pair once: JSON ``{"checks": [{"query", "hypothesis"}]}`` (or a
+    bare list of such objects), else ``query | hypothesis`` lines (list marks dropped)."""
     pairs: list[tuple[str, str]] = []
+    for item in _json_checks(reply):
+        pair = (str(item.get("query", "")).strip(), str(item.get("hypothesis", "")).strip())
+        if all(pair) and pair not in pairs:
+            pairs.append(pair)
+    if pairs:
+        return pairs[:limit]
     for line in reply.splitlines():
         if "|" not in line:
             continue
@@ -315,6 +350,31 @@ def parse_pairs(reply: str, limit: int) -> list[tuple[str, str]]:
         if all(pair) and pair not in pairs:
             pairs.append(pair)
     return pairs[:limit]
+
+
+def _json_checks(reply: str) -> list[dict[str, Any]]:
+    start = min((i for i in (reply.find("{"), reply.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        return []
+    try:
+        data, _ = json.JSONDecoder().raw_decode(reply[start:])
+    except json.JSONDecodeError:
+        return []
+    items = data.get("checks", []) if isinstance(data, dict) else data
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def question_pairs(question: Question, ctx: QAContext, limit: int) -> list[tuple[str, str]]:
+    """Checks made from the question when the planner wrote none: the graph names found in the stem (at most
+    three; else its first concept phrase) as the query, against each choice (every choice, even beyond
+    ``limit``); a free-text question pairs its first name with each other one."""
+    names = ctx.services.phrases.find(question.text) or concept_phrases(question.text)[:1]
+    if not names:
+        return []
+    if question.choices:
+        query = ", ".join(names[:3])
+        return [(query, text) for _, text in question.choices]
+    return [(names[0], other) for other in names[1:]][:limit]
 
 
 def _entities(text: str, ctx: QAContext) -> list[str]:

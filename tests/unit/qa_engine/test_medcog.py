@@ -108,6 +108,30 @@ def test_forced_routes_skip_monitoring() -> None:
 def test_parse_pairs() -> None:
     reply = "- migraine | aspirin treats migraine\n2) migraine | aspirin treats migraine\n|\nfever"
     assert parse_pairs(reply, 5) == [("migraine", "aspirin treats migraine")]
+    checks = '{"checks": [{"query": "migraine", "hypothesis": "aspirin treats migraine"}, {"query": "x"}]}'
+    assert parse_pairs("Sure: " + checks + " done", 5) == [("migraine", "aspirin treats migraine")]
+    assert parse_pairs('[{"query": "a", "hypothesis": "b"}, {"query": "c", "hypothesis": "d"}]', 1) == [("a", "b")]
+    assert parse_pairs('{"checks": "none"}\nfever | aspirin', 5) == [("fever", "aspirin")]  # lines after bad JSON
+
+
+def test_a_plan_without_checks_falls_back_to_the_question_against_each_choice() -> None:
+    replies = {
+        "query | hypothesis": "I am not sure what to check.",
+        "do not fit the question": "none",
+        "Are these paths enough": "yes",
+        "Work in three parts": SCOT,
+    }
+    answer, client = ask(replies, route="scot_kg")
+    (first,) = answer.trace["verification"]
+    assert first["pairs_from"] == "question"
+    assert first["pairs"] == [["alpha, beta", "zeta"], ["alpha, beta", "bridge"]]
+    assert first["grounding"][0]["query_ids"] and first["grounding"][0]["hypothesis_ids"] == [ident("zeta")]
+    assert first["paths"] and answer.evidence  # the stem's entities reach the choices' entities
+    plan = next(c for c in client.calls if "query | hypothesis" in c.messages[-1].content)
+    assert plan.json_schema is not None and '"checks"' in plan.json_schema  # asked as structured output
+    answer, _ = ask(replies | {"query | hypothesis": '{"checks": [{"query": "alpha", "hypothesis": "beta"}]}'},
+                    route="scot_kg")  # fmt: skip
+    assert answer.trace["verification"][0]["pairs_from"] == "llm"
 
 
 def test_the_five_fixed_routes_are_harness_variants() -> None:
