@@ -80,8 +80,9 @@ class MedCoGSettings(StrategySettings):
 PLAN_PROMPT = (
     "To answer the question below you may check facts in a medical knowledge graph. Write up to {n} checks: "
     "each names the thing the question asks about (query) and a fact an answer would rest on (hypothesis). "
-    'Reply with JSON like {{"checks": [{{"query": "migraine", "hypothesis": "aspirin treats migraine"}}]}}, '
-    "or one check per line as 'query | hypothesis'.{feedback}\n\nQuestion: {question}{choices}"
+    'Reply with JSON like {{"checks": [{{"query": "<what is asked about>", "hypothesis": "<a fact an answer '
+    "rests on>\"}}]}}, or one check per line as 'query | hypothesis'. Use the question's own words."
+    "{feedback}\n\nQuestion: {question}{choices}"
 )
 
 
@@ -221,7 +222,7 @@ class MedCoG(Strategy[MedCoGSettings]):
                 choices=_choices(question),
             )
             n = self.settings.max_pairs
-            reply = await ask_llm(client, ctx, prompt, 300, f"qa:{self.label}:plan", plan_schema(n))
+            reply = await ask_llm(client, ctx, prompt, 200, f"qa:{self.label}:plan", plan_schema(n))
             pairs, source = parse_pairs(reply.text, n), "llm"
             if not pairs:  # a reply with no check: the question's own entities against each choice
                 pairs, source = question_pairs(question, ctx, n), "question"
