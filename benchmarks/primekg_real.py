@@ -75,3 +75,12 @@ def write_real_kg(primekg_dir: Path, target: Path) -> tuple[Path, int]:
         writer.writerow(KG_COLUMNS)
         writer.writerows(rows)
     return target, len(rows)
+
+
+if __name__ == "__main__":  # python -m benchmarks.primekg_real DATA_DIR/primekg OUT.csv
+    import sys
+
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m benchmarks.primekg_real PRIMEKG_DIR OUT.csv")
+    written, count = write_real_kg(Path(sys.argv[1]), Path(sys.argv[2]))
+    print(f"{count} rows written to {written}")
