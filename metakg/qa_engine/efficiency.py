@@ -160,7 +160,7 @@ def inference_density(fit: ScalingFit, accuracy: float, cost: float) -> tuple[fl
     nothing. ``in range`` is False when the accuracy lies outside the fitted accuracies."""
     if cost <= 0:
         return None, fit.low <= accuracy <= fit.high
-    return round(fit.cost_for(accuracy) / cost, 3), fit.low <= accuracy <= fit.high
+    return float(f"{fit.cost_for(accuracy) / cost:.4g}"), fit.low <= accuracy <= fit.high  # 4 significant digits
 
 
 def iie(accuracy: float, cost: float, ref_accuracy: float, ref_cost: float) -> float | None:

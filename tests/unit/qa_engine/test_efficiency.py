@@ -95,3 +95,9 @@ def test_a_wrong_reference_file_names_its_row(tmp_path: Path, text: str, message
     path.write_text(text)
     with pytest.raises(InputDataError, match=message):
         load_reference(path)
+
+
+def test_a_tiny_density_keeps_its_significant_digits() -> None:
+    # far below the fitted accuracies the curve's cost is tiny: the density must not round to 0
+    density, in_range = inference_density(fit_scaling(LINE), 0.3 + 0.2 * math.log(1e-6), 0.01)
+    assert density == pytest.approx(1e-4, rel=1e-3) and density > 0 and not in_range
