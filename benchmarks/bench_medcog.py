@@ -91,8 +91,17 @@ def verification_questions(bundle: Path, n: int, seed: int = 0) -> tuple[list[Qu
     rng = np.random.default_rng(seed)
     name = dict(zip(nodes["id"].to_list(), nodes["name"].to_list(), strict=True))
     both = pl.concat([edges, edges.select(src="dst", dst="src")])
-    two = both.join(both, left_on="dst", right_on="src", suffix="_2").filter(pl.col("dst_2") != pl.col("src"))
-    walks = two.sample(n=min(n // 2, two.height), seed=seed) if two.height else two
+    # two-edge walks: first edges sampled, then one random second edge from each one's middle node (a join
+    # of all edges with all edges would square the hubs' degrees)
+    first = both.sample(n=min(4 * n, both.height), seed=seed)
+    two = (
+        first.join(both, left_on="dst", right_on="src", suffix="_2")
+        .filter(pl.col("dst_2") != pl.col("src"))
+        .with_columns(pick=pl.int_range(pl.len()).shuffle(seed=seed).over(["src", "dst"]))
+        .filter(pl.col("pick") == 0)
+        .unique(["src", "dst_2"], keep="first", maintain_order=True)
+    )
+    walks = two.head(n // 2)
     pairs = list(zip(walks["src"].to_list(), walks["dst_2"].to_list(), strict=True))
     diseases = nodes.filter(pl.col("type") == "disease")["id"].to_list()
     drugs = nodes.filter(pl.col("type") == "drug")["id"].to_list()
