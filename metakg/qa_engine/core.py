@@ -85,6 +85,7 @@ class ClaimSupport:
     nodes: tuple[str, ...] = ()
     edges: tuple[str, ...] = ()
     verified: bool | None = None  # None: not checked; False: some id does not exist
+    problems: tuple[str, ...] = ()  # why a checked claim is not supported
 
 
 @dataclass
