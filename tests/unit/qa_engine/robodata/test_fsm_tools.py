@@ -29,7 +29,7 @@ def test_every_state_is_reachable_and_only_the_answer_is_final() -> None:
                 todo.append(nxt)
     assert seen == set(State)
     assert [s for s in State if not SUCCESSORS[s]] == [State.ANSWER]
-    assert set(INSTRUCTIONS) == set(State) and EVALUATION_STATES <= set(State)
+    assert set(INSTRUCTIONS) == set(State) and set(State) >= EVALUATION_STATES
     assert set(TOOLSETS.values()) == {"local", "remote", "update"}
 
 
