@@ -306,6 +306,10 @@ class EmbeddedStore(ClosingStore):
         return np.asarray([self._rel_code[r] for r in relations if r in self._rel_code], dtype=np.int64)
 
     # ------------------------------------------------------------------ protocol
+    def bundle(self) -> Bundle:
+        """The whole graph as a bundle (the frames the store holds; write it with ``write_bundle``)."""
+        return Bundle(self._nodes, self._edges)
+
     def counts(self) -> dict[str, int]:
         """Node and edge counts."""
         return {"nodes": self._nodes.height, "edges": self._edges.height}

@@ -1,0 +1,239 @@
+"""The RoboData orchestrator: the LLM walks the state machine of :mod:`.fsm`, calling each state's tools,
+until it answers (or the turn limit forces it to) from the local graph, with a support set per sentence
+that is checked against that graph.
+
+Per turn the prompt holds the state's instructions, its tools, the allowed next states, the agentic memory
+(tool calls and transitions, summarised by the LLM when it grows past ``memory_size`` entries), the local
+graph (nodes and relation types, then triples, cut to a word budget), the turn-urgency note as turns run
+out and, with metacognition on, the latest corrective plan. Every call, result, transition, refusal and
+summary is in the trace; the statistics follow the paper's tables (iterations, tool calls by tool, nodes
+and edges added).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from metakg.llm.client import LLMClient
+from metakg.loaders.embedded_store import EmbeddedStore
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.core import ClaimSupport
+from metakg.qa_engine.primitives import ask_llm
+from metakg.qa_engine.robodata.fsm import (
+    EVALUATION_STATES,
+    INSTRUCTIONS,
+    SUCCESSORS,
+    TOOLSETS,
+    State,
+    check_transition,
+    parse_transition,
+    urgency,
+)
+from metakg.qa_engine.robodata.support import ANSWER_SCHEMA, parse_support, precision, verify
+from metakg.qa_engine.robodata.tools import ToolBox, ToolResult
+
+
+class AgentSettings(BaseModel):
+    """How the orchestrator runs."""
+
+    max_turns: int = Field(default=20, ge=1, le=200, description="Turns before the answer is forced.")
+    memory_size: int = Field(default=30, ge=4, le=500, description="Memory entries that trigger a summary.")
+    metacognition: bool = Field(default=False, description="A strategic assessment before each evaluation state.")
+    graph_words: int = Field(default=1500, ge=50, description="Word budget of the local graph in a prompt.")
+
+
+@dataclass
+class Memory:
+    """The agent's record of tool calls and transitions; older entries are summarised by the LLM."""
+
+    entries: list[str] = field(default_factory=list)
+    summaries: list[str] = field(default_factory=list)
+
+    def add(self, entry: str) -> None:
+        """Append one entry."""
+        self.entries.append(entry)
+
+    def render(self) -> str:
+        """The memory as prompt text (the latest summary first)."""
+        head = [f"Summary of earlier steps: {self.summaries[-1]}"] if self.summaries else []
+        return "\n".join(head + self.entries) or "(nothing yet)"
+
+
+@dataclass
+class AgentResult:
+    """What the agent produced: the checked claims, whether the answer was forced, the trace and the
+    per-question statistics."""
+
+    claims: list[ClaimSupport]
+    forced: bool
+    trace: dict[str, Any]
+    stats: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        """The answer: the claims' sentences joined."""
+        return " ".join(c.claim for c in self.claims)
+
+
+SUMMARY_PROMPT = (
+    "Summarise these steps of an agent answering a query in a few sentences: which entities and relations "
+    "it looked up, what it found, and what failed.\n\n{entries}"
+)
+META_PROMPT = (
+    "You oversee an agent that answers a query by copying facts from a remote knowledge base into a local "
+    "graph. Query: {query}\n\nStates visited: {states}\nTool use: {tools}\nLocal graph: {nodes} nodes, "
+    "{edges} edges.\nPrevious observation: {previous}\n\nIn two or three sentences: is the strategy working, "
+    "what is it doing wrong compared with the previous observation, and what should it do next?"
+)
+
+
+class Agent:
+    """One orchestrator run per question over a local graph, with a tool box per tool set."""
+
+    def __init__(
+        self,
+        settings: AgentSettings,
+        ctx: QAContext,
+        llm: LLMClient,
+        local: EmbeddedStore,
+        toolsets: dict[str, ToolBox],
+    ) -> None:
+        """The agent; ``toolsets`` holds ``local``, ``remote`` and ``update`` tool boxes (missing: none)."""
+        self.settings, self.ctx, self.llm, self.local, self.toolsets = settings, ctx, llm, local, toolsets
+
+    async def run(self, query: str) -> AgentResult:
+        """Walk the state machine from local evaluation to an answer."""
+        started = time.perf_counter()
+        memory, steps, calls = Memory(), [], Counter[str]()
+        start_counts = self.local.counts()
+        state, refusals, observation, forced = State.LOCAL_EVALUATION, 0, "", False
+        for turn in range(1, self.settings.max_turns + 1):
+            if state is State.ANSWER:
+                break
+            step: dict[str, Any] = {"turn": turn, "state": state.value}
+            steps.append(step)
+            if state is State.LOCAL_EVALUATION and self.local.counts()["nodes"] == 0:
+                step.update(next_state=State.REMOTE_EXPLORATION.value, reason="the local graph is empty")
+                memory.add(f"turn {turn}: {state.value} -> remote_exploration (the local graph is empty)")
+                state = State.REMOTE_EXPLORATION
+                continue
+            if self.settings.metacognition and state in EVALUATION_STATES:
+                observation = await self._metacognition(query, steps, calls, observation)
+                step["meta_observation"] = observation
+            tools = self.toolsets.get(TOOLSETS.get(state, ""))
+            prompt = self._prompt(state, query, memory, tools, urgency(turn, self.settings.max_turns), observation)
+            reply = await ask_llm(self.llm, self.ctx, prompt, 400, f"qa:robodata:{state.value}")
+            results: list[ToolResult] = tools.run_reply(reply.text) if tools is not None else []
+            calls.update(r.tool for r in results)
+            step.update(reply=reply.text[:2000], tool_calls=[r.as_dict() for r in results])
+            for r in results:
+                memory.add(f"turn {turn}: {r.tool}({r.args}) -> {'ok' if r.ok else 'error'}: {r.text[:300]}")
+            nxt, refusal = check_transition(state, parse_transition(reply.text))
+            if nxt is None:
+                refusals += 1
+                step["refused"] = refusal
+                memory.add(f"turn {turn}: transition refused: {refusal}")
+            else:
+                step["next_state"] = nxt.value
+                memory.add(f"turn {turn}: {state.value} -> {nxt.value}")
+                state = nxt
+            if len(memory.entries) >= self.settings.memory_size:
+                await self._summarise(memory)
+        else:
+            forced = state is not State.ANSWER
+        claims, answer_reply = await self._answer(query, memory, forced)
+        counts = self.local.counts()
+        stats = {
+            "iterations": len(steps),
+            "tool_calls": sum(calls.values()),
+            "tool_calls_by_tool": dict(calls),
+            "refused_transitions": refusals,
+            "nodes_added": counts["nodes"] - start_counts["nodes"],
+            "edges_added": counts["edges"] - start_counts["edges"],
+            "memory_summaries": len(memory.summaries),
+            "support_precision": precision(claims),
+            "forced_answer": forced,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+        trace = {"steps": steps, "memory_summaries": memory.summaries, "answer_reply": answer_reply[:4000]}
+        return AgentResult(claims, forced, trace, stats)
+
+    def _prompt(
+        self, state: State, query: str, memory: Memory, tools: ToolBox | None, note: str, observation: str
+    ) -> str:
+        allowed = ", ".join(s.value for s in SUCCESSORS[state])
+        parts = [f"You are in the state {state.value}. {INSTRUCTIONS[state]}"]
+        if tools is not None:
+            parts.append(
+                "Tools:\n" + tools.describe() + '\nCall them as JSON: {"tool_calls": [{"tool": "name", "args": '
+                "{...}}]}."
+            )
+        parts.append(
+            f'Next states you may choose: {allowed}. End your reply with {{"next_state": "<one of them>"}}.'
+            " Reflect on what earlier steps achieved before choosing."
+        )
+        if observation and state in EVALUATION_STATES:
+            parts.append(f"Corrective plan from the last assessment: {observation}")
+        if note:
+            parts.append(note)
+        parts += [f"Memory:\n{memory.render()}", f"Local graph:\n{self.graph_view()}", f"Query: {query}"]
+        return "\n\n".join(parts)
+
+    def graph_view(self) -> str:
+        """Nodes with their types and the relation types, then triples with ids, within the word budget;
+        a graph that does not fit says so (local exploration then looks inside it)."""
+        data = self.local.bundle()
+        if data.nodes.height == 0:
+            return "(empty)"
+        names = dict(zip(data.nodes["id"].to_list(), data.nodes["name"].to_list(), strict=True))
+        lines = [f"{i}: {n} ({t})" for i, n, t in data.nodes.select("id", "name", "type").iter_rows()]
+        lines.append("relations: " + ", ".join(sorted(set(data.edges["rel"].to_list()))))
+        lines += [
+            f"{names.get(s, s)} -[{r}]-> {names.get(d, d)} ({e}: {s} -> {d})"
+            for e, s, r, d in data.edges.select("id", "src", "rel", "dst").iter_rows()
+        ]
+        shown, words = [], 0
+        for line in lines:
+            words += len(line.split())
+            if words > self.settings.graph_words:
+                shown.append(
+                    f"... the graph is larger than shown ({data.nodes.height} nodes, {data.edges.height} edges)"
+                )
+                break
+            shown.append(line)
+        return "\n".join(shown)
+
+    async def _summarise(self, memory: Memory) -> None:
+        half = len(memory.entries) // 2
+        old, memory.entries = memory.entries[:half], memory.entries[half:]
+        prompt = SUMMARY_PROMPT.format(entries="\n".join(([memory.summaries[-1]] if memory.summaries else []) + old))
+        reply = await ask_llm(self.llm, self.ctx, prompt, 200, "qa:robodata:memory")
+        memory.summaries.append(reply.text.strip()[:1500])
+
+    async def _metacognition(self, query: str, steps: list[dict[str, Any]], calls: Counter[str], previous: str) -> str:
+        counts = self.local.counts()
+        prompt = META_PROMPT.format(
+            query=query,
+            states=" > ".join(s["state"] for s in steps),
+            tools=", ".join(f"{t} {n}" for t, n in calls.items()) or "none",
+            nodes=counts["nodes"],
+            edges=counts["edges"],
+            previous=previous or "none",
+        )
+        reply = await ask_llm(self.llm, self.ctx, prompt, 200, "qa:robodata:metacognition")
+        return reply.text.strip()[:1000]
+
+    async def _answer(self, query: str, memory: Memory, forced: bool) -> tuple[list[ClaimSupport], str]:
+        note = "The turn limit is reached: answer now with what the local graph holds. " if forced else ""
+        prompt = (
+            f"{note}{INSTRUCTIONS[State.ANSWER]} Reply with JSON: "
+            '{"sentences": [{"text": "...", "nodes": ["<node id>"], "edges": ["<edge id>"]}]}.'
+            f"\n\nMemory:\n{memory.render()}\n\nLocal graph:\n{self.graph_view()}\n\nQuery: {query}"
+        )
+        reply = await ask_llm(self.llm, self.ctx, prompt, 400, "qa:robodata:answer", ANSWER_SCHEMA)
+        return verify(parse_support(reply.text), self.local), reply.text
