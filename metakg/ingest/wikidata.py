@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from metakg.errors import InputDataError, MetakgError
 from metakg.redact import mask_url
 from metakg.schemas.bundle import Bundle
+from metakg.schemas.knowledge_source import WIKIDATA_PREFIXES, check_select
 from metakg.schemas.tables import (
     NODE_SCHEMA,
     conform_edges,
@@ -46,14 +47,7 @@ from metakg.schemas.vocabulary import TypeVocabulary
 WD = "http://www.wikidata.org/entity/"
 WDT = "http://www.wikidata.org/prop/direct/"
 IMPORTER = "wikidata"
-PREFIXES = (
-    "PREFIX wd: <http://www.wikidata.org/entity/>\n"
-    "PREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
-    "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
-    "PREFIX skos: <http://www.w3.org/2004/02/skos/core#>\n"
-    "PREFIX schema: <http://schema.org/>\n"
-    "PREFIX owl: <http://www.w3.org/2002/07/owl#>\n"
-)
+PREFIXES = WIKIDATA_PREFIXES
 #: external-identifier properties that become ``xrefs`` (prefix:value), so PrimeKG nodes and items meet
 XREF_PROPERTIES = {
     "P715": "drugbank",
@@ -152,12 +146,11 @@ class SubsetSpec(BaseModel):
     def _select_only(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        body = _PROLOGUE.sub("", value).strip()
-        if not re.match(r"(?i)^SELECT\b", body) or re.search(
-            r"(?i)\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|COPY|MOVE|ADD|SERVICE)\b", body
-        ):
-            raise ValueError("must be a read-only SELECT query returning ?item (no updates, no SERVICE)")
-        if "?item" not in body:
+        try:
+            check_select(value)
+        except ValueError as e:
+            raise ValueError(f"must be a read-only SELECT query returning ?item: {e}") from None
+        if "?item" not in _PROLOGUE.sub("", value):
             raise ValueError("must bind ?item")
         return value
 

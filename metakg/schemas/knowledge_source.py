@@ -7,12 +7,41 @@ that implement them (the Wikidata source, the stores).
 
 from __future__ import annotations
 
+import re
 from typing import Protocol, runtime_checkable
 
 from metakg.schemas.graph_store import GraphStore
 
 #: one result row of a SELECT query: variable -> {"type": ..., "value": ..., optional "xml:lang"}
 Binding = dict[str, dict[str, str]]
+
+#: the prefixes every query to a Wikidata-shaped knowledge source may use without declaring them (the
+#: client sends them before each query)
+WIKIDATA_PREFIXES = (
+    "PREFIX wd: <http://www.wikidata.org/entity/>\n"
+    "PREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
+    "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
+    "PREFIX skos: <http://www.w3.org/2004/02/skos/core#>\n"
+    "PREFIX schema: <http://schema.org/>\n"
+    "PREFIX owl: <http://www.w3.org/2002/07/owl#>\n"
+)
+
+
+def check_select(query: str, prefixes: str = WIKIDATA_PREFIXES) -> str:
+    """``query`` when it is one read-only SELECT query with no federated ``SERVICE`` call; raises ValueError
+    saying why not. The query is parsed (after ``prefixes``), so an update, an ASK, CONSTRUCT or DESCRIBE, or
+    text that is no query at all is refused by the grammar, not by keyword spotting."""
+    from rdflib.plugins.sparql import prepareQuery
+
+    try:
+        prepared = prepareQuery(prefixes + query)
+    except Exception as e:  # rdflib raises pyparsing and its own errors for anything that is not a query
+        raise ValueError(f"not a read-only SELECT query (updates are refused): {str(e)[:200]}") from None
+    if prepared.algebra.name != "SelectQuery":
+        raise ValueError(f"only SELECT queries are allowed, not {prepared.algebra.name}")
+    if re.search(r"(?i)\bSERVICE\b", query):
+        raise ValueError("federated SERVICE calls are not allowed")
+    return query
 
 
 @runtime_checkable

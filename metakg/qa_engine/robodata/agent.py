@@ -15,12 +15,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from metakg.llm.client import LLMClient
-from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import ClaimSupport
 from metakg.qa_engine.primitives import ask_llm
@@ -36,6 +35,16 @@ from metakg.qa_engine.robodata.fsm import (
 )
 from metakg.qa_engine.robodata.support import ANSWER_SCHEMA, parse_support, precision, verify
 from metakg.qa_engine.robodata.tools import ToolBox, ToolResult
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.graph_store import GraphStore
+
+
+class LocalGraph(GraphStore, Protocol):
+    """The agent's local graph: a writable store that can hand over all it holds (the embedded store)."""
+
+    def bundle(self) -> Bundle:
+        """Every node and edge."""
+        ...
 
 
 class AgentSettings(BaseModel):
@@ -100,7 +109,7 @@ class Agent:
         settings: AgentSettings,
         ctx: QAContext,
         llm: LLMClient,
-        local: EmbeddedStore,
+        local: LocalGraph,
         toolsets: dict[str, ToolBox],
     ) -> None:
         """The agent; ``toolsets`` holds ``local``, ``remote`` and ``update`` tool boxes (missing: none)."""

@@ -1,0 +1,187 @@
+"""Read-only tools over a remote knowledge base (``KnowledgeSource``: Wikidata, or any SPARQL endpoint
+holding Wikidata-shaped data): an entity's labels, description and claims summary, a property, label search,
+an entity's neighbours by property in either direction, and a raw SPARQL SELECT.
+
+Every query is built from validated pieces: entity and property ids must match ``Q123`` / ``P123``, and text
+enters as an escaped string literal. The raw tool accepts one SELECT query (parsed; an update or any other
+form is refused) with a row limit. The search here matches labels over the endpoint (exact, then
+containing); against the real Wikidata Query Service a full-text label scan is slow, and the Wikidata search
+API is the better route (not wired yet).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from metakg.qa_engine.robodata.tools import Tool, ToolArgs, ToolBox
+from metakg.schemas.knowledge_source import Binding, KnowledgeSource, check_select
+
+WD, WDT = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"
+#: rows at most of a raw SPARQL query
+MAX_ROWS = 200
+_ENTITY = re.compile(r"^Q[1-9]\d*$")
+_PROPERTY = re.compile(r"^P[1-9]\d*$")
+
+
+def _short(uri: str) -> str:
+    for prefix in (WD, WDT):
+        if uri.startswith(prefix):
+            return uri[len(prefix) :]
+    return uri
+
+
+class EntityArgs(ToolArgs):
+    id: str = Field(description="A Wikidata entity id, e.g. Q42.")
+
+    @field_validator("id")
+    @classmethod
+    def _entity(cls, value: str) -> str:
+        if not _ENTITY.match(value):
+            raise ValueError("an entity id looks like Q42")
+        return value
+
+
+class PropertyArgs(ToolArgs):
+    id: str = Field(description="A Wikidata property id, e.g. P31.")
+
+    @field_validator("id")
+    @classmethod
+    def _property(cls, value: str) -> str:
+        if not _PROPERTY.match(value):
+            raise ValueError("a property id looks like P31")
+        return value
+
+
+class RemoteSearchArgs(ToolArgs):
+    text: str = Field(min_length=1, max_length=200, description="A label to look for.")
+    k: int = Field(default=5, ge=1, le=20)
+
+
+class RemoteNeighbourArgs(EntityArgs):
+    property: str | None = Field(default=None, description="Only this property, e.g. P22.")
+    direction: Literal["out", "in"] = Field(default="out", description="out: the entity's own statements.")
+    limit: int = Field(default=20, ge=1, le=100)
+
+    @field_validator("property")
+    @classmethod
+    def _pid(cls, value: str | None) -> str | None:
+        if value is not None and not _PROPERTY.match(value):
+            raise ValueError("a property id looks like P31")
+        return value
+
+
+class SparqlArgs(ToolArgs):
+    query: str = Field(min_length=1, max_length=5000, description="One SELECT query (wd:, wdt:, rdfs: known).")
+    limit: int = Field(default=50, ge=1, le=MAX_ROWS)
+
+
+def _label_rows(source: KnowledgeSource, where: str, k: int) -> list[Binding]:
+    return source.select(
+        f"SELECT DISTINCT ?item ?label ?description WHERE {{ {where} "
+        'OPTIONAL { ?item schema:description ?description . FILTER(LANG(?description) = "en") } } '
+        f"LIMIT {int(k)}"
+    )
+
+
+def remote_tools(source: KnowledgeSource) -> ToolBox:
+    """The read-only remote tools over ``source``."""
+
+    def entity(a: EntityArgs) -> Any:
+        terms = source.select(
+            f"SELECT ?p ?o WHERE {{ VALUES ?p {{ rdfs:label schema:description }} wd:{a.id} ?p ?o . "
+            'FILTER(LANG(?o) = "en") }'
+        )
+        claims = source.select(
+            f"SELECT ?p (COUNT(?o) AS ?n) (SAMPLE(?o) AS ?example) WHERE {{ wd:{a.id} ?p ?o . "
+            f'FILTER(STRSTARTS(STR(?p), "{WDT}")) }} GROUP BY ?p ORDER BY DESC(?n) LIMIT 60'
+        )
+        if not terms and not claims:
+            raise KeyError(f"the remote knowledge base has nothing on {a.id}")
+        label = next((r["o"]["value"] for r in terms if r["p"]["value"].endswith("label")), None)
+        description = next((r["o"]["value"] for r in terms if r["p"]["value"].endswith("description")), None)
+        summary = [
+            {
+                "property": _short(r["p"]["value"]),
+                "values": int(r["n"]["value"]),
+                "example": _short(r["example"]["value"]),
+            }
+            for r in claims
+        ]
+        return {"id": a.id, "label": label, "description": description, "claims": summary}
+
+    def prop(a: PropertyArgs) -> Any:
+        rows = source.select(
+            f"SELECT ?p ?o WHERE {{ VALUES ?p {{ rdfs:label schema:description }} wd:{a.id} ?p ?o . "
+            'FILTER(LANG(?o) = "en") }'
+        )
+        if not rows:
+            raise KeyError(f"the remote knowledge base has no label for {a.id}")
+        return {"id": a.id} | {
+            _short(r["p"]["value"]).rsplit("#", 1)[-1].rsplit("/", 1)[-1]: r["o"]["value"] for r in rows
+        }
+
+    def search(a: RemoteSearchArgs) -> Any:
+        text = json.dumps(a.text.lower())
+        exact = _label_rows(
+            source, f'?item rdfs:label ?label . FILTER(LANG(?label) = "en" && LCASE(STR(?label)) = {text})', a.k
+        )
+        rows = exact or _label_rows(
+            source,
+            f'?item rdfs:label ?label . FILTER(LANG(?label) = "en" && CONTAINS(LCASE(STR(?label)), {text}))',
+            a.k,
+        )
+        return [
+            {
+                "id": _short(r["item"]["value"]),
+                "label": r["label"]["value"],
+                "description": r.get("description", {}).get("value"),
+            }
+            for r in rows
+            if r["item"]["value"].startswith(WD)
+        ]
+
+    def neighbours(a: RemoteNeighbourArgs) -> Any:
+        pattern = f"wd:{a.id} ?p ?other" if a.direction == "out" else f"?other ?p wd:{a.id}"
+        only = f"VALUES ?p {{ wdt:{a.property} }} " if a.property else ""
+        rows = source.select(
+            f"SELECT ?p ?other ?label WHERE {{ {only}{pattern} . FILTER(isIRI(?other)) "
+            f'FILTER(STRSTARTS(STR(?p), "{WDT}")) '
+            'OPTIONAL { ?other rdfs:label ?label . FILTER(LANG(?label) = "en") } } '
+            f"LIMIT {a.limit}"
+        )
+        return [
+            {
+                "property": _short(r["p"]["value"]),
+                "id": _short(r["other"]["value"]),
+                "label": r.get("label", {}).get("value"),
+            }
+            for r in rows
+        ]
+
+    def sparql(a: SparqlArgs) -> Any:
+        query = check_select(a.query).rstrip().rstrip(";")
+        if not re.search(r"\blimit\s+\d+", query, re.I):
+            query += f" LIMIT {a.limit}"
+        rows = source.select(query)
+        return [{k: _short(v["value"]) for k, v in row.items()} for row in rows[: a.limit]]
+
+    return ToolBox(
+        [
+            Tool(
+                "remote_entity", "A remote entity's English label, description and claims summary.", EntityArgs, entity
+            ),
+            Tool("remote_property", "A remote property's label and description.", PropertyArgs, prop),
+            Tool("remote_search", "Remote entities whose English label matches a text.", RemoteSearchArgs, search),
+            Tool(
+                "remote_neighbours",
+                "Entities linked to a remote entity (out: its statements; in: statements about it), by property.",
+                RemoteNeighbourArgs,
+                neighbours,
+            ),
+            Tool("remote_sparql", "Run one read-only SELECT query on the remote knowledge base.", SparqlArgs, sparql),
+        ]
+    )

@@ -1,0 +1,54 @@
+"""Remote tools refuse bad ids and anything but one read-only SELECT before a query is sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from metakg.qa_engine.robodata.remote import remote_tools
+from metakg.schemas.knowledge_source import Binding, check_select
+
+
+class NoEndpoint:
+    """A knowledge source that fails the test if any query reaches it."""
+
+    endpoint = "http://127.0.0.1:1/sparql"
+
+    def select(self, query: str) -> list[Binding]:
+        raise AssertionError(f"a query was sent: {query}")
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("DELETE WHERE { ?s ?p ?o }", "not a read-only SELECT"),
+        ("INSERT DATA { wd:Q1 wdt:P31 wd:Q5 }", "not a read-only SELECT"),
+        ("ASK { wd:Q42 ?p ?o }", "only SELECT queries are allowed, not AskQuery"),
+        ("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", "not ConstructQuery"),
+        ("SELECT * WHERE { SERVICE <http://example.org/sparql> { ?s ?p ?o } }", "SERVICE"),
+        ("SELECT ?x WHERE { ?x wdt:P31 wd:Q5 } ; DROP ALL", "not a read-only SELECT"),
+        ("hello", "not a read-only SELECT"),
+    ],
+)
+def test_only_one_select_passes(query: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        check_select(query)
+
+
+def test_a_select_with_known_prefixes_passes() -> None:
+    query = "SELECT ?x ?label WHERE { ?x wdt:P31 wd:Q5 ; rdfs:label ?label } LIMIT 3"
+    assert check_select(query) == query
+
+
+def test_bad_arguments_never_reach_the_endpoint() -> None:
+    tools = remote_tools(NoEndpoint())
+    assert "an entity id looks like Q42" in tools.call("remote_entity", {"id": "Q42 } ; DROP ALL"}).text
+    assert "a property id looks like P31" in tools.call("remote_neighbours", {"id": "Q42", "property": "P3x"}).text
+    assert (
+        "input should be 'out' or 'in'" in tools.call("remote_neighbours", {"id": "Q1", "direction": "up"}).text.lower()
+    )
+    refused = tools.call("remote_sparql", {"query": "DELETE WHERE { ?s ?p ?o }"})
+    assert not refused.ok and "not a read-only SELECT" in refused.text
+    assert (
+        "less than or equal to 200"
+        in tools.call("remote_sparql", {"query": "SELECT * WHERE { ?s ?p ?o }", "limit": 500}).text
+    )
