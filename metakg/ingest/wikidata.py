@@ -654,3 +654,54 @@ def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabu
     else:
         edge_frame = empty_edges()
     return Bundle(nodes=node_frame, edges=edge_frame, rejects=empty_rejects(), manifest={})
+
+
+def fetch_fragment(
+    client: SparqlClient,
+    ids: Sequence[str],
+    properties: Sequence[str],
+    vocabulary: TypeVocabulary,
+    *,
+    languages: Sequence[str] = ("en",),
+    run_id: str = "fragment",
+    batch_size: int = 50,
+) -> Bundle:
+    """The nodes of ``ids`` and their ``properties`` statements among them, mapped exactly as a sync maps
+    them (the same ids, types, xrefs, properties, revision and provenance), so a graph grown from fragments
+    merges cleanly with a synced bundle. Redirected ids become their targets; missing ones are left out."""
+    spec = SubsetSpec(name="fragment", seeds=list(dict.fromkeys(ids)), properties=list(properties),
+                      languages=list(languages))  # fmt: skip
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    revisions = check_revisions(client, spec.seeds, batch_size)
+    current = list(dict.fromkeys(r.redirect or q for q, r in revisions.items() if r.exists or r.redirect))
+    missing = [q for q in current if q not in revisions]
+    revisions.update(check_revisions(client, missing, batch_size) if missing else {})
+    entities = fetch_entities(client, current, spec, batch_size, now) if current else {}
+    for qid, record in entities.items():
+        record["revision"] = revisions[qid].key
+    labels = property_labels(client, sorted(set(spec.properties)), spec.languages[0])
+    return build_bundle(spec, {"entities": entities, "property_labels": labels}, vocabulary, run_id)
+
+
+@dataclass
+class WikidataFragments:
+    """The ``EntityFetcher`` of the QA engine over a SPARQL client (see :func:`fetch_fragment`)."""
+
+    client: SparqlClient
+    vocabulary: TypeVocabulary
+    languages: Sequence[str] = ("en",)
+    run_id: str = "fragment"
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint URL."""
+        return self.client.endpoint
+
+    def select(self, query: str) -> list[dict[str, dict[str, str]]]:
+        """A read-only SELECT through the client (its retries, timeout and query budget)."""
+        return self.client.select(query)
+
+    def fetch(self, ids: Sequence[str], properties: Sequence[str]) -> Bundle:
+        """Nodes and statements as a sync maps them."""
+        return fetch_fragment(self.client, ids, properties, self.vocabulary, languages=self.languages,
+                              run_id=self.run_id)  # fmt: skip

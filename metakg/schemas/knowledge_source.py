@@ -8,8 +8,10 @@ that implement them (the Wikidata source, the stores).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from metakg.schemas.bundle import Bundle
 from metakg.schemas.graph_store import GraphStore
 
 #: one result row of a SELECT query: variable -> {"type": ..., "value": ..., optional "xml:lang"}
@@ -55,6 +57,15 @@ class KnowledgeSource(Protocol):
 
     def select(self, query: str) -> list[Binding]:
         """The bindings of a SELECT query; raises SyncError when the endpoint fails after its retries."""
+        ...
+
+
+@runtime_checkable
+class EntityFetcher(KnowledgeSource, Protocol):
+    """A knowledge source that also maps entities into the common schema, as the Wikidata sync does."""
+
+    def fetch(self, ids: Sequence[str], properties: Sequence[str]) -> Bundle:
+        """The nodes of ``ids`` and their ``properties`` statements among them, as a sync maps them."""
         ...
 
 

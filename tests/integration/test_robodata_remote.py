@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from metakg import api
 from metakg.config import load_settings
+from metakg.ingest.wikidata import WikidataFragments
+from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.qa_engine.robodata.remote import remote_tools
+from metakg.qa_engine.robodata.update import update_tools
+from metakg.schemas.bundle import read_bundle
+from metakg.schemas.tables import empty_edges, empty_nodes
+from metakg.schemas.vocabulary import default_vocabulary
 from tests.integration.test_wikidata_sync import sparql
 from tools.sparql_server import Server
 
@@ -44,3 +52,32 @@ def test_no_remote_call_writes(sparql_endpoint: Server) -> None:
     assert sparql(sparql_endpoint, "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }") == before
     missing = tools.call("remote_entity", {"id": "Q999999999"})
     assert not missing.ok and "nothing on Q999999999" in missing.text
+
+
+def test_update_tools_map_statements_exactly_as_a_sync_does(sparql_endpoint: Server, tmp_path: Path) -> None:
+    settings = load_settings()
+    fetcher = WikidataFragments(api.sparql_client(settings, sparql_endpoint.endpoint), default_vocabulary())
+    local = EmbeddedStore(empty_nodes(), empty_edges())
+    tools = update_tools(fetcher, local)
+    born = tools.call("fetch_relationships", {"id": "Q42", "property": "P19"})
+    assert born.ok and json.loads(born.text)["nodes_added"] == 2 and json.loads(born.text)["statements"] == 1
+    into = tools.call("fetch_relationships", {"id": "Q350", "property": "P19", "direction": "in", "limit": 3})
+    assert into.ok and json.loads(into.text)["statements"] >= 1
+    assert json.loads(tools.call("fetch_node", {"id": "Q42"}).text)["nodes_added"] == 0  # already there: merged
+    assert not tools.call("fetch_node", {"id": "Q999999999"}).ok
+    # a sync of Q42 and Q350 with P19 gives the same rows for them
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: born\nseeds: [Q42, Q350]\nproperties: [P19]\nlanguages: [en]\n")
+    api.sync_wikidata(spec, tmp_path / "synced", settings, endpoint=sparql_endpoint.endpoint,
+                      state_path=tmp_path / "state.json")  # fmt: skip
+    synced = read_bundle(tmp_path / "synced")
+    mine = local.bundle()
+    columns = ["id", "name", "type", "source", "description", "xrefs", "revision"]
+    ours = mine.nodes.filter(pl.col("id").is_in(["wd:Q42", "wd:Q350"])).select(columns).sort("id")
+    q42 = ours.filter(pl.col("id") == "wd:Q42").row(0, named=True)
+    assert ours.height == 2 and q42["type"] == "person" and q42["revision"] == "595492361"  # provenance kept
+    assert ours.equals(synced.nodes.select(columns).sort("id"))
+    edge = ["id", "src", "dst", "rel", "display", "source", "record_ids"]
+    q42_edges = mine.edges.filter(pl.col("src") == "wd:Q42").select(edge)
+    assert q42_edges.height == 1 and q42_edges.equals(synced.edges.select(edge))
+    assert (tmp_path / "synced" / "nodes.parquet").is_file()

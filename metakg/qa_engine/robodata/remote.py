@@ -27,6 +27,13 @@ _ENTITY = re.compile(r"^Q[1-9]\d*$")
 _PROPERTY = re.compile(r"^P[1-9]\d*$")
 
 
+def property_id(value: str) -> str:
+    """``value`` when it is a property id like ``P31``; raises ValueError otherwise."""
+    if not _PROPERTY.match(value):
+        raise ValueError("a property id looks like P31")
+    return value
+
+
 def _short(uri: str) -> str:
     for prefix in (WD, WDT):
         if uri.startswith(prefix):
@@ -51,9 +58,7 @@ class PropertyArgs(ToolArgs):
     @field_validator("id")
     @classmethod
     def _property(cls, value: str) -> str:
-        if not _PROPERTY.match(value):
-            raise ValueError("a property id looks like P31")
-        return value
+        return property_id(value)
 
 
 class RemoteSearchArgs(ToolArgs):
@@ -69,9 +74,7 @@ class RemoteNeighbourArgs(EntityArgs):
     @field_validator("property")
     @classmethod
     def _pid(cls, value: str | None) -> str | None:
-        if value is not None and not _PROPERTY.match(value):
-            raise ValueError("a property id looks like P31")
-        return value
+        return None if value is None else property_id(value)
 
 
 class SparqlArgs(ToolArgs):
