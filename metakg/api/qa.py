@@ -20,6 +20,7 @@ from metakg.api.wikidata import sparql_client
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
 from metakg.ingest.datasets import DatasetFormat, DatasetRead, read_dataset
+from metakg.ingest.wikidata import WikidataFragments
 from metakg.llm.client import LLMClient
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
@@ -41,6 +42,7 @@ from metakg.qa_engine.strategy import Strategy
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.locks import locked
 from metakg.schemas.tables import empty_edges, empty_nodes
+from metakg.schemas.vocabulary import default_vocabulary
 
 __all__ = [
     "COLUMNS",
@@ -91,7 +93,7 @@ def qa_context(
         llm=llm,
         temperature=settings.llm.temperature,
         prices=settings.llm.prices_per_mtok,
-        knowledge_source=sparql_client(settings),
+        knowledge_source=WikidataFragments(sparql_client(settings), default_vocabulary()),
         graph_factory=empty_store_factory(embedder),
     )
 
@@ -147,7 +149,7 @@ def ask(
     say = progress or quiet
     chosen = create_strategy(settings, strategy, switches)
     say("loading the store")
-    with open_store(settings, bundle, neo4j=neo4j, progress=say) as store:
+    with _store_for(settings, bundle, neo4j, graphless=not chosen.uses_graph, progress=say) as store:
         if not use_llm:
             rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
             return asyncio.run(chosen.answer(question, qa_context(rules, store, None, progress=say)))
@@ -155,6 +157,16 @@ def ask(
             ctx = qa_context(settings, store, client, progress=say)
             say(f"answering with {chosen.label}")
             return run_with(client, chosen.answer(question, ctx))
+
+
+def _store_for(
+    settings: Settings, bundle: Path | None, neo4j: bool, *, graphless: bool, progress: Progress
+) -> GraphStore:
+    """The bundle or Neo4j store; with ``graphless`` and neither given, an empty store (for strategies that
+    read no graph: the LLM alone, or an agent growing its own)."""
+    if graphless and bundle is None and not neo4j:
+        return EmbeddedStore(empty_nodes(), empty_edges())
+    return open_store(settings, bundle, neo4j=neo4j, progress=progress)
 
 
 def trace_lines(answer: Answer) -> list[str]:
@@ -291,12 +303,8 @@ def evaluate_benchmark(
             tick=tick,
         )
 
-    opened = (
-        EmbeddedStore(empty_nodes(), empty_edges())
-        if graphless
-        else open_store(settings, bundle, neo4j=neo4j, progress=say)
-    )
-    with opened as store:
+    graphless = graphless or not any(registry.get(spec.strategy).uses_graph for spec in specs)
+    with _store_for(settings, bundle, neo4j, graphless=graphless, progress=say) as store:
         if use_llm:
             with llm_session(settings, progress=say) as client:
                 summary = run_with(client, run(qa_context(settings, store, client, progress=say)))

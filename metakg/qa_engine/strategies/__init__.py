@@ -7,8 +7,9 @@ from metakg.qa_engine.strategies.kg_rag import KGRag
 from metakg.qa_engine.strategies.llm_only import LLMOnly
 from metakg.qa_engine.strategies.medcog import MedCoG
 from metakg.qa_engine.strategies.metakgrag import MetaKGRAG
+from metakg.qa_engine.strategies.robodata import RoboData
 
 #: the strategies metakg ships
-REGISTRY = StrategyRegistry([LLMOnly, KGRag, MetaKGRAG, MedCoG])
+REGISTRY = StrategyRegistry([LLMOnly, KGRag, MetaKGRAG, MedCoG, RoboData])
 
-__all__ = ["REGISTRY", "KGRag", "LLMOnly", "MedCoG", "MetaKGRAG"]
+__all__ = ["REGISTRY", "KGRag", "LLMOnly", "MedCoG", "MetaKGRAG", "RoboData"]

@@ -171,7 +171,7 @@ def test_eval_retrieval_only(bundle: Path, tmp_path: Path) -> None:
 def test_strategies_lists_names_settings_and_switches() -> None:
     result, payload = run("strategies", "--json")
     by_name = {s["name"]: s for s in payload["strategies"]}
-    assert list(by_name) == ["llm_only", "kg_rag", "metakgrag", "medcog"]
+    assert list(by_name) == ["llm_only", "kg_rag", "metakgrag", "medcog", "robodata"]
     assert by_name["metakgrag"]["switches"] == list(SWITCHES)
     n_max = next(f for f in by_name["metakgrag"]["settings"] if f["key"] == "n_max")
     assert n_max["default"] == 3 and n_max["type"] == "int" and "cycles" in n_max["description"]

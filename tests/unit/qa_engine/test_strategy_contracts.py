@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+
+import polars as pl
 
 from metakg.config import QASettings
+from metakg.llm.scripted import ScriptedClient
+from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.strategies import REGISTRY
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.knowledge_source import Binding
+from metakg.schemas.tables import empty_edges, empty_nodes
 from tests.contract.example_strategy import EXAMPLE_REGISTRY
-from tests.contract.strategy_contract import MC, StrategyContract
+from tests.contract.strategy_contract import MC, PRICES, StrategyContract
 from tests.unit.qa_engine.handmade import AxisEmbedder, store
 
 
@@ -26,6 +34,33 @@ class TestMetaKGRAGContract(StrategyContract):
 
 class TestMedCoGContract(StrategyContract):
     strategy_name = "medcog"
+
+
+class HandmadeRemote:
+    """A remote knowledge base that is the hand-made graph itself (ids as given), for the contract."""
+
+    endpoint = "http://127.0.0.1:1/sparql"
+
+    def select(self, query: str) -> list[Binding]:
+        return []
+
+    def fetch(self, ids: Sequence[str], properties: Sequence[str]) -> Bundle:
+        whole = store().bundle()
+        return Bundle(whole.nodes.filter(pl.col("id").is_in(list(ids))), whole.edges.head(0))
+
+
+class TestRoboDataContract(StrategyContract):
+    strategy_name = "robodata"
+
+    def context(self, client: ScriptedClient | None) -> QAContext:
+        return QAContext(
+            store=store(),
+            embedder=AxisEmbedder(),
+            llm=client,
+            prices=PRICES,
+            knowledge_source=HandmadeRemote(),
+            graph_factory=lambda: EmbeddedStore(empty_nodes(), empty_edges()),
+        )
 
 
 class TestExampleStrategyContract(StrategyContract):
