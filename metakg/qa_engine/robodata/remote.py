@@ -100,7 +100,7 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         )
         claims = source.select(
             f"SELECT ?p (COUNT(?o) AS ?n) (SAMPLE(?o) AS ?example) WHERE {{ wd:{a.id} ?p ?o . "
-            f'FILTER(STRSTARTS(STR(?p), "{WDT}")) }} GROUP BY ?p ORDER BY DESC(?n) LIMIT 60'
+            f'FILTER(STRSTARTS(STR(?p), "{WDT}")) }} GROUP BY ?p ORDER BY DESC(?n) ?p LIMIT 60'
         )
         if not terms and not claims:
             raise KeyError(f"the remote knowledge base has nothing on {a.id}")
