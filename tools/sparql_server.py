@@ -191,7 +191,7 @@ def up(http_port: int) -> None:
     shutil.rmtree(STATE_DIR, ignore_errors=True)
     source = _shared_wikidata()
     server = start(STATE_DIR, http_port, data_dirs=(source,))
-    for path in write_test_rdf(source, STATE_DIR):
+    for path in write_test_rdf(source, STATE_DIR, questions=True):
         load(server, path)
     (STATE_DIR / "pid").write_text(str(server.process.pid))
     print(f"SPARQL endpoint at {server.endpoint} (Virtuoso pid {server.process.pid}); `make sparql-down` stops it")

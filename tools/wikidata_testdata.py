@@ -69,8 +69,10 @@ def entity_triples(entity: dict[str, Any]) -> Iterator[tuple[URIRef, URIRef, URI
                 yield s, WDT[prop], value
 
 
-def write_test_rdf(source: Path, out_dir: Path) -> list[Path]:
-    """Write the derived N-Triples into ``out_dir``; returns the files to load (derived first, then KGTK)."""
+def write_test_rdf(source: Path, out_dir: Path, *, questions: bool = False) -> list[Path]:
+    """Write the derived N-Triples into ``out_dir``; returns the files to load (derived first, then KGTK).
+    With ``questions``, also the SimpleQuestions-Wikidata answer triples and the RoboData authors' experiment
+    KGs, so question answering over the endpoint has its data (the sync tests count on the smaller set)."""
     graph = Graph()
     q42 = json.loads((source / "Q42_wbgetentities.json").read_text(encoding="utf-8"))
     for entity in q42["entities"].values():
@@ -83,4 +85,10 @@ def write_test_rdf(source: Path, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     derived = out_dir / "q42_derived.nt"
     graph.serialize(derived, format="nt", encoding="utf-8")
-    return [derived, source / "kgtk_arnold_P31_P279.ttl"]
+    files = [derived, source / "kgtk_arnold_P31_P279.ttl"]
+    if questions:
+        files += [
+            source / "simplequestions_wd_answerable_truthy_derived.ttl",
+            source / "robodata_experiment_kgs_union.nt",
+        ]
+    return files

@@ -63,7 +63,7 @@ __all__ = [
     "trace_lines",
 ]
 
-EVAL_FORMATS: tuple[DatasetFormat, ...] = ("medagents", "csqa", "pilot", "metaqa")
+EVAL_FORMATS: tuple[DatasetFormat, ...] = ("medagents", "csqa", "pilot", "metaqa", "simplequestions")
 
 
 def empty_store_factory(embedder: Embedder) -> Callable[[], GraphStore]:

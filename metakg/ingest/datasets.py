@@ -22,8 +22,10 @@ import polars as pl
 from metakg.errors import InputDataError, UsageError
 from metakg.ingest.hygiene import strip_bom
 
-DatasetFormat = Literal["medagents", "csqa", "pilot", "metaqa", "text", "jsonl", "csv"]
-FORMATS: tuple[str, ...] = ("medagents", "csqa", "pilot", "metaqa", "text", "jsonl", "csv")
+DatasetFormat = Literal["medagents", "csqa", "pilot", "metaqa", "simplequestions", "text", "jsonl", "csv"]
+FORMATS: tuple[str, ...] = ("medagents", "csqa", "pilot", "metaqa", "simplequestions", "text", "jsonl", "csv")
+#: the labels file a SimpleQuestions-Wikidata file may have beside it (``id TAB label ...``, with a header)
+SIMPLEQUESTIONS_LABELS = "simplequestions_wd_labels_en.tsv"
 
 RECORD_SCHEMA: dict[str, pl.DataType] = {
     "record_id": pl.String(),
@@ -164,6 +166,37 @@ def _metaqa_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | RecordErro
             yield number, e, line
 
 
+def _simplequestions_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | RecordError, str]]:
+    """(line number, record or the reason it is refused, the line) of a SimpleQuestions-Wikidata file:
+    ``subject TAB property TAB object TAB question`` (``Rxxx`` is the inverse of ``Pxxx``); the gold answers
+    are the object's id and, with a labels file beside it, its English label."""
+    labels: dict[str, str] = {}
+    beside = path.parent / SIMPLEQUESTIONS_LABELS
+    if beside.is_file():
+        for row in beside.read_text(encoding="utf-8").splitlines()[1:]:
+            cells = row.split("\t")
+            if len(cells) >= 2:
+                labels[cells[0]] = cells[1]
+    for number, line in _json_lines(path):
+        if line.startswith("\x00invalid utf-8\x00"):
+            yield number, RecordError("the line is not valid UTF-8"), line.split("\x00", 2)[2]
+            continue
+        cells = line.rstrip("\r\n").split("\t")
+        if len(cells) != 4 or not re.match(r"^Q\d+$", cells[0]) or not re.match(r"^[PR]\d+$", cells[1]):
+            yield (
+                number,
+                RecordError("a SimpleQuestions line is 'Qsubject TAB Pxxx|Rxxx TAB Qobject TAB question'"),
+                line,
+            )
+            continue
+        subject, _, answer, question = cells
+        gold = [labels[answer], answer] if answer in labels else [answer]
+        try:
+            yield number, _qa(f"{path.name}:{number}", question, {}, gold[0], labels.get(subject, subject), gold), line
+        except RecordError as e:
+            yield number, e, line
+
+
 def _json_lines(path: Path) -> Iterator[tuple[int, str]]:
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
@@ -253,8 +286,9 @@ def read_dataset(
             records.append({"record_id": record_id, "kind": "text", "text": str(value)})
             if limit is not None and len(records) >= limit:
                 break
-    elif fmt == "metaqa":
-        for number, found, line in _metaqa_lines(path):
+    elif fmt in ("metaqa", "simplequestions"):
+        lines = _metaqa_lines(path) if fmt == "metaqa" else _simplequestions_lines(path)
+        for number, found, line in lines:
             read += 1
             if isinstance(found, RecordError):
                 reject(number, str(found), line.rstrip("\n"))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from metakg.llm.usage import UsageRecord, UsageSummary
+from metakg.schemas.bundle import Bundle
 from metakg.schemas.graph_store import EdgeRecord, NodeRecord
 
 _CHOICE = re.compile(r"^\s*\(?([A-Za-z])\s*[:.)]\s*(.*?)\s*$", re.S)
@@ -162,6 +163,7 @@ class Answer:
     support: list[ClaimSupport] = field(default_factory=list)
     trace: dict[str, Any] = field(default_factory=dict)
     usage: QAUsage = field(default_factory=QAUsage)
+    local_graph: Bundle | None = field(default=None, repr=False)  # the graph an agent grew (not serialised)
 
     def fail(self, reason: str) -> None:
         """Mark the answer failed with ``reason``."""
@@ -169,7 +171,8 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        data = asdict(self)
+        data = asdict(replace(self, local_graph=None))
+        data.pop("local_graph")
         data["usage"]["tokens"] = self.usage.tokens
         return data
 

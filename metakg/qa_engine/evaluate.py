@@ -14,6 +14,7 @@ figures (MetaKGRAG: the path refinement rate and cycles per question).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from metakg.qa_engine.efficiency import DEFAULT_SCALING, ReferenceSet, iie, infe
 from metakg.qa_engine.metrics import EvidenceScorer, answer_match, with_gold_entities
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.strategy import Strategy
+from metakg.schemas.bundle import write_bundle
 
 Tick = Callable[[str, int, int], None]
 
@@ -319,6 +321,10 @@ def _done_rows(path: Path, wanted: set[str], *, keep_failed: bool) -> dict[str, 
     return done
 
 
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", name)[:120] or "_"
+
+
 def metric_columns(specs: Sequence[RunSpec], registry: StrategyRegistry) -> list[tuple[str, str]]:
     """The comparison-table columns the runs' strategies add, each once."""
     return list(dict.fromkeys(c for spec in specs for c in registry.get(spec.strategy).metric_columns))
@@ -370,10 +376,17 @@ async def evaluate(
         done = _done_rows(path, ids, keep_failed=keep_failed) if resume else {}
         rows: list[dict[str, Any]] = []
         with path.open("w", encoding="utf-8") as fh:
-            for row in done.values():  # rewrite the reused rows first: the file ends whole
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            for reused in done.values():  # rewrite the reused rows first: the file ends whole
+                fh.write(json.dumps(reused, ensure_ascii=False) + "\n")
             for number, question in enumerate(questions, start=1):
-                row = done.get(question.id) or record(question, await strategy.answer(question, ctx), strategy, scorer)
+                row = done.get(question.id) or {}
+                if not row:
+                    answer = await strategy.answer(question, ctx)
+                    row = record(question, answer, strategy, scorer)
+                    if answer.local_graph is not None:  # an agent's own graph, as a bundle beside the answers
+                        folder = out_dir / "local-kg" / _safe(spec.label) / _safe(question.id)
+                        write_bundle(folder, answer.local_graph)
+                        row["local_kg"] = str(folder)
                 if question.id not in done:
                     fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                     fh.flush()

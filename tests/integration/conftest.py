@@ -85,6 +85,18 @@ def local_llm() -> Iterator[local_server.LocalServer]:
 def sparql_endpoint(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[sparql_server.Server]:
     """A Virtuoso server (Debian's virtuoso-opensource) loaded with the Wikidata test data; one per module,
     because tests edit its data."""
+    yield from _virtuoso(tmp_path_factory, data_dir, questions=False)
+
+
+@pytest.fixture(scope="module")
+def qa_sparql_endpoint(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[sparql_server.Server]:
+    """The same, also holding the SimpleQuestions-Wikidata answer triples and the RoboData experiment KGs."""
+    yield from _virtuoso(tmp_path_factory, data_dir, questions=True)
+
+
+def _virtuoso(
+    tmp_path_factory: pytest.TempPathFactory, data_dir: Path, *, questions: bool
+) -> Iterator[sparql_server.Server]:
     home = tmp_path_factory.mktemp("virtuoso")
     source = data_dir / "wikidata"
     try:
@@ -92,7 +104,7 @@ def sparql_endpoint(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) ->
     except sparql_server.SparqlServerError as e:
         pytest.fail(f"could not start the test SPARQL endpoint: {e}")  # never a silent skip
     try:
-        for path in write_test_rdf(source, home):
+        for path in write_test_rdf(source, home, questions=questions):
             sparql_server.load(server, path)
         yield server
     finally:

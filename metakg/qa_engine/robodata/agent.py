@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -101,6 +102,21 @@ META_PROMPT = (
 )
 
 
+def turn_schema(tools: ToolBox | None, allowed: Sequence[State]) -> dict[str, Any]:
+    """The JSON Schema of one turn's reply, sent as structured output where the endpoint takes one: the tool
+    calls (names from the state's tools, at most three) then the next state (one of ``allowed``)."""
+    properties: dict[str, Any] = {}
+    if tools is not None:
+        call = {
+            "type": "object",
+            "properties": {"tool": {"type": "string", "enum": list(tools.tools)}, "args": {"type": "object"}},
+            "required": ["tool", "args"],
+        }
+        properties["tool_calls"] = {"type": "array", "items": call, "maxItems": 3}
+    properties["next_state"] = {"type": "string", "enum": [s.value for s in allowed]}
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
 class Agent:
     """One orchestrator run per question over a local graph, with a tool box per tool set."""
 
@@ -136,7 +152,8 @@ class Agent:
                 step["meta_observation"] = observation
             tools = self.toolsets.get(TOOLSETS.get(state, ""))
             prompt = self._prompt(state, query, memory, tools, urgency(turn, self.settings.max_turns), observation)
-            reply = await ask_llm(self.llm, self.ctx, prompt, 400, f"qa:robodata:{state.value}")
+            schema = turn_schema(tools, SUCCESSORS[state])
+            reply = await ask_llm(self.llm, self.ctx, prompt, 400, f"qa:robodata:{state.value}", schema)
             results: list[ToolResult] = tools.run_reply(reply.text) if tools is not None else []
             calls.update(r.tool for r in results)
             step.update(reply=reply.text[:2000], tool_calls=[r.as_dict() for r in results])

@@ -72,6 +72,7 @@ class RoboData(Strategy[RoboDataSettings]):
         choices = "".join(f"\n{letter}: {text}" for letter, text in question.choices)
         result = await Agent(settings, ctx, client, local, toolsets).run(question.text.strip() + choices)
         graph = local.bundle()
+        answer.local_graph = graph
         answer.support = result.claims
         answer.trace.update(result.trace)
         answer.trace["stats"] = result.stats

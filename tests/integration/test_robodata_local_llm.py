@@ -1,0 +1,60 @@
+"""RoboData end to end with the local SmolLM2 server over the Virtuoso endpoint holding the SimpleQuestions-
+Wikidata answer triples: every question ends with an answer or a clear failure within the turn limit, with
+its statistics and a local KG bundle that validates, and no remote call writes. (SmolLM2-135M is tiny:
+this checks plumbing, never answer quality.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metakg import api
+from metakg.llm import local_server
+from metakg.schemas.bundle import read_bundle
+from metakg.schemas.validation import validate
+from metakg.schemas.vocabulary import default_vocabulary
+from tests.integration.test_qa_local_llm import settings_for
+from tests.integration.test_wikidata_sync import sparql
+from tools.sparql_server import Server
+
+pytestmark = pytest.mark.integration
+QUESTIONS = "wikidata/simplequestions_wd_test_answerable.txt"
+TURNS = 6
+
+
+def test_ten_simplequestions_end_to_end(
+    local_llm: local_server.LocalServer, qa_sparql_endpoint: Server, data_dir: Path, tmp_path: Path
+) -> None:
+    base = settings_for(local_llm)
+    settings = base.model_copy(
+        update={
+            "wikidata": base.wikidata.model_copy(update={"endpoint": qa_sparql_endpoint.endpoint}),
+            "qa": base.qa.with_section("robodata", {"max_turns": TURNS}),
+        }
+    )
+    count = "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
+    before = sparql(qa_sparql_endpoint, count)
+    out = tmp_path / "report"
+    result = api.evaluate_benchmark(
+        settings, data_dir / QUESTIONS, "simplequestions", out, strategies=["robodata"], limit=10
+    )
+    figures = result["summary"]["robodata"]
+    assert figures["questions"] == 10 and figures["iterations_per_question"] <= TURNS
+    rows = [json.loads(line) for line in (out / "answers-robodata.jsonl").read_text().splitlines()]
+    assert len(rows) == 10
+    for row in rows:
+        assert row["status"] == "ok" or row["reason"], row  # an answer, or a failure that says why
+        stats = row["trace"]["stats"]
+        assert stats["iterations"] <= TURNS and stats["tool_calls"] == sum(stats["tool_calls_by_tool"].values())
+        assert row["usage"]["llm_calls"] >= 1
+        bundle = read_bundle(Path(row["local_kg"]))  # the agent's graph, written beside the answers
+        assert bundle.nodes.height == stats["nodes_added"] and bundle.edges.height == stats["edges_added"]
+        if bundle.nodes.height:  # an empty graph (the small model fetched nothing) has nothing to validate
+            _, report = validate(bundle, default_vocabulary().names, run_gx=False)
+            assert report.ok, (row["question_id"], report)
+        for claim in row["support"]:
+            assert claim["verified"] in (True, False)  # every claim was checked
+    assert sparql(qa_sparql_endpoint, count) == before  # no remote call wrote anything
+    assert sum(r["trace"]["stats"]["tool_calls"] for r in rows) > 0  # the model's JSON-in-text calls were run
