@@ -86,7 +86,7 @@ def ask(
 
 def evaluate(
     benchmark: Path = typer.Argument(..., metavar="BENCHMARK", help="The benchmark file."),
-    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot | metaqa."),
+    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot | metaqa | simplequestions."),
     strategy: str = typer.Option(
         "metakgrag", "--strategy", "-s", help="Comma-separated strategies (`metakg strategies` lists them)."
     ),
@@ -135,7 +135,8 @@ def evaluate(
     ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Run strategies and their variants (MetaKGRAG ablations) over the same benchmark questions and compare them.
+    """Run strategies and their variants (MetaKGRAG ablations, MedCoG routes) over the same benchmark questions and
+    compare them. Strategies that read no graph (llm_only, robodata) need no --bundle.
 
     Writes answers-<run>.jsonl (one row per question), summary.json and comparison.md into the output
     folder, and rejects.csv for input lines that are not questions. A re-run resumes: answers already in
@@ -222,7 +223,7 @@ def strategies(json_mode: bool = typer.Option(False, "--json", help=JSON_HELP)) 
 
 def tune(
     benchmark: Path = typer.Argument(..., metavar="BENCHMARK", help="The question file."),
-    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot | metaqa."),
+    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot | metaqa | simplequestions."),
     strategy: str = typer.Option("metakgrag", "--strategy", "-s", help="The retrieval strategy to tune."),
     grid: list[str] = typer.Option(
         ...,

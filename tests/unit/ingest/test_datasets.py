@@ -124,3 +124,35 @@ def test_real_metaqa_file(data_dir: Path) -> None:
     read = read_dataset(data_dir / "metaqa" / "qa_test_1hop.txt", "metaqa", limit=50)
     assert read.records.height == 50 and read.rejects.height == 0
     assert all(row["answers"] and "[" not in row["question"] for row in read.records.iter_rows(named=True))
+
+
+def test_simplequestions_lines_with_labels_beside_them(tmp_path: Path) -> None:
+    path = tmp_path / "sq.txt"
+    path.write_text(
+        "Q7358590\tP20\tQ1637790\tWhere did roger marquis die\n"
+        "Q1\tR31\tQ2\twhat is an instance of universe\n"
+        "Q1\tP31\tQ2\n"
+        "douglas\tP19\tQ350\twhere was he born\n"
+        "Q3\tP19\tQ4\t   \n",
+        encoding="utf-8",
+    )
+    (tmp_path / "simplequestions_wd_labels_en.tsv").write_text("id\tlabel\tn\nQ1637790\tHolyoke\t1\n")
+    read = read_dataset(path, "simplequestions")
+    assert read.records["answers"].to_list() == [["Holyoke", "Q1637790"], ["Q2"]]  # label first, else the id
+    assert read.records["question"].to_list()[0] == "Where did roger marquis die"
+    reasons = read.rejects["reason"].to_list()
+    assert reasons[0].startswith("a SimpleQuestions line is") and reasons[1].startswith("a SimpleQuestions line")
+    assert reasons[2] == "question is empty" and read.rejects["record"].to_list() == [
+        "sq.txt:3",
+        "sq.txt:4",
+        "sq.txt:5",
+    ]
+
+
+def test_real_simplequestions_file(data_dir: Path) -> None:
+    read = read_dataset(data_dir / "wikidata" / "simplequestions_wd_test_answerable.txt", "simplequestions")
+    assert (
+        read.accepted == 5622 and read.rejects.height == 0
+    )  # every line of the file (wc -l says 5,621: no final newline)
+    labelled = sum(1 for answers in read.records["answers"].to_list() if len(answers) == 2)
+    assert labelled > 5500  # nearly every object has its label from the file beside it
