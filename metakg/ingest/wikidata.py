@@ -697,6 +697,11 @@ class WikidataFragments:
         """The endpoint URL."""
         return self.client.endpoint
 
+    @property
+    def queries(self) -> int:
+        """Queries sent so far (retries included)."""
+        return self.client.queries
+
     def select(self, query: str) -> list[dict[str, dict[str, str]]]:
         """A read-only SELECT through the client (its retries, timeout and query budget)."""
         return self.client.select(query)

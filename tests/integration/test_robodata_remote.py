@@ -125,6 +125,7 @@ def test_a_scripted_plan_answers_from_wikidata_with_a_support_set_the_endpoint_c
     stats = answer.trace["stats"]
     assert stats["tool_calls_by_tool"] == {"remote_search": 1, "fetch_relationships": 1}
     assert stats["nodes_added"] == 2 and stats["edges_added"] == 1 and stats["support_precision"] == 1.0
+    assert stats["remote_queries"] >= 4  # the search, the linked ids, the revisions, the entities and labels
     # checked independently against the endpoint's data: the cited nodes and the statement behind the edge
     (row,) = sparql(sparql_endpoint, "SELECT ?o WHERE { <http://www.wikidata.org/entity/Q42> "
                                      "<http://www.wikidata.org/prop/direct/P19> ?o }")  # fmt: skip

@@ -25,7 +25,7 @@ from metakg.qa_engine.robodata.update import update_tools
 from metakg.qa_engine.strategy import Strategy, StrategySettings
 from metakg.schemas.knowledge_source import EntityFetcher
 
-STATS = ("iterations", "tool_calls", "nodes_added", "edges_added", "refused_transitions")
+STATS = ("iterations", "tool_calls", "remote_queries", "nodes_added", "edges_added", "refused_transitions")
 
 
 class RoboDataSettings(StrategySettings):
@@ -70,7 +70,10 @@ class RoboData(Strategy[RoboDataSettings]):
         settings = AgentSettings(max_turns=s.max_turns, memory_size=s.memory_size, metacognition=s.metacognition,
                                  graph_words=s.graph_words)  # fmt: skip
         choices = "".join(f"\n{letter}: {text}" for letter, text in question.choices)
+        sent = getattr(source, "queries", None)  # the Wikidata source counts its queries
         result = await Agent(settings, ctx, client, local, toolsets).run(question.text.strip() + choices)
+        if isinstance(sent, int):
+            result.stats["remote_queries"] = int(getattr(source, "queries", sent)) - sent
         graph = local.bundle()
         answer.local_graph = graph
         answer.support = result.claims
@@ -111,7 +114,8 @@ class RoboData(Strategy[RoboDataSettings]):
         stats = answer.trace.get("stats") or {}
         lines = [
             f"{stats.get('iterations', 0)} iterations, {stats.get('tool_calls', 0)} tool calls "
-            f"{stats.get('tool_calls_by_tool', {})}, {stats.get('nodes_added', 0)} nodes and "
+            f"{stats.get('tool_calls_by_tool', {})}, {stats.get('remote_queries', 0)} remote queries, "
+            f"{stats.get('nodes_added', 0)} nodes and "
             f"{stats.get('edges_added', 0)} edges added, {stats.get('refused_transitions', 0)} refused transitions"
             + (", answer forced at the turn limit" if stats.get("forced_answer") else ""),
             "states: " + " > ".join(s["state"] for s in answer.trace.get("steps", [])),
