@@ -68,6 +68,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_qa
 	$(PY) -m benchmarks.bench_retrieval
 	$(PY) -m benchmarks.bench_medcog
+	$(PY) -m benchmarks.bench_robodata
 
 # A fresh venv without constraints gets the newest versions pyproject.toml allows; their freeze becomes
 # constraints.txt. Run `make test` afterwards, and commit both only when it passes.

@@ -104,17 +104,32 @@ META_PROMPT = (
 
 def turn_schema(tools: ToolBox | None, allowed: Sequence[State]) -> dict[str, Any]:
     """The JSON Schema of one turn's reply, sent as structured output where the endpoint takes one: the tool
-    calls (names from the state's tools, at most three) then the next state (one of ``allowed``)."""
+    calls (each a tool of the state with that tool's own argument schema, at most three) then the next state
+    (one of ``allowed``)."""
     properties: dict[str, Any] = {}
     if tools is not None:
-        call = {
-            "type": "object",
-            "properties": {"tool": {"type": "string", "enum": list(tools.tools)}, "args": {"type": "object"}},
-            "required": ["tool", "args"],
-        }
-        properties["tool_calls"] = {"type": "array", "items": call, "maxItems": 3}
+        calls = [
+            {
+                "type": "object",
+                "properties": {"tool": {"const": name}, "args": _loose(tool.args.model_json_schema())},
+                "required": ["tool", "args"],
+            }
+            for name, tool in tools.tools.items()
+        ]
+        properties["tool_calls"] = {"type": "array", "items": {"anyOf": calls}, "maxItems": 3}
     properties["next_state"] = {"type": "string", "enum": [s.value for s in allowed]}
     return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def _loose(schema: Any) -> Any:
+    """``schema`` without string length bounds: a grammar built from ``maxLength: 5000`` repeats a character
+    rule 5,000 times (llama-cpp-python's server fell over); the tool's own validation still checks them. Id
+    patterns stay, so a constrained model writes ids shaped like ``Q42``."""
+    if isinstance(schema, dict):
+        return {k: _loose(v) for k, v in schema.items() if k not in ("maxLength", "minLength")}
+    if isinstance(schema, list):
+        return [_loose(v) for v in schema]
+    return schema
 
 
 class Agent:

@@ -42,7 +42,7 @@ def _short(uri: str) -> str:
 
 
 class EntityArgs(ToolArgs):
-    id: str = Field(description="A Wikidata entity id, e.g. Q42.")
+    id: str = Field(description="A Wikidata entity id, e.g. Q42.", json_schema_extra={"pattern": "^Q[1-9][0-9]*$"})
 
     @field_validator("id")
     @classmethod
@@ -53,7 +53,7 @@ class EntityArgs(ToolArgs):
 
 
 class PropertyArgs(ToolArgs):
-    id: str = Field(description="A Wikidata property id, e.g. P31.")
+    id: str = Field(description="A Wikidata property id, e.g. P31.", json_schema_extra={"pattern": "^P[1-9][0-9]*$"})
 
     @field_validator("id")
     @classmethod

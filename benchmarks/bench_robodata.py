@@ -1,0 +1,158 @@
+"""RoboData: per-question cost of the agent, and the local graph's throughput for many small upserts.
+
+- **Upserts**: the agent's update tools write a few nodes and edges at a time. This benchmark upserts
+  ``--upserts`` small fragments (one node and one edge to an earlier node each) of real Wikidata labels into
+  an empty embedded store and into an empty Neo4j database, one after the other, side by side, and reports
+  nodes per second.
+- **Per question**: the first ``--questions`` SimpleQuestions-Wikidata test questions with the local
+  SmolLM2 server against a local Virtuoso loaded with the SimpleQuestions-Wikidata answer triples and the
+  RoboData experiment KGs (Debian's virtuoso-opensource, as in the tests): remote queries, tool calls,
+  tokens and wall time per question (means and p50), at ``--turns`` orchestrator turns.
+
+Run: ``make bench`` or ``python -m benchmarks.bench_robodata [--upserts 300 --questions 10 --turns 8]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from benchmarks.common import WORK, neo4j_with, record
+from metakg import api
+from metakg.config import Settings, load_settings
+from metakg.loaders.embedded_store import EmbeddedStore
+from metakg.schemas.bundle import Bundle, write_bundle
+from metakg.schemas.graph_store import GraphStore
+from metakg.schemas.tables import conform_edges, conform_nodes, empty_edges, empty_nodes
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools import sparql_server
+from tools.wikidata_testdata import write_test_rdf
+
+QUESTIONS = "wikidata/simplequestions_wd_test_answerable.txt"
+LABELS = "wikidata/simplequestions_wd_labels_en.tsv"
+
+
+def fragments(data_dir: Path, n: int) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
+    """``n`` fragments of one node (a real label) and one edge to the previous node."""
+    rows = (data_dir / LABELS).read_text(encoding="utf-8").splitlines()[1 : n + 1]
+    out = []
+    for i, row in enumerate(rows):
+        qid, label = row.split("\t")[:2]
+        nodes = conform_nodes(pl.DataFrame({"id": [f"wd:{qid}"], "name": [label], "type": "entity", "source": "bench"}))
+        if i == 0:
+            edges = empty_edges()
+        else:
+            prev = rows[i - 1].split("\t")[0]
+            edges = conform_edges(
+                pl.DataFrame(
+                    {
+                        "src": [f"wd:{qid}"],
+                        "dst": [f"wd:{prev}"],
+                        "rel": ["related_to"],
+                        "source": "bench",
+                        "confidence": 1.0,
+                    }
+                )
+            )
+        out.append((nodes, edges))
+    return out
+
+
+def upserts_per_second(store: GraphStore, parts: list[tuple[pl.DataFrame, pl.DataFrame]]) -> dict[str, float]:
+    started = time.perf_counter()
+    for nodes, edges in parts:
+        store.upsert(nodes, edges)
+    seconds = time.perf_counter() - started
+    return {"seconds": round(seconds, 2), "nodes_per_s": round(len(parts) / seconds, 1)}
+
+
+def upsert_figures(settings: Settings, data_dir: Path, n: int, neo4j: bool) -> dict[str, Any]:
+    parts = fragments(data_dir, n)
+    figures = {
+        "upserts": len(parts),
+        "embedded": upserts_per_second(EmbeddedStore(empty_nodes(), empty_edges()), parts),
+    }
+    if neo4j:
+        seed = WORK / "robodata_seed"
+        write_bundle(seed, Bundle(parts[0][0], empty_edges()))  # one node: a database with the schema in place
+        with neo4j_with(seed, settings, "robodata_upserts") as (_neo, store, _load_s):
+            figures["neo4j"] = upserts_per_second(store, parts[1:])
+    return figures
+
+
+def per_question(settings: Settings, data_dir: Path, questions: int, turns: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "virtuoso"
+        server = sparql_server.start(home, data_dirs=(data_dir / "wikidata",))
+        try:
+            for path in write_test_rdf(data_dir / "wikidata", home, questions=True):
+                sparql_server.load(server, path)
+            run = settings.model_copy(
+                update={
+                    "wikidata": settings.wikidata.model_copy(update={"endpoint": server.endpoint}),
+                    "qa": settings.qa.with_section("robodata", {"max_turns": turns}),
+                }
+            )
+            out = Path(tmp) / "report"
+            api.evaluate_benchmark(run, data_dir / QUESTIONS, "simplequestions", out, strategies=["robodata"],
+                                   limit=questions, resume=False)  # fmt: skip
+            rows = [pl.read_ndjson(out / "answers-robodata.jsonl").to_dicts()][0]
+        finally:
+            sparql_server.stop(server)
+    stats = [r["trace"]["stats"] for r in rows]
+    usage = [r["usage"] for r in rows]
+
+    def summary(values: list[float]) -> dict[str, float]:
+        return {"mean": round(statistics.mean(values), 2), "p50": round(statistics.median(values), 2)}
+
+    return {
+        "questions": len(rows),
+        "turns": turns,
+        "answered": sum(1 for r in rows if r["status"] == "ok"),
+        "remote_queries": summary([s.get("remote_queries", 0) for s in stats]),
+        "tool_calls": summary([s["tool_calls"] for s in stats]),
+        "llm_calls": summary([u["llm_calls"] for u in usage]),
+        "tokens": summary([u["tokens"] + u["saved_tokens"] for u in usage]),
+        "seconds": summary([u["total_ms"] / 1000 for u in usage]),
+        "nodes_added": summary([s["nodes_added"] for s in stats]),
+        "support_precision": summary([s["support_precision"] or 0.0 for s in stats]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--upserts", type=int, default=300)
+    parser.add_argument("--questions", type=int, default=10)
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--no-neo4j", action="store_true")
+    args = parser.parse_args()
+    settings = load_settings()
+    data_dir = settings.paths.data_dir
+    if data_dir is None:
+        sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR)")
+    figures = {
+        "upserts": upsert_figures(settings, data_dir, args.upserts, not args.no_neo4j),
+        "per_question": per_question(settings, data_dir, args.questions, args.turns),
+    }
+    up = figures["upserts"]
+    print(f"RoboData local graph: {up['upserts']} small upserts (one node and one edge each)")
+    for backend in ("embedded", "neo4j"):
+        if backend in up:
+            print(f"  {backend:<8} {up[backend]['nodes_per_s']:8.1f} nodes/s ({up[backend]['seconds']} s)")
+    q = figures["per_question"]
+    print(f"RoboData per question ({q['questions']} SimpleQuestions-Wikidata, local SmolLM2, {q['turns']} turns)")
+    for key in ("remote_queries", "tool_calls", "llm_calls", "tokens", "seconds", "nodes_added", "support_precision"):
+        print(f"  {key:<18} mean {q[key]['mean']:>9}  p50 {q[key]['p50']:>9}")
+    record("robodata", figures)
+
+
+if __name__ == "__main__":
+    main()
