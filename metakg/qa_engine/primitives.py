@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -263,6 +264,30 @@ _LETTER_PATTERNS = tuple(
         r"\(([A-Z])\)",
     )
 )
+
+
+def json_values(text: str, opens: str = "{[", *, first: bool = False) -> list[Any]:
+    """The JSON values a reply holds, in order, each decoded where one of ``opens`` starts it (a start that does
+    not decode is passed over). ``first``: only the value at the first start, or none when it does not
+    decode."""
+    values: list[Any] = []
+    decoder, at = json.JSONDecoder(), 0
+    while True:
+        starts = [i for i in (text.find(c, at) for c in opens) if i >= 0]
+        if not starts:
+            return values
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text[start:])
+        except json.JSONDecodeError:
+            if first:
+                return values
+            at = start + 1
+            continue
+        values.append(value)
+        if first:
+            return values
+        at = start + end
 
 
 def parse_choice(reply: str, question: Question) -> str | None:

@@ -16,9 +16,10 @@ stays, is told the allowed list, and the refusal is counted). After the turn lim
 
 from __future__ import annotations
 
-import json
 import re
 from enum import StrEnum
+
+from metakg.qa_engine.primitives import json_values
 
 
 class State(StrEnum):
@@ -78,14 +79,9 @@ INSTRUCTIONS: dict[State, str] = {
 def parse_transition(reply: str) -> str | None:
     """The next state a reply names: ``"next_state"`` in a JSON object, else a ``next state: NAME`` line,
     else the last state name in the text; None when it names none."""
-    start = reply.find("{")
-    if start >= 0:
-        try:
-            data, _ = json.JSONDecoder().raw_decode(reply[start:])
-        except json.JSONDecodeError:
-            data = None
-        if isinstance(data, dict) and isinstance(data.get("next_state"), str):
-            return str(data["next_state"]).strip().lower()
+    found = json_values(reply, "{", first=True)
+    if found and isinstance(found[0].get("next_state"), str):
+        return str(found[0]["next_state"]).strip().lower()
     line = re.search(r"next[ _]state\W+([a-z_]+)", reply, re.I)
     if line:
         return line.group(1).lower()

@@ -8,12 +8,12 @@ precision is the share of its claims that are supported.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from metakg.qa_engine.core import ClaimSupport
+from metakg.qa_engine.primitives import json_values
 from metakg.schemas.graph_store import GraphStore
 
 #: the JSON Schema of an answer with support sets, sent as structured output where the endpoint takes one
@@ -56,14 +56,8 @@ def parse_support(reply: str) -> list[ClaimSupport]:
 
 
 def _json_claims(reply: str) -> list[ClaimSupport] | None:
-    start = reply.find("{")
-    if start < 0:
-        return None
-    try:
-        data, _ = json.JSONDecoder().raw_decode(reply[start:])
-    except json.JSONDecodeError:
-        return None
-    items = data.get("sentences") if isinstance(data, dict) else None
+    found = json_values(reply, "{", first=True)
+    items = found[0].get("sentences") if found else None
     if not isinstance(items, list):
         return None
     claims = []

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metakg.errors import MetakgError
+from metakg.qa_engine.primitives import json_values
 from metakg.schemas.graph_store import GraphStore, NodeRecord
 
 #: characters of a tool result shown to the LLM (the trace keeps the whole result)
@@ -110,30 +111,13 @@ def parse_calls(reply: str) -> list[tuple[str, Any]]:
     """The (tool, arguments) calls of a reply: the JSON values in it, each ``{"tool_calls": [...]}``, a list of
     calls, or one call ``{"tool": name, "args": {...}}`` (``name``/``arguments`` also read)."""
     calls: list[tuple[str, Any]] = []
-    for value in _json_values(reply):
+    for value in json_values(reply):
         items = value.get("tool_calls") if isinstance(value, dict) and "tool_calls" in value else value
         for item in items if isinstance(items, list) else [items]:
             name = item.get("tool", item.get("name")) if isinstance(item, dict) else None
             if isinstance(item, dict) and isinstance(name, str):
                 calls.append((name, item.get("args", item.get("arguments", {}))))
     return calls
-
-
-def _json_values(text: str) -> list[Any]:
-    values: list[Any] = []
-    decoder, at = json.JSONDecoder(), 0
-    while True:
-        starts = [i for i in (text.find("{", at), text.find("[", at)) if i >= 0]
-        if not starts:
-            return values
-        start = min(starts)
-        try:
-            value, end = decoder.raw_decode(text[start:])
-        except json.JSONDecodeError:
-            at = start + 1
-            continue
-        values.append(value)
-        at = start + end
 
 
 # ---------------------------------------------------------------------------- local tools (read-only)

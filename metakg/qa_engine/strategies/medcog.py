@@ -25,7 +25,6 @@ run without cases and the trace says so.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -38,7 +37,14 @@ from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
 from metakg.qa_engine.metacog import MONITOR_PROMPT, MONITOR_SCHEMA, ROUTES, Thresholds, parse_assessment, plan
-from metakg.qa_engine.primitives import allowed_types, ask_llm, match_entities, parse_choice, parse_free_answer
+from metakg.qa_engine.primitives import (
+    allowed_types,
+    ask_llm,
+    json_values,
+    match_entities,
+    parse_choice,
+    parse_free_answer,
+)
 from metakg.qa_engine.scot import parse_scot, scot_prompt
 from metakg.qa_engine.strategy import Strategy, StrategySettings, answer_with_evidence
 from metakg.schemas.graph_store import GraphPath
@@ -354,14 +360,10 @@ def parse_pairs(reply: str, limit: int) -> list[tuple[str, str]]:
 
 
 def _json_checks(reply: str) -> list[dict[str, Any]]:
-    start = min((i for i in (reply.find("{"), reply.find("[")) if i >= 0), default=-1)
-    if start < 0:
+    found = json_values(reply, first=True)
+    if not found:
         return []
-    try:
-        data, _ = json.JSONDecoder().raw_decode(reply[start:])
-    except json.JSONDecodeError:
-        return []
-    items = data.get("checks", []) if isinstance(data, dict) else data
+    items = found[0].get("checks", []) if isinstance(found[0], dict) else found[0]
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
