@@ -21,6 +21,7 @@ from metakg.ingest.datasets import DatasetFormat
 from metakg.llm.embedder import LazyEmbedder
 from metakg.qa_engine.calibrate import Candidate, Objective, Outcome, search
 from metakg.qa_engine.casebank import CaseBank
+from metakg.qa_engine.evaluate import list_cost_of
 from metakg.qa_engine.metacog import ROUTES, Assessment
 
 __all__ = ["DEFAULT_GRID", "build_casebank", "calibrate_medcog", "grow_casebank", "grow_from_report"]
@@ -101,7 +102,7 @@ def calibrate_medcog(
     }
     outcomes = {
         route: {
-            r["question_id"]: Outcome(r["correct"] is True, _list_cost(r["usage"]))
+            r["question_id"]: Outcome(r["correct"] is True, list_cost_of(r["usage"]))
             for r in _rows(out_dir / f"answers-medcog[route={route}].jsonl")
         }
         for route in ROUTES
@@ -201,8 +202,3 @@ def grow_from_report(
         for row in _rows(report / f"answers-{label}.jsonl")
     ]
     return grow_casebank(settings, rows, bank, source=report.name, progress=progress)
-
-
-def _list_cost(usage: dict[str, Any]) -> float:
-    """The answer's calls at list price (rows written before list costs: what was billed)."""
-    return float(usage.get("list_cost_usd", usage["cost_usd"]))

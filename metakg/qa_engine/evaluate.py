@@ -232,7 +232,7 @@ def summarise(
     usage = [r["usage"] for r in rows]
     total_ms = [u["total_ms"] for u in usage]
     retrieval_ms = [u["retrieval_ms"] for u in usage]
-    list_cost = sum(u.get("list_cost_usd", u["cost_usd"]) for u in usage)  # rows written before list costs
+    list_cost = sum(list_cost_of(u) for u in usage)
     return {
         "questions": n,
         "correct": correct,
@@ -319,6 +319,12 @@ def _done_rows(path: Path, wanted: set[str], *, keep_failed: bool) -> dict[str, 
             else:
                 done.pop(row["question_id"], None)
     return done
+
+
+def list_cost_of(usage: dict[str, Any]) -> float:
+    """An answer's calls at list price, from its row's ``usage`` (rows written before list costs: what was
+    billed)."""
+    return float(usage.get("list_cost_usd", usage["cost_usd"]))
 
 
 def _safe(name: str) -> str:
