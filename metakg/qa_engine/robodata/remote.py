@@ -82,6 +82,20 @@ class SparqlArgs(ToolArgs):
     limit: int = Field(default=50, ge=1, le=MAX_ROWS)
 
 
+def statement_pattern(entity: str, predicate: str, direction: str) -> str:
+    """The triple pattern linking ``wd:entity`` to ``?other`` by ``predicate``: its own statements (``out``)
+    or statements about it (``in``). ``entity`` must be a validated id."""
+    return f"wd:{entity} {predicate} ?other" if direction == "out" else f"?other {predicate} wd:{entity}"
+
+
+def _terms(source: KnowledgeSource, entity: str) -> list[Binding]:
+    """The English label and description of ``wd:entity`` (a validated id)."""
+    return source.select(
+        f"SELECT ?p ?o WHERE {{ VALUES ?p {{ rdfs:label schema:description }} wd:{entity} ?p ?o . "
+        'FILTER(LANG(?o) = "en") }'
+    )
+
+
 def _label_rows(source: KnowledgeSource, where: str, k: int) -> list[Binding]:
     return source.select(
         f"SELECT DISTINCT ?item ?label ?description WHERE {{ {where} "
@@ -94,10 +108,7 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
     """The read-only remote tools over ``source``."""
 
     def entity(a: EntityArgs) -> Any:
-        terms = source.select(
-            f"SELECT ?p ?o WHERE {{ VALUES ?p {{ rdfs:label schema:description }} wd:{a.id} ?p ?o . "
-            'FILTER(LANG(?o) = "en") }'
-        )
+        terms = _terms(source, a.id)
         claims = source.select(
             f"SELECT ?p (COUNT(?o) AS ?n) (SAMPLE(?o) AS ?example) WHERE {{ wd:{a.id} ?p ?o . "
             f'FILTER(STRSTARTS(STR(?p), "{WDT}")) }} GROUP BY ?p ORDER BY DESC(?n) ?p LIMIT 60'
@@ -117,10 +128,7 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         return {"id": a.id, "label": label, "description": description, "claims": summary}
 
     def prop(a: PropertyArgs) -> Any:
-        rows = source.select(
-            f"SELECT ?p ?o WHERE {{ VALUES ?p {{ rdfs:label schema:description }} wd:{a.id} ?p ?o . "
-            'FILTER(LANG(?o) = "en") }'
-        )
+        rows = _terms(source, a.id)
         if not rows:
             raise KeyError(f"the remote knowledge base has no label for {a.id}")
         return {"id": a.id} | {
@@ -148,7 +156,7 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         ]
 
     def neighbours(a: RemoteNeighbourArgs) -> Any:
-        pattern = f"wd:{a.id} ?p ?other" if a.direction == "out" else f"?other ?p wd:{a.id}"
+        pattern = statement_pattern(a.id, "?p", a.direction)
         only = f"VALUES ?p {{ wdt:{a.property} }} " if a.property else ""
         rows = source.select(
             f"SELECT ?p ?other ?label WHERE {{ {only}{pattern} . FILTER(isIRI(?other)) "

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import polars as pl
 from pydantic import Field, field_validator
 
-from metakg.qa_engine.robodata.remote import WD, EntityArgs, property_id
+from metakg.qa_engine.robodata.remote import WD, EntityArgs, property_id, statement_pattern
 from metakg.qa_engine.robodata.tools import Tool, ToolBox
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.knowledge_source import EntityFetcher
@@ -42,7 +42,7 @@ def update_tools(fetcher: EntityFetcher, local: GraphStore) -> ToolBox:
         return {"node": fragment.nodes["id"][0], "name": fragment.nodes["name"][0]} | added(before)
 
     def fetch_relationships(a: FetchRelationshipsArgs) -> Any:
-        pattern = f"wd:{a.id} wdt:{a.property} ?other" if a.direction == "out" else f"?other wdt:{a.property} wd:{a.id}"
+        pattern = statement_pattern(a.id, f"wdt:{a.property}", a.direction)
         rows = fetcher.select(f"SELECT DISTINCT ?other WHERE {{ {pattern} . FILTER(isIRI(?other)) }} LIMIT {a.limit}")
         linked = [r["other"]["value"][len(WD) :] for r in rows if r["other"]["value"].startswith(WD)]
         if not linked:
