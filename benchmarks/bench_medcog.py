@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -43,10 +42,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from benchmarks.common import WORK, neo4j_with, record
+from benchmarks.common import WORK, neo4j_with, record, settings_and_data
 from benchmarks.primekg_real import write_real_kg
 from metakg import api
-from metakg.config import Settings, load_settings
+from metakg.config import Settings
 from metakg.ingest.primekg_synthetic import generate
 from metakg.llm.client import ChatRequest
 from metakg.llm.scripted import ScriptedClient
@@ -219,10 +218,7 @@ def main() -> None:
     parser.add_argument("--no-neo4j", action="store_true")
     parser.add_argument("--no-llm", action="store_true", help="retrieval figures only")
     args = parser.parse_args()
-    settings = load_settings()
-    data_dir = settings.paths.data_dir
-    if data_dir is None:
-        sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR)")
+    settings, data_dir = settings_and_data()
     real = real_bundle(settings, data_dir)
     figures: dict[str, Any] = {
         "real": graph_figures(real, settings, args.questions, "real", not args.no_neo4j),

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import WORK, record
-from metakg.config import Neo4jSettings, load_settings
+from benchmarks.common import WORK, record, settings_and_data
+from metakg.config import Neo4jSettings
 from metakg.ingest.primekg import read_primekg
 from metakg.ingest.primekg_synthetic import generate
 from metakg.loaders import cypher
@@ -45,10 +45,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=0.02)
     parser.add_argument("--per-row-limit", type=int, default=5000, help="relationships loaded one by one")
     args = parser.parse_args()
-    settings = load_settings()
-    data_dir = settings.paths.data_dir
-    if data_dir is None:
-        sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR) for the PrimeKG count tables")
+    settings, data_dir = settings_and_data(" for the PrimeKG count tables")
     sample = generate(WORK / f"neo4j_sample_{args.scale}", data_dir / "primekg", scale=args.scale)
     raw, _report = read_primekg(sample.path)
     bundle, _validation = validate(raw, default_vocabulary().names, run_gx=False)

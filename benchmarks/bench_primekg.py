@@ -16,8 +16,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.common import WORK, record
-from metakg.config import load_settings
+from benchmarks.common import WORK, record, settings_and_data
 from metakg.ingest.primekg_synthetic import generate
 
 METAKG_CODE = """
@@ -51,10 +50,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--scale", type=float, default=1.0)
     args = parser.parse_args()
-    settings = load_settings()
-    data_dir = settings.paths.data_dir
-    if data_dir is None:
-        sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR) for the PrimeKG count tables")
+    _settings, data_dir = settings_and_data(" for the PrimeKG count tables")
     folder = WORK / f"primekg_scale_{args.scale}"
     kg = folder / "synthetic_primekg_kg.csv"
     if not kg.exists():

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from benchmarks.common import WORK, neo4j_with, record, skewed_endpoints
+from benchmarks.common import WORK, neo4j_with, record, settings_and_data, skewed_endpoints
 from metakg import api
-from metakg.config import Settings, load_settings
+from metakg.config import Settings
 from metakg.llm import local_server
 from metakg.llm.usage import percentile
 from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
@@ -168,10 +168,7 @@ def main() -> None:
     parser.add_argument("--llm-questions", type=int, default=10)
     parser.add_argument("--no-neo4j", action="store_true")
     args = parser.parse_args()
-    settings = load_settings()
-    data_dir = settings.paths.data_dir
-    if data_dir is None:
-        sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR)")
+    settings, data_dir = settings_and_data()
     questions, _read = api.read_questions(data_dir / PILOT_QUESTIONS, "pilot", limit=args.questions)
     csqa = csqa_bundle(settings, data_dir)
     big = big_bundle(settings, data_dir, csqa, args.nodes, args.edges)

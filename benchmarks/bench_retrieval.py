@@ -20,13 +20,12 @@ Run: ``make bench`` or ``python -m benchmarks.bench_retrieval``.
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import WORK, record
+from benchmarks.common import WORK, record, settings_and_data
 from metakg import api
-from metakg.config import Settings, load_settings
+from metakg.config import Settings
 
 CSQA_KG = "metakgrag_pilot/commonsenseqa__knowledge_graph.txt"
 CSQA_QUESTIONS = "metakgrag_pilot/commonsenseqa__commonsenseqa.json"
@@ -90,10 +89,7 @@ def runs(settings: Settings, questions: Path, fmt: str, graph: Path, skip: int, 
 
 
 def main() -> None:
-    settings = load_settings()
-    data_dir = settings.paths.data_dir
-    if data_dir is None:
-        sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR)")
+    settings, data_dir = settings_and_data()
     figures: dict[str, Any] = {"budget_entities": 10}
     csqa = bundle(settings, data_dir / CSQA_KG, "commonsenseqa")
     figures["commonsenseqa_heldout_501_700"] = runs(settings, data_dir / CSQA_QUESTIONS, "pilot", csqa, 500, "csqa")

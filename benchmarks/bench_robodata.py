@@ -24,9 +24,9 @@ from typing import Any
 
 import polars as pl
 
-from benchmarks.common import WORK, neo4j_with, record
+from benchmarks.common import WORK, neo4j_with, record, settings_and_data
 from metakg import api
-from metakg.config import Settings, load_settings
+from metakg.config import Settings
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.schemas.bundle import Bundle, write_bundle
 from metakg.schemas.graph_store import GraphStore
@@ -134,10 +134,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--no-neo4j", action="store_true")
     args = parser.parse_args()
-    settings = load_settings()
-    data_dir = settings.paths.data_dir
-    if data_dir is None:
-        sys.exit("needs the shared data directory (METAKG_PATHS__DATA_DIR)")
+    settings, data_dir = settings_and_data()
     figures = {
         "upserts": upsert_figures(settings, data_dir, args.upserts, not args.no_neo4j),
         "per_question": per_question(settings, data_dir, args.questions, args.turns),

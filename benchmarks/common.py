@@ -55,6 +55,16 @@ def skewed_endpoints(rng: np.random.Generator, n_nodes: int, n_edges: int) -> tu
     return perm[src], perm[dst]
 
 
+def settings_and_data(purpose: str = "") -> tuple[Any, Path]:
+    """The settings and the shared data directory; exits with a message when no data directory is set."""
+    from metakg.config import load_settings
+
+    settings = load_settings()
+    if settings.paths.data_dir is None:
+        sys.exit(f"needs the shared data directory (METAKG_PATHS__DATA_DIR){purpose}")
+    return settings, settings.paths.data_dir
+
+
 def record(name: str, figures: dict[str, Any]) -> Path:
     """Write the figures to benchmarks/results/<name>.json (with the machine and time) and return the path."""
     RESULTS.mkdir(parents=True, exist_ok=True)
