@@ -120,6 +120,7 @@ class StrategyContract:
         def stable(answer: Answer) -> dict[str, Any]:
             data = answer.to_dict()
             data["usage"] = {k: v for k, v in data["usage"].items() if not k.endswith("_ms")}
+            data["usage"]["calls"] = [{k: v for k, v in c.items() if k != "latency_ms"} for c in data["usage"]["calls"]]
             return data
 
         first, _ = self.answer()

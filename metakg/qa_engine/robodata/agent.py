@@ -7,12 +7,11 @@ Per turn the prompt holds the state's instructions, its tools, the allowed next 
 graph (nodes and relation types, then triples, cut to a word budget), the turn-urgency note as turns run
 out and, with metacognition on, the latest corrective plan. Every call, result, transition, refusal and
 summary is in the trace; the statistics follow the paper's tables (iterations, tool calls by tool, nodes
-and edges added).
+and edges added; the time is the answer's ``usage``).
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -148,7 +147,6 @@ class Agent:
 
     async def run(self, query: str) -> AgentResult:
         """Walk the state machine from local evaluation to an answer."""
-        started = time.perf_counter()
         memory, steps, calls = Memory(), [], Counter[str]()
         start_counts = self.local.counts()
         state, refusals, observation, forced = State.LOCAL_EVALUATION, 0, "", False
@@ -199,7 +197,6 @@ class Agent:
             "memory_summaries": len(memory.summaries),
             "support_precision": precision(claims),
             "forced_answer": forced,
-            "seconds": round(time.perf_counter() - started, 2),
         }
         trace = {"steps": steps, "memory_summaries": memory.summaries, "answer_reply": answer_reply[:4000]}
         return AgentResult(claims, forced, trace, stats)
