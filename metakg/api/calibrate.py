@@ -158,10 +158,9 @@ def build_casebank(
         raise UsageError(f"a case bank is built from the scot or scot_kg route, not {route!r}.")
     run_settings = settings.model_copy(update={"qa": settings.qa.with_section("medcog", {"route": route})})
     work = out / "build"
-    graphless = route == "scot" and bundle is None and not neo4j  # SCoT alone reads no graph
     evaluate_benchmark(
         run_settings, path, fmt, work, strategies=["medcog"], limit=limit, bundle=bundle, neo4j=neo4j,
-        graphless=graphless, progress=progress, tick=tick,
+        graphless=route == "scot", progress=progress, tick=tick,  # SCoT alone reads no graph
     )  # fmt: skip
     rows = _rows(work / "answers-medcog.jsonl")  # the run is named by its spec; its route is fixed in settings
     return grow_casebank(settings, rows, out, source=path.name, progress=progress)
