@@ -3,7 +3,9 @@
 - **Upserts**: the agent's update tools write a few nodes and edges at a time. This benchmark upserts
   ``--upserts`` small fragments (one node and one edge to an earlier node each) of real Wikidata labels into
   an empty embedded store and into an empty Neo4j database, one after the other, side by side, and reports
-  nodes per second.
+  nodes per second; then into an embedded store already holding a random ``--base``-node graph, with and
+  without a neighbour read after each upsert. The former upsert (merge the whole graph, index it again) runs
+  beside each embedded figure as the reference.
 - **Per question**: the first ``--questions`` SimpleQuestions-Wikidata test questions with the local
   SmolLM2 server against a local Virtuoso loaded with the SimpleQuestions-Wikidata answer triples and the
   RoboData experiment KGs (Debian's virtuoso-opensource, as in the tests): remote queries, tool calls,
@@ -22,13 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from benchmarks.common import WORK, neo4j_with, record, settings_and_data
 from metakg import api
 from metakg.config import Settings
 from metakg.loaders.embedded_store import EmbeddedStore
-from metakg.schemas.bundle import Bundle, write_bundle
+from metakg.schemas.bundle import Bundle, merge_bundles, write_bundle
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.tables import conform_edges, conform_nodes, empty_edges, empty_nodes
 
@@ -74,12 +77,51 @@ def upserts_per_second(store: GraphStore, parts: list[tuple[pl.DataFrame, pl.Dat
     return {"seconds": round(seconds, 2), "nodes_per_s": round(len(parts) / seconds, 1)}
 
 
-def upsert_figures(settings: Settings, data_dir: Path, n: int, neo4j: bool) -> dict[str, Any]:
+class ReindexingStore(EmbeddedStore):
+    """The embedded store's former upsert, kept here as the reference: merge the whole graph with the
+    upsert and index it all again."""
+
+    def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
+        merged = merge_bundles([self.bundle(), Bundle(nodes, edges)])
+        self._index(conform_nodes(merged.nodes), conform_edges(merged.edges))
+
+
+def base_graph(n_nodes: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A random graph of ``n_nodes`` nodes and twice as many edges, under ids the fragments do not use."""
+    rng = np.random.default_rng(7)
+    ids = [f"kg:base/{i}" for i in range(n_nodes)]
+    nodes = conform_nodes(pl.DataFrame({"id": ids, "name": ids, "type": "entity", "source": "bench"}))
+    src, dst = rng.integers(0, n_nodes, 2 * n_nodes), rng.integers(0, n_nodes, 2 * n_nodes)
+    ends = {"src": [ids[i] for i in src], "dst": [ids[i] for i in dst]}
+    edges = conform_edges(pl.DataFrame(ends | {"rel": "related_to", "source": "bench", "confidence": 1.0}))
+    edges = edges.unique("id", keep="first", maintain_order=True)
+    return nodes, edges
+
+
+def interleaved_per_second(store: GraphStore, parts: list[tuple[pl.DataFrame, pl.DataFrame]]) -> dict[str, float]:
+    """Upserts each followed by a read of the new node's neighbours (the agent's pattern)."""
+    started = time.perf_counter()
+    for nodes, edges in parts:
+        store.upsert(nodes, edges)
+        store.neighbours(nodes["id"][0])
+    seconds = time.perf_counter() - started
+    return {"seconds": round(seconds, 2), "nodes_per_s": round(len(parts) / seconds, 1)}
+
+
+def upsert_figures(settings: Settings, data_dir: Path, n: int, neo4j: bool, base: int) -> dict[str, Any]:
     parts = fragments(data_dir, n)
-    figures = {
+    figures: dict[str, Any] = {
         "upserts": len(parts),
         "embedded": upserts_per_second(EmbeddedStore(empty_nodes(), empty_edges()), parts),
+        "reindexing": upserts_per_second(ReindexingStore(empty_nodes(), empty_edges()), parts),
     }
+    if base:
+        nodes, edges = base_graph(base)
+        figures["base_nodes"], figures["base_edges"] = nodes.height, edges.height
+        figures["embedded_on_base"] = upserts_per_second(EmbeddedStore(nodes, edges), parts)
+        figures["embedded_on_base_with_reads"] = interleaved_per_second(EmbeddedStore(nodes, edges), parts)
+        few = parts[: max(1, n // 10)]  # the reference is slow on a large base: a tenth of the upserts
+        figures["reindexing_on_base"] = upserts_per_second(ReindexingStore(nodes, edges), few)
     if neo4j:
         seed = WORK / "robodata_seed"
         write_bundle(seed, Bundle(parts[0][0], empty_edges()))  # one node: a database with the schema in place
@@ -132,18 +174,27 @@ def main() -> None:
     parser.add_argument("--upserts", type=int, default=300)
     parser.add_argument("--questions", type=int, default=10)
     parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--base", type=int, default=100_000, help="Nodes of the large base graph (0: none).")
     parser.add_argument("--no-neo4j", action="store_true")
     args = parser.parse_args()
     settings, data_dir = settings_and_data()
     figures = {
-        "upserts": upsert_figures(settings, data_dir, args.upserts, not args.no_neo4j),
+        "upserts": upsert_figures(settings, data_dir, args.upserts, not args.no_neo4j, args.base),
         "per_question": per_question(settings, data_dir, args.questions, args.turns),
     }
     up = figures["upserts"]
     print(f"RoboData local graph: {up['upserts']} small upserts (one node and one edge each)")
-    for backend in ("embedded", "neo4j"):
-        if backend in up:
-            print(f"  {backend:<8} {up[backend]['nodes_per_s']:8.1f} nodes/s ({up[backend]['seconds']} s)")
+    labels = {
+        "embedded": "embedded, empty start",
+        "reindexing": "embedded, re-indexing each upsert (reference), empty start",
+        "neo4j": "Neo4j, empty start",
+        "embedded_on_base": f"embedded, on a {up.get('base_nodes', 0):,}-node base",
+        "embedded_on_base_with_reads": "embedded, same base, a neighbour read after each upsert",
+        "reindexing_on_base": "embedded, re-indexing each upsert (reference), same base",
+    }
+    for key, label in labels.items():
+        if key in up:
+            print(f"  {label:<62} {up[key]['nodes_per_s']:8.1f} nodes/s ({up[key]['seconds']} s)")
     q = figures["per_question"]
     print(f"RoboData per question ({q['questions']} SimpleQuestions-Wikidata, local SmolLM2, {q['turns']} turns)")
     for key in ("remote_queries", "tool_calls", "llm_calls", "tokens", "seconds", "nodes_added", "support_precision"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +36,7 @@ from metakg.schemas.graph_store import (
 from metakg.schemas.tables import conform_edges, conform_nodes, match_key, match_key_expr
 
 IntArray = npt.NDArray[np.int64]
+_T = TypeVar("_T", bound=np.generic)
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,16 @@ class _Csr:
         ptr = np.zeros(n_nodes + 1, dtype=np.int64)
         np.cumsum(np.bincount(a, minlength=n_nodes), out=ptr[1:])
         return cls(ptr=ptr, nbr=b[order], eid=eid[order], rel=rel[order])
+
+    def grown(self, n_nodes: int, a: IntArray, b: IntArray, eid: IntArray, rel: IntArray, at: IntArray) -> _Csr:
+        """This adjacency over ``n_nodes`` nodes (at least as many as now) with entries added: entry ``k`` goes
+        from node ``a[k]`` to ``b[k]`` and is inserted before position ``at[k]`` of the current arrays (entries
+        sharing a position keep their order). No sort of the existing entries: a copy of each array."""
+        ptr = _padded(self.ptr, n_nodes)
+        ptr[1:] += np.cumsum(np.bincount(a, minlength=n_nodes))
+        return _Csr(
+            ptr=ptr, nbr=np.insert(self.nbr, at, b), eid=np.insert(self.eid, at, eid), rel=np.insert(self.rel, at, rel)
+        )
 
     @cached_property
     def addresses(self) -> tuple[int, int, int, int]:
@@ -72,12 +83,13 @@ class _Csr:
         return base + np.arange(total), frontier[owner]
 
 
-@dataclass(frozen=True)
 class _Dictionary:
-    """A string column as distinct values plus one int32 code per row: record reads without polars calls."""
+    """A string column as distinct values plus one int32 code per row: record reads without polars calls.
+    It grows with appended rows and takes changed rows in place (upserts)."""
 
-    values: list[str | None]
-    codes: npt.NDArray[np.int32]
+    def __init__(self, values: list[str | None], codes: npt.NDArray[np.int32]) -> None:
+        self.values, self.codes = values, codes
+        self._code = {v: i for i, v in enumerate(values)}
 
     @classmethod
     def encode(cls, column: pl.Series) -> _Dictionary:
@@ -86,9 +98,36 @@ class _Dictionary:
         codes = column.to_frame().join(lookup, on=column.name, how="left", nulls_equal=True, maintain_order="left")
         return cls(values=values.to_list(), codes=codes["_code"].to_numpy())
 
+    def _codes_of(self, values: list[str | None]) -> npt.NDArray[np.int32]:
+        for v in values:
+            if v not in self._code:
+                self._code[v] = len(self.values)
+                self.values.append(v)
+        return np.asarray([self._code[v] for v in values], dtype=np.int32)
+
+    def append(self, values: list[str | None]) -> None:
+        """Codes for rows added at the end."""
+        self.codes = np.concatenate([self.codes, self._codes_of(values)])
+
+    def set(self, rows: IntArray, values: list[str | None]) -> None:
+        """New values for existing rows."""
+        self.codes = _set(self.codes, rows, self._codes_of(values))
+
     def __getitem__(self, row: int) -> str | None:
         value: str | None = self.values[self.codes[row]]
         return value
+
+
+def _padded(ptr: IntArray, n_nodes: int) -> IntArray:
+    """A copy of the CSR pointers ``ptr`` for ``n_nodes`` nodes: the nodes added have no entries."""
+    return np.concatenate([ptr, np.full(n_nodes + 1 - len(ptr), ptr[-1], dtype=np.int64)])
+
+
+def _set(array: npt.NDArray[_T], rows: IntArray, values: npt.NDArray[Any]) -> npt.NDArray[_T]:
+    """``array`` with ``values`` at ``rows``, copied first when it is a read-only view of a polars column."""
+    out = array if array.flags.writeable else array.copy()
+    out[rows] = values
+    return out
 
 
 def _strings(value: pl.Series | None) -> tuple[str, ...]:
@@ -158,21 +197,54 @@ class EmbeddedStore(ClosingStore):
         )
         s = ends["_s"].to_numpy().astype(np.int64)
         d = ends["_d"].to_numpy().astype(np.int64)
-        e = np.arange(edges.height, dtype=np.int64)
-        n = nodes.height
-        self._src, self._dst = s, d
-        self._out = _Csr.build(n, s, d, e, rel)
-        self._in = _Csr.build(n, d, s, e, rel)
-        self._both = _Csr.build(
-            n, np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([e, e]), np.concatenate([rel, rel])
-        )
-        self._rel_of_edge = rel
+        self._src, self._dst, self._rel_of_edge = s, d, rel
         self._cache_columns(nodes, edges)
-        library = load_library() if self._compiled else None
-        self._core = PathCore(library, n) if library is not None else None
+        self._library = load_library() if self._compiled else None
+        self._reset_derived()
         self._names: dict[str, list[int]] | None = None
         self._keys: dict[str, list[int]] | None = None
         self._vectors: npt.NDArray[np.float32] | None = None
+        self._edge_rows: dict[str, int] | None = None
+        self._csr()  # built now, so the first traversal does not pay for it
+
+    def _reset_derived(self) -> None:
+        """Drop the adjacency and the path core; the next traversal builds them for the graph as it is now.
+        (After an upsert appends rows, the next traversal grows the adjacency it has instead.)"""
+        self._adjacency: tuple[_Csr, _Csr, _Csr] | None = None
+        self._path_core: PathCore | None = None
+
+    def _csr(self) -> tuple[_Csr, _Csr, _Csr]:
+        if self._adjacency is not None and (len(self._adjacency[0].ptr) - 1, len(self._adjacency[0].eid)) != (
+            len(self._ids),
+            len(self._src),
+        ):  # rows were appended since: the adjacency takes them in (no new rows: nothing to do)
+            self._adjacency = self._grown_adjacency(self._adjacency, len(self._adjacency[0].eid))
+        if self._adjacency is None:
+            s, d, rel, n = self._src, self._dst, self._rel_of_edge, len(self._ids)
+            e = np.arange(len(s), dtype=np.int64)
+            both = _Csr.build(
+                n, np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([e, e]), np.concatenate([rel, rel])
+            )
+            self._adjacency = (_Csr.build(n, s, d, e, rel), _Csr.build(n, d, s, e, rel), both)
+        return self._adjacency
+
+    @property
+    def _out(self) -> _Csr:
+        return self._csr()[0]
+
+    @property
+    def _in(self) -> _Csr:
+        return self._csr()[1]
+
+    @property
+    def _both(self) -> _Csr:
+        return self._csr()[2]
+
+    @property
+    def _core(self) -> PathCore | None:
+        if self._library is not None and self._path_core is None:
+            self._path_core = PathCore(self._library, len(self._ids))
+        return self._path_core
 
     def _cache_columns(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
         """Per-column caches that make a record a handful of array reads instead of polars calls."""
@@ -562,6 +634,158 @@ class EmbeddedStore(ClosingStore):
         return Subgraph(nodes=self._nodes.filter(pl.Series(keep)), edges=self._edges.filter(pl.Series(edge_mask)))
 
     def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
-        """Add or update nodes and edges, then re-index (merge semantics of :func:`merge_bundles`)."""
-        merged = merge_bundles([Bundle(self._nodes, self._edges), Bundle(conform_nodes(nodes), conform_edges(edges))])
-        self._index(merged.nodes, merged.edges)
+        """Add or update nodes (by id) and edges (by edge id) with the merge semantics of :func:`merge_bundles`.
+
+        Only the rows given are merged with the rows they update; new rows are appended and the indexes grow
+        with them, so the cost follows the size of the upsert, not of the graph. Rows the merge leaves as they
+        were are not rewritten. After new rows, the adjacency arrays are rebuilt by the next traversal (not by
+        the upsert), so many upserts in a row pay for one rebuild.
+
+        Raises:
+            StoreError: a null node id, or an edge whose endpoint is neither in the graph nor in ``nodes``
+                (nothing is changed then).
+        """
+        nodes, edges = conform_nodes(nodes), conform_edges(edges)
+        if nodes["id"].null_count():
+            raise StoreError("an upserted node has no id; every node needs one.")
+        edge_rows = self._edge_index()
+        node_ids = nodes["id"].unique(maintain_order=True).to_list()
+        edge_ids = edges["id"].unique(maintain_order=True).to_list()
+        old_node_rows = np.asarray([self._idx[i] for i in node_ids if i in self._idx], dtype=np.int64)
+        old_edge_rows = np.asarray([edge_rows[i] for i in edge_ids if i in edge_rows], dtype=np.int64)
+        old_nodes = self._nodes[old_node_rows] if len(old_node_rows) else self._nodes.clear()
+        old_edges = self._edges[old_edge_rows] if len(old_edge_rows) else self._edges.clear()
+        merged = merge_bundles([Bundle(old_nodes, old_edges), Bundle(nodes, edges)])
+        # the merge keeps first appearances first: the updated rows, in the order gathered, then the new ones
+        merged_nodes, merged_edges = conform_nodes(merged.nodes), conform_edges(merged.edges)
+        new_nodes, new_edges = merged_nodes[len(old_node_rows) :], merged_edges[len(old_edge_rows) :]
+        added = set(new_nodes["id"].to_list())
+        for e, src, dst in new_edges.select("id", "src", "dst").iter_rows():
+            for end in (src, dst):
+                if end not in self._idx and end not in added:
+                    raise StoreError(f"edge {e} points at node {end!r}, which is neither in the graph nor upserted.")
+        self._update_nodes(old_node_rows, old_nodes, merged_nodes[: len(old_node_rows)])
+        self._update_edges(old_edge_rows, old_edges, merged_edges[: len(old_edge_rows)])
+        if new_nodes.height:
+            self._append_nodes(new_nodes)
+        if new_edges.height:
+            self._append_edges(new_edges)
+
+    def _edge_index(self) -> dict[str, int]:
+        if self._edge_rows is None:
+            self._edge_rows = {e: i for i, e in enumerate(self._edges["id"].to_list())}
+        return self._edge_rows
+
+    @staticmethod
+    def _changed(rows: IntArray, old: pl.DataFrame, merged: pl.DataFrame) -> tuple[IntArray, pl.DataFrame]:
+        """The rows (and their merged values) that the merge changed."""
+        keep = [a != b for a, b in zip(old.rows(), merged.rows(), strict=True)]
+        return rows[np.asarray(keep, dtype=bool)], merged.filter(pl.Series(keep, dtype=pl.Boolean))
+
+    @staticmethod
+    def _appended(frame: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+        """``frame`` with ``rows`` appended as a new chunk (the chunks are joined now and then)."""
+        out = pl.concat([frame, rows], how="vertical", rechunk=False)
+        return out.rechunk() if out.n_chunks() > 32 else out
+
+    def _update_nodes(self, rows: IntArray, old: pl.DataFrame, merged: pl.DataFrame) -> None:
+        rows, merged = self._changed(rows, old, merged)
+        if not len(rows):
+            return
+        self._nodes = self._nodes.update(merged, on="id", how="left", include_nulls=True)
+        for r, name in zip(rows.tolist(), merged["name"].to_list(), strict=True):
+            self._names_list[r] = name  # a merge keeps the first name, so the vectors stay valid
+        self._node_type.set(rows, merged["type"].to_list())
+        self._node_source.set(rows, merged["source"].to_list())
+        self._has_description = _set(self._has_description, rows, merged["description"].is_not_null().to_numpy())
+        self._n_aliases = _set(self._n_aliases, rows, merged["aliases"].list.len().to_numpy())
+        self._n_xrefs = _set(self._n_xrefs, rows, merged["xrefs"].list.len().to_numpy())
+        self._node_cols = {name: self._nodes.get_column(name) for name in self._node_cols}
+        self._names = self._keys = None  # a merge adds aliases; the name index is rebuilt on the next lookup
+
+    def _append_nodes(self, new: pl.DataFrame) -> None:
+        start = len(self._ids)
+        ids = new["id"].to_list()
+        self._nodes = self._appended(self._nodes, new)
+        self._ids.extend(ids)
+        self._idx.update((node_id, start + k) for k, node_id in enumerate(ids))
+        self._names_list.extend(new["name"].to_list())
+        self._node_type.append(new["type"].to_list())
+        self._node_source.append(new["source"].to_list())
+        self._has_description = np.concatenate([self._has_description, new["description"].is_not_null().to_numpy()])
+        self._n_aliases = np.concatenate([self._n_aliases, new["aliases"].list.len().to_numpy()])
+        self._n_xrefs = np.concatenate([self._n_xrefs, new["xrefs"].list.len().to_numpy()])
+        self._node_cols = {name: self._nodes.get_column(name) for name in self._node_cols}
+        if self._names is not None and self._keys is not None:
+            for k, (name, aliases) in enumerate(new.select("name", "aliases").iter_rows()):
+                for text in [name, *(aliases or [])]:
+                    if text is not None:
+                        self._names.setdefault(text, []).append(start + k)
+                        self._keys.setdefault(match_key(text), []).append(start + k)
+        if self._vectors is not None:
+            self._vectors = (
+                np.vstack([self._vectors, self._embedder.embed(new["name"].to_list())])
+                if self._embedder is not None
+                else None
+            )
+        self._path_core = None  # its scratch is sized by the node count
+
+    def _update_edges(self, rows: IntArray, old: pl.DataFrame, merged: pl.DataFrame) -> None:
+        rows, merged = self._changed(rows, old, merged)
+        if not len(rows):
+            return
+        self._edges = self._edges.update(merged, on="id", how="left", include_nulls=True)
+        self._edge_display.set(rows, merged["display"].to_list())
+        self._edge_source.set(rows, merged["source"].to_list())
+        self._confidence = _set(self._confidence, rows, merged["confidence"].to_numpy())
+        self._count = _set(self._count, rows, merged["count"].fill_null(1).to_numpy())
+
+    def _append_edges(self, new: pl.DataFrame) -> None:
+        start = self._edges.height
+        for r in new["rel"].unique(maintain_order=True).to_list():
+            if r not in self._rel_code:
+                self._rel_code[r] = len(self._rels)
+                self._rels.append(r)
+        self._src = np.concatenate([self._src, np.asarray([self._idx[x] for x in new["src"].to_list()], np.int64)])
+        self._dst = np.concatenate([self._dst, np.asarray([self._idx[x] for x in new["dst"].to_list()], np.int64)])
+        rel = np.asarray([self._rel_code[r] for r in new["rel"].to_list()], dtype=np.int64)
+        self._rel_of_edge = np.concatenate([self._rel_of_edge, rel])
+        self._edges = self._appended(self._edges, new)
+        self._edge_display.append(new["display"].to_list())
+        self._edge_source.append(new["source"].to_list())
+        self._confidence = np.concatenate([self._confidence, new["confidence"].to_numpy()])
+        self._count = np.concatenate([self._count, new["count"].fill_null(1).to_numpy()])
+        ids = new["id"].to_list()
+        if self._edge_id_bytes is not None:
+            fresh = [e.encode("utf-8") for e in ids]
+            width = max(max(map(len, fresh)), self._edge_id_bytes.dtype.itemsize)
+            known = self._edge_id_bytes.astype(f"S{width}")
+            self._edge_id_bytes = np.concatenate([known, np.asarray(fresh, f"S{width}")]) if width <= 64 else None
+        if self._edge_rows is not None:
+            self._edge_rows.update((e, start + k) for k, e in enumerate(ids))
+
+    def _grown_adjacency(self, adjacency: tuple[_Csr, _Csr, _Csr], start: int) -> tuple[_Csr, _Csr, _Csr]:
+        """The adjacency with the edges from row ``start`` on added, placed exactly where a fresh build puts
+        them: after a node's earlier entries of the same kind (a node's entries in ``both`` are its
+        out-entries, then its in-entries, each in edge order)."""
+        out, into, both = adjacency
+        s, d, rel = self._src[start:], self._dst[start:], self._rel_of_edge[start:]
+        e = np.arange(start, start + len(s), dtype=np.int64)
+        by_s, by_d = np.argsort(s, kind="stable"), np.argsort(d, kind="stable")
+        s_o, d_o, e_o, r_o = s[by_s], d[by_s], e[by_s], rel[by_s]
+        d_i, s_i, e_i, r_i = d[by_d], s[by_d], e[by_d], rel[by_d]
+        n = len(self._ids)
+        out_ptr, in_ptr, both_ptr = _padded(out.ptr, n), _padded(into.ptr, n), _padded(both.ptr, n)
+        out_degree = out_ptr[1:] - out_ptr[:-1]
+        # in ``both``, by node, then its out-entries before its in-entries: nodes without entries share an
+        # insertion position with the next node, so the order, not only the position, must be right
+        owner, other = np.concatenate([s_o, d_i]), np.concatenate([d_o, s_i])
+        eids, rels = np.concatenate([e_o, e_i]), np.concatenate([r_o, r_i])
+        kind = np.concatenate([np.zeros(len(s_o), np.int64), np.ones(len(d_i), np.int64)])
+        at = np.concatenate([both_ptr[s_o] + out_degree[s_o], both_ptr[d_i + 1]])
+        order = np.lexsort((eids, kind, owner))
+        return (
+            out.grown(n, s_o, d_o, e_o, r_o, out_ptr[s_o + 1]),
+            into.grown(n, d_i, s_i, e_i, r_i, in_ptr[d_i + 1]),
+            both.grown(n, owner[order], other[order], eids[order], rels[order], at[order]),
+        )

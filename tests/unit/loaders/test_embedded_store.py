@@ -150,3 +150,103 @@ def test_upsert_after_precomputed_embeddings_embeds_only_new_nodes(embedder: Emb
     hits = store.search("a cup of green tea", mode="embedding", k=1)
     assert hits[0].node.name == "green tea"
     assert calls == [["green tea"], ["a cup of green tea"]]  # the 10 precomputed names were not embedded again
+
+
+def _batch(rng: np.random.Generator, n_pool: int, step: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A small upsert: a few nodes from a pool (some new, some known, with new aliases, descriptions and
+    xrefs) and edges among them (some repeated, with another confidence and record id)."""
+    picked = sorted({int(i) for i in rng.integers(0, n_pool, 3)})
+    ids = [f"kg:r/{i}" for i in picked]
+    nodes = conform_nodes(
+        pl.DataFrame(
+            {
+                "id": ids,
+                "name": [f"node {i}" for i in picked],
+                "type": "concept",
+                "source": "r",
+                "description": [f"seen at step {step}" if rng.random() < 0.5 else None for _ in ids],
+                "aliases": [[f"alias {i}.{step}"] for i in picked],
+                "xrefs": [[f"x:{i}"] for i in picked],
+                "retrieved_at": None,
+            }
+        )
+    )
+    pairs = [(a, b) for a in ids for b in ids if a != b and rng.random() < 0.5]
+    edges = conform_edges(
+        pl.DataFrame(
+            {
+                "src": [a for a, _ in pairs],
+                "dst": [b for _, b in pairs],
+                "rel": [rng.choice(["a", "b", "new"]) for _ in pairs],
+                "source": "r",
+                "confidence": [float(rng.random()) for _ in pairs],
+                "record_ids": [[f"rec{step}"] for _ in pairs],
+            },
+            schema_overrides={"src": pl.String, "dst": pl.String, "rel": pl.String, "record_ids": pl.List(pl.String)},
+        )
+    )
+    return nodes, edges
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_many_small_upserts_equal_one_store_built_from_the_merge(seed: int) -> None:
+    """Incremental upserts (rows merged in place, new rows appended, adjacency rebuilt lazily) leave the same
+    graph, answering the same neighbours, paths and name lookups, as a store built once from the merge."""
+    from metakg.schemas.bundle import merge_bundles
+
+    base_nodes, base_edges = random_graph(60, 80, seed)
+    store = EmbeddedStore(base_nodes, base_edges)
+    rng = np.random.default_rng(seed)
+    batches = []
+    for step in range(60):
+        batch = _batch(rng, 90, step)
+        batches.append(Bundle(*batch))
+        store.upsert(*batch)
+        if step % 7 == 0:  # reads between writes: the lazy indexes must follow the writes
+            store.neighbours("kg:r/0")
+            store.search("node 3", mode="exact")
+    merged = merge_bundles([Bundle(base_nodes, base_edges), *batches])
+    fresh = EmbeddedStore(conform_nodes(merged.nodes), conform_edges(merged.edges))
+    got, want = store.bundle(), fresh.bundle()
+    aliases = pl.col("aliases").list.sort()  # the merge's set difference does not keep the aliases' order
+    assert got.nodes.with_columns(aliases).sort("id").equals(want.nodes.with_columns(aliases).sort("id"))
+    assert got.edges.sort("id").equals(want.edges.sort("id"))
+    ids = want.nodes["id"].to_list()
+    assert len(ids) > 60  # new nodes arrived
+    for side in ("_out", "_in", "_both"):  # the grown adjacency is the one a fresh build makes, entry for entry
+        mine, theirs = getattr(store, side), getattr(fresh, side)
+        assert all(np.array_equal(getattr(mine, f), getattr(theirs, f)) for f in ("ptr", "nbr", "eid"))
+    rnd = random.Random(seed)
+    for node_id in rnd.sample(ids, 20):
+        assert sorted((n.edge.id, n.direction, n.edge.confidence, n.edge.count) for n in store.neighbours(node_id)) == (
+            sorted((n.edge.id, n.direction, n.edge.confidence, n.edge.count) for n in fresh.neighbours(node_id))
+        )
+        mine, theirs = store.get_node(node_id), fresh.get_node(node_id)
+        assert mine is not None and theirs is not None
+        assert (mine.name, mine.description, mine.xrefs, sorted(mine.aliases)) == (
+            theirs.name,
+            theirs.description,
+            theirs.xrefs,
+            sorted(theirs.aliases),
+        )
+    for _ in range(30):
+        a, b = rnd.sample(ids, 2)
+        assert [p.edges for p in store.shortest_paths(a, b, k=4, max_hops=3)] == [
+            p.edges for p in fresh.shortest_paths(a, b, k=4, max_hops=3)
+        ]
+    for text in ("node 61", "alias 5.3", "NODE 7"):
+        assert {h.node.id for h in store.search(text, mode="exact")} == {
+            h.node.id for h in fresh.search(text, mode="exact")
+        }
+    assert store.subgraph(ids[:3], hops=2).edges.sort("id").equals(fresh.subgraph(ids[:3], hops=2).edges.sort("id"))
+
+
+def test_an_upsert_with_a_dangling_edge_changes_nothing() -> None:
+    nodes, edges = random_graph(10, 12, 1)
+    store = EmbeddedStore(nodes, edges)
+    before = store.bundle()
+    new_node = conform_nodes(pl.DataFrame({"id": ["kg:r/new"], "name": ["new"], "type": "concept", "source": "r"}))
+    dangling = conform_edges(pl.DataFrame({"src": ["kg:r/new"], "dst": ["kg:r/nowhere"], "rel": "a", "source": "r"}))
+    with pytest.raises(StoreError, match="kg:r/nowhere"):
+        store.upsert(new_node, dangling)
+    assert store.bundle().nodes.equals(before.nodes) and store.get_node("kg:r/new") is None
