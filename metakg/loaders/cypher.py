@@ -142,6 +142,8 @@ NEXT_HOP = (
     f"MATCH (a:{ENTITY})-[r]-(b:{ENTITY}) WHERE a.id IN $ids AND ($rels IS NULL OR type(r) IN $rels) "
     "RETURN DISTINCT b.id AS id ORDER BY id"
 )
+ALL_NODES = f"MATCH (n:{ENTITY}) RETURN {NODE_RETURN} AS node ORDER BY n.id"
+ALL_EDGES = f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) RETURN {EDGE_RETURN} AS edge ORDER BY r.id"
 SUBGRAPH_NODES = f"MATCH (n:{ENTITY}) WHERE n.id IN $ids RETURN {NODE_RETURN} AS node ORDER BY n.id"
 SUBGRAPH_EDGES = (
     f"MATCH (a:{ENTITY})-[r]->(b:{ENTITY}) WHERE a.id IN $ids AND b.id IN $ids "

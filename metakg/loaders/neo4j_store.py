@@ -102,6 +102,44 @@ def _edge(data: dict[str, Any]) -> EdgeRecord:
     )
 
 
+#: seconds a read-only query may run (``Neo4jStore.read_query``)
+READ_QUERY_TIMEOUT_S = 10.0
+
+
+def _frames(nodes: Sequence[NodeRecord], edges: Sequence[EdgeRecord]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Node and edge records as common-schema frames."""
+    node_frame = conform_nodes(
+        pl.DataFrame(
+            [{**n.__dict__, "aliases": list(n.aliases), "xrefs": list(n.xrefs)} for n in nodes],
+            schema={
+                "id": pl.String,
+                "name": pl.String,
+                "type": pl.String,
+                "source": pl.String,
+                "description": pl.String,
+                "aliases": pl.List(pl.String),
+                "xrefs": pl.List(pl.String),
+            },
+        )
+    )
+    edge_frame = conform_edges(
+        pl.DataFrame(
+            [e.__dict__ for e in edges],
+            schema={
+                "id": pl.String,
+                "src": pl.String,
+                "dst": pl.String,
+                "rel": pl.String,
+                "display": pl.String,
+                "source": pl.String,
+                "confidence": pl.Float64,
+                "count": pl.Int64,
+            },
+        )
+    )
+    return node_frame, edge_frame
+
+
 class Neo4jStore(ClosingStore):
     """GraphStore over a Neo4j database loaded by :func:`metakg.loaders.neo4j_loader.load_bundle`."""
 
@@ -261,36 +299,48 @@ class Neo4jStore(ClosingStore):
             frontier = new
         nodes = [_node(r["node"]) for r in self._run(cypher.SUBGRAPH_NODES, ids=keep)]
         edges = [_edge(r["edge"]) for r in self._run(cypher.SUBGRAPH_EDGES, ids=keep, rels=rels)]
-        node_frame = conform_nodes(
-            pl.DataFrame(
-                [{**n.__dict__, "aliases": list(n.aliases), "xrefs": list(n.xrefs)} for n in nodes],
-                schema={
-                    "id": pl.String,
-                    "name": pl.String,
-                    "type": pl.String,
-                    "source": pl.String,
-                    "description": pl.String,
-                    "aliases": pl.List(pl.String),
-                    "xrefs": pl.List(pl.String),
-                },
-            )
-        )
-        edge_frame = conform_edges(
-            pl.DataFrame(
-                [e.__dict__ for e in edges],
-                schema={
-                    "id": pl.String,
-                    "src": pl.String,
-                    "dst": pl.String,
-                    "rel": pl.String,
-                    "display": pl.String,
-                    "source": pl.String,
-                    "confidence": pl.Float64,
-                    "count": pl.Int64,
-                },
-            )
-        )
-        return Subgraph(nodes=node_frame, edges=edge_frame)
+        return Subgraph(*_frames(nodes, edges))
+
+    def bundle(self) -> Bundle:
+        """Every entity node and every relationship between them (meant for small graphs, such as the local
+        graph a RoboData agent grows)."""
+        nodes = [_node(r["node"]) for r in self._run(cypher.ALL_NODES)]
+        edges = [_edge(r["edge"]) for r in self._run(cypher.ALL_EDGES)]
+        return Bundle(*_frames(nodes, edges))
+
+    query_language = "cypher"
+
+    def read_query(self, query: str, *, params: dict[str, Any] | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Run a Cypher query read-only and return at most ``limit`` rows (nodes and relationships as their
+        properties). Two guards: the planner's query type (``EXPLAIN``) must be read-only, and the query runs
+        in a READ transaction, which the server refuses to let write; it times out after
+        ``READ_QUERY_TIMEOUT_S``.
+
+        Raises:
+            StoreError: the query writes (or changes the schema), is not valid Cypher, or fails.
+        """
+        from neo4j import unit_of_work
+        from neo4j.exceptions import Neo4jError
+
+        limit = max(1, min(int(limit), 10_000))
+
+        @unit_of_work(timeout=READ_QUERY_TIMEOUT_S)
+        def rows(tx: Any) -> list[dict[str, Any]]:
+            out: list[dict[str, Any]] = []
+            for record in tx.run(query, params or {}):
+                out.append(record.data())
+                if len(out) >= limit:
+                    break
+            return out
+
+        try:
+            with self._driver.session(database=self._database, default_access_mode="READ") as session:
+                kind = session.run("EXPLAIN " + query, params or {}).consume().query_type
+                if kind != "r":
+                    raise StoreError(f"only read-only Cypher is allowed; this query is of type {kind!r} (it writes).")
+                return session.execute_read(rows)
+        except Neo4jError as e:
+            raise StoreError(f"the Cypher query failed: {e.message or e}") from None
 
     def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
         """MERGE nodes (by id) and edges (by edge id); properties given overwrite stored ones."""

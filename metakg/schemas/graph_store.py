@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -156,6 +156,17 @@ class GraphStore(Protocol):
 
     def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
         """Insert or update nodes (by id) and edges (by edge id)."""
+        ...
+
+
+@runtime_checkable
+class ReadQueries(Protocol):
+    """A store that runs a user's or an LLM's query in its own language, read-only (Neo4j: Cypher)."""
+
+    query_language: str
+
+    def read_query(self, query: str, *, params: dict[str, Any] | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """At most ``limit`` result rows as plain dicts; raises StoreError when the query would write or fails."""
         ...
 
 

@@ -218,3 +218,47 @@ def test_medcog_kg_verification_on_the_real_primekg_files_in_neo4j(
     api.load_neo4j(tmp_path / "bundle", settings)
     with api.open_store(settings, neo4j=True) as store:
         check_real_verification(settings, store, tmp_path / "bundle")
+
+
+def test_read_query_returns_rows_and_refuses_every_write(clean_neo4j: Any, neo4j_settings: Neo4jSettings) -> None:
+    """The local query tool on Neo4j: read-only Cypher runs; writes, schema changes and bad Cypher are refused
+    with a reason and change nothing; the store hands its whole graph back as a bundle."""
+    import json
+
+    from metakg.errors import StoreError
+    from metakg.qa_engine.robodata.tools import local_tools
+
+    bundle = small_bundle()
+    store = Neo4jStore(clean_neo4j, database=neo4j_settings.database, target=neo4j_settings.uri)
+    store.load(bundle)
+    ids = sorted(bundle.nodes["id"].to_list())
+    rows = store.read_query("MATCH (n:Entity) RETURN n.id AS id ORDER BY id", limit=3)
+    assert [r["id"] for r in rows] == ids[:3]
+    rows = store.read_query("MATCH (n:Entity {id: $id}) RETURN n", params={"id": ids[0]})
+    assert rows[0]["n"]["id"] == ids[0]  # a node comes back as its properties
+    before = counts(clean_neo4j, neo4j_settings.database)
+    writes = [
+        "CREATE (:Entity {id: 'kg:test/new', name: 'new'})",
+        "MATCH (n:Entity) DETACH DELETE n",
+        "MATCH (n:Entity) SET n.name = 'changed' RETURN n.id",
+        "MERGE (n:Entity {id: 'kg:test/merged'}) RETURN n",
+        "CREATE INDEX entity_name_probe IF NOT EXISTS FOR (n:Entity) ON (n.name)",
+        "MATCH (n:Entity) CALL { WITH n CREATE (:Probe) } RETURN count(*)",
+    ]
+    for query in writes:
+        with pytest.raises(StoreError, match="read-only|failed"):
+            store.read_query(query)
+    with pytest.raises(StoreError, match="failed"):
+        store.read_query("MATCH (n:Entity RETURN n")
+    assert counts(clean_neo4j, neo4j_settings.database) == before
+    names, _, _ = clean_neo4j.execute_query("MATCH (n:Entity) RETURN collect(n.name) AS names")
+    assert "changed" not in names[0]["names"]
+    tools = local_tools(store)
+    refused = tools.call("local_query", {"query": writes[0]})
+    assert not refused.ok and "read-only" in refused.text
+    ok = tools.call("local_query", {"query": "MATCH (a:Entity)-[r]->(b:Entity) RETURN a.id, type(r), b.id", "limit": 2})
+    assert ok.ok and len(json.loads(ok.text)) == 2
+    whole = store.bundle()
+    assert sorted(whole.nodes["id"].to_list()) == ids
+    assert sorted(whole.edges["id"].to_list()) == sorted(bundle.edges["id"].to_list())
+    store.close()

@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metakg.errors import MetakgError
 from metakg.qa_engine.primitives import json_values
-from metakg.schemas.graph_store import GraphStore, NodeRecord
+from metakg.schemas.graph_store import GraphStore, NodeRecord, ReadQueries
 
 #: characters of a tool result shown to the LLM (the trace keeps the whole result)
 RESULT_CHARS = 4000
@@ -98,7 +99,7 @@ class ToolBox:
             return ToolResult(name, given, False, f"invalid arguments for {name}: {problems}")
         try:
             data = tool.run(parsed)
-        except (MetakgError, ValueError, KeyError) as e:
+        except (MetakgError, ValueError, KeyError) as e:  # StoreError (a refused query, a missing node) included
             return ToolResult(name, given, False, f"{name} failed: {e}")
         return ToolResult(name, given, True, json.dumps(data, ensure_ascii=False, default=str)[:RESULT_CHARS])
 
@@ -143,12 +144,26 @@ class SearchArgs(ToolArgs):
     k: int = Field(default=5, ge=1, le=50)
 
 
+class TriplesArgs(ToolArgs):
+    subject: str | None = Field(default=None, description="A local node id the edges leave.")
+    relation: str | None = Field(default=None, description="Only edges of this relation.")
+    object: str | None = Field(default=None, description="A local node id the edges reach.")
+    limit: int = Field(default=20, ge=1, le=200)
+
+
+class CypherArgs(ToolArgs):
+    query: str = Field(min_length=1, max_length=4000, description="One read-only Cypher query.")
+    limit: int = Field(default=50, ge=1, le=500)
+
+
 def _node(n: NodeRecord) -> dict[str, Any]:
     return {"id": n.id, "name": n.name, "type": n.type, "description": n.description}
 
 
 def local_tools(store: GraphStore) -> ToolBox:
-    """Read-only tools over the local graph: a node, its neighbours, paths between two nodes, name search."""
+    """Read-only tools over the local graph: a node, its neighbours, paths between two nodes, name search, a
+    triple pattern (through the GraphStore, so on every store) and, on a store that runs queries in its own
+    language (Neo4j), that query read-only (a query that would write is refused)."""
 
     def node(a: NodeArgs) -> Any:
         found = store.get_node(a.id)
@@ -172,11 +187,45 @@ def local_tools(store: GraphStore) -> ToolBox:
     def search(a: SearchArgs) -> Any:
         return [_node(h.node) | {"score": round(h.score, 3)} for h in store.search(a.text, mode="auto", k=a.k)]
 
-    return ToolBox(
-        [
-            Tool("local_node", "A local node's name, type, description and aliases.", NodeArgs, node),
-            Tool("local_neighbours", "The edges and nodes next to a local node.", NeighbourArgs, neighbours),
-            Tool("local_paths", "Shortest paths between two local nodes.", PathArgs, paths),
-            Tool("local_search", "Local nodes whose name or alias matches a text.", SearchArgs, search),
-        ]
-    )
+    def triples(a: TriplesArgs) -> Any:
+        relations = [a.relation] if a.relation else None
+        if a.subject is not None:
+            around = store.neighbours(a.subject, relations=relations, direction="out")
+            found = [nb.edge for nb in around if a.object is None or nb.node.id == a.object]
+        elif a.object is not None:
+            found = [nb.edge for nb in store.neighbours(a.object, relations=relations, direction="in")]
+        else:
+            whole = getattr(store, "bundle", None)
+            if whole is None:
+                raise ValueError("give a subject or an object")
+            edges = whole().edges
+            rows = (edges.filter(pl.col("rel") == a.relation) if a.relation else edges).head(a.limit)
+            return rows.select("id", "src", "rel", "dst").to_dicts()
+        return [{"id": e.id, "src": e.src, "rel": e.rel, "dst": e.dst} for e in found[: a.limit]]
+
+    def query(a: CypherArgs) -> Any:
+        return cast(ReadQueries, store).read_query(a.query, limit=a.limit)
+
+    tools = [
+        Tool("local_node", "A local node's name, type, description and aliases.", NodeArgs, node),
+        Tool("local_neighbours", "The edges and nodes next to a local node.", NeighbourArgs, neighbours),
+        Tool("local_paths", "Shortest paths between two local nodes.", PathArgs, paths),
+        Tool("local_search", "Local nodes whose name or alias matches a text.", SearchArgs, search),
+        Tool(
+            "local_triples",
+            "Local edges matching a subject, a relation and an object (each optional).",
+            TriplesArgs,
+            triples,
+        ),
+    ]
+    if isinstance(store, ReadQueries):
+        tools.append(
+            Tool(
+                "local_query",
+                f"Run one read-only {store.query_language} query on the local graph (nodes :Entity with id and "
+                "name; a relationship's type is its relation).",
+                CypherArgs,
+                query,
+            )
+        )
+    return ToolBox(tools)

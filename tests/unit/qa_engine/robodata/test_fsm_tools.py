@@ -91,3 +91,21 @@ def test_tool_descriptions_and_function_schemas() -> None:
     assert schema["local_node"]["required"] == ["id"] and schema["local_node"]["additionalProperties"] is False
     with pytest.raises(ValueError, match="repeat"):
         ToolBox([*tools.tools.values(), tools.tools["local_node"]])
+
+
+def test_local_triples_match_subject_relation_and_object_on_the_graph_store() -> None:
+    tools = local_tools(store())
+    assert "local_query" not in tools.tools  # the embedded store runs no query language; triples serve instead
+
+    def triples(**args: str) -> set[tuple[str, str, str]]:
+        result = tools.call("local_triples", args)
+        assert result.ok, result.text
+        return {(t["src"].split("/")[-1], t["rel"], t["dst"].split("/")[-1]) for t in json.loads(result.text)}
+
+    assert triples(subject=ident("alpha")) == {("alpha", "near", "decoy"), ("alpha", "near", "bridge")}
+    assert triples(subject=ident("alpha"), object=ident("bridge")) == {("alpha", "near", "bridge")}
+    assert triples(object=ident("beta")) == {("zeta", "leads_to", "beta")}
+    assert triples(relation="leads_to") == {("decoy", "leads_to", "zeta"), ("zeta", "leads_to", "beta")}
+    assert triples(subject=ident("decoy"), relation="near") == {("decoy", "near", "decoy_two")}
+    missing = tools.call("local_triples", {"subject": "kg:hand/ghost"})
+    assert not missing.ok and "kg:hand/ghost" in missing.text
