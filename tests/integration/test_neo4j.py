@@ -246,7 +246,7 @@ def test_read_query_returns_rows_and_refuses_every_write(clean_neo4j: Any, neo4j
         "MATCH (n:Entity) CALL { WITH n CREATE (:Probe) } RETURN count(*)",
     ]
     for query in writes:
-        with pytest.raises(StoreError, match="read-only|failed"):
+        with pytest.raises(StoreError, match=r"read-only|failed"):
             store.read_query(query)
     with pytest.raises(StoreError, match="failed"):
         store.read_query("MATCH (n:Entity RETURN n")
