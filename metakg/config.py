@@ -193,6 +193,24 @@ class QASettings(Section):
         description="Bound of each cache kept across questions (texts and nodes embedded, neighbour lists); "
         "the least recently used entries are evicted.",
     )
+    local_kg: str = Field(
+        default="",
+        description="Where agents that grow a graph (robodata) keep it: empty for a new graph per question; a "
+        "bundle directory, read if it exists and written after each question; or `neo4j` for the configured "
+        "Neo4j database.",
+    )
+
+    @field_validator("local_kg")
+    @classmethod
+    def _local_kg(cls, value: str) -> str:
+        value = value.strip()
+        if value and value != "neo4j":
+            path = Path(value).expanduser()
+            if path.exists() and not path.is_dir():
+                raise ValueError(f"qa.local_kg {value} is a file; give a bundle directory, or `neo4j`")
+            if not path.parent.is_dir():
+                raise ValueError(f"qa.local_kg {value}: its parent folder {path.parent} does not exist")
+        return value
 
     @model_validator(mode="after")
     def _sections_are_tables(self) -> QASettings:

@@ -39,6 +39,7 @@ from metakg.api.ingest import (
     synthetic_primekg,
 )
 from metakg.api.llm import llm_reply, llm_session, run_with, start_local_server, stop_local_server
+from metakg.api.local_graph import local_graph, with_local_kg
 from metakg.api.qa import (
     COLUMNS,
     EVAL_FORMATS,
@@ -114,6 +115,7 @@ __all__ = [
     "llm_reply",
     "llm_session",
     "load_neo4j",
+    "local_graph",
     "make_question",
     "merge",
     "neighbours_of",
@@ -137,5 +139,6 @@ __all__ = [
     "tune_benchmark",
     "tune_table",
     "validate_bundle",
+    "with_local_kg",
     "write_validated",
 ]

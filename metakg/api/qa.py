@@ -15,6 +15,7 @@ from typing import Any
 
 from metakg.api._shared import Progress, at_least_one, quiet
 from metakg.api.llm import llm_session, run_with
+from metakg.api.local_graph import local_graph
 from metakg.api.stores import open_store
 from metakg.api.wikidata import sparql_client
 from metakg.config import Settings
@@ -76,10 +77,16 @@ def empty_store_factory(embedder: Embedder) -> Callable[[], GraphStore]:
 
 
 def qa_context(
-    settings: Settings, store: GraphStore, llm: LLMClient | None, *, progress: Progress | None = None
+    settings: Settings,
+    store: GraphStore,
+    llm: LLMClient | None,
+    *,
+    progress: Progress | None = None,
+    local: GraphStore | None = None,
 ) -> QAContext:
     """A QA context over ``store``: the configured embedder, ``[qa]`` settings, temperature, prices, the SPARQL
-    knowledge source and an empty-store factory.
+    knowledge source, an empty-store factory and the ``local`` graph kept across questions (the caller owns
+    it; see :func:`metakg.api.local_graph.local_graph`).
 
     Raises:
         ConfigError: an unknown default strategy or an invalid ``[qa.<name>]`` section.
@@ -95,6 +102,7 @@ def qa_context(
         prices=settings.llm.prices_per_mtok,
         knowledge_source=WikidataFragments(sparql_client(settings), default_vocabulary()),
         graph_factory=empty_store_factory(embedder),
+        local_graph=local,
     )
 
 
@@ -153,8 +161,8 @@ def ask(
         if not use_llm:
             rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
             return asyncio.run(chosen.answer(question, qa_context(rules, store, None, progress=say)))
-        with llm_session(settings, progress=say) as client:
-            ctx = qa_context(settings, store, client, progress=say)
+        with llm_session(settings, progress=say) as client, local_graph(settings, say) as local:
+            ctx = qa_context(settings, store, client, progress=say, local=local)
             say(f"answering with {chosen.label}")
             return run_with(client, chosen.answer(question, ctx))
 
@@ -306,8 +314,8 @@ def evaluate_benchmark(
     graphless = graphless or not any(registry.get(spec.strategy).uses_graph for spec in specs)
     with _store_for(settings, bundle, neo4j, graphless=graphless, progress=say) as store:
         if use_llm:
-            with llm_session(settings, progress=say) as client:
-                summary = run_with(client, run(qa_context(settings, store, client, progress=say)))
+            with llm_session(settings, progress=say) as client, local_graph(settings, say) as local:
+                summary = run_with(client, run(qa_context(settings, store, client, progress=say, local=local)))
         else:
             rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
             summary = asyncio.run(run(qa_context(rules, store, None, progress=say)))

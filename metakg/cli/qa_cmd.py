@@ -16,6 +16,11 @@ from metakg.errors import UsageError
 BUNDLE_HELP = "Bundle directory to ask (embedded store)."
 NEO4J_HELP = "Ask the configured Neo4j database instead (neo4j.uri, user, password, database)."
 STRATEGY_HELP = "A strategy (`metakg strategies` lists them; default: the qa.strategy setting, metakgrag)."
+LOCAL_KG_HELP = (
+    "Where robodata keeps the graph it grows, across questions: a bundle directory (read if it exists, written "
+    "after each question) or `neo4j` (the configured database). Default: the qa.local_kg setting; empty, a new "
+    "graph per question."
+)
 SWITCH_HELP = (
     "Switches of the strategy to turn on, comma-joined (metakgrag's ablations: no_completeness, no_relevance, "
     "no_restart, no_cycle)."
@@ -52,6 +57,7 @@ def ask(
     strategy: str | None = typer.Option(None, "--strategy", "-s", help=STRATEGY_HELP),
     ablation: str | None = typer.Option(None, "--ablation", help=SWITCH_HELP),
     no_llm: bool = typer.Option(False, "--no-llm", help="Retrieval only (concepts by rules, no answer)."),
+    local_kg: str | None = typer.Option(None, "--local-kg", help=LOCAL_KG_HELP),
     html: Path | None = typer.Option(None, "--html", help="Write a page drawing the evidence subgraph here."),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -61,6 +67,7 @@ def ask(
     a reply without a choice letter, a failed LLM call."""
     cfg = settings()
     with guarded("ask", json_mode):
+        cfg = api.with_local_kg(cfg, local_kg)
         asked = api.make_question(question, choices or [])
         with progress("ask") as say:
             answer = api.ask(
@@ -104,6 +111,7 @@ def evaluate(
     ),
     bundle: Path | None = typer.Option(None, "--bundle", "-b", help=BUNDLE_HELP),
     neo4j: bool = typer.Option(False, "--neo4j", help=NEO4J_HELP),
+    local_kg: str | None = typer.Option(None, "--local-kg", help=LOCAL_KG_HELP),
     output: Path = typer.Option(..., "--output", "-o", help="Report folder (answers-*.jsonl, summary.json, ...)."),
     fresh: bool = typer.Option(False, "--fresh", help="Ignore answers already in the folder (default: resume)."),
     keep_failed: bool = typer.Option(
@@ -144,6 +152,7 @@ def evaluate(
     every answer of a run failed (for example an unreachable LLM)."""
     cfg = settings()
     with guarded("eval", json_mode):
+        cfg = api.with_local_kg(cfg, local_kg)
         if fmt not in api.EVAL_FORMATS:
             raise UsageError(f"unknown benchmark format {fmt!r}; choose one of {', '.join(api.EVAL_FORMATS)}.")
         with progress("eval") as say, progress_bar("questions") as bar:
@@ -236,6 +245,7 @@ def tune(
     budget: int = typer.Option(10, help="Evidence budget of recall@budget (entities)."),
     bundle: Path | None = typer.Option(None, "--bundle", "-b", help=BUNDLE_HELP),
     neo4j: bool = typer.Option(False, "--neo4j", help=NEO4J_HELP),
+    local_kg: str | None = typer.Option(None, "--local-kg", help=LOCAL_KG_HELP),
     output: Path = typer.Option(..., "--output", "-o", help="Folder for each run's answers, tune.json and tune.md."),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

@@ -33,6 +33,8 @@ class QAContext:
         prices: USD per million (prompt, completion) tokens per model, for a meter made here.
         knowledge_source: a remote knowledge base (e.g. Wikidata over SPARQL), for strategies that explore one.
         graph_factory: makes new empty local stores, for strategies that grow their own graph.
+        local_graph: a local graph kept across questions (``[qa] local_kg``), owned by whoever made the
+            context; strategies that grow a graph grow this one instead of a new one per question.
         services: caches and helpers shared across questions (made from the store and embedder).
     """
 
@@ -44,6 +46,7 @@ class QAContext:
     prices: Prices = field(default_factory=dict)
     knowledge_source: KnowledgeSource | None = None
     graph_factory: GraphStoreFactory | None = None
+    local_graph: GraphStore | None = None
     services: QAServices = field(init=False)
 
     def __post_init__(self) -> None:

@@ -76,3 +76,12 @@ class GraphStoreFactory(Protocol):
     def __call__(self) -> GraphStore:
         """A new empty store; the caller owns it and closes it."""
         ...
+
+
+@runtime_checkable
+class Checkpointed(Protocol):
+    """A store that keeps its contents somewhere durable when asked (a local graph kept as a bundle)."""
+
+    def checkpoint(self) -> None:
+        """Make what the store holds now durable (nothing to do when nothing changed)."""
+        ...

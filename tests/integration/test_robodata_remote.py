@@ -131,3 +131,83 @@ def test_a_scripted_plan_answers_from_wikidata_with_a_support_set_the_endpoint_c
                                      "<http://www.wikidata.org/prop/direct/P19> ?o }")  # fmt: skip
     assert row["o"]["value"] == "http://www.wikidata.org/entity/Q350"
     assert set(answer.trace["local_graph"]["nodes"]) == {"wd:Q42", "wd:Q350"}
+
+
+def douglas_adams_plan(request: ChatRequest) -> str:
+    """Search, copy Q42's P19 statement, answer citing it; with the statement already local, answer at once."""
+    call = lambda tool, **args: json.dumps({"tool_calls": [{"tool": tool, "args": args}]})  # noqa: E731
+    prompt = request.messages[-1].content
+    state = re.search(r"You are in the state (\w+)", prompt)
+    edge = re.search(r"\((e:[0-9a-f]+): wd:Q42 -> wd:Q350\)", prompt)
+    if state is None:
+        sentence = {"text": "Douglas Adams was born in Cambridge.", "nodes": ["wd:Q42", "wd:Q350"],
+                    "edges": [edge.group(1) if edge else "e:none"]}  # fmt: skip
+        return json.dumps({"sentences": [sentence]})
+    if state.group(1) == "local_evaluation":
+        return '{"next_state": "answer"}' if edge else '{"next_state": "remote_exploration"}'
+    return {
+        "remote_exploration": call("remote_search", text="Douglas Adams") + ' {"next_state": "remote_evaluation"}',
+        "remote_evaluation": '{"next_state": "local_update"}',
+        "local_update": call("fetch_relationships", id="Q42", property="P19") + ' {"next_state": "local_evaluation"}',
+    }[state.group(1)]
+
+
+def ask_twice_over_a_kept_graph(settings: Any) -> list[Any]:
+    """Two questions through one kept local graph; the second finds the statement the first copied."""
+    answers = []
+    with api.local_graph(settings) as kept:
+        assert kept is not None
+        ctx = api.qa_context(settings, EmbeddedStore(empty_nodes(), empty_edges()), ScriptedClient(douglas_adams_plan),
+                             local=kept)  # fmt: skip
+        strategy = api.create_strategy(settings, "robodata")
+        for n in (1, 2):
+            question = api.make_question("Where was Douglas Adams born?", question_id=f"q{n}")
+            answers.append(asyncio.run(strategy.answer(question, ctx)))
+    return answers
+
+
+def test_a_local_graph_kept_as_a_bundle_grows_across_questions_and_is_written_after_each(
+    sparql_endpoint: Server, tmp_path: Path
+) -> None:
+    base = load_settings()
+    kept = tmp_path / "local-kg"
+    settings = api.with_local_kg(
+        base.model_copy(update={"wikidata": base.wikidata.model_copy(update={"endpoint": sparql_endpoint.endpoint})}),
+        kept,
+    )
+    first, second = ask_twice_over_a_kept_graph(settings)
+    assert first.status == second.status == "ok" and first.support[0].verified and second.support[0].verified
+    assert first.trace["stats"]["nodes_added"] == 2 and first.trace["stats"]["remote_queries"] >= 4
+    # the second question found the statement in the kept graph: no remote call, nothing added
+    assert second.trace["stats"]["remote_queries"] == 0 and second.trace["stats"]["nodes_added"] == 0
+    assert [s["state"] for s in second.trace["steps"]] == ["local_evaluation"]
+    assert second.trace["local_graph"]["kept"] == {"nodes": 2, "edges": 1}
+    assert set(second.local_graph.nodes["id"].to_list()) == {"wd:Q42", "wd:Q350"}  # the cited part
+    on_disk = read_bundle(kept)
+    assert sorted(on_disk.nodes["id"].to_list()) == ["wd:Q350", "wd:Q42"] and on_disk.edges.height == 1
+    assert on_disk.nodes.filter(pl.col("id") == "wd:Q42")["revision"][0]  # mapped as the sync maps it
+    # a second process cannot open the same kept graph while it is in use
+    from metakg.errors import ResourceBusy
+
+    with api.local_graph(settings), pytest.raises(ResourceBusy), api.local_graph(settings):
+        pass
+    third, _ = ask_twice_over_a_kept_graph(settings)  # reopened: the graph read back answers at once
+    assert third.trace["stats"]["remote_queries"] == 0 and third.support[0].verified
+
+
+def test_a_local_graph_kept_in_neo4j(sparql_endpoint: Server, clean_neo4j: Any, neo4j_settings: Any) -> None:
+    base = load_settings()
+    settings = api.with_local_kg(
+        base.model_copy(
+            update={
+                "wikidata": base.wikidata.model_copy(update={"endpoint": sparql_endpoint.endpoint}),
+                "neo4j": neo4j_settings,
+            }
+        ),
+        "neo4j",
+    )
+    first, second = ask_twice_over_a_kept_graph(settings)
+    assert first.status == second.status == "ok" and first.support[0].verified and second.support[0].verified
+    assert first.trace["stats"]["edges_added"] == 1 and second.trace["stats"]["remote_queries"] == 0
+    rows, _, _ = clean_neo4j.execute_query("MATCH (a:Entity)-[r:place_of_birth]->(b:Entity) RETURN a.id, b.id")
+    assert [(r["a.id"], r["b.id"]) for r in rows] == [("wd:Q42", "wd:Q350")]

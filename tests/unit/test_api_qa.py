@@ -67,3 +67,15 @@ def test_a_second_writer_of_an_evaluation_folder_is_refused(tmp_path: Path) -> N
     with exclusive(out, "the evaluation folder"), pytest.raises(ResourceBusy, match="another metakg process"):
         api.evaluate_benchmark(load_settings(), questions, "pilot", out, strategies=["kg_rag"], use_llm=False)
     assert not (out / "summary.json").exists()
+
+
+def test_local_kg_is_checked_like_a_path_from_config(tmp_path: Path) -> None:
+    settings = load_settings()
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(ConfigError, match="is a file"):
+        api.with_local_kg(settings, tmp_path / "a-file")
+    with pytest.raises(ConfigError, match="parent folder"):
+        api.with_local_kg(settings, tmp_path / "missing" / "kg")
+    assert api.with_local_kg(settings, tmp_path / "kg").qa.local_kg == str(tmp_path / "kg")
+    assert api.with_local_kg(settings, "neo4j").qa.local_kg == "neo4j"
+    assert api.with_local_kg(settings, None) is settings

@@ -16,16 +16,28 @@ from pydantic import Field
 
 from metakg.llm.usage import MeteredClient
 from metakg.qa_engine.context import QAContext
-from metakg.qa_engine.core import Answer, Question
+from metakg.qa_engine.core import Answer, ClaimSupport, Question
 from metakg.qa_engine.primitives import parse_choice
-from metakg.qa_engine.robodata.agent import Agent, AgentSettings, LocalGraph
+from metakg.qa_engine.robodata.agent import Agent, AgentResult, AgentSettings, LocalGraph
 from metakg.qa_engine.robodata.remote import remote_tools
 from metakg.qa_engine.robodata.tools import local_tools
 from metakg.qa_engine.robodata.update import update_tools
 from metakg.qa_engine.strategy import Strategy, StrategySettings
-from metakg.schemas.knowledge_source import EntityFetcher
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.knowledge_source import Checkpointed, EntityFetcher
+from metakg.schemas.tables import empty_edges, empty_nodes
 
 STATS = ("iterations", "tool_calls", "remote_queries", "nodes_added", "edges_added", "refused_transitions")
+
+
+def cited_part(local: LocalGraph, claims: list[ClaimSupport]) -> Bundle:
+    """The nodes the claims cite that the local graph holds, and the edges among them (a supported claim's
+    edges link nodes it cites, so they are all there)."""
+    ids = sorted({n for c in claims for n in c.nodes if local.get_node(n) is not None})
+    if not ids:
+        return Bundle(empty_nodes(), empty_edges())
+    part = local.subgraph(ids, hops=0)
+    return Bundle(part.nodes, part.edges)
 
 
 class RoboDataSettings(StrategySettings):
@@ -51,20 +63,9 @@ class RoboData(Strategy[RoboDataSettings]):
         ("nodes_added_per_question", "nodes added/q"),
     )
 
-    async def solve(self, question: Question, ctx: QAContext, client: MeteredClient | None, answer: Answer) -> None:
-        """Run the agent on a new local graph; the answer is its supported and flagged sentences."""
-        if client is None:
-            answer.fail("robodata needs an LLM (the agent is driven by it)")
-            return
-        source = ctx.knowledge_source
-        if not isinstance(source, EntityFetcher) or ctx.graph_factory is None:
-            answer.fail("robodata needs a remote knowledge base that maps entities and a local graph factory")
-            return
-        store = ctx.graph_factory()
-        if not hasattr(store, "bundle"):
-            answer.fail("the local graph factory makes stores that cannot list their contents")
-            return
-        local = cast(LocalGraph, store)
+    async def _run(
+        self, question: Question, ctx: QAContext, client: MeteredClient, source: EntityFetcher, local: LocalGraph
+    ) -> AgentResult:
         toolsets = {"local": local_tools(local), "remote": remote_tools(source), "update": update_tools(source, local)}
         s = self.settings
         settings = AgentSettings(max_turns=s.max_turns, memory_size=s.memory_size, metacognition=s.metacognition,
@@ -74,12 +75,42 @@ class RoboData(Strategy[RoboDataSettings]):
         result = await Agent(settings, ctx, client, local, toolsets).run(question.text.strip() + choices)
         if isinstance(sent, int):
             result.stats["remote_queries"] = int(getattr(source, "queries", sent)) - sent
-        graph = local.bundle()
+        return result
+
+    async def solve(self, question: Question, ctx: QAContext, client: MeteredClient | None, answer: Answer) -> None:
+        """Run the agent on a new local graph (or on the one the context keeps across questions, written after
+        the question); the answer is its supported and flagged sentences."""
+        if client is None:
+            answer.fail("robodata needs an LLM (the agent is driven by it)")
+            return
+        source = ctx.knowledge_source
+        if not isinstance(source, EntityFetcher) or ctx.graph_factory is None:
+            answer.fail("robodata needs a remote knowledge base that maps entities and a local graph factory")
+            return
+        kept = ctx.local_graph  # a graph kept across questions, owned by the context's maker
+        store = kept if kept is not None else ctx.graph_factory()
+        if not hasattr(store, "bundle"):
+            if kept is None:
+                store.close()
+            answer.fail("the local graph's store cannot list its contents")
+            return
+        local = cast(LocalGraph, store)
+        try:
+            result = await self._run(question, ctx, client, source, local)
+            # a graph of its own is the answer's whole local graph; of a kept one, the part the answer cites
+            graph = local.bundle() if kept is None else cited_part(local, result.claims)
+        finally:
+            if kept is None:
+                store.close()
+            elif isinstance(kept, Checkpointed):
+                kept.checkpoint()
         answer.local_graph = graph
         answer.support = result.claims
         answer.trace.update(result.trace)
         answer.trace["stats"] = result.stats
         answer.trace["local_graph"] = {"nodes": graph.nodes["id"].to_list(), "edges": graph.edges["id"].to_list()}
+        if kept is not None:
+            answer.trace["local_graph"]["kept"] = local.counts()
         if not result.claims:
             answer.fail("the agent's answer holds no sentence")
             return

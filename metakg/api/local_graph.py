@@ -1,0 +1,105 @@
+"""The local graph an agent (RoboData) grows, kept across questions when ``[qa] local_kg`` says where: a bundle
+directory, or the configured Neo4j database."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import polars as pl
+from pydantic import ValidationError
+
+from metakg.api._shared import Progress, quiet
+from metakg.api.stores import open_store
+from metakg.config import QASettings, Settings
+from metakg.errors import ConfigError
+from metakg.llm.embedder import Embedder, LazyEmbedder
+from metakg.loaders.embedded_store import EmbeddedStore
+from metakg.schemas.bundle import MANIFEST_FILE, Bundle, read_bundle, write_bundle
+from metakg.schemas.graph_store import GraphStore
+from metakg.schemas.locks import exclusive, unique_temp_name
+from metakg.schemas.tables import empty_edges, empty_nodes
+
+
+class BundleLocalGraph(EmbeddedStore):
+    """An embedded store read from a bundle directory (empty when the directory holds no bundle yet) and
+    written back by :meth:`checkpoint` (after each question) and :meth:`close`. A write goes to a new folder
+    that then replaces the old one, so an interruption leaves the last whole bundle."""
+
+    def __init__(self, path: Path, *, embedder: Embedder | None = None) -> None:
+        """Open the bundle at ``path`` (raises BundleError when it is there but damaged)."""
+        found = read_bundle(path) if (path / MANIFEST_FILE).exists() else Bundle(empty_nodes(), empty_edges())
+        super().__init__(found.nodes, found.edges, embedder=embedder)
+        self.path = path
+        self._manifest = dict(found.manifest)
+        self._dirty = False
+
+    def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
+        """Add or update nodes and edges (kept in memory until the next checkpoint)."""
+        super().upsert(nodes, edges)
+        self._dirty = True
+
+    def checkpoint(self) -> None:
+        """Write the graph when it changed since the last write."""
+        if not self._dirty:
+            return
+        fresh = unique_temp_name(self.path)
+        whole = self.bundle()
+        write_bundle(fresh, Bundle(whole.nodes, whole.edges, manifest=self._manifest))
+        if self.path.exists():
+            old = unique_temp_name(self.path)
+            self.path.rename(old)
+            fresh.rename(self.path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            fresh.rename(self.path)
+        self._dirty = False
+
+    def close(self) -> None:
+        """Write what is left to write."""
+        self.checkpoint()
+
+
+def with_local_kg(settings: Settings, where: str | Path | None) -> Settings:
+    """``settings`` with ``[qa] local_kg`` set to ``where`` (checked as the setting is; None: unchanged).
+
+    Raises:
+        ConfigError: ``where`` is a file, or its parent folder does not exist.
+    """
+    if where is None:
+        return settings
+    try:
+        qa = QASettings.model_validate(settings.qa.model_dump() | {"local_kg": str(where)})
+    except ValidationError as e:
+        raise ConfigError("; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())) from None
+    return settings.model_copy(update={"qa": qa})
+
+
+@contextmanager
+def local_graph(settings: Settings, progress: Progress = quiet) -> Iterator[GraphStore | None]:
+    """The local graph ``[qa] local_kg`` names, open for the block and closed (written) after it; None when
+    it names none (each question then grows a graph of its own). A bundle directory is locked for the block.
+
+    Raises:
+        ResourceBusy: another process uses the bundle; BundleError: the bundle is damaged;
+        ConfigError: Neo4j cannot be reached.
+    """
+    where = settings.qa.local_kg
+    if not where:
+        yield None
+        return
+    if where == "neo4j":
+        progress("opening the local graph in Neo4j")
+        with open_store(settings, None, neo4j=True, progress=progress) as store:
+            yield store
+        return
+    path = Path(where).expanduser()
+    with exclusive(path, "the local graph", directory=False):
+        progress(f"opening the local graph {path}")
+        store = BundleLocalGraph(path, embedder=LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress))
+        try:
+            yield store
+        finally:
+            store.close()
