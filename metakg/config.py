@@ -13,6 +13,7 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -104,6 +105,10 @@ class ExtractSettings(Section):
     )
 
 
+#: the Wikidata MediaWiki API (entity search by label)
+WIKIDATA_SEARCH_API = "https://www.wikidata.org/w/api.php"
+
+
 class WikidataSettings(Section):
     """The SPARQL endpoint `metakg sync wikidata` reads (the Wikidata Query Service by default)."""
 
@@ -120,6 +125,12 @@ class WikidataSettings(Section):
     backoff_s: float = Field(default=2.0, ge=0, description="First retry delay; doubles (Retry-After wins).")
     batch_size: int = Field(default=50, ge=1, le=1000, description="Entities per VALUES batch (halved on timeouts).")
     max_queries: int = Field(default=10_000, ge=1, description="Query budget of one sync.")
+    search_api: str = Field(
+        default="auto",
+        description="MediaWiki API used for entity search by label (wbsearchentities): `auto` uses "
+        "https://www.wikidata.org/w/api.php when the endpoint is the Wikidata Query Service and none otherwise "
+        "(labels are then matched over SPARQL); `none`; or a URL.",
+    )
 
     @field_validator("endpoint")
     @classmethod
@@ -127,6 +138,21 @@ class WikidataSettings(Section):
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"wikidata.endpoint {value!r} must start with http:// or https://")
         return value
+
+    @field_validator("search_api")
+    @classmethod
+    def _search_api(cls, value: str) -> str:
+        if value not in ("auto", "none") and not value.startswith(("http://", "https://")):
+            raise ValueError(f"wikidata.search_api {value!r} must be auto, none or an http(s) URL")
+        return value
+
+    def search_api_url(self) -> str | None:
+        """The search API to use, with ``auto`` resolved against the endpoint."""
+        if self.search_api == "none":
+            return None
+        if self.search_api == "auto":
+            return WIKIDATA_SEARCH_API if urlparse(self.endpoint).hostname == "query.wikidata.org" else None
+        return self.search_api
 
 
 class StoreSettings(Section):

@@ -19,8 +19,9 @@ from metakg.schemas.vocabulary import default_vocabulary
 
 def sparql_client(settings: Settings, endpoint: str | None = None) -> wikidata.SparqlClient:
     """A SPARQL client for ``endpoint`` (default: ``wikidata.endpoint``) with the configured agent, timeout,
-    retries and query budget; it sends nothing until asked. It is also the QA engine's knowledge source."""
-    conf = settings.wikidata
+    retries, query budget and search API (``wikidata.search_api``, resolved against the endpoint); it sends
+    nothing until asked. It is also the QA engine's knowledge source."""
+    conf = settings.wikidata if endpoint is None else settings.wikidata.model_copy(update={"endpoint": endpoint})
     return wikidata.SparqlClient(
         endpoint or conf.endpoint,
         conf.user_agent,
@@ -29,6 +30,7 @@ def sparql_client(settings: Settings, endpoint: str | None = None) -> wikidata.S
         backoff_s=conf.backoff_s,
         max_queries=conf.max_queries,
         connect_retries=conf.connect_retries,
+        search_api=conf.search_api_url(),
     )
 
 

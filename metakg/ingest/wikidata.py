@@ -20,11 +20,13 @@ import os
 import re
 import time
 import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 import yaml
@@ -65,6 +67,7 @@ XREF_PROPERTIES = {
 }
 TYPE_PROPERTY = "P31"
 _QID = re.compile(r"^Q[1-9][0-9]*$")
+_T = TypeVar("_T")
 _PID = re.compile(r"^P[1-9][0-9]*$")
 #: PREFIX and BASE declarations (the client sends its own prefixes)
 _PROLOGUE = re.compile(r"(?i)\b(?:PREFIX\s+[A-Za-z0-9_.-]*:\s*<[^>]*>|BASE\s*<[^>]*>)")
@@ -186,10 +189,22 @@ def load_spec(path: Path) -> SubsetSpec:
 
 
 # ---------------------------------------------------------------------------- the endpoint
+class _Transient(Exception):
+    """A failed attempt worth retrying: why, and how long the server asked to wait (if it did)."""
+
+    def __init__(self, last: str, wait: float | None = None) -> None:
+        super().__init__(last)
+        self.last, self.wait = last, wait
+
+
 @dataclass
 class SparqlClient:
     """SELECT queries with retries: 429 honours Retry-After, 5xx and malformed replies back off, timeouts
-    raise :class:`QueryTimeout` (the caller splits the batch). ``max_queries`` bounds a run."""
+    raise :class:`QueryTimeout` (the caller splits the batch). ``max_queries`` bounds a run.
+
+    ``search_api``, when set, is a MediaWiki API (``https://www.wikidata.org/w/api.php``) whose
+    ``wbsearchentities`` finds items by label and alias (:meth:`search_labels`); its requests share the
+    agent, retries, timeout and query budget."""
 
     endpoint: str
     user_agent: str
@@ -199,6 +214,7 @@ class SparqlClient:
     max_queries: int = 10_000
     connect_retries: int = 1
     max_retry_after_s: float = 300.0
+    search_api: str | None = None
     queries: int = 0
     retries: int = 0
     sleep: Callable[[float], None] = time.sleep
@@ -208,37 +224,75 @@ class SparqlClient:
         from SPARQLWrapper import JSON, POST, SPARQLWrapper
         from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, QueryBadFormed, SPARQLWrapperException
 
+        def attempt() -> list[dict[str, dict[str, str]]]:
+            wrapper = SPARQLWrapper(self.endpoint, agent=self.user_agent)
+            wrapper.setMethod(POST)
+            wrapper.setReturnFormat(JSON)
+            wrapper.setTimeout(int(max(1, self.timeout_s)))
+            wrapper.setQuery(PREFIXES + query)
+            try:
+                result = wrapper.query()
+            except QueryBadFormed as e:
+                raise SyncError(f"the endpoint {mask_url(self.endpoint)} refused a query as malformed: {e}") from e
+            except EndPointInternalError as e:
+                if "TimeoutException" in str(e) or "timeout" in str(e).lower():
+                    raise QueryTimeout(f"the query hit the endpoint's time limit: {str(e)[:200]}") from e
+                raise _Transient(f"HTTP 500: {str(e)[:200]}") from e
+            except SPARQLWrapperException as e:
+                raise _Transient(f"{type(e).__name__}: {str(e)[:200]}") from e
+            bindings = json.loads(result.response.read())["results"]["bindings"]
+            if not isinstance(bindings, list):
+                raise ValueError("results.bindings is not a list")
+            return bindings
+
+        return self._with_retries(attempt, f"the endpoint {mask_url(self.endpoint)}")
+
+    def search_labels(self, text: str, *, language: str = "en", k: int = 7) -> list[dict[str, str | None]]:
+        """Items whose label or alias matches ``text`` (the search API's ranking): id, label, description.
+
+        Raises:
+            SyncError: no ``search_api``, the API refused the request, or it failed after its retries.
+        """
+        if not self.search_api:
+            raise SyncError("no search API is configured (wikidata.search_api).")
+        params = {"action": "wbsearchentities", "search": text, "language": language, "uselang": language,
+                  "type": "item", "limit": str(max(1, min(int(k), 50))), "format": "json"}  # fmt: skip
+        url = f"{self.search_api}?{urllib.parse.urlencode(params)}"
+
+        def attempt() -> list[dict[str, str | None]]:
+            request = urllib.request.Request(url, headers={"User-Agent": self.user_agent, "Accept": "application/json"})
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                data = json.loads(response.read())
+            if "error" in data:
+                info = data["error"].get("info", data["error"]) if isinstance(data["error"], dict) else data["error"]
+                raise SyncError(f"the search API {mask_url(str(self.search_api))} refused the search: {info}")
+            hits = data["search"]
+            if not isinstance(hits, list):
+                raise ValueError("search is not a list")
+            return [{"id": str(h["id"]), "label": h.get("label"), "description": h.get("description")} for h in hits]
+
+        return self._with_retries(attempt, f"the search API {mask_url(str(self.search_api))}")
+
+    def _with_retries(self, attempt: Callable[[], _T], target: str) -> _T:  # target: "the endpoint <url>"
+        """``attempt()`` within the query budget, retried on 429 (Retry-After honoured), 5xx, dropped or
+        refused connections (a few times only: nothing may listen there) and malformed replies."""
         delay = self.backoff_s
         last = ""
         refused = 0
-        for attempt in range(self.max_retries + 1):
+        for number in range(self.max_retries + 1):
             if self.queries >= self.max_queries:
                 raise SyncError(
                     f"the query budget of {self.max_queries} queries is spent (wikidata.max_queries); "
                     "nothing was written. Raise it or narrow the subset."
                 )
             self.queries += 1
-            if attempt:
+            if number:
                 self.retries += 1
-            wrapper = SPARQLWrapper(self.endpoint, agent=self.user_agent)
-            wrapper.setMethod(POST)
-            wrapper.setReturnFormat(JSON)
-            wrapper.setTimeout(int(max(1, self.timeout_s)))
-            wrapper.setQuery(PREFIXES + query)
             wait: float | None = None
             try:
-                result = wrapper.query()
-                data = json.loads(result.response.read())
-                bindings = data["results"]["bindings"]
-                if not isinstance(bindings, list):
-                    raise ValueError("results.bindings is not a list")
-                return bindings
-            except QueryBadFormed as e:
-                raise SyncError(f"the endpoint {mask_url(self.endpoint)} refused a query as malformed: {e}") from e
-            except EndPointInternalError as e:
-                if "TimeoutException" in str(e) or "timeout" in str(e).lower():
-                    raise QueryTimeout(f"the query hit the endpoint's time limit: {str(e)[:200]}") from e
-                last = f"HTTP 500: {str(e)[:200]}"
+                return attempt()
+            except _Transient as e:
+                last, wait = e.last, e.wait
             except urllib.error.HTTPError as e:
                 if e.code == 429:
                     last = "HTTP 429 (rate limited)"
@@ -247,7 +301,7 @@ class SparqlClient:
                     last = f"HTTP {e.code}"
                     wait = _retry_after(e.headers.get("Retry-After"), self.max_retry_after_s)
                 else:
-                    raise SyncError(f"the endpoint {mask_url(self.endpoint)} answered HTTP {e.code}: {e.reason}") from e
+                    raise SyncError(f"{target} answered HTTP {e.code}: {e.reason}") from e
             except TimeoutError as e:
                 raise QueryTimeout(f"no answer within {self.timeout_s:g} s") from e
             except urllib.error.URLError as e:
@@ -258,20 +312,20 @@ class SparqlClient:
                     refused += 1
                     if refused > self.connect_retries:
                         raise SyncError(
-                            f"the endpoint {mask_url(self.endpoint)} refused the connection {refused} times: is it "
-                            "running? (wikidata.endpoint; wikidata.connect_retries sets how often to try)"
+                            f"{target} refused the connection {refused} times: is it running? "
+                            "(wikidata.endpoint; wikidata.connect_retries sets how often to try)"
                         ) from e
                     self.sleep(min(delay, 1.0))
                     continue
                 last = f"connection failed: {e.reason}"
             except (ValueError, KeyError, TypeError) as e:  # json errors are ValueErrors
                 last = f"malformed response ({type(e).__name__}: {str(e)[:120]})"
-            except (SPARQLWrapperException, ConnectionError, OSError) as e:
+            except (ConnectionError, OSError) as e:
                 last = f"{type(e).__name__}: {str(e)[:200]}"
-            if attempt < self.max_retries:
+            if number < self.max_retries:
                 self.sleep(wait if wait is not None else delay)
                 delay *= 2
-        raise SyncError(f"the endpoint {mask_url(self.endpoint)} failed {self.max_retries + 1} times (last: {last}).")
+        raise SyncError(f"{target} failed {self.max_retries + 1} times (last: {last}).")
 
 
 def _retry_after(value: str | None, cap: float) -> float | None:
@@ -705,6 +759,13 @@ class WikidataFragments:
     def select(self, query: str) -> list[dict[str, dict[str, str]]]:
         """A read-only SELECT through the client (its retries, timeout and query budget)."""
         return self.client.select(query)
+
+    def search_entities(self, text: str, k: int) -> list[dict[str, str | None]] | None:
+        """Items by label through the client's search API, or None when it has none (search labels over
+        SPARQL then)."""
+        if not self.client.search_api:
+            return None
+        return self.client.search_labels(text, language=self.languages[0], k=k)
 
     def fetch(self, ids: Sequence[str], properties: Sequence[str]) -> Bundle:
         """Nodes and statements as a sync maps them."""

@@ -70,6 +70,15 @@ class EntityFetcher(KnowledgeSource, Protocol):
 
 
 @runtime_checkable
+class EntitySearch(Protocol):
+    """A knowledge source with a search service for entities by label (Wikidata's search API)."""
+
+    def search_entities(self, text: str, k: int) -> list[dict[str, str | None]] | None:
+        """Up to ``k`` matches (id, label, description), or None when no search service is configured."""
+        ...
+
+
+@runtime_checkable
 class GraphStoreFactory(Protocol):
     """Makes new, empty, writable graph stores (e.g. the local graph an agent grows while it answers)."""
 

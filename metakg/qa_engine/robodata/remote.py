@@ -4,9 +4,9 @@ an entity's neighbours by property in either direction, and a raw SPARQL SELECT.
 
 Every query is built from validated pieces: entity and property ids must match ``Q123`` / ``P123``, and text
 enters as an escaped string literal. The raw tool accepts one SELECT query (parsed; an update or any other
-form is refused) with a row limit. The search here matches labels over the endpoint (exact, then
-containing); against the real Wikidata Query Service a full-text label scan is slow, and the Wikidata search
-API is the better route (not wired yet).
+form is refused) with a row limit. The search uses the source's search service when it has one (Wikidata's
+search API, ``wbsearchentities``: labels and aliases, Wikidata's ranking; a full-text label scan over the
+Query Service is slow) and otherwise matches English labels over the endpoint (exact, then containing).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from metakg.qa_engine.robodata.tools import Tool, ToolArgs, ToolBox
-from metakg.schemas.knowledge_source import Binding, KnowledgeSource, check_select
+from metakg.schemas.knowledge_source import Binding, EntitySearch, KnowledgeSource, check_select
 
 WD, WDT = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"
 #: rows at most of a raw SPARQL query
@@ -136,6 +136,9 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         }
 
     def search(a: RemoteSearchArgs) -> Any:
+        served = source.search_entities(a.text, a.k) if isinstance(source, EntitySearch) else None
+        if served is not None:  # the search API: labels and aliases, ranked as Wikidata ranks them
+            return served
         text = json.dumps(a.text.lower())
         exact = _label_rows(
             source, f'?item rdfs:label ?label . FILTER(LANG(?label) = "en" && LCASE(STR(?label)) = {text})', a.k
@@ -186,7 +189,7 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
                 "remote_entity", "A remote entity's English label, description and claims summary.", EntityArgs, entity
             ),
             Tool("remote_property", "A remote property's label and description.", PropertyArgs, prop),
-            Tool("remote_search", "Remote entities whose English label matches a text.", RemoteSearchArgs, search),
+            Tool("remote_search", "Remote entities whose label matches a text.", RemoteSearchArgs, search),
             Tool(
                 "remote_neighbours",
                 "Entities linked to a remote entity (out: its statements; in: statements about it), by property.",
