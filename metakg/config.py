@@ -285,6 +285,11 @@ class LLMSettings(Section):
         default_factory=dict,
         description="model -> (USD per million prompt tokens, per million completion tokens); unknown: 0.",
     )
+    function_calling: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Offer tools through OpenAI function calling: auto = on for a configured endpoint, off for "
+        "the local server (llama-cpp-python ignores tools it cannot force); off: tools are called as JSON in text.",
+    )
     local_port: int = Field(default=8765, ge=1024, le=65535, description="Port of `metakg llm serve`.")
 
     @field_validator("base_url")

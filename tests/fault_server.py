@@ -27,6 +27,8 @@ class FaultServer(ScriptedHTTP):
         self.max_in_flight = 0
         self.reply = "ok reply"
         self.reply_for: Callable[[dict[str, Any]], str] | None = None  # a reply computed from the request body
+        # function calls (name, arguments as JSON text) computed from a request that offers tools
+        self.calls_for: Callable[[dict[str, Any]], list[tuple[str, str]]] | None = None
 
     @property
     def url(self) -> str:
@@ -81,12 +83,23 @@ class FaultServer(ScriptedHTTP):
                     self.connection.shutdown(2)
                 elif name == "refuse_json" and "response_format" in body:
                     self._send(400, b'{"error": {"message": "response_format is not supported"}}')
+                elif name == "refuse_tools" and "tools" in body:
+                    self._send(400, b'{"error": {"message": "tools are not supported by this model"}}')
                 elif name == "refuse_json_500" and "response_format" in body:
                     self._send(500, b'{"error": {"message": "body.response_format.type: not a known type"}}')
                 else:
                     self._ok(body)
 
             def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
+                if "tools" in body and server.calls_for is not None:
+                    calls = [
+                        {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                        for i, (n, a) in enumerate(server.calls_for(body))
+                    ]
+                    message = {"role": "assistant", "content": None, "tool_calls": calls}
+                    return {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
+                            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+                            "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}  # fmt: skip
                 return {
                     "id": "x",
                     "object": "chat.completion",

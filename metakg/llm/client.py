@@ -55,6 +55,7 @@ class ChatRequest:
     max_tokens: int = 512
     json_mode: bool = False
     json_schema: str | None = None  # a JSON Schema (as JSON text) the reply should follow, where offered
+    tools: str | None = None  # OpenAI function definitions (as JSON text) to call, where the endpoint can
 
     def key(self) -> str:
         """SHA-256 of the model, messages and parameters (the cache key)."""
@@ -67,6 +68,8 @@ class ChatRequest:
         }
         if self.json_schema is not None:  # only then: the keys of earlier requests stay the same
             payload["json_schema"] = self.json_schema
+        if self.tools is not None:
+            payload["tools"] = self.tools
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
     def as_openai(self) -> list[dict[str, Any]]:
@@ -97,7 +100,13 @@ def request(
     max_tokens: int = 512,
     json_mode: bool = False,
     json_schema: Mapping[str, Any] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> ChatRequest:
-    """Build a :class:`ChatRequest`; a ``json_schema`` implies ``json_mode``."""
+    """Build a :class:`ChatRequest`; a ``json_schema`` implies ``json_mode``. ``tools`` (OpenAI function
+    definitions) are offered through function calling where the client uses it; the calls the model makes
+    come back in the reply's text as ``{"tool_calls": [{"tool": name, "args": {...}}]}``."""
     schema = json.dumps(json_schema, sort_keys=True) if json_schema is not None else None
-    return ChatRequest(tuple(messages), model, temperature, max_tokens, json_mode or schema is not None, schema)
+    offered = json.dumps(list(tools), sort_keys=True) if tools else None
+    return ChatRequest(
+        tuple(messages), model, temperature, max_tokens, json_mode or schema is not None, schema, offered
+    )

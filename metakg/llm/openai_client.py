@@ -5,7 +5,9 @@ The only module that imports the ``openai`` SDK. The SDK's own retries are off; 
 ``Retry-After``. A semaphore bounds the requests in flight. Replies are cached (content-addressed); a
 completion says how many attempts it took, and a final failure raises LLMError with its attempts, so the
 usage meter (:mod:`metakg.llm.usage`) that wraps this client records every call once. When a server
-refuses JSON mode, the request is sent again as plain text.
+refuses JSON mode, the request is sent again as plain text. Tools go out through function calling
+(``llm.function_calling``); the calls come back in the reply's text, and an endpoint that refuses tools gets
+them as JSON-in-text instructions (with structured output) from then on.
 """
 
 from __future__ import annotations
@@ -45,6 +47,24 @@ def _refused(error: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _with_calls(content: str, calls: Any) -> str:
+    """The reply's text, with its function calls (if any) appended as ``{"tool_calls": [{"tool", "args"}]}``:
+    one form for calls made natively and calls written in text, kept whole by the response cache."""
+    made = []
+    for call in calls or []:
+        function = getattr(call, "function", None)
+        if function is None:
+            continue
+        try:
+            args: Any = json.loads(function.arguments or "{}")
+        except ValueError:
+            args = function.arguments  # the tool box reports arguments that are not a JSON object
+        made.append({"tool": function.name, "args": args})
+    if not made:
+        return content
+    return (content + "\n" if content else "") + json.dumps({"tool_calls": made}, ensure_ascii=False)
 
 
 class OpenAICompatibleClient:
@@ -120,10 +140,17 @@ class OpenAICompatibleClient:
         attempt = 0
         while attempt <= self._settings.max_retries:
             attempt += 1
-            style = self._response_format(request)
+            tools = self._tools(request)
+            style = None if tools is not None else self._response_format(request)
             try:
-                return replace(await self._once(request, style), attempts=attempt)
+                return replace(await self._once(request, style, tools), attempts=attempt)
             except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as e:
+                if tools is not None and "tool" in str(e).lower():
+                    # no function calling here: the tools are described in the prompt and called as JSON in
+                    # text, with the structured-output forms, from now on; a refusal is not an attempt
+                    self._refused_formats.add("tools")
+                    attempt -= 1
+                    continue
                 if style is not None and "response_format" in str(e):
                     # the endpoint has not this structured-output form (llama-cpp-python says so with a 500):
                     # the next form, at last plain text, from now on; a refusal is not an attempt
@@ -190,10 +217,27 @@ class OpenAICompatibleClient:
             forms.append(("json_object", {"type": "json_object"}))
         return next((f for f in forms if f[0] not in self._refused_formats), None)
 
-    async def _once(self, request: ChatRequest, style: tuple[str, dict[str, Any]] | None = None) -> Completion:
+    def _tools(self, request: ChatRequest) -> list[dict[str, Any]] | None:
+        """The request's tools, when this client offers them through function calling (``llm.function_calling``;
+        ``auto``: for a configured endpoint, not the local server) and the endpoint has not refused them."""
+        mode = self._settings.function_calling
+        wanted = mode == "on" or (mode == "auto" and self._settings.base_url is not None)
+        if request.tools is None or not wanted or "tools" in self._refused_formats:
+            return None
+        tools: list[dict[str, Any]] = json.loads(request.tools)
+        return tools
+
+    async def _once(
+        self,
+        request: ChatRequest,
+        style: tuple[str, dict[str, Any]] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Completion:
         extra: dict[str, Any] = {}
         if style is not None:
             extra["response_format"] = style[1]
+        if tools is not None:  # the model must call at least one (a reply is then its calls)
+            extra.update(tools=tools, tool_choice="required")
         start = time.perf_counter()
         response = await self._sdk().chat.completions.create(
             model=request.model,
@@ -208,7 +252,7 @@ class OpenAICompatibleClient:
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
         return Completion(
-            text=choice.message.content or "",
+            text=_with_calls(choice.message.content or "", getattr(choice.message, "tool_calls", None)),
             model=getattr(response, "model", None) or request.model,
             usage=Usage(
                 prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),

@@ -36,15 +36,18 @@ async def ask_llm(
     max_tokens: int,
     tag: str,
     json_schema: Mapping[str, Any] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> Completion:
     """One user-message call at the context's temperature, recorded under ``tag`` (with ``json_schema``, the
-    reply is asked in that shape where the endpoint offers structured output)."""
+    reply is asked in that shape where the endpoint offers structured output; ``tools`` are offered through
+    function calling where the client uses it, their calls returned in the text)."""
     asked = request(
         [Message("user", prompt)],
         model=client.model,
         temperature=ctx.temperature,
         max_tokens=max_tokens,
         json_schema=json_schema,
+        tools=tools,
     )
     return await client.complete(asked, tag=tag)
 

@@ -34,7 +34,7 @@ from metakg.qa_engine.robodata.fsm import (
     urgency,
 )
 from metakg.qa_engine.robodata.support import ANSWER_SCHEMA, parse_support, precision, verify
-from metakg.qa_engine.robodata.tools import ToolBox, ToolResult
+from metakg.qa_engine.robodata.tools import ToolBox, ToolResult, parse_calls
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.graph_store import GraphStore
 
@@ -120,6 +120,29 @@ def turn_schema(tools: ToolBox | None, allowed: Sequence[State]) -> dict[str, An
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
+#: the function a model calls to choose the next state, under function calling
+NEXT_STATE = "next_state"
+
+
+def turn_functions(tools: ToolBox | None, allowed: Sequence[State]) -> list[dict[str, Any]]:
+    """One turn's tools as OpenAI function definitions, for endpoints with function calling: the state's
+    tools, and ``next_state`` whose ``state`` is one of ``allowed`` (the model calls it to move on)."""
+    choose = {
+        "type": "function",
+        "function": {
+            "name": NEXT_STATE,
+            "description": "Choose the state to go to next (call it once, after any other tool call).",
+            "parameters": {
+                "type": "object",
+                "properties": {"state": {"type": "string", "enum": [s.value for s in allowed]}},
+                "required": ["state"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    return [*(tools.openai_tools() if tools is not None else []), choose]
+
+
 def _loose(schema: Any) -> Any:
     """``schema`` without string length bounds: a grammar built from ``maxLength: 5000`` repeats a character
     rule 5,000 times (llama-cpp-python's server fell over); the tool's own validation still checks them. Id
@@ -166,13 +189,23 @@ class Agent:
             tools = self.toolsets.get(TOOLSETS.get(state, ""))
             prompt = self._prompt(state, query, memory, tools, urgency(turn, self.settings.max_turns), observation)
             schema = turn_schema(tools, SUCCESSORS[state])
-            reply = await ask_llm(self.llm, self.ctx, prompt, 400, f"qa:robodata:{state.value}", schema)
-            results: list[ToolResult] = tools.run_reply(reply.text) if tools is not None else []
+            functions = turn_functions(tools, SUCCESSORS[state])
+            reply = await ask_llm(self.llm, self.ctx, prompt, 400, f"qa:robodata:{state.value}", schema, functions)
+            made = parse_calls(reply.text)
+            chosen = [args for name, args in made if name == NEXT_STATE]  # the transition, as a function call
+            results: list[ToolResult] = (
+                [tools.call(name, args) for name, args in made if name != NEXT_STATE] if tools is not None else []
+            )
             calls.update(r.tool for r in results)
             step.update(reply=reply.text[:2000], tool_calls=[r.as_dict() for r in results])
             for r in results:
                 memory.add(f"turn {turn}: {r.tool}({r.args}) -> {'ok' if r.ok else 'error'}: {r.text[:300]}")
-            nxt, refusal = check_transition(state, parse_transition(reply.text))
+            named = (
+                str(chosen[-1].get("state", "")).strip().lower() or None
+                if chosen and isinstance(chosen[-1], dict)
+                else parse_transition(reply.text)
+            )
+            nxt, refusal = check_transition(state, named)
             if nxt is None:
                 refusals += 1
                 step["refused"] = refusal

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,3 +175,42 @@ def test_the_local_server_refuses_a_busy_port() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(ConfigError, match=f"port {port} on 127.0.0.1 is busy"):
             local_server.start(port)
+
+
+def test_tools_go_out_through_function_calling_and_the_calls_come_back_in_the_text(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    server.calls_for = lambda body: [("lookup", '{"id": "Q42"}'), ("lookup", "not json")]
+    client, _ = make_client(server, tmp_path, base_url=server.url)  # a configured endpoint: auto is on
+    asked = request([Message("user", "find it")], model="test-model", json_schema={"type": "object"}, tools=tools)
+    reply = asyncio.run(client.complete(asked))
+    assert json.loads(reply.text) == {"tool_calls": [{"tool": "lookup", "args": {"id": "Q42"}},
+                                                     {"tool": "lookup", "args": "not json"}]}  # fmt: skip
+    body = server.requests[-1]
+    assert body["tools"] == tools and body["tool_choice"] == "required" and "response_format" not in body
+    assert asyncio.run(client.complete(asked)).text == reply.text and len(server.requests) == 1  # cached whole
+    assert (
+        asked.key() != request([Message("user", "find it")], model="test-model", json_schema={"type": "object"}).key()
+    )
+
+
+def test_an_endpoint_refusing_tools_gets_structured_output_from_then_on(server: FaultServer, tmp_path: Path) -> None:
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    client, _ = make_client(server, tmp_path, function_calling="on")
+    server.script("refuse_tools")
+    asked = request([Message("user", "find it")], model="test-model", json_schema={"type": "object"}, tools=tools)
+    assert asyncio.run(client.complete(asked)).text == "ok reply"
+    assert "tools" in server.requests[0] and "tools" not in server.requests[1]
+    assert server.requests[1]["response_format"]["type"] == "json_schema"
+    asyncio.run(client.complete(request([Message("user", "again")], model="test-model", tools=tools)))
+    assert "tools" not in server.requests[-1]  # remembered
+
+
+def test_the_local_server_gets_no_tools_on_auto(server: FaultServer, tmp_path: Path) -> None:
+    """llama-cpp-python ignores tools it cannot force, so on ``auto`` the local server (no base_url) gets the
+    JSON-in-text protocol with structured output instead."""
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    client, _ = make_client(server, tmp_path)
+    asyncio.run(client.complete(request([Message("user", "x")], model="test-model", json_schema={}, tools=tools)))
+    assert "tools" not in server.requests[-1] and "response_format" in server.requests[-1]

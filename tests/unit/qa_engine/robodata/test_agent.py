@@ -178,3 +178,54 @@ def test_metacognition_assesses_before_evaluation_states_and_its_plan_reaches_th
     assert "Previous observation: none" in metas[0] and "Previous observation: Fetch alpha's" in metas[1]
     _, plain, _ = run(walker())
     assert not any(c.messages[-1].content.startswith("You oversee") for c in plain.calls)  # off by default
+
+
+def test_the_same_walk_through_function_calling_over_http() -> None:
+    """An OpenAI-compatible endpoint with function calling (a real HTTP server; the model is the walker):
+    each turn offers the state's tools and ``next_state`` as functions, the model calls them, and the walk,
+    the tool calls and the checked answer are the same as through JSON in text."""
+    from metakg.config import LLMSettings
+    from metakg.llm.client import Message
+    from metakg.llm.openai_client import OpenAICompatibleClient
+    from metakg.qa_engine.robodata.fsm import parse_transition
+    from metakg.qa_engine.robodata.tools import parse_calls
+    from tests.fault_server import FaultServer
+
+    model = walker()
+
+    def as_request(body: dict[str, Any]) -> ChatRequest:
+        return ChatRequest(tuple(Message(m["role"], m["content"]) for m in body["messages"]), body["model"])
+
+    def calls_for(body: dict[str, Any]) -> list[tuple[str, str]]:
+        text = model(as_request(body))
+        made = [(name, json.dumps(args)) for name, args in parse_calls(text)]
+        return [*made, ("next_state", json.dumps({"state": parse_transition(text)}))]
+
+    server = FaultServer().start()
+    try:
+        server.calls_for = calls_for
+        server.reply_for = lambda body: model(as_request(body))
+        settings = LLMSettings.model_validate({"model": "m", "base_url": server.url, "backoff_s": 0.01})
+        client = OpenAICompatibleClient(settings, base_url=server.url)
+        local = EmbeddedStore(empty_nodes(), empty_edges(), embedder=AxisEmbedder())
+        ctx = QAContext(store=local, embedder=AxisEmbedder(), llm=client)
+        result = asyncio.run(Agent(AgentSettings(), ctx, client, local, remote_and_update(local)).run(QUERY))
+    finally:
+        server.stop()
+    assert [s["state"] for s in result.trace["steps"]][1:4] == [
+        "remote_exploration",
+        "remote_evaluation",
+        "local_update",
+    ]
+    assert result.stats["tool_calls_by_tool"] == {"entity_info": 1, "fetch_node": 1, "local_neighbours": 1}
+    assert result.stats["refused_transitions"] == 0 and result.stats["support_precision"] == 0.5
+    offered = [r for r in server.requests if "tools" in r]
+    assert len(offered) == 6 and all(r["tool_choice"] == "required" and "response_format" not in r for r in offered)
+    remote = next(r for r in offered if any(t["function"]["name"] == "entity_info" for t in r["tools"]))
+    choose = next(t for t in remote["tools"] if t["function"]["name"] == "next_state")
+    assert choose["function"]["parameters"]["properties"]["state"]["enum"] == [
+        "remote_exploration",
+        "remote_evaluation",
+        "local_evaluation",
+    ]
+    assert "tools" not in server.requests[-1] and "response_format" in server.requests[-1]  # the answer: a schema
