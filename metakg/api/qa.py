@@ -64,7 +64,7 @@ __all__ = [
     "trace_lines",
 ]
 
-EVAL_FORMATS: tuple[DatasetFormat, ...] = ("medagents", "csqa", "pilot", "metaqa", "simplequestions")
+EVAL_FORMATS: tuple[DatasetFormat, ...] = ("medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata")
 
 
 def empty_store_factory(embedder: Embedder) -> Callable[[], GraphStore]:

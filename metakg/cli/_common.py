@@ -24,6 +24,8 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 JSON_HELP = "Print one JSON object with the results as the last line of stdout."
+#: the --format help of the commands that read question sets
+QUESTION_FORMAT_HELP = "medagents | csqa | pilot | metaqa | simplequestions | robodata (the RoboData authors' queries)."
 
 
 def settings() -> Settings:

@@ -10,7 +10,16 @@ import typer
 from rich.markup import escape
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
+from metakg.cli._common import (
+    JSON_HELP,
+    err,
+    finish,
+    guarded,
+    out,
+    progress,
+    progress_bar,
+    settings,
+)
 from metakg.errors import UsageError
 
 BUNDLE_HELP = "Bundle directory to ask (embedded store)."
@@ -93,7 +102,9 @@ def ask(
 
 def evaluate(
     benchmark: Path = typer.Argument(..., metavar="BENCHMARK", help="The benchmark file."),
-    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot | metaqa | simplequestions."),
+    fmt: str = typer.Option(
+        ..., "--format", "-f", help="medagents | csqa | pilot | metaqa | simplequestions | robodata."
+    ),
     strategy: str = typer.Option(
         "metakgrag", "--strategy", "-s", help="Comma-separated strategies (`metakg strategies` lists them)."
     ),
@@ -232,7 +243,9 @@ def strategies(json_mode: bool = typer.Option(False, "--json", help=JSON_HELP)) 
 
 def tune(
     benchmark: Path = typer.Argument(..., metavar="BENCHMARK", help="The question file."),
-    fmt: str = typer.Option(..., "--format", "-f", help="medagents | csqa | pilot | metaqa | simplequestions."),
+    fmt: str = typer.Option(
+        ..., "--format", "-f", help="medagents | csqa | pilot | metaqa | simplequestions | robodata."
+    ),
     strategy: str = typer.Option("metakgrag", "--strategy", "-s", help="The retrieval strategy to tune."),
     grid: list[str] = typer.Option(
         ...,

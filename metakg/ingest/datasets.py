@@ -22,8 +22,12 @@ import polars as pl
 from metakg.errors import InputDataError, UsageError
 from metakg.ingest.hygiene import strip_bom
 
-DatasetFormat = Literal["medagents", "csqa", "pilot", "metaqa", "simplequestions", "text", "jsonl", "csv"]
-FORMATS: tuple[str, ...] = ("medagents", "csqa", "pilot", "metaqa", "simplequestions", "text", "jsonl", "csv")
+DatasetFormat = Literal[
+    "medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata", "text", "jsonl", "csv"
+]  # fmt: skip
+FORMATS: tuple[str, ...] = (
+    "medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata", "text", "jsonl", "csv"
+)  # fmt: skip
 #: the labels file a SimpleQuestions-Wikidata file may have beside it (``id TAB label ...``, with a header)
 SIMPLEQUESTIONS_LABELS = "simplequestions_wd_labels_en.tsv"
 
@@ -197,6 +201,44 @@ def _simplequestions_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | R
             yield number, e, line
 
 
+def _robodata_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | RecordError, str]]:
+    """(experiment number, record or the reason it is refused, the experiment as JSON) of the RoboData
+    authors' experiment file (``{"experiments": [{"paper_query_id", "query", "reported_status",
+    "reported_answer", "support_graph", ...}]}``). The id is the paper's query id (A1-A7, B1-B3, C1-C7); the
+    gold answers of a run the paper reports as OK are the support-graph entities its answer names and the
+    question does not (no word of four letters or more in common; the other runs have none);
+    ``answer_text`` keeps the paper's answer."""
+    try:
+        experiments = json.loads(strip_bom(path.read_bytes()).decode("utf-8"))["experiments"]
+        if not isinstance(experiments, list):
+            raise TypeError("experiments is not a list")
+    except (ValueError, KeyError, TypeError) as e:
+        raise InputDataError(f"{path} is not a RoboData experiment file ({e}).") from e
+    for number, item in enumerate(experiments, start=1):
+        raw = json.dumps(item, ensure_ascii=False)[:2000]
+        try:
+            if not isinstance(item, dict) or not str(item.get("paper_query_id") or "").strip():
+                raise RecordError("an experiment needs a paper_query_id")
+            query, said = str(item.get("query") or ""), str(item.get("reported_answer") or "")
+            gold: list[str] = []
+            asked = set(re.findall(r"[\w']{4,}", query.lower()))
+            if item.get("reported_status") == "OK":
+                for node in (item.get("support_graph") or {}).get("nodes", []):
+                    label = str(node.get("label") or "")
+                    named = bool(label) and label.lower() in said.lower()
+                    in_question = bool(asked & set(re.findall(r"[\w']{4,}", label.lower())))
+                    if named and not in_question and re.match(r"^Q\d+$", str(node.get("id"))) and label not in gold:
+                        gold.append(label)
+            record = _qa(str(item["paper_query_id"]), query, {}, gold[0] if gold else "", None, gold)
+            yield (
+                number,
+                record | {"answer": gold[0] if gold else None, "answer_text": said or None, "answers": gold},
+                raw,
+            )
+        except RecordError as e:
+            yield number, e, raw
+
+
 def _json_lines(path: Path) -> Iterator[tuple[int, str]]:
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
@@ -286,8 +328,10 @@ def read_dataset(
             records.append({"record_id": record_id, "kind": "text", "text": str(value)})
             if limit is not None and len(records) >= limit:
                 break
-    elif fmt in ("metaqa", "simplequestions"):
-        lines = _metaqa_lines(path) if fmt == "metaqa" else _simplequestions_lines(path)
+    elif fmt in ("metaqa", "simplequestions", "robodata"):
+        lines = {"metaqa": _metaqa_lines, "simplequestions": _simplequestions_lines, "robodata": _robodata_records}[
+            fmt
+        ](path)
         for number, found, line in lines:
             read += 1
             if isinstance(found, RecordError):

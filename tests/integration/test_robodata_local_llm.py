@@ -97,3 +97,69 @@ def test_robodata_kg_rag_and_metakgrag_compared_on_one_slice(
     table = (out / "comparison.md").read_text()
     assert all(f"| {run} |" in table for run in ("robodata", "kg_rag", "metakgrag"))
     assert "support precision" in table and "iterations/q" in table
+
+
+def test_the_authors_a3_query_with_a_known_tool_plan(qa_sparql_endpoint: Server, data_dir: Path) -> None:
+    """A3 ("Among the founders of tencent company, who has been member of national people's congress?"), two
+    hops, from the authors' own queries: a scripted model follows the plan (search, Tencent's founders, Ma
+    Huateng's positions) and answers with two sentences; both are supported, and each cited edge is checked
+    against the endpoint's data independently."""
+    import asyncio
+    import re
+
+    from metakg.config import load_settings
+    from metakg.llm.client import ChatRequest
+    from metakg.llm.scripted import ScriptedClient
+    from metakg.loaders.embedded_store import EmbeddedStore
+    from metakg.schemas.tables import empty_edges, empty_nodes
+
+    questions, _ = api.read_questions(data_dir / "wikidata" / "robodata_experiment_kgs.json", "robodata")
+    (a3,) = [q for q in questions if q.id == "A3"]
+    call = lambda tool, **args: {"tool": tool, "args": args}  # noqa: E731
+    tencent, ma, deputy = "Q860580", "Q1739008", "Q10891456"
+
+    def plan(request: ChatRequest) -> str:
+        prompt = request.messages[-1].content
+        state = re.search(r"You are in the state (\w+)", prompt)
+        if state is None:
+            founded = re.search(rf"\((e:[0-9a-f]+): wd:{tencent} -> wd:{ma}\)", prompt)
+            held = re.search(rf"\((e:[0-9a-f]+): wd:{ma} -> wd:{deputy}\)", prompt)
+            sentences = [
+                {"text": "Ma Huateng is one of the founders of Tencent.", "nodes": [f"wd:{tencent}", f"wd:{ma}"],
+                 "edges": [founded.group(1) if founded else "e:none"]},
+                {"text": "Ma Huateng has been a National People's Congress deputy.",
+                 "nodes": [f"wd:{ma}", f"wd:{deputy}"], "edges": [held.group(1) if held else "e:none"]},
+            ]  # fmt: skip
+            return json.dumps({"sentences": sentences})
+        step = {
+            "remote_exploration": ([call("remote_search", text="Tencent")], "remote_evaluation"),
+            "remote_evaluation": ([], "local_update"),
+            "local_update": (
+                [
+                    call("fetch_relationships", id=tencent, property="P112"),
+                    call("fetch_relationships", id=ma, property="P39"),
+                ],
+                "local_evaluation",
+            ),
+            "local_evaluation": ([], "answer"),
+        }[state.group(1)]
+        return json.dumps({"tool_calls": step[0]}) + json.dumps({"next_state": step[1]})
+
+    base = load_settings()
+    settings = base.model_copy(
+        update={"wikidata": base.wikidata.model_copy(update={"endpoint": qa_sparql_endpoint.endpoint})}
+    )
+    ctx = api.qa_context(settings, EmbeddedStore(empty_nodes(), empty_edges()), ScriptedClient(plan))
+    answer = asyncio.run(api.create_strategy(settings, "robodata").answer(a3, ctx))
+    assert answer.status == "ok" and "Ma Huateng" in answer.text and any(g in answer.text for g in a3.gold_texts)
+    assert [c.verified for c in answer.support] == [True, True] and answer.trace["stats"]["support_precision"] == 1.0
+    edges = answer.local_graph.edges
+    for claim, prop in zip(answer.support, ("P112", "P39"), strict=True):
+        (edge,) = claim.edges
+        (row,) = edges.filter(edges["id"] == edge).select("src", "dst").to_dicts()
+        src, dst = row["src"].removeprefix("wd:"), row["dst"].removeprefix("wd:")
+        found = sparql(qa_sparql_endpoint, f"SELECT ?p WHERE {{ <http://www.wikidata.org/entity/{src}> ?p "
+                                            f"<http://www.wikidata.org/entity/{dst}> }}")  # fmt: skip
+        assert f"http://www.wikidata.org/prop/direct/{prop}" in {r["p"]["value"] for r in found}
+    _, report = validate(answer.local_graph, default_vocabulary().names, run_gx=False)
+    assert report.ok

@@ -156,3 +156,21 @@ def test_real_simplequestions_file(data_dir: Path) -> None:
     )  # every line of the file (wc -l says 5,621: no final newline)
     labelled = sum(1 for answers in read.records["answers"].to_list() if len(answers) == 2)
     assert labelled > 5500  # nearly every object has its label from the file beside it
+
+
+def test_the_robodata_authors_queries(data_dir: Path, tmp_path: Path) -> None:
+    read = read_dataset(data_dir / "wikidata" / "robodata_experiment_kgs.json", "robodata")
+    rows = {r["record_id"]: r for r in read.records.iter_rows(named=True)}
+    assert len(rows) == 17 and read.rejects.height == 0
+    assert rows["A3"]["question"].startswith("Among the founders of tencent company")
+    assert rows["A3"]["answers"] == ["Ma Huateng"]  # the support graph's other entities are named in the question
+    assert rows["A1"]["answers"][0] == "Douglas Adams" and rows["C7"]["answers"][:2] == ["Rome", "Tokyo"]
+    assert rows["A7"]["answers"] == [] and rows["A7"]["answer"] is None  # reported WRONG: no gold
+    assert rows["A7"]["answer_text"] == "The agent failed to produce an answer."
+    bad = tmp_path / "experiments.json"
+    bad.write_text(json.dumps({"experiments": [{"query": "no id"}, {"paper_query_id": "X1", "query": "Who?"}]}))
+    mixed = read_dataset(bad, "robodata")
+    assert mixed.records["record_id"].to_list() == ["X1"] and "paper_query_id" in mixed.rejects["reason"][0]
+    (tmp_path / "other.json").write_text("[1, 2]")
+    with pytest.raises(InputDataError, match="not a RoboData experiment file"):
+        read_dataset(tmp_path / "other.json", "robodata")
