@@ -136,6 +136,9 @@ def load_bundle(
     checkpoint_dir: Path | None = None,
     progress: Counter | None = None,
     statement_hook: Callable[[str], None] | None = None,
+    ensure_schema: bool = True,
+    dynamic: bool | None = None,
+    count: bool = True,
 ) -> LoadReport:
     """Load ``bundle`` into the database.
 
@@ -149,6 +152,10 @@ def load_bundle(
         checkpoint_dir: where the checkpoint file lives (the bundle directory); None disables resuming.
         progress: called with (rows done, rows in total) after each batch.
         statement_hook: called before each batch with its id (used by tests to interrupt a load).
+        ensure_schema: create the constraints and indexes first (False when the caller knows they exist).
+        dynamic: whether the server takes relationship types from parameters (None: ask it).
+        count: count the nodes and edges in Neo4j afterwards (False: the report's Neo4j counts are -1).
+            The last three spare round trips to callers making many small loads (a store's upserts).
 
     Returns:
         The counts in Neo4j after the load.
@@ -163,7 +170,7 @@ def load_bundle(
     dims = None
     if embeddings is not None and embeddings.height:
         dims = len(embeddings["vector"][0])
-    for statement in cypher.schema_statements(dims):
+    for statement in cypher.schema_statements(dims) if ensure_schema or dims else ():
         driver.execute_query(statement, database_=database)
     nodes = node_rows(bundle.nodes, embeddings)
     edges = edge_rows(bundle.edges)
@@ -194,7 +201,7 @@ def load_bundle(
                 progress(finished, total)
 
     run_batches(nodes, "nodes", "type", ["id", "props"], cypher.merge_nodes)
-    if dynamic_types(driver, database):  # every relation in shared batches, one query plan
+    if dynamic_types(driver, database) if dynamic is None else dynamic:  # every relation in shared batches
         for rel in edges["rel"].unique():
             cypher.rel_type(rel)  # the same check as the per-type statements
         columns = ["id", "src", "dst", "rel", "created_at", "props"]
@@ -207,8 +214,8 @@ def load_bundle(
     return LoadReport(
         nodes_in_bundle=bundle.nodes.height,
         edges_in_bundle=bundle.edges.height,
-        nodes_in_neo4j=_count(driver, database, cypher.COUNT_NODES),
-        edges_in_neo4j=_count(driver, database, cypher.COUNT_EDGES),
+        nodes_in_neo4j=_count(driver, database, cypher.COUNT_NODES) if count else -1,
+        edges_in_neo4j=_count(driver, database, cypher.COUNT_EDGES) if count else -1,
         batches_run=ran,
         batches_skipped=skipped,
         seconds=time.perf_counter() - start,

@@ -16,7 +16,7 @@ from metakg.config import Neo4jSettings
 from metakg.errors import ConfigError, NodeNotFound, StoreError
 from metakg.llm.embedder import Embedder
 from metakg.loaders import cypher
-from metakg.loaders.neo4j_loader import load_bundle
+from metakg.loaders.neo4j_loader import dynamic_types, load_bundle
 from metakg.redact import mask_url
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.graph_store import (
@@ -160,6 +160,8 @@ class Neo4jStore(ClosingStore):
         self._target = target
         self._owns_driver = owns_driver
         self._session: Session | None = None
+        self._schema_ready = False  # upserts ensure the constraints and indexes once
+        self._dynamic: bool | None = None
 
     def _run(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """Run a read query as an auto-commit transaction of one long-lived READ session.
@@ -343,13 +345,20 @@ class Neo4jStore(ClosingStore):
             raise StoreError(f"the Cypher query failed: {e.message or e}") from None
 
     def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
-        """MERGE nodes (by id) and edges (by edge id); properties given overwrite stored ones."""
+        """MERGE nodes (by id) and edges (by edge id); properties given overwrite stored ones. The schema
+        is ensured and the server's version asked once per store, not per upsert."""
+        if self._dynamic is None:
+            self._dynamic = dynamic_types(self._driver, self._database)
         load_bundle(
             self._driver,
             Bundle(conform_nodes(nodes), conform_edges(edges)),
             database=self._database,
             target=self._target,
+            ensure_schema=not self._schema_ready,
+            dynamic=self._dynamic,
+            count=False,
         )
+        self._schema_ready = True
 
     def load(self, bundle: Bundle, **options: Any) -> Any:
         """Load a whole bundle (see :func:`metakg.loaders.neo4j_loader.load_bundle` for the options)."""
