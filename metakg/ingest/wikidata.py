@@ -219,8 +219,9 @@ class SparqlClient:
     retries: int = 0
     sleep: Callable[[float], None] = time.sleep
 
-    def select(self, query: str) -> list[dict[str, dict[str, str]]]:
-        """The bindings of a SELECT query."""
+    def select(self, query: str, *, timeout_s: float | None = None) -> list[dict[str, dict[str, str]]]:
+        """The bindings of a SELECT query, waiting at most ``timeout_s`` (default: the client's)."""
+        wait = self.timeout_s if timeout_s is None else min(timeout_s, self.timeout_s)
         from SPARQLWrapper import JSON, POST, SPARQLWrapper
         from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, QueryBadFormed, SPARQLWrapperException
 
@@ -228,14 +229,17 @@ class SparqlClient:
             wrapper = SPARQLWrapper(self.endpoint, agent=self.user_agent)
             wrapper.setMethod(POST)
             wrapper.setReturnFormat(JSON)
-            wrapper.setTimeout(int(max(1, self.timeout_s)))
+            wrapper.setTimeout(int(max(1, wait)))
             wrapper.setQuery(PREFIXES + query)
             try:
                 result = wrapper.query()
             except QueryBadFormed as e:
                 raise SyncError(f"the endpoint {mask_url(self.endpoint)} refused a query as malformed: {e}") from e
             except EndPointInternalError as e:
-                if "TimeoutException" in str(e) or "timeout" in str(e).lower():
+                said = str(e).lower()
+                if "timeoutexception" in said or "timeout" in said or "exceeds the limit" in said:
+                    # the time limit was hit, or the endpoint refused a query it estimates would exceed it
+                    # (Virtuoso: "estimated execution time ... exceeds the limit"): retrying cannot help
                     raise QueryTimeout(f"the query hit the endpoint's time limit: {str(e)[:200]}") from e
                 raise _Transient(f"HTTP 500: {str(e)[:200]}") from e
             except SPARQLWrapperException as e:
@@ -245,7 +249,7 @@ class SparqlClient:
                 raise ValueError("results.bindings is not a list")
             return bindings
 
-        return self._with_retries(attempt, f"the endpoint {mask_url(self.endpoint)}")
+        return self._with_retries(attempt, f"the endpoint {mask_url(self.endpoint)}", wait)
 
     def search_labels(self, text: str, *, language: str = "en", k: int = 7) -> list[dict[str, str | None]]:
         """Items whose label or alias matches ``text`` (the search API's ranking): id, label, description.
@@ -273,7 +277,8 @@ class SparqlClient:
 
         return self._with_retries(attempt, f"the search API {mask_url(str(self.search_api))}")
 
-    def _with_retries(self, attempt: Callable[[], _T], target: str) -> _T:  # target: "the endpoint <url>"
+    def _with_retries(self, attempt: Callable[[], _T], target: str, wait_s: float | None = None) -> _T:
+        # target names what is asked ("the endpoint <url>"); wait_s is the attempt's time limit
         """``attempt()`` within the query budget, retried on 429 (Retry-After honoured), 5xx, dropped or
         refused connections (a few times only: nothing may listen there) and malformed replies."""
         delay = self.backoff_s
@@ -303,10 +308,10 @@ class SparqlClient:
                 else:
                     raise SyncError(f"{target} answered HTTP {e.code}: {e.reason}") from e
             except TimeoutError as e:
-                raise QueryTimeout(f"no answer within {self.timeout_s:g} s") from e
+                raise QueryTimeout(f"no answer within {wait_s or self.timeout_s:g} s") from e
             except urllib.error.URLError as e:
                 if isinstance(e.reason, TimeoutError):
-                    raise QueryTimeout(f"no answer within {self.timeout_s:g} s") from e
+                    raise QueryTimeout(f"no answer within {wait_s or self.timeout_s:g} s") from e
                 if isinstance(e.reason, ConnectionRefusedError):
                     # nothing listens there: a refused connection is not a slow server, so give up soon
                     refused += 1
@@ -756,9 +761,9 @@ class WikidataFragments:
         """Queries sent so far (retries included)."""
         return self.client.queries
 
-    def select(self, query: str) -> list[dict[str, dict[str, str]]]:
+    def select(self, query: str, *, timeout_s: float | None = None) -> list[dict[str, dict[str, str]]]:
         """A read-only SELECT through the client (its retries, timeout and query budget)."""
-        return self.client.select(query)
+        return self.client.select(query, timeout_s=timeout_s)
 
     def search_entities(self, text: str, k: int) -> list[dict[str, str | None]] | None:
         """Items by label through the client's search API, or None when it has none (search labels over

@@ -29,21 +29,38 @@ WIKIDATA_PREFIXES = (
 )
 
 
-def check_select(query: str, prefixes: str = WIKIDATA_PREFIXES) -> str:
-    """``query`` when it is one read-only SELECT query with no federated ``SERVICE`` call; raises ValueError
-    saying why not. The query is parsed (after ``prefixes``), so an update, an ASK, CONSTRUCT or DESCRIBE, or
-    text that is no query at all is refused by the grammar, not by keyword spotting."""
+def check_select(query: str, prefixes: str = WIKIDATA_PREFIXES, *, ask: bool = False) -> str:
+    """``query`` when it is one read-only SELECT query (or, with ``ask``, an ASK query) with no federated
+    ``SERVICE`` call; raises ValueError saying why not. The query is parsed (after ``prefixes``), so an
+    update, a CONSTRUCT or DESCRIBE, or text that is no query at all is refused by the grammar, not by
+    keyword spotting."""
     from rdflib.plugins.sparql import prepareQuery
 
+    forms = ("SelectQuery", "AskQuery") if ask else ("SelectQuery",)
     try:
         prepared = prepareQuery(prefixes + query)
     except Exception as e:  # rdflib raises pyparsing and its own errors for anything that is not a query
-        raise ValueError(f"not a read-only SELECT query (updates are refused): {str(e)[:200]}") from None
-    if prepared.algebra.name != "SelectQuery":
-        raise ValueError(f"only SELECT queries are allowed, not {prepared.algebra.name}")
+        raise ValueError(f"not a read-only {' or '.join(f[:-5].upper() for f in forms)} query (updates are "
+                         f"refused): {str(e)[:200]}") from None  # fmt: skip
+    if prepared.algebra.name not in forms:
+        raise ValueError(f"only {' and '.join(f[:-5].upper() for f in forms)} queries are allowed, not "
+                         f"{prepared.algebra.name}")  # fmt: skip
     if re.search(r"(?i)\bSERVICE\b", query):
         raise ValueError("federated SERVICE calls are not allowed")
     return query
+
+
+#: the prologue of a SPARQL query: its BASE and PREFIX declarations
+PROLOGUE = re.compile(r"^\s*(?:(?:BASE\s*<[^>]*>|PREFIX\s+[\w.-]*:\s*<[^>]*>)\s*)*", re.I)
+
+
+def ask_as_select(query: str) -> str:
+    """An ASK query (already checked) as a SELECT of at most one row: the ASK is true when a row comes back.
+    Every endpoint then answers in the same result shape."""
+    head = PROLOGUE.match(query)
+    start = head.end() if head else 0
+    body = re.sub(r"(?i)^ASK\s*(?:WHERE\s*)?", "SELECT * WHERE ", query[start:], count=1)
+    return query[:start] + body.rstrip().rstrip(";") + " LIMIT 1"
 
 
 @runtime_checkable
@@ -55,8 +72,9 @@ class KnowledgeSource(Protocol):
         """The endpoint URL (for traces and provenance)."""
         ...
 
-    def select(self, query: str) -> list[Binding]:
-        """The bindings of a SELECT query; raises SyncError when the endpoint fails after its retries."""
+    def select(self, query: str, *, timeout_s: float | None = None) -> list[Binding]:
+        """The bindings of a SELECT query, within ``timeout_s`` (None: the source's own limit); raises
+        SyncError when the endpoint fails after its retries (QueryTimeout when the time is up)."""
         ...
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,23 @@ def test_entity_search_neighbours_and_select(sparql_endpoint: Server) -> None:
     assert {"property": "P19", "id": "Q42", "label": "Douglas Adams"} in into
     rows = call(sparql_endpoint, "remote_sparql", query="SELECT ?place WHERE { wd:Q42 wdt:P19 ?place }")
     assert rows == [{"place": "Q350"}]
+    assert call(sparql_endpoint, "remote_sparql", query="ASK { wd:Q42 wdt:P19 wd:Q350 }") == {"ask": True}
+    assert call(sparql_endpoint, "remote_sparql", query="ASK WHERE { wd:Q42 wdt:P19 wd:Q84 }") == {"ask": False}
+
+
+def test_a_raw_query_stops_at_its_time_limit(sparql_endpoint: Server) -> None:
+    from metakg.ingest.wikidata import QueryTimeout
+
+    client = api.sparql_client(load_settings(), sparql_endpoint.endpoint)
+    heavy = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # a cross product of everything
+    started = time.perf_counter()
+    # cut off by the client, or refused at once by the endpoint's own estimate (Virtuoso): a timeout either way
+    with pytest.raises(QueryTimeout, match=r"no answer within 1 s|time limit"):
+        client.select(heavy, timeout_s=1)
+    assert client.retries == 0 and time.perf_counter() - started < 10  # not retried
+    tools = remote_tools(client)
+    result = tools.call("remote_sparql", {"query": heavy})
+    assert not result.ok and "remote_sparql failed" in result.text
 
 
 def test_no_remote_call_writes(sparql_endpoint: Server) -> None:

@@ -3,10 +3,11 @@ holding Wikidata-shaped data): an entity's labels, description and claims summar
 an entity's neighbours by property in either direction, and a raw SPARQL SELECT.
 
 Every query is built from validated pieces: entity and property ids must match ``Q123`` / ``P123``, and text
-enters as an escaped string literal. The raw tool accepts one SELECT query (parsed; an update or any other
-form is refused) with a row limit. The search uses the source's search service when it has one (Wikidata's
-search API, ``wbsearchentities``: labels and aliases, Wikidata's ranking; a full-text label scan over the
-Query Service is slow) and otherwise matches English labels over the endpoint (exact, then containing).
+enters as an escaped string literal. The raw tool accepts one SELECT or ASK query (parsed; an update or any
+other form is refused) with a row limit and a time limit. The search uses the source's search service when
+it has one (Wikidata's search API, ``wbsearchentities``: labels and aliases, Wikidata's ranking; a
+full-text label scan over the Query Service is slow) and otherwise matches English labels over the
+endpoint (exact, then containing).
 """
 
 from __future__ import annotations
@@ -18,11 +19,20 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from metakg.qa_engine.robodata.tools import Tool, ToolArgs, ToolBox
-from metakg.schemas.knowledge_source import Binding, EntitySearch, KnowledgeSource, check_select
+from metakg.schemas.knowledge_source import (
+    PROLOGUE,
+    Binding,
+    EntitySearch,
+    KnowledgeSource,
+    ask_as_select,
+    check_select,
+)
 
 WD, WDT = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"
 #: rows at most of a raw SPARQL query
 MAX_ROWS = 200
+#: seconds a raw SPARQL query may take
+RAW_TIMEOUT_S = 30.0
 _ENTITY = re.compile(r"^Q[1-9]\d*$")
 _PROPERTY = re.compile(r"^P[1-9]\d*$")
 
@@ -78,7 +88,7 @@ class RemoteNeighbourArgs(EntityArgs):
 
 
 class SparqlArgs(ToolArgs):
-    query: str = Field(min_length=1, max_length=5000, description="One SELECT query (wd:, wdt:, rdfs: known).")
+    query: str = Field(min_length=1, max_length=5000, description="One SELECT or ASK query (wd:, wdt:, rdfs: known).")
     limit: int = Field(default=50, ge=1, le=MAX_ROWS)
 
 
@@ -177,10 +187,12 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         ]
 
     def sparql(a: SparqlArgs) -> Any:
-        query = check_select(a.query).rstrip().rstrip(";")
+        query = check_select(a.query, ask=True).rstrip().rstrip(";")
+        if re.match(r"(?i)^ASK\b", PROLOGUE.sub("", query, count=1)):
+            return {"ask": bool(source.select(ask_as_select(query), timeout_s=RAW_TIMEOUT_S))}
         if not re.search(r"\blimit\s+\d+", query, re.I):
             query += f" LIMIT {a.limit}"
-        rows = source.select(query)
+        rows = source.select(query, timeout_s=RAW_TIMEOUT_S)
         return [{k: _short(v["value"]) for k, v in row.items()} for row in rows[: a.limit]]
 
     return ToolBox(
@@ -196,6 +208,11 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
                 RemoteNeighbourArgs,
                 neighbours,
             ),
-            Tool("remote_sparql", "Run one read-only SELECT query on the remote knowledge base.", SparqlArgs, sparql),
+            Tool(
+                "remote_sparql",
+                "Run one read-only SELECT or ASK query on the remote knowledge base (rows and time are limited).",
+                SparqlArgs,
+                sparql,
+            ),
         ]
     )

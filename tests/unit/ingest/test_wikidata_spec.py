@@ -54,7 +54,7 @@ class TimesOutAbove(SparqlClient):
         self.limit = limit
         self.sizes: list[int] = []
 
-    def select(self, query: str) -> list[dict[str, dict[str, str]]]:
+    def select(self, query: str, *, timeout_s: float | None = None) -> list[dict[str, dict[str, str]]]:
         ids = query.split()
         self.sizes.append(len(ids))
         if len(ids) > self.limit:

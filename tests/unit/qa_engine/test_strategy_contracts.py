@@ -41,7 +41,7 @@ class HandmadeRemote:
 
     endpoint = "http://127.0.0.1:1/sparql"
 
-    def select(self, query: str) -> list[Binding]:
+    def select(self, query: str, *, timeout_s: float | None = None) -> list[Binding]:
         return []
 
     def fetch(self, ids: Sequence[str], properties: Sequence[str]) -> Bundle:

@@ -13,7 +13,7 @@ class NoEndpoint:
 
     endpoint = "http://127.0.0.1:1/sparql"
 
-    def select(self, query: str) -> list[Binding]:
+    def select(self, query: str, *, timeout_s: float | None = None) -> list[Binding]:
         raise AssertionError(f"a query was sent: {query}")
 
 
@@ -34,6 +34,17 @@ def test_only_one_select_passes(query: str, message: str) -> None:
         check_select(query)
 
 
+def test_an_ask_passes_only_when_asked_for_and_becomes_a_one_row_select() -> None:
+    from metakg.schemas.knowledge_source import ask_as_select
+
+    query = "PREFIX ask: <http://example.org/ask#>\nASK WHERE { wd:Q42 wdt:P19 wd:Q350 }"
+    assert check_select(query, ask=True) == query
+    assert ask_as_select(query) == (
+        "PREFIX ask: <http://example.org/ask#>\nSELECT * WHERE { wd:Q42 wdt:P19 wd:Q350 } LIMIT 1"
+    )
+    assert ask_as_select("ASK { ?s ?p ?o };") == "SELECT * WHERE { ?s ?p ?o } LIMIT 1"
+
+
 def test_a_select_with_known_prefixes_passes() -> None:
     query = "SELECT ?x ?label WHERE { ?x wdt:P31 wd:Q5 ; rdfs:label ?label } LIMIT 3"
     assert check_select(query) == query
@@ -47,7 +58,9 @@ def test_bad_arguments_never_reach_the_endpoint() -> None:
         "input should be 'out' or 'in'" in tools.call("remote_neighbours", {"id": "Q1", "direction": "up"}).text.lower()
     )
     refused = tools.call("remote_sparql", {"query": "DELETE WHERE { ?s ?p ?o }"})
-    assert not refused.ok and "not a read-only SELECT" in refused.text
+    assert not refused.ok and "not a read-only SELECT or ASK" in refused.text
+    construct = tools.call("remote_sparql", {"query": "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"})
+    assert not construct.ok and "only SELECT and ASK queries are allowed" in construct.text
     assert (
         "less than or equal to 200"
         in tools.call("remote_sparql", {"query": "SELECT * WHERE { ?s ?p ?o }", "limit": 500}).text
