@@ -126,6 +126,10 @@ class NodeArgs(ToolArgs):
     id: str = Field(description="A local node id.")
 
 
+class EdgeArgs(ToolArgs):
+    id: str = Field(description="A local edge id (e:...).")
+
+
 class NeighbourArgs(ToolArgs):
     id: str = Field(description="A local node id.")
     relation: str | None = Field(default=None, description="Only edges of this relation.")
@@ -161,15 +165,25 @@ def _node(n: NodeRecord) -> dict[str, Any]:
 
 
 def local_tools(store: GraphStore) -> ToolBox:
-    """Read-only tools over the local graph: a node, its neighbours, paths between two nodes, name search, a
-    triple pattern (through the GraphStore, so on every store) and, on a store that runs queries in its own
-    language (Neo4j), that query read-only (a query that would write is refused)."""
+    """Read-only tools over the local graph: a node, an edge, a node's neighbours, paths between two nodes,
+    name search, a triple pattern (through the GraphStore, so on every store) and, on a store that runs
+    queries in its own language (Neo4j), that query read-only (a query that would write is refused)."""
 
     def node(a: NodeArgs) -> Any:
         found = store.get_node(a.id)
         if found is None:
             raise KeyError(f"no local node {a.id}")
         return _node(found) | {"aliases": list(found.aliases)}
+
+    def edge(a: EdgeArgs) -> Any:
+        whole = getattr(store, "bundle", None)
+        if whole is None:
+            raise ValueError("this store cannot look an edge up by id; use local_triples")
+        edges = whole().edges
+        found = edges.filter(pl.col("id") == a.id).select("id", "src", "rel", "dst", "display", "source", "confidence")
+        if found.height == 0:
+            raise KeyError(f"no local edge {a.id}")
+        return found.to_dicts()[0]
 
     def neighbours(a: NeighbourArgs) -> Any:
         relations = [a.relation] if a.relation else None
@@ -208,6 +222,7 @@ def local_tools(store: GraphStore) -> ToolBox:
 
     tools = [
         Tool("local_node", "A local node's name, type, description and aliases.", NodeArgs, node),
+        Tool("local_edge", "A local edge's ends, relation, source and confidence.", EdgeArgs, edge),
         Tool("local_neighbours", "The edges and nodes next to a local node.", NeighbourArgs, neighbours),
         Tool("local_paths", "Shortest paths between two local nodes.", PathArgs, paths),
         Tool("local_search", "Local nodes whose name or alias matches a text.", SearchArgs, search),

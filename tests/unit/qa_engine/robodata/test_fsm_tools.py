@@ -109,3 +109,7 @@ def test_local_triples_match_subject_relation_and_object_on_the_graph_store() ->
     assert triples(subject=ident("decoy"), relation="near") == {("decoy", "near", "decoy_two")}
     missing = tools.call("local_triples", {"subject": "kg:hand/ghost"})
     assert not missing.ok and "kg:hand/ghost" in missing.text
+    (first,) = json.loads(tools.call("local_triples", {"subject": ident("zeta")}).text)
+    edge = json.loads(tools.call("local_edge", {"id": first["id"]}).text)
+    assert (edge["src"], edge["rel"], edge["dst"]) == (ident("zeta"), "leads_to", ident("beta"))
+    assert "no local edge e:nope" in tools.call("local_edge", {"id": "e:nope"}).text
