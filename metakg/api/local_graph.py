@@ -42,8 +42,8 @@ class BundleLocalGraph(EmbeddedStore):
         self._dirty = True
 
     def checkpoint(self) -> None:
-        """Write the graph when it changed since the last write."""
-        if not self._dirty:
+        """Write the graph when it changed since the last write (or was never written)."""
+        if not self._dirty and (self.path / MANIFEST_FILE).exists():
             return
         fresh = unique_temp_name(self.path)
         whole = self.bundle()
