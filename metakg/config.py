@@ -288,7 +288,8 @@ class LLMSettings(Section):
     function_calling: Literal["auto", "on", "off"] = Field(
         default="auto",
         description="Offer tools through OpenAI function calling: auto = on for a configured endpoint, off for "
-        "the local server (llama-cpp-python ignores tools it cannot force); off: tools are called as JSON in text.",
+        "the local server (llama-cpp-python ignores tools it cannot force); off: tools are called as JSON in text. "
+        "An endpoint that refuses or ignores tools gets JSON in text from then on.",
     )
     local_port: int = Field(default=8765, ge=1024, le=65535, description="Port of `metakg llm serve`.")
 

@@ -39,8 +39,23 @@ def _require(path: Path, what: str) -> Path:
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The shared public data (../shared/data)."""
+    """The shared public data (../shared/data), for tests that need a whole folder or a derived file."""
     return _require(DATA, "shared data")
+
+
+@pytest.fixture(scope="session")
+def public_file() -> Callable[[str], Path]:
+    """``public_file("metaqa/qa_test_1hop.txt")``: a public data file from the shared folder, else (outside
+    CI) its public original fetched once from the pinned source in ``tests/public_data.toml`` and checked
+    against its checksum, else the test skips (fails in CI)."""
+
+    def get(name: str) -> Path:
+        shared = DATA / name
+        if shared.is_file() or os.environ.get("CI"):
+            return _require(shared, f"public data file {name}")
+        return _downloaded_data(name) or _require(shared, f"public data file {name} (nor downloadable)")
+
+    return get
 
 
 #: the two files of the model, from their public source, with the SHA-256 of the copies the tests ran with
@@ -54,24 +69,53 @@ MODEL_URLS = {
 }
 
 
-def _downloaded_model() -> Path | None:
-    """The model fetched once into the user cache from its public source and checked against the pinned
-    checksums; None when offline or when the source no longer serves the same files."""
+#: where inputs fetched from their public sources are kept between runs
+DOWNLOADS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "metakg"
+#: the public originals of the shared data files that have one (pinned URLs and checksums)
+PUBLIC_DATA = REPO / "tests" / "public_data.toml"
+_offline: list[bool] = []  # set at the first failed download: one try per run, not one per file
+
+
+def _fetch_pinned(folder: Path, files: dict[str, tuple[str, str]]) -> int:
+    """Fetch each ``name: (url, sha256)`` into ``folder`` once (kept between runs) and keep it only when its
+    checksum matches; returns how many files are there. Offline, the first failure ends the attempts."""
     from metakg.errors import MetakgError
     from metakg.fetch import download
 
-    folder = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "metakg" / "test-models" / MODEL.name
-    for name, digest in MODEL_FILES.items():
+    present = 0
+    for name, (url, digest) in files.items():
         target = folder / name
-        if not target.is_file():
+        if not target.is_file() and not _offline:
             try:
-                download(MODEL_URLS[name], target, error=MetakgError, hint="", timeout=20)
+                download(url, target, error=MetakgError, hint="", timeout=20)
             except MetakgError:
-                return None
-        if hashlib.sha256(target.read_bytes()).hexdigest() != digest:
-            target.unlink()
-            return None
-    return folder
+                _offline.append(True)
+        if target.is_file():
+            if hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+                present += 1
+            else:  # the source no longer serves the file the tests were written against
+                target.unlink()
+    return present
+
+
+def _downloaded_model() -> Path | None:
+    """The model fetched once from its public source and checked against the pinned checksums; None when
+    offline or when the source no longer serves the same files."""
+    folder = DOWNLOADS / "test-models" / MODEL.name
+    files = {name: (MODEL_URLS[name], digest) for name, digest in MODEL_FILES.items()}
+    return folder if _fetch_pinned(folder, files) == len(files) else None
+
+
+def _downloaded_data(name: str) -> Path | None:
+    """The public original of the data file ``name`` (``tests/public_data.toml``), fetched once and checked;
+    None when it has none (a derived file) or cannot be had (offline)."""
+    import tomllib
+
+    pinned = tomllib.loads(PUBLIC_DATA.read_text(encoding="utf-8"))["files"].get(name)
+    folder = DOWNLOADS / "test-data"
+    if pinned is None or not _fetch_pinned(folder, {name: (pinned["url"], pinned["sha256"])}):
+        return None
+    return folder / name
 
 
 @pytest.fixture(scope="session")
@@ -226,7 +270,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if skipped:
         terminalreporter.write_line(
             f"metakg: {len(skipped)} tests skipped: the public data and the ONNX model were not found under "
-            f"{SHARED}. Set METAKG_SHARED_DIR to a folder holding data/ (the public data sets) and "
+            f"{SHARED} (nor fetched from the pinned sources of tests/public_data.toml, which needs a network). "
+            "Set METAKG_SHARED_DIR to a folder holding data/ (the public data sets) and "
             "models/all-MiniLM-L6-v2/ (model.onnx, tokenizer.json) to run them; CI=true makes their absence "
             "an error.",
             yellow=True,

@@ -6,8 +6,9 @@ The only module that imports the ``openai`` SDK. The SDK's own retries are off; 
 completion says how many attempts it took, and a final failure raises LLMError with its attempts, so the
 usage meter (:mod:`metakg.llm.usage`) that wraps this client records every call once. When a server
 refuses JSON mode, the request is sent again as plain text. Tools go out through function calling
-(``llm.function_calling``); the calls come back in the reply's text, and an endpoint that refuses tools gets
-them as JSON-in-text instructions (with structured output) from then on.
+(``llm.function_calling``); the calls come back in the reply's text, and an endpoint that refuses tools, or
+ignores them (no call although one is required), gets them as JSON-in-text instructions (with structured
+output) from then on.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ def _refused(error: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+class _ToolsIgnored(Exception):
+    """A reply to a request that required a tool call holds none: the endpoint ignores tools."""
 
 
 def _with_calls(content: str, calls: Any) -> str:
@@ -144,6 +149,12 @@ class OpenAICompatibleClient:
             style = None if tools is not None else self._response_format(request)
             try:
                 return replace(await self._once(request, style, tools), attempts=attempt)
+            except _ToolsIgnored:
+                # the endpoint took the tools but made no call although one was required (llama-cpp-python
+                # does this for models it cannot force): ask again with structured output, and from now on
+                self._refused_formats.add("tools")
+                attempt -= 1
+                continue
             except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as e:
                 if tools is not None and "tool" in str(e).lower():
                     # no function calling here: the tools are described in the prompt and called as JSON in
@@ -251,6 +262,8 @@ class OpenAICompatibleClient:
             raise ValueError("the reply has no choices")
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
+        if tools is not None and not getattr(choice.message, "tool_calls", None):
+            raise _ToolsIgnored()
         return Completion(
             text=_with_calls(choice.message.content or "", getattr(choice.message, "tool_calls", None)),
             model=getattr(response, "model", None) or request.model,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -12,8 +13,8 @@ from metakg.errors import InputDataError, UsageError
 from metakg.ingest.datasets import read_dataset
 
 
-def test_medagents_medqa(data_dir: Path) -> None:
-    result = read_dataset(data_dir / "medagentsbench" / "medqa_test_hard.jsonl", "medagents")
+def test_medagents_medqa(public_file: Callable[[str], Path]) -> None:
+    result = read_dataset(public_file("medagentsbench/medqa_test_hard.jsonl"), "medagents")
     assert (result.read, result.accepted, result.rejects.height) == (100, 100, 0)
     first = result.records.row(0, named=True)
     assert first["option_labels"] == ["A", "B", "C", "D"] and first["answer"] in first["option_labels"]
@@ -28,14 +29,14 @@ def test_both_commonsenseqa_layouts_give_the_same_records(data_dir: Path) -> Non
     assert hf.records["concept"][0] == "revolving door"
 
 
-def test_pilot_format_with_options_and_with_free_text(data_dir: Path) -> None:
-    csqa = read_dataset(data_dir / "metakgrag_pilot" / "commonsenseqa__commonsenseqa.json", "pilot", limit=20)
+def test_pilot_format_with_options_and_with_free_text(public_file: Callable[[str], Path]) -> None:
+    csqa = read_dataset(public_file("metakgrag_pilot/commonsenseqa__commonsenseqa.json"), "pilot", limit=20)
     assert csqa.accepted == 20 and csqa.rejects.height == 0
     row = csqa.records.row(0, named=True)
     assert row["question"] == "What do people aim to do at work?"
     assert row["option_labels"] == ["A", "B", "C", "D", "E"] and row["answer"] == "A"
     assert row["answer_text"] == "complete job"
-    dialogue = read_dataset(data_dir / "metakgrag_pilot" / "GenMedGPT-5K__genmedgpt-5k.json", "pilot")
+    dialogue = read_dataset(public_file("metakgrag_pilot/GenMedGPT-5K__genmedgpt-5k.json"), "pilot")
     # the real file has two items with an empty question: rejected with that reason, the rest kept
     assert (dialogue.read, dialogue.accepted) == (800, 798)
     assert dialogue.rejects["reason"].to_list() == ["question is empty", "question is empty"]
@@ -120,8 +121,8 @@ def test_metaqa_lines_and_tsv_keep_every_gold_answer(tmp_path: Path) -> None:
     assert "3 columns, the header has 5" in read.rejects["reason"][0]
 
 
-def test_real_metaqa_file(data_dir: Path) -> None:
-    read = read_dataset(data_dir / "metaqa" / "qa_test_1hop.txt", "metaqa", limit=50)
+def test_real_metaqa_file(public_file: Callable[[str], Path]) -> None:
+    read = read_dataset(public_file("metaqa/qa_test_1hop.txt"), "metaqa", limit=50)
     assert read.records.height == 50 and read.rejects.height == 0
     assert all(row["answers"] and "[" not in row["question"] for row in read.records.iter_rows(named=True))
 

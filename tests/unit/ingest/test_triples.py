@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -102,8 +103,8 @@ def test_empty_file(tmp_path: Path) -> None:
         "CMB-Exam__Pharmacy__knowledge_graph.txt",
     ],
 )
-def test_real_pilot_kgs_counts_recomputed_independently(data_dir: Path, name: str) -> None:
-    path = data_dir / "metakgrag_pilot" / name
+def test_real_pilot_kgs_counts_recomputed_independently(public_file: Callable[[str], Path], name: str) -> None:
+    path = public_file(f"metakgrag_pilot/{name}")
     bundle, report = read_triples(path, "pilot")
     # recompute with the csv module and plain Python
     good, bad, triples, concepts = 0, 0, set(), set()

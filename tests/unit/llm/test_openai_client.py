@@ -214,3 +214,17 @@ def test_the_local_server_gets_no_tools_on_auto(server: FaultServer, tmp_path: P
     client, _ = make_client(server, tmp_path)
     asyncio.run(client.complete(request([Message("user", "x")], model="test-model", json_schema={}, tools=tools)))
     assert "tools" not in server.requests[-1] and "response_format" in server.requests[-1]
+
+
+def test_an_endpoint_ignoring_tools_gets_structured_output_from_then_on(server: FaultServer, tmp_path: Path) -> None:
+    """llama-cpp-python takes ``tools`` and ``tool_choice: required`` but, for a model it cannot force,
+    replies with text and no call: that reply is dropped and the request asked again without tools."""
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    client, meter = make_client(server, tmp_path, base_url=server.url)  # auto: tools are tried
+    asked = request([Message("user", "find it")], model="test-model", json_schema={"type": "object"}, tools=tools)
+    assert asyncio.run(client.complete(asked)).text == "ok reply"
+    assert "tools" in server.requests[0] and "tools" not in server.requests[1]
+    assert server.requests[1]["response_format"]["type"] == "json_schema"
+    asyncio.run(client.complete(request([Message("user", "again")], model="test-model", tools=tools)))
+    assert len(server.requests) == 3 and "tools" not in server.requests[-1]  # remembered: no wasted call
+    assert meter.summary().llm_calls == 2  # the ignored reply is not an answer

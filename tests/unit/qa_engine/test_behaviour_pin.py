@@ -14,6 +14,7 @@ import asyncio
 import json
 import sys
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,19 +66,21 @@ def answers(bundle: Path, questions_file: Path, embedder: Embedder) -> dict[str,
 
 
 @pytest.fixture(scope="module")
-def csqa(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
+def csqa(tmp_path_factory: pytest.TempPathFactory, public_file: Callable[[str], Path]) -> Path:
     out = tmp_path_factory.mktemp("pin") / "csqa"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
         api.ingest_triples(
-            data_dir / "metakgrag_pilot/commonsenseqa__knowledge_graph.txt", "commonsenseqa", out, load_settings()
+            public_file("metakgrag_pilot/commonsenseqa__knowledge_graph.txt"), "commonsenseqa", out, load_settings()
         )
     return out
 
 
-def test_answers_evidence_and_traces_are_unchanged(csqa: Path, data_dir: Path, minilm: OnnxEmbedder) -> None:
+def test_answers_evidence_and_traces_are_unchanged(
+    csqa: Path, public_file: Callable[[str], Path], minilm: OnnxEmbedder
+) -> None:
     pinned = json.loads(PIN.read_text(encoding="utf-8"))
-    now = answers(csqa, data_dir / "metakgrag_pilot/commonsenseqa__commonsenseqa.json", minilm)
+    now = answers(csqa, public_file("metakgrag_pilot/commonsenseqa__commonsenseqa.json"), minilm)
     assert sorted(now) == sorted(pinned)
     for label, rows in pinned.items():
         for old, new in zip(rows, now[label], strict=True):
