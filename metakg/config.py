@@ -86,6 +86,10 @@ class ValidationSettings(Section):
         default=True, description="Exit with status 1 when any row is rejected (the bundle is still written)."
     )
     html_report: bool = Field(default=True, description="Write validation.html next to validation.json.")
+    symmetric_relations: list[str] = Field(
+        default_factory=list,
+        description="Relations to treat as symmetric besides the vocabulary's (their mirrored copies collapse).",
+    )
 
 
 class ExtractSettings(Section):

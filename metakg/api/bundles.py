@@ -69,7 +69,9 @@ def write_validated(
     """
     say = progress or quiet
     say("running checks")
-    checked, report = validate(bundle, default_vocabulary().names)
+    vocabulary = default_vocabulary()
+    symmetric = vocabulary.symmetric | set(settings.validation.symmetric_relations)
+    checked, report = validate(bundle, vocabulary.names, symmetric=symmetric)
     say("writing bundle")
     write_bundle(out, checked)
     write_reports(report, checked.rejects, out, html_report=settings.validation.html_report)

@@ -22,21 +22,23 @@ def validate(
     ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Validate a bundle in place: great-expectations suites plus referential-integrity and
-    mirrored-duplicate checks. Failing rows move to rejects.parquet with their reason; validation.json and
-    validation.html are written into the bundle. Exit 1 when rows were rejected or a table-level check
-    failed."""
+    """Validate a bundle in place: great-expectations suites plus referential-integrity and mirror checks.
+    Rows failing an error check move to rejects.parquet with their reason; mirrored copies of symmetric
+    relations collapse into the edge they copy; a directed relation stated both ways is kept with a warning.
+    validation.json and validation.html are written into the bundle. Exit 1 when rows were rejected or a
+    table-level check failed (warnings never fail it)."""
     cfg = settings()
     with guarded("validate", json_mode):
         with progress(f"validating {bundle}") as say:
             report = api.validate_bundle(bundle, cfg, accept_changes=accept_changes, progress=say)
         if not json_mode:
-            table = Table(title=f"validation of {bundle}: {'passed' if report.ok else 'FAILED'}")
-            for column in ("check", "rows rejected", "great-expectations unexpected"):
+            table = Table(title=f"{bundle}: {report.headline}")
+            for column in ("check", "severity", "rows found", "rows rejected", "great-expectations unexpected"):
                 table.add_column(column)
             for c in report.checks:
                 gx = "" if c.gx_unexpected is None else str(c.gx_unexpected)
-                table.add_row(c.check, str(c.rejected), gx, style="red" if c.rejected else None)
+                style = "red" if c.rejected else ("yellow" if c.rows else None)
+                table.add_row(c.check, c.severity, str(c.rows), str(c.rejected), gx, style=style)
             out.print(table)
             out.print(
                 f"nodes {report.nodes_in} -> {report.nodes}, edges {report.edges_in} -> {report.edges}, "
@@ -54,6 +56,9 @@ def validate(
             "rejected": report.rejected,
             "failures": report.failures,
             "table_failures": report.table_failures,
+            "warnings": report.warnings,
+            "warned": report.warned,
+            "collapsed": report.collapsed,
         }
         hard_failure = bool(report.table_failures)
         fail = hard_failure or (cfg.validation.fail_on_reject and not allow_rejects)

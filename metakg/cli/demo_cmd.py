@@ -37,8 +37,7 @@ def demo(
                 f"{ing.merged_duplicates} repeats merged -> {ing.nodes} nodes, {ing.edges} edges"
             )
             out.print(
-                f"[bold]2. validate[/] {val.rejected} rows rejected "
-                f"({', '.join(val.failures) or 'no failures'}); {val.nodes} nodes, {val.edges} edges kept; "
+                f"[bold]2. validate[/] {escape(val.headline)}; {val.nodes} nodes, {val.edges} edges kept; "
                 f"report {output / 'validation.html'}"
             )
             out.print(f"[bold]3. embedded store[/] {result.counts['nodes']} nodes, {result.counts['edges']} edges")
@@ -69,6 +68,7 @@ def demo(
                 "nodes": val.nodes,
                 "edges": val.edges,
                 "failures": val.failures,
+                "warnings": val.warnings,
                 "neighbours": len(result.neighbours),
                 "paths": len(result.paths),
                 "answers": [{"question": q.text, "gold": q.answer, **a.to_dict()} for q, a in result.answers],

@@ -41,8 +41,13 @@ CHECKS: dict[str, str] = {
     "edges.count_positive": "count is null or below 1",
     "edges.id_unique": "duplicate edge id (an earlier row with this id was kept)",
     "edges.endpoint_exists": "src or dst is not an accepted node id",
-    "edges.mirrored_duplicate": "mirrored duplicate: the same relation from dst to src was kept",
+    "edges.mirrored_symmetric": "mirrored copy of a symmetric relation: merged into the edge kept (its records "
+    "join that edge's)",
+    "edges.mutual_directed": "the same directed relation also runs the other way between these nodes (both kept)",
 }
+#: how a check treats the rows it finds: an error rejects them; ``collapsed`` merges them into the edge they
+#: copy; a warning keeps them and lists them. A bundle fails validation only on errors.
+SEVERITY: dict[str, str] = {"edges.mirrored_symmetric": "collapsed", "edges.mutual_directed": "warning"}
 
 
 @dataclass
@@ -54,6 +59,8 @@ class CheckResult:
     description: str
     rejected: int
     gx_unexpected: int | None = None
+    severity: str = "error"
+    rows: int = 0  # rows the check found (rejected ones for an error)
 
 
 @dataclass
@@ -70,6 +77,21 @@ class ValidationReport:
     table_failures: list[str]
     checks: list[CheckResult] = field(default_factory=list)
     validated_at: str = ""
+    warnings: list[str] = field(default_factory=list)
+    collapsed: int = 0
+    warned: int = 0
+    examples: dict[str, list[str]] = field(default_factory=dict)  # of warnings and collapses
+
+    @property
+    def headline(self) -> str:
+        """One line for people: passed or failed, with warnings and collapsed copies counted."""
+        if not self.ok:
+            return f"Validation failed: {self.rejected} rows rejected" + (
+                f" ({', '.join(self.table_failures)})" if self.table_failures else ""
+            )
+        notes = [f"{self.warned} rows with warnings" if self.warned else "",
+                 f"{self.collapsed} mirrored copies collapsed" if self.collapsed else ""]  # fmt: skip
+        return "Validation passed" + (f" ({'; '.join(n for n in notes if n)})" if any(notes) else "")
 
     def summary(self) -> dict[str, Any]:
         """The JSON summary (also stored in the manifest)."""
@@ -148,8 +170,9 @@ def check_nodes(nodes: pl.DataFrame, types: Iterable[str]) -> pl.DataFrame:
     return _mark_duplicates(frame, "nodes.id_unique")
 
 
-def check_edges(edges: pl.DataFrame, node_ids: pl.Series) -> pl.DataFrame:
-    """Edges with ``_row`` and ``_check`` (null where the row is accepted)."""
+def check_edges(edges: pl.DataFrame, node_ids: pl.Series, symmetric: Iterable[str] = ()) -> pl.DataFrame:
+    """Edges with ``_row``, ``_check`` (null where the row is kept), ``_into`` (the row a collapsed mirror
+    joins) and ``_warn`` (a warning about a kept row)."""
     frame = edges.with_row_index("_row", offset=1)
     frame = _first_failure(
         frame,
@@ -173,10 +196,10 @@ def check_edges(edges: pl.DataFrame, node_ids: pl.Series) -> pl.DataFrame:
     frame = frame.with_columns(
         pl.when(passing & dangling).then(pl.lit("edges.endpoint_exists")).otherwise(pl.col("_check")).alias("_check")
     )
-    # A mirrored duplicate is (b, rel, a) from the same source when (a, rel, b) is also there: keep the
-    # earlier row of the pair, reject the later one. One edge of every such pair has src > dst, so only
-    # those rows are probed (none in sources that orient edges canonically, such as PrimeKG); self-loops
-    # are not mirrors of themselves.
+    # A mirror is (b, rel, a) from the same source when (a, rel, b) is also there. For a symmetric relation
+    # it is a copy: the later row of the pair collapses into the earlier one. For a directed relation both
+    # are facts (A influenced_by B, B influenced_by A): both are kept, and listed as a warning. One edge of
+    # every pair has src > dst, so only those rows are probed; self-loops are not mirrors of themselves.
     alive = frame.filter(pl.col("_check").is_null()).select("_row", "src", "dst", "rel", "source")
     reversed_rows = alive.filter(pl.col("src") > pl.col("dst"))
     pairs = reversed_rows.join(
@@ -186,18 +209,49 @@ def check_edges(edges: pl.DataFrame, node_ids: pl.Series) -> pl.DataFrame:
         how="inner",
         nulls_equal=True,
         suffix="_mirror",
+    ).with_columns(pl.col("rel").is_in(sorted(symmetric)).alias("_symmetric"))
+    copies = pairs.filter("_symmetric").select(
+        pl.max_horizontal("_row", "_row_mirror").alias("_row"), pl.min_horizontal("_row", "_row_mirror").alias("_into")
     )
-    later = pairs.select(pl.max_horizontal("_row", "_row_mirror")).to_series().unique()
+    mutual = pairs.filter(~pl.col("_symmetric")).select(pl.concat_list("_row", "_row_mirror").explode().alias("_row"))
+    frame = frame.join(copies, on="_row", how="left")
     return frame.with_columns(
-        pl.when(pl.col("_row").is_in(later.implode()))
-        .then(pl.lit("edges.mirrored_duplicate"))
+        pl.when(pl.col("_into").is_not_null())
+        .then(pl.lit("edges.mirrored_symmetric"))
         .otherwise(pl.col("_check"))
-        .alias("_check")
+        .alias("_check"),
+        pl.when(pl.col("_row").is_in(mutual["_row"].implode()))
+        .then(pl.lit("edges.mutual_directed"))
+        .otherwise(pl.lit(None, dtype=pl.String))
+        .alias("_warn"),
     )
+
+
+def _collapse(accepted: pl.DataFrame, checked: pl.DataFrame) -> pl.DataFrame:
+    """``accepted`` edges with the records of the mirrored copies collapsed into them: record ids joined,
+    the count at least the number of distinct records (as a merge counts)."""
+    copies = checked.filter(pl.col("_check") == "edges.mirrored_symmetric")
+    if copies.height == 0:
+        return accepted
+    extra = copies.group_by("_into").agg(
+        pl.col("record_ids").explode().drop_nulls().alias("_more"), pl.col("count").max().alias("_c")
+    )
+    merged = accepted.join(extra, left_on="_row", right_on="_into", how="left")
+    ids = pl.concat_list("record_ids", pl.col("_more").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+    return merged.with_columns(
+        pl.when(pl.col("_more").is_not_null())
+        .then(ids.list.unique(maintain_order=True))
+        .otherwise("record_ids")
+        .alias("record_ids"),
+        pl.when(pl.col("_more").is_not_null())
+        .then(pl.max_horizontal("count", "_c", ids.list.unique().list.len().cast(pl.Int64)))
+        .otherwise("count")
+        .alias("count"),
+    ).drop("_more", "_c")
 
 
 def _rejects_from(checked: pl.DataFrame, table: str, record: pl.Expr) -> pl.DataFrame:
-    bad = checked.filter(pl.col("_check").is_not_null())
+    bad = checked.filter(pl.col("_check").is_not_null() & (pl.col("_check") != "edges.mirrored_symmetric"))
     payload_cols = [c for c in checked.columns if not c.startswith("_")]
     return bad.select(
         pl.lit("validate").alias("stage"),
@@ -209,25 +263,33 @@ def _rejects_from(checked: pl.DataFrame, table: str, record: pl.Expr) -> pl.Data
     )
 
 
-def validate(bundle: Bundle, types: Iterable[str], *, run_gx: bool = True) -> tuple[Bundle, ValidationReport]:
+def validate(
+    bundle: Bundle, types: Iterable[str], *, run_gx: bool = True, symmetric: Iterable[str] | None = None
+) -> tuple[Bundle, ValidationReport]:
     """Validate a bundle.
 
     Args:
         bundle: the bundle as read or built.
         types: the allowed node types (the vocabulary's names).
         run_gx: also run the great-expectations suites (their counts go into the report).
+        symmetric: relations whose mirrored copies collapse (default: the shipped vocabulary's).
 
     Returns:
-        The bundle with only accepted rows (new rejects appended to its rejects table, the validation
-        summary in its manifest) and the report. ``report.ok`` is False when any row was rejected or a
-        table-level check failed.
+        The bundle with only accepted rows (new rejects appended to its rejects table, mirrored copies of
+        symmetric relations merged into the edges they copy, the validation summary in its manifest) and the
+        report. ``report.ok`` is False when any row was rejected or a table-level check failed; warnings
+        and collapsed copies do not fail it.
     """
+    if symmetric is None:
+        from metakg.schemas.vocabulary import default_vocabulary
+
+        symmetric = default_vocabulary().symmetric
     type_set = frozenset(types)
     outcomes: list[ExpectationOutcome] = run_suites(bundle.nodes, bundle.edges, type_set) if run_gx else []
     nodes_checked = check_nodes(bundle.nodes, type_set)
     accepted_nodes = nodes_checked.filter(pl.col("_check").is_null())
-    edges_checked = check_edges(bundle.edges, accepted_nodes["id"])
-    accepted_edges = edges_checked.filter(pl.col("_check").is_null())
+    edges_checked = check_edges(bundle.edges, accepted_nodes["id"], symmetric)
+    accepted_edges = _collapse(edges_checked.filter(pl.col("_check").is_null()), edges_checked)
 
     node_record = pl.concat_str(
         pl.lit("nodes row "), pl.col("_row").cast(pl.String), pl.lit(" id="), pl.col("id").fill_null("<null>")
@@ -246,6 +308,10 @@ def validate(bundle: Bundle, types: Iterable[str], *, run_gx: bool = True) -> tu
         table_failures.append("edges.table_not_empty")
 
     counts = dict(new_rejects.group_by("check").len().iter_rows())
+    found = {
+        "edges.mirrored_symmetric": edges_checked.filter(pl.col("_check") == "edges.mirrored_symmetric"),
+        "edges.mutual_directed": edges_checked.filter(pl.col("_warn") == "edges.mutual_directed"),
+    }
     gx_counts: dict[str, int] = {}
     for outcome in outcomes:
         gx_counts[outcome.check] = gx_counts.get(outcome.check, 0) + outcome.unexpected_count
@@ -256,10 +322,17 @@ def validate(bundle: Bundle, types: Iterable[str], *, run_gx: bool = True) -> tu
             description=description,
             rejected=int(counts.get(name, 0)),
             gx_unexpected=gx_counts.get(name),
+            severity=SEVERITY.get(name, "error"),
+            rows=found[name].height if name in found else int(counts.get(name, 0)),
         )
         for name, description in CHECKS.items()
     ]
     failures = [c.check for c in checks if c.rejected] + table_failures
+    examples = {
+        name: [f"{s} -[{r}]-> {d} ({e})" for e, s, r, d in rows.select("id", "src", "rel", "dst").head(20).iter_rows()]
+        for name, rows in found.items()
+        if rows.height
+    }
     report = ValidationReport(
         ok=not failures,
         nodes_in=bundle.nodes.height,
@@ -271,12 +344,16 @@ def validate(bundle: Bundle, types: Iterable[str], *, run_gx: bool = True) -> tu
         table_failures=table_failures,
         checks=checks,
         validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        warnings=[name for name in found if SEVERITY[name] == "warning" and found[name].height],
+        collapsed=found["edges.mirrored_symmetric"].height,
+        warned=found["edges.mutual_directed"].height,
+        examples=examples,
     )
     manifest = dict(bundle.manifest)
     manifest["validation"] = {k: v for k, v in report.summary().items() if k != "checks"}
     out = Bundle(
         nodes=accepted_nodes.drop("_row", "_check"),
-        edges=accepted_edges.drop("_row", "_check"),
+        edges=accepted_edges.drop("_row", "_check", "_into", "_warn"),
         rejects=pl.concat([conform_rejects(bundle.rejects), conform_rejects(new_rejects)]),
         manifest=manifest,
     )
@@ -299,8 +376,9 @@ def render_html(report: ValidationReport, rejects: pl.DataFrame, examples: int =
     esc = html.escape
     status = "passed" if report.ok else "failed"
     rows = "".join(
-        f"<tr class={'bad' if c.rejected else 'ok'}><td>{esc(c.check)}</td><td>{esc(c.description)}</td>"
-        f"<td>{c.rejected}</td><td>{'' if c.gx_unexpected is None else c.gx_unexpected}</td></tr>"
+        f"<tr class={'bad' if c.rejected else ('note' if c.rows else 'ok')}><td>{esc(c.check)}</td>"
+        f"<td>{esc(c.severity)}</td><td>{esc(c.description)}</td><td>{c.rows}</td><td>{c.rejected}</td>"
+        f"<td>{'' if c.gx_unexpected is None else c.gx_unexpected}</td></tr>"
         for c in report.checks
     )
     sections = []
@@ -312,16 +390,22 @@ def render_html(report: ValidationReport, rejects: pl.DataFrame, examples: int =
             for r in sample.iter_rows(named=True)
         )
         sections.append(f"<h3>{esc(check)}</h3><table><tr><th>record</th><th>row</th></tr>{items}</table>")
+    for check, lines in report.examples.items():
+        items = "".join(f"<li><code>{esc(line)}</code></li>" for line in lines)
+        sections.append(f"<h3>{esc(check)} ({esc(SEVERITY.get(check, 'error'))}, kept)</h3><ul>{items}</ul>")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>metakg validation: {status}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}tr.bad td{{background:#fde8e8}}</style></head>
-<body><h1>Validation {status}</h1>
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}tr.bad td{{background:#fde8e8}}
+tr.note td{{background:#fff8e0}}</style></head>
+<body><h1>{esc(report.headline)}</h1>
 <p>Nodes: {report.nodes_in} read, {report.nodes} accepted. Edges: {report.edges_in} read, {report.edges}
 accepted. Rows rejected: {report.rejected}. Table-level failures: {esc(", ".join(report.table_failures) or "none")}.
 Validated at {esc(report.validated_at)}.</p>
-<h2>Checks</h2><table><tr><th>check</th><th>meaning</th><th>rows rejected</th>
+<p>Only errors fail a bundle: a warning keeps its rows and lists them; a collapsed mirror of a symmetric
+relation is merged into the edge it copies.</p>
+<h2>Checks</h2><table><tr><th>check</th><th>severity</th><th>meaning</th><th>rows found</th><th>rows rejected</th>
 <th>great-expectations unexpected</th></tr>{rows}</table>
-<h2>Examples of rejected rows</h2>{"".join(sections) or "<p>none</p>"}
+<h2>Examples</h2>{"".join(sections) or "<p>none</p>"}
 </body></html>
 """

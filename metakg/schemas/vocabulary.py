@@ -1,4 +1,5 @@
-"""The type vocabulary: an is-a hierarchy read from ``vocabulary.toml``, with source mappings."""
+"""The type vocabulary: an is-a hierarchy read from ``vocabulary.toml``, with source mappings, and the
+relations declared symmetric (``[relations] symmetric``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ class TypeVocabulary:
     labels: dict[str, str]
     primekg: dict[str, str] = field(default_factory=dict)
     wikidata: dict[str, str] = field(default_factory=dict)
+    symmetric: frozenset[str] = frozenset()  # relations whose direction means nothing (mirrors collapse)
 
     @property
     def names(self) -> frozenset[str]:
@@ -76,7 +78,13 @@ def parse_vocabulary(text: str, origin: str = "vocabulary.toml") -> TypeVocabula
     for source, target in [*primekg.items(), *wikidata.items()]:
         if target not in parents:
             raise ConfigError(f"{origin}: {source!r} maps to unknown type {target!r}.")
-    return TypeVocabulary(parents=parents, labels=labels, primekg=primekg, wikidata=wikidata)
+    relations = data.get("relations", {})
+    symmetric = relations.get("symmetric", [])
+    if not isinstance(symmetric, list) or not all(isinstance(r, str) and r for r in symmetric):
+        raise ConfigError(f"{origin}: relations.symmetric must be a list of relation names.")
+    return TypeVocabulary(
+        parents=parents, labels=labels, primekg=primekg, wikidata=wikidata, symmetric=frozenset(symmetric)
+    )
 
 
 @lru_cache(maxsize=1)

@@ -89,16 +89,16 @@ def test_validate_bad_bundle(tmp_path: Path) -> None:
         "edges.endpoint_exists",
         "edges.confidence_in_range",
         "nodes.name_not_empty",
-        "edges.mirrored_duplicate",
     } <= set(out["failures"])
-    assert out["nodes_in"] == 9 and out["edges_in"] == 9 and out["nodes"] == 3 and out["edges"] == 1
-    assert out["rejected"] == (9 - 3) + (9 - 1)
+    assert out["warnings"] == ["edges.mutual_directed"] and out["warned"] == 2  # a -r-> b and b -r-> a, kept
+    assert out["nodes_in"] == 9 and out["edges_in"] == 9 and out["nodes"] == 3 and out["edges"] == 2
+    assert out["rejected"] == (9 - 3) + (9 - 2)
     assert (tmp_path / "bad" / "validation.html").is_file() and (tmp_path / "bad" / "validation.json").is_file()
     # a second run finds nothing new: the bundle now holds only accepted rows
     _, again = run("validate", str(tmp_path / "bad"), "--json")
     assert again["ok"] is True and again["rejected"] == 0
     _, info = run("info", str(tmp_path / "bad"), "--json")
-    assert info["rejected"] == 14 and info["manifest"]["validation"]["ok"] is True
+    assert info["rejected"] == 13 and info["manifest"]["validation"]["ok"] is True
 
 
 def test_validate_missing_bundle(tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ TYPES = default_vocabulary().names
 
 def bad_bundle() -> Bundle:
     """Null ids, a duplicate id, an id that is no CURIE, an empty name, an unknown type; dangling
-    endpoints, confidence 1.7, a bad relation, a mirrored duplicate, a repeated edge id."""
+    endpoints, confidence 1.7, a bad relation, a repeated edge id (and a mutual pair of a directed relation,
+    which is kept)."""
     nodes = pl.DataFrame(
         {
             "id": ["kg:t/a", "kg:t/b", None, "kg:t/a", "kg:t/c", "not a curie", "kg:t/d", "kg:t/e", ""],
@@ -55,14 +56,14 @@ def test_every_bad_row_is_rejected_with_its_reason() -> None:
         "nodes.type_in_vocabulary": 1,
         "edges.endpoint_exists": 2,  # kg:t/missing, and kg:t/c whose node was rejected for its empty name
         "edges.confidence_in_range": 2,  # 1.7 and null
-        "edges.mirrored_duplicate": 1,
         "edges.relation_format": 1,
         "edges.endpoints_not_null": 1,
         "edges.id_unique": 1,
     }
     assert set(out.nodes["id"]) == {"kg:t/a", "kg:t/b", "kg:t/e"}
     assert out.nodes.filter(pl.col("id") == "kg:t/a")["name"].to_list() == ["a"]  # the first row is kept
-    assert out.edges.height == 1
+    assert out.edges.height == 2  # a -r-> b and b -r-> a: a directed relation both ways is two facts
+    assert report.warnings == ["edges.mutual_directed"] and report.warned == 2
     # counts add up for both tables
     assert report.nodes + rejects.filter(pl.col("table") == "nodes").height == bundle.nodes.height
     assert report.edges + rejects.filter(pl.col("table") == "edges").height == bundle.edges.height
@@ -124,7 +125,7 @@ def test_reports_are_written(tmp_path: Path, html: bool) -> None:
     assert len(written) == (2 if html else 1)
     if html:
         page = (tmp_path / "validation.html").read_text()
-        assert "Validation failed" in page and "edges.mirrored_duplicate" in page
+        assert "Validation failed" in page and "edges.mutual_directed" in page and "warning" in page
 
 
 def test_every_item_of_a_list_column_is_checked() -> None:
@@ -147,3 +148,44 @@ def test_every_item_of_a_list_column_is_checked() -> None:
     rejected = {r: c for r, c in checks.items() if "kg:test/" in r and c.startswith("nodes.")}
     assert sorted(rejected.values()) == ["nodes.aliases_not_empty", "nodes.xrefs_curie", "nodes.xrefs_curie"]
     assert "kg:test/fine" in checked.nodes["id"].to_list() and report.rejected == 3
+
+
+def test_symmetric_mirrors_collapse_directed_mutual_pairs_warn_and_exact_duplicates_are_rejected() -> None:
+    """A spouse pair stated both ways is one fact; influenced_by both ways is two; a repeated row is an
+    error. Only the error fails the bundle, and the records of a collapsed copy join the edge kept."""
+    ids = ["kg:t/a", "kg:t/b", "kg:t/c"]
+    nodes = conform_nodes(pl.DataFrame({"id": ids, "name": ["a", "b", "c"], "type": "concept", "source": "t"}))
+    rows = [
+        ("kg:t/a", "spouse", "kg:t/b", "rec1"),
+        ("kg:t/b", "spouse", "kg:t/a", "rec2"),  # the mirror: collapses into rec1's edge
+        ("kg:t/a", "influenced_by", "kg:t/c", "rec3"),
+        ("kg:t/c", "influenced_by", "kg:t/a", "rec4"),  # the other direction: kept, warned
+        ("kg:t/b", "twinned_administrative_body", "kg:t/c", "rec5"),
+    ]
+    edges = conform_edges(
+        pl.DataFrame(
+            {
+                "src": [r[0] for r in rows],
+                "rel": [r[1] for r in rows],
+                "dst": [r[2] for r in rows],
+                "source": "t",
+                "confidence": 1.0,
+                "record_ids": [[r[3]] for r in rows],
+            }
+        )
+    )
+    edges = pl.concat([edges, edges.tail(1)])  # an exact duplicate row
+    out, report = validate(Bundle(nodes, edges), TYPES, run_gx=False)
+    by_check = {c.check: (c.severity, c.rows, c.rejected) for c in report.checks}
+    assert by_check["edges.mirrored_symmetric"] == ("collapsed", 1, 0)
+    assert by_check["edges.mutual_directed"] == ("warning", 2, 0)
+    assert by_check["edges.id_unique"] == ("error", 1, 1)
+    assert (report.collapsed, report.warned, report.rejected) == (1, 2, 1) and not report.ok
+    spouse = out.edges.filter(pl.col("rel") == "spouse")
+    assert spouse.height == 1 and spouse["record_ids"][0].to_list() == ["rec1", "rec2"] and spouse["count"][0] == 2
+    assert out.edges.filter(pl.col("rel") == "influenced_by").height == 2
+    assert out.edges.height + report.collapsed + report.rejected == edges.height  # every row accounted for
+    _, fine = validate(Bundle(nodes, edges.head(5)), TYPES, run_gx=False)
+    assert fine.ok and fine.headline == "Validation passed (2 rows with warnings; 1 mirrored copies collapsed)"
+    custom, _ = validate(Bundle(nodes, edges.head(5)), TYPES, run_gx=False, symmetric={"influenced_by"})
+    assert custom.edges.filter(pl.col("rel") == "influenced_by").height == 1  # declared symmetric: collapsed
