@@ -20,6 +20,7 @@ from metakg.schemas.bundle import (
     write_bundle,
     write_embeddings,
 )
+from metakg.schemas.diff import BundleDiff, diff_bundles
 from metakg.schemas.locks import exclusive
 from metakg.schemas.rdf_mapping import bundle_quads, expected_triple_count
 from metakg.schemas.validation import REPORT_HTML, REPORT_JSON, ValidationReport, validate, write_reports
@@ -29,6 +30,7 @@ __all__ = [
     "REPORT_HTML",
     "REPORT_JSON",
     "bundle_info",
+    "diff",
     "embed_bundle",
     "export_rdf",
     "merge",
@@ -60,9 +62,10 @@ def validate_bundle(
 
 
 def write_validated(
-    out: Path, bundle: Bundle, settings: Settings, *, progress: Progress | None = None
+    out: Path, bundle: Bundle, settings: Settings, *, previous: Bundle | None = None, progress: Progress | None = None
 ) -> ValidationReport:
     """Validate ``bundle`` in memory, then write it (rejected rows moved to its rejects) and its reports.
+    With ``previous`` (the version it replaces), the diff against it goes into the new manifest (``diff``).
 
     Raises:
         BundleError: ``out`` cannot be written.
@@ -72,6 +75,10 @@ def write_validated(
     vocabulary = default_vocabulary()
     symmetric = vocabulary.symmetric | set(settings.validation.symmetric_relations)
     checked, report = validate(bundle, vocabulary.names, symmetric=symmetric)
+    if previous is not None:
+        say("comparing with the previous version")
+        changes = diff_bundles(previous, checked)
+        checked.manifest["diff"] = changes.summary() | {"against": previous.manifest.get("written_at")}
     say("writing bundle")
     write_bundle(out, checked)
     write_reports(report, checked.rejects, out, html_report=settings.validation.html_report)
@@ -87,6 +94,15 @@ def bundle_info(path: Path) -> dict[str, Any]:
     manifest = read_manifest(path)
     verify_bundle(path, manifest)
     return manifest
+
+
+def diff(old: Path, new: Path, *, examples: int = 5) -> BundleDiff:
+    """What the bundle ``new`` adds, removes and changes against ``old`` (see :mod:`metakg.schemas.diff`).
+
+    Raises:
+        BundleError: a bundle is missing, damaged or changed behind its manifest.
+    """
+    return diff_bundles(read_bundle(old), read_bundle(new), examples=examples)
 
 
 def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:

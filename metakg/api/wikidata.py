@@ -10,9 +10,9 @@ from typing import Any
 from metakg.api._shared import Progress, quiet
 from metakg.api.bundles import write_validated
 from metakg.config import Settings
-from metakg.errors import UsageError
+from metakg.errors import BundleError, UsageError
 from metakg.ingest import wikidata
-from metakg.schemas.bundle import source_entry
+from metakg.schemas.bundle import MANIFEST_FILE, Bundle, read_bundle, read_manifest, source_entry
 from metakg.schemas.locks import exclusive, locked
 from metakg.schemas.vocabulary import default_vocabulary
 
@@ -98,7 +98,20 @@ def _sync(
             )
         ]
     }
-    validation = write_validated(out, bundle, settings, progress=say)
+    previous = _previous_version(out)
+    validation = write_validated(out, bundle, settings, previous=previous, progress=say)
     wikidata.write_state(state_path, new_state)
     figures.update({"bundle": str(out), "validation_ok": validation.ok})
+    if previous is not None:
+        figures["diff"] = read_manifest(out).get("diff")
     return figures
+
+
+def _previous_version(out: Path) -> Bundle | None:
+    """The bundle a sync is about to replace, when there is a readable one (for the diff it records)."""
+    if not (out / MANIFEST_FILE).exists():
+        return None
+    try:
+        return read_bundle(out)
+    except BundleError:
+        return None  # damaged or changed by hand: the new version replaces it without a diff

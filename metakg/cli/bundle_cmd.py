@@ -123,6 +123,36 @@ def info(
         )
 
 
+def diff(
+    old: Path = typer.Argument(..., metavar="OLD", help="The earlier bundle."),
+    new: Path = typer.Argument(..., metavar="NEW", help="The later bundle."),
+    examples: int = typer.Option(5, "--examples", min=0, max=1000, help="Rows shown per kind of change."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """What NEW adds, removes and changes against OLD: nodes and edges matched by id; a row is changed when
+    a content column differs (the columns are named; run provenance such as created_at is not content).
+    Counts per source and per relation, with examples. Exit 0 whether or not they differ."""
+    with guarded("diff", json_mode):
+        result = api.diff(old, new, examples=examples)
+        if not json_mode:
+            for name, part in (("nodes", result.nodes), ("edges", result.edges)):
+                columns = ", ".join(f"{c} {n}" for c, n in part.changed_columns.items()) or "none"
+                out.print(
+                    f"[bold]{name}[/] +{part.added} added, -{part.removed} removed, ~{part.changed} changed "
+                    f"(columns: {escape(columns)}), {part.unchanged} unchanged"
+                )
+                for label, groups in (("source", part.by_source), ("relation", part.by_relation)):
+                    for value, kinds in list(groups.items())[:20]:
+                        text = ", ".join(f"{k} {v}" for k, v in kinds.items())
+                        out.print(f"  {label} {escape(value)}: {text}", highlight=False)
+                for kind, rows in part.examples.items():
+                    for row in rows:
+                        out.print(f"  [dim]{kind}: {escape(row)}[/]", highlight=False)
+            if result.empty:
+                out.print("no difference")
+        finish(True, {"command": "diff", "old": str(old), "new": str(new), **result.as_dict()}, json_mode=json_mode)
+
+
 def merge(
     bundles: list[Path] = typer.Argument(..., help="Bundle directories to merge."),
     output: Path = typer.Option(..., "--output", "-o", help="New bundle directory."),

@@ -145,6 +145,9 @@ def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, s
     assert again["entities_fetched"] == 0 and (again["added"], again["changed"], again["removed"]) == (0, 0, 0)
     assert again["queries"] == 2  # the hop selection and one revision-check batch; nothing fetched
     assert (again["nodes"], again["edges"]) == (first["nodes"], first["edges"])
+    assert "diff" not in first  # nothing to compare the first version with
+    quiet_diff = again["diff"]  # a re-sync that changed nothing records an empty diff (provenance is no change)
+    assert all(quiet_diff[t][k] == 0 for t in ("nodes", "edges") for k in ("added", "removed", "changed"))
 
     # edit one statement of Q42 (born in Cambridge -> London) and bump its revision; delete one item
     update(
@@ -165,6 +168,10 @@ def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, s
     born = bundle.edges.filter(bundle.edges["rel"] == "place_of_birth")
     assert born["dst"].to_list() == ["wd:Q84"] and born["record_ids"][0][0] == "wd:Q42@595492362"
     assert "wd:Q14623683" not in set(bundle.nodes["id"]) and edited["validation_ok"] is True
+    recorded = bundle.manifest["diff"]  # the diff the sync recorded, checked against the ids it reported
+    assert (recorded["nodes"]["added"], recorded["nodes"]["removed"]) == (1, 2)
+    assert recorded["nodes"]["changed"] >= 1 and recorded["nodes"]["changed_columns"]["revision"] >= 1
+    assert recorded["edges"]["added"] >= 1 and recorded["edges"]["removed"] >= 1
 
     # a redirect: Q14623681 now points at Q14623678 (merged items)
     update(sparql_endpoint, f"WITH <{GRAPH}> DELETE {{ wd:Q14623681 ?p ?o }} WHERE {{ wd:Q14623681 ?p ?o }}")

@@ -1,0 +1,68 @@
+"""metakg diff: added, removed and changed rows, with the columns that changed, per source and relation."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from metakg.schemas.bundle import Bundle, write_bundle
+from metakg.schemas.diff import diff_bundles
+from metakg.schemas.tables import conform_edges, edge_ids
+from tests.conftest import small_bundle
+from tests.unit.cli.test_cli import run
+
+
+def second_version() -> Bundle:
+    """small_bundle with: one node renamed, one node and its edges removed, one edge's confidence changed,
+    one edge added, and aliases reordered and provenance rewritten (neither is a change)."""
+    old = small_bundle()
+    nodes = old.nodes.filter(pl.col("name") != "warfarin").with_columns(
+        pl.when(pl.col("name") == "aspirin").then(pl.lit("acetylsalicylic acid")).otherwise("name").alias("name"),
+        pl.col("aliases").list.reverse(),
+        pl.lit(datetime(2030, 1, 1, tzinfo=UTC)).alias("retrieved_at"),
+    )
+    kept = set(nodes["id"].to_list())
+    edges = old.edges.filter(pl.col("src").is_in(kept) & pl.col("dst").is_in(kept))
+    first = edges["id"][0]
+    edges = edges.with_columns(
+        pl.when(pl.col("id") == first).then(0.25).otherwise("confidence").alias("confidence"),
+        pl.lit("another-run").alias("run_id"),
+    )
+    ids = nodes["id"].to_list()
+    new = conform_edges(pl.DataFrame({"src": [ids[1]], "dst": [ids[2]], "rel": ["prevents"], "source": ["test"]}))
+    new = new.with_columns(edge_ids(new))
+    return Bundle(nodes, pl.concat([edges, new]))
+
+
+def test_a_diff_counts_every_kind_of_change_and_names_the_columns() -> None:
+    old, new = small_bundle(), second_version()
+    d = diff_bundles(old, new)
+    removed_edges = old.edges.height - (new.edges.height - 1)
+    assert (d.nodes.added, d.nodes.removed, d.nodes.changed) == (0, 1, 1)
+    assert d.nodes.changed_columns == {"name": 1}  # reordered aliases and a new retrieved_at are no change
+    assert d.nodes.unchanged == old.nodes.height - 2
+    assert (d.edges.added, d.edges.removed, d.edges.changed) == (1, removed_edges, 1)
+    assert d.edges.changed_columns == {"confidence": 1}  # a new run_id is no change
+    assert d.edges.by_relation["prevents"] == {"added": 1}
+    assert sum(sum(k.values()) for k in d.edges.by_relation.values()) == d.edges.total
+    assert d.nodes.by_source == {"test": {"changed": 1, "removed": 1}}
+    assert d.nodes.examples["changed"] == ["kg:test/0 acetylsalicylic acid (name)"]
+    assert "warfarin" in d.nodes.examples["removed"][0]
+    assert diff_bundles(new, new).empty and not d.empty
+    back = diff_bundles(new, old)  # the other way round: additions and removals swap
+    assert (back.edges.added, back.edges.removed, back.nodes.added) == (removed_edges, 1, 1)
+
+
+def test_cli_diff_json(tmp_path: Path) -> None:
+    write_bundle(tmp_path / "old", small_bundle())
+    write_bundle(tmp_path / "new", second_version())
+    _, out = run("diff", str(tmp_path / "old"), str(tmp_path / "new"), "--json")
+    assert out["ok"] is True and out["nodes"]["removed"] == 1 and out["edges"]["added"] == 1
+    assert json.dumps(out)  # JSON-ready throughout
+    _, same = run("diff", str(tmp_path / "old"), str(tmp_path / "old"), "--json")
+    assert same["empty"] is True
+    _, missing = run("diff", str(tmp_path / "old"), str(tmp_path / "nope"), "--json", code=1)
+    assert missing["error_type"] == "BundleError"
