@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from metakg.api._shared import Counter, Progress, at_least_one, quiet
 from metakg.config import NEO4J_SCHEMES, Settings
@@ -16,7 +16,7 @@ from metakg.errors import NodeNotFound, UsageError
 from metakg.llm.embedder import LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_admin import write_admin_import
-from metakg.loaders.neo4j_loader import load_bundle
+from metakg.loaders.neo4j_loader import follow_bundle, load_bundle
 from metakg.loaders.neo4j_store import Neo4jStore, connect
 from metakg.schemas.bundle import read_bundle, read_embeddings
 from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord, SearchHit, SearchMode
@@ -128,17 +128,44 @@ def paths_between(
 
 
 def load_neo4j(
-    path: Path, settings: Settings, *, batch_size: int | None = None, progress: Counter | None = None
+    path: Path,
+    settings: Settings,
+    *,
+    batch_size: int | None = None,
+    progress: Counter | None = None,
+    mode: Literal["follow", "merge"] = "follow",
 ) -> dict[str, Any]:
-    """Load a bundle into the configured Neo4j (idempotent, resumable); returns the counts in Neo4j.
+    """Load a bundle into the configured Neo4j (idempotent, resumable); returns what was done and the counts.
+
+    ``follow`` (the default) makes the database hold exactly the bundle for the bundle's sources: new and
+    changed rows are loaded, rows gone from the bundle removed, other sources untouched (see
+    :func:`~metakg.loaders.neo4j_loader.follow_bundle`). ``merge`` only adds and updates, never removes.
 
     Raises:
         BundleError: the bundle cannot be read.
         ConfigError: Neo4j cannot be reached.
+        UsageError: an unknown mode.
     """
+    if mode not in ("follow", "merge"):
+        raise UsageError(f"unknown load mode {mode!r}; choose follow or merge.")
     bundle = read_bundle(path)
     embeddings = read_embeddings(path, bundle)
     with connect(settings.neo4j) as driver:
+        if mode == "follow":
+            followed = follow_bundle(
+                driver,
+                bundle,
+                database=settings.neo4j.database,
+                target=settings.neo4j.uri,
+                batch_size=batch_size or settings.neo4j.batch_size,
+                embeddings=embeddings,
+                progress=progress,
+            )
+            nodes = sum(c["nodes"] for c in followed.counts_by_source.values())
+            edges = sum(c["edges"] for c in followed.counts_by_source.values())
+            return {"uri": settings.neo4j.uri, "database": settings.neo4j.database, "mode": mode,
+                    "nodes_in_bundle": bundle.nodes.height, "edges_in_bundle": bundle.edges.height,
+                    "nodes_in_neo4j": nodes, "edges_in_neo4j": edges, **followed.as_dict()}  # fmt: skip
         report = load_bundle(
             driver,
             bundle,
@@ -149,7 +176,7 @@ def load_neo4j(
             checkpoint_dir=path,
             progress=progress,
         )
-    return {"uri": settings.neo4j.uri, "database": settings.neo4j.database, **report.as_dict()}
+    return {"uri": settings.neo4j.uri, "database": settings.neo4j.database, "mode": mode, **report.as_dict()}
 
 
 def export_neo4j_admin(path: Path, out_dir: Path, settings: Settings) -> dict[str, Any]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from metakg import api
 from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress_bar, settings
+from metakg.errors import UsageError
 
 app = typer.Typer(rich_markup_mode=None, help="Load a bundle into a graph database.", no_args_is_help=True)
 
@@ -18,19 +20,39 @@ def neo4j(
     batch_size: int | None = typer.Option(
         None, help="Rows per UNWIND ... MERGE transaction (default: neo4j.batch_size)."
     ),
+    mode: str = typer.Option(
+        "follow",
+        "--mode",
+        help="follow: the database ends holding exactly the bundle for the bundle's sources (new and changed "
+        "rows loaded, rows gone from the bundle removed, other sources untouched); merge: add and update only.",
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Load a bundle into Neo4j (NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE, default the
     `make neo4j-up` server): uniqueness constraint on the id, name and full-text indexes, a vector index when
-    the bundle has embeddings; nodes before edges, one relationship type per relation. Loading twice changes
-    nothing; an interrupted load resumes where it stopped."""
+    the bundle has embeddings; nodes before edges, one relationship type per relation. By default the
+    database follows the bundle: only rows that differ are written, and rows the bundle no longer holds are
+    removed. Loading twice changes nothing; an interrupted load finishes when run again."""
     cfg = settings()
     with guarded("load neo4j", json_mode):
+        if mode not in ("follow", "merge"):
+            raise UsageError(f"unknown --mode {mode!r}; choose follow or merge.")
         with progress_bar("loading rows into Neo4j") as advance:
-            result = api.load_neo4j(bundle, cfg, batch_size=batch_size, progress=advance)
-        if result["checkpoint"].startswith("discarded"):
+            result = api.load_neo4j(bundle, cfg, batch_size=batch_size, progress=advance, mode=mode)  # type: ignore[arg-type]
+        if result.get("checkpoint", "").startswith("discarded"):
             err.print(f"[yellow]the checkpoint of an earlier load was {result['checkpoint']}; everything was loaded[/]")
-        if not json_mode:
+        if not json_mode and mode == "follow":
+            out.print(
+                f"Neo4j {result['uri']} ({result['database']}) follows {bundle}: {result['nodes_loaded']} nodes "
+                f"and {result['edges_loaded']} edges loaded (new or changed), {result['nodes_removed']} nodes and "
+                f"{result['edges_removed']} edges removed, {result['nodes_unchanged']} nodes and "
+                f"{result['edges_unchanged']} edges unchanged, {result['seconds']:.1f} s"
+            )
+            for source, counts in sorted(result["counts_by_source"].items()):
+                out.print(
+                    f"  source {escape(source)}: {counts['nodes']} nodes, {counts['edges']} edges", highlight=False
+                )
+        elif not json_mode:
             out.print(
                 f"Neo4j {result['uri']} ({result['database']}) now holds {result['nodes_in_neo4j']} nodes and "
                 f"{result['edges_in_neo4j']} edges; {result['batches_run']} batches run, "

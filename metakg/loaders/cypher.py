@@ -168,3 +168,26 @@ def shortest_paths(k: int, max_hops: int, *, directed: bool) -> str:
         "[r IN relationships(p) | r {.id, .display, .source, .confidence, .count, src: startNode(r).id, "
         "dst: endNode(r).id, rel: type(r)}] AS edges ORDER BY length(p)"
     )
+
+
+# ---------------------------------------------------------------------------- following a bundle
+SOURCE_NODES = f"MATCH (n:{ENTITY}) WHERE n.source IN $sources RETURN n.id AS id, n.content_hash AS hash"
+SOURCE_EDGES = (
+    f"MATCH (a:{ENTITY})-[r]->(b:{ENTITY}) WHERE r.source IN $sources "
+    "RETURN r.id AS id, a.id AS src, b.id AS dst, r.content_hash AS hash"
+)
+DELETE_EDGES = (
+    f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}})-[r]->(b:{ENTITY} {{id: row.dst}}) "
+    "WHERE r.id = row.id DELETE r"
+)
+DELETE_NODES = (
+    f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) "
+    "WHERE NOT EXISTS { MATCH (n)-[r]-() WHERE NOT r.source IN $sources } DETACH DELETE n"
+)
+"""Remove nodes gone from their sources, unless an edge of another source still uses them."""
+SOURCE_MARK = (
+    "UNWIND $sources AS s MERGE (m:MetakgSource {name: s}) "
+    "SET m.bundle = $bundle, m.loaded_at = datetime(), m.nodes = $nodes[s], m.edges = $edges[s]"
+)
+COUNTS_BY_SOURCE_NODES = f"MATCH (n:{ENTITY}) RETURN n.source AS source, count(*) AS n"
+COUNTS_BY_SOURCE_EDGES = f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) RETURN r.source AS source, count(*) AS n"

@@ -45,14 +45,30 @@ class LoadReport:
         return dict(self.__dict__)
 
 
+#: the columns whose hash says whether a node or an edge changed (as :mod:`metakg.schemas.diff` counts changes)
+NODE_HASHED = ("name", "type", "source", "description", "aliases", "xrefs", "properties", "revision")
+EDGE_HASHED = ("src", "dst", "rel", "display", "source", "confidence", "count", "record_ids", "importer", "model",
+               "prompt_hash")  # fmt: skip
+
+
+def content_hash(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Expr:
+    """A hash of each row's content columns (list columns sorted), as text: what a database keeps to tell
+    a changed row from an unchanged one. Stable for one polars version (a new version may re-load rows)."""
+    parts = [pl.col(c).list.sort() if isinstance(frame.schema[c], pl.List) else pl.col(c) for c in columns]
+    return pl.struct(parts).hash(seed=7).cast(pl.String).alias("content_hash")
+
+
 def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl.DataFrame:
-    """``id`` plus a ``props`` struct per node (name keys for search, all names for the full-text index)."""
+    """``id`` plus a ``props`` struct per node (name keys for search, all names for the full-text index,
+    the content hash)."""
     frame = nodes.with_columns(
+        content_hash(nodes, NODE_HASHED),
         match_key_expr(pl.col("name")).alias("name_key"),
         pl.col("aliases").list.eval(match_key_expr(pl.element())).alias("alias_keys"),
         pl.concat_list(pl.col("name"), pl.col("aliases")).list.join(" | ").alias("all_names"),
     )
-    columns = ["name", "type", "source", "description", "aliases", "xrefs", "name_key", "alias_keys", "all_names"]
+    columns = ["name", "type", "source", "description", "aliases", "xrefs", "name_key", "alias_keys", "all_names",
+               "content_hash"]  # fmt: skip
     if embeddings is not None:
         frame = frame.join(embeddings.rename({"vector": "embedding"}), on="id", how="left", maintain_order="left")
         columns.append("embedding")
@@ -60,8 +76,11 @@ def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl
 
 
 def edge_rows(edges: pl.DataFrame) -> pl.DataFrame:
-    """``id, src, dst, rel, created_at`` plus a ``props`` struct per edge (the other properties)."""
-    columns = ["display", "source", "confidence", "count", "record_ids", "importer", "model", "prompt_hash", "run_id"]
+    """``id, src, dst, rel, created_at`` plus a ``props`` struct per edge (the other properties and the
+    content hash)."""
+    edges = edges.with_columns(content_hash(edges, EDGE_HASHED))
+    columns = ["display", "source", "confidence", "count", "record_ids", "importer", "model", "prompt_hash", "run_id",
+               "content_hash"]  # fmt: skip
     # the time goes as ISO text and becomes a DateTime in Cypher: converting Python datetimes in the driver
     # took a quarter of the load time
     created = pl.col("created_at").dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ").alias("created_at")
@@ -221,3 +240,114 @@ def load_bundle(
         seconds=time.perf_counter() - start,
         checkpoint=checkpoint,
     )
+
+
+@dataclass
+class FollowReport:
+    """What following a bundle did: rows loaded (new or changed), removed, left as they were, per table, and
+    the database's counts per source afterwards."""
+
+    sources: list[str]
+    nodes_loaded: int
+    edges_loaded: int
+    nodes_removed: int
+    edges_removed: int
+    nodes_unchanged: int
+    edges_unchanged: int
+    nodes_kept_for_other_sources: int
+    counts_by_source: dict[str, dict[str, int]]
+    seconds: float
+    load: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data."""
+        return dict(self.__dict__)
+
+
+def follow_bundle(
+    driver: Any,
+    bundle: Bundle,
+    *,
+    database: str,
+    target: str,
+    batch_size: int = 5000,
+    embeddings: pl.DataFrame | None = None,
+    progress: Counter | None = None,
+) -> FollowReport:
+    """Make the database hold exactly ``bundle`` for the bundle's sources, touching only what differs.
+
+    The database's rows of those sources are read with their content hashes (kept on every row a load
+    writes). Rows new or changed in the bundle are loaded (MERGE); edges of those sources gone from the
+    bundle are deleted, then their nodes, unless an edge of another source still uses one. Rows of other
+    sources are not touched. Every step is idempotent, so a run killed half-way and run again finishes the
+    job: the rows already loaded then hash equal and are skipped.
+    """
+    start = time.perf_counter()
+    sources = sorted({*bundle.nodes["source"].drop_nulls().to_list(), *bundle.edges["source"].drop_nulls().to_list()})
+    nodes = node_rows(bundle.nodes, embeddings)
+    edges = edge_rows(bundle.edges)
+    held_nodes = _read(driver, database, cypher.SOURCE_NODES, sources, {"id": pl.String, "hash": pl.String})
+    held_edges = _read(
+        driver, database, cypher.SOURCE_EDGES, sources,
+        {"id": pl.String, "src": pl.String, "dst": pl.String, "hash": pl.String},
+    )  # fmt: skip
+    node_hash = nodes.select("id", pl.col("props").struct.field("content_hash").alias("hash"))
+    edge_hash = edges.select("id", pl.col("props").struct.field("content_hash").alias("hash"))
+    load_nodes = node_hash.join(held_nodes, on=["id", "hash"], how="anti")["id"]
+    load_edges = edge_hash.join(held_edges, on=["id", "hash"], how="anti")["id"]
+    gone_edges = held_edges.join(edge_hash, on="id", how="anti")
+    gone_nodes = held_nodes.join(node_hash, on="id", how="anti")["id"]
+
+    def write(query: str, rows: list[Any], **params: Any) -> None:
+        for begin in range(0, len(rows), batch_size):
+            chunk = rows[begin : begin + batch_size]
+            with driver.session(database=database) as session:
+                session.execute_write(lambda tx, c=chunk: tx.run(query, rows=c, ids=c, **params).consume())
+
+    write(cypher.DELETE_EDGES, gone_edges.select("id", "src", "dst").to_dicts())
+    before = _count(driver, database, cypher.COUNT_NODES)
+    write(cypher.DELETE_NODES, gone_nodes.to_list(), sources=sources)
+    removed_nodes = before - _count(driver, database, cypher.COUNT_NODES)
+    subset = Bundle(
+        bundle.nodes.filter(pl.col("id").is_in(load_nodes.implode())),
+        bundle.edges.filter(pl.col("id").is_in(load_edges.implode())),
+        manifest=bundle.manifest,
+    )
+    loaded = load_bundle(
+        driver, subset, database=database, target=target, batch_size=batch_size,
+        embeddings=embeddings, progress=progress, count=False,
+    )  # fmt: skip
+    counts: dict[str, dict[str, int]] = {}
+    for query, key in ((cypher.COUNTS_BY_SOURCE_NODES, "nodes"), (cypher.COUNTS_BY_SOURCE_EDGES, "edges")):
+        records, _summary, _keys = driver.execute_query(query, database_=database)
+        for record in records:
+            counts.setdefault(str(record["source"]), {"nodes": 0, "edges": 0})[key] = int(record["n"])
+    bundle_hash = json.dumps(bundle.manifest.get("content_hashes", {}), sort_keys=True)
+    driver.execute_query(
+        cypher.SOURCE_MARK,
+        sources=sources,
+        bundle=hashlib.sha256(bundle_hash.encode()).hexdigest(),
+        nodes={s: counts.get(s, {}).get("nodes", 0) for s in sources},
+        edges={s: counts.get(s, {}).get("edges", 0) for s in sources},
+        database_=database,
+    )
+    return FollowReport(
+        sources=sources,
+        nodes_loaded=subset.nodes.height,
+        edges_loaded=subset.edges.height,
+        nodes_removed=removed_nodes,
+        edges_removed=gone_edges.height,
+        nodes_unchanged=bundle.nodes.height - subset.nodes.height,
+        edges_unchanged=bundle.edges.height - subset.edges.height,
+        nodes_kept_for_other_sources=gone_nodes.len() - removed_nodes,
+        counts_by_source=counts,
+        seconds=time.perf_counter() - start,
+        load=loaded.as_dict(),
+    )
+
+
+def _read(driver: Any, database: str, query: str, sources: list[str], schema: dict[str, Any]) -> pl.DataFrame:
+    """The rows of a read query as a frame (streamed from one session)."""
+    with driver.session(database=database, default_access_mode="READ") as session:
+        rows = [record.values() for record in session.run(query, sources=sources)]
+    return pl.DataFrame(rows, schema=schema, orient="row")

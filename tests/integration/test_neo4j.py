@@ -262,3 +262,68 @@ def test_read_query_returns_rows_and_refuses_every_write(clean_neo4j: Any, neo4j
     assert sorted(whole.nodes["id"].to_list()) == ids
     assert sorted(whole.edges["id"].to_list()) == sorted(bundle.edges["id"].to_list())
     store.close()
+
+
+def held(driver: Any, source: str) -> tuple[dict[str, str], dict[str, tuple[str, str, str, float]]]:
+    """The nodes (id -> name) and edges (id -> src, rel, dst, confidence) Neo4j holds for one source."""
+    nodes, _, _ = driver.execute_query("MATCH (n:Entity {source: $s}) RETURN n.id AS id, n.name AS name", s=source)
+    edges, _, _ = driver.execute_query(
+        "MATCH (a:Entity)-[r]->(b:Entity) WHERE r.source = $s "
+        "RETURN r.id AS id, a.id AS src, type(r) AS rel, b.id AS dst, r.confidence AS c",
+        s=source,
+    )
+    return {r["id"]: r["name"] for r in nodes}, {r["id"]: (r["src"], r["rel"], r["dst"], r["c"]) for r in edges}
+
+
+def expected(bundle: Bundle) -> tuple[dict[str, str], dict[str, tuple[str, str, str, float]]]:
+    nodes = dict(bundle.nodes.select("id", "name").iter_rows())
+    edges = {
+        e: (s, r, d, c) for e, s, r, d, c in bundle.edges.select("id", "src", "rel", "dst", "confidence").iter_rows()
+    }
+    return nodes, edges
+
+
+def test_neo4j_follows_the_bundle_and_leaves_other_sources_alone(
+    clean_neo4j: Any, neo4j_settings: Neo4jSettings
+) -> None:
+    """Version 1 loaded, then version 2 (a node and its edges removed, a node renamed, an edge's confidence
+    changed, an edge added): Neo4j then holds exactly version 2 for its source, only the differences were
+    written, another source's rows are untouched, and a follow killed half-way ends the same when run again."""
+    from metakg.loaders.neo4j_loader import follow_bundle
+    from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids
+    from tests.unit.schemas.test_diff import second_version
+
+    driver, database = clean_neo4j, neo4j_settings.database
+    other = Bundle(
+        conform_nodes(pl.DataFrame({"id": ["kg:other/x"], "name": ["x"], "type": ["concept"], "source": ["other"]})),
+        conform_edges(
+            pl.DataFrame({"src": ["kg:other/x"], "dst": ["kg:test/0"], "rel": ["mentions"], "source": ["other"]})
+        ),
+    )
+    other.edges = other.edges.with_columns(edge_ids(other.edges))
+    v1, v2 = small_bundle(), second_version()
+    follow = lambda b, **kw: follow_bundle(driver, b, database=database, target=neo4j_settings.uri, **kw)  # noqa: E731
+    follow(v1)
+    follow(other)
+    assert held(driver, "test") == expected(v1) and held(driver, "other") == expected(other)
+    report = follow(v2)
+    assert held(driver, "test") == expected(v2)
+    assert held(driver, "other") == expected(other)  # the other source's node and edge are untouched
+    assert (report.nodes_loaded, report.nodes_removed) == (1, 1)  # the renamed node; warfarin
+    assert (report.edges_loaded, report.edges_removed) == (2, v1.edges.height - v2.edges.height + 1)
+    assert report.nodes_unchanged == v2.nodes.height - 1 and report.edges_unchanged == v2.edges.height - 2
+    assert report.counts_by_source["test"] == {"nodes": v2.nodes.height, "edges": v2.edges.height}
+    assert follow(v2).nodes_loaded == 0 and follow(v2).edges_removed == 0  # following again writes nothing
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_two(done: int, total: int) -> None:
+        if done >= 2:
+            raise Killed
+
+    with pytest.raises(Killed):  # back to version 1, killed after two one-row batches
+        follow(v1, batch_size=1, progress=kill_after_two)
+    assert held(driver, "test") != expected(v1)
+    follow(v1, batch_size=1)
+    assert held(driver, "test") == expected(v1) and held(driver, "other") == expected(other)
