@@ -77,12 +77,19 @@ def write_validated(
     checked, report = validate(bundle, vocabulary.names, symmetric=symmetric)
     if previous is not None:
         say("comparing with the previous version")
-        changes = diff_bundles(previous, checked)
-        checked.manifest["diff"] = changes.summary() | {"against": previous.manifest.get("written_at")}
+        record_diff(checked, previous)
     say("writing bundle")
     write_bundle(out, checked)
     write_reports(report, checked.rejects, out, html_report=settings.validation.html_report)
     return report
+
+
+def record_diff(bundle: Bundle, previous: Bundle) -> dict[str, Any]:
+    """Put the diff of ``bundle`` against ``previous`` (the version it replaces) into its manifest as
+    ``diff``, and return it."""
+    recorded = diff_bundles(previous, bundle).summary() | {"against": previous.manifest.get("written_at")}
+    bundle.manifest["diff"] = recorded
+    return recorded
 
 
 def bundle_info(path: Path) -> dict[str, Any]:

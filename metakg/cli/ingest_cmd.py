@@ -30,6 +30,9 @@ def triples(
     separator: str = typer.Option(
         "\t", "--separator", help="The character between fields (default: a tab; MetaQA's kb.txt uses '|')."
     ),
+    previous: Path | None = typer.Option(
+        None, "--previous", help="The bundle of the earlier version (may be the output itself): its diff is recorded."
+    ),
     allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when some lines were rejected."),
     max_rejects: str = typer.Option("0", "--max-rejects", help=TOLERANCE_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -50,6 +53,7 @@ def triples(
                 node_type=node_type,
                 confidence=confidence,
                 separator=separator,
+                previous=previous,
                 progress=say,
             )
         if not json_mode:
@@ -63,7 +67,12 @@ def triples(
         fail = cfg.validation.fail_on_reject and not allow_rejects
         finish(
             api.rejects_tolerated(report.rejected, report.read, max_rejects),
-            {"command": "ingest triples", "bundle": str(output), **report.as_dict()},
+            {
+                "command": "ingest triples",
+                "bundle": str(output),
+                **report.as_dict(),
+                **_diff(output, previous, json_mode),
+            },
             json_mode=json_mode,
             fail_on_problem=fail,
         )
@@ -78,6 +87,9 @@ def primekg(
     download: bool = typer.Option(
         False, "--download", help="Fetch kg.csv from Harvard Dataverse into the cache (once) and check its MD5."
     ),
+    previous: Path | None = typer.Option(
+        None, "--previous", help="The bundle of the earlier version (may be the output itself): its diff is recorded."
+    ),
     allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when some rows were rejected."),
     max_rejects: str = typer.Option("0", "--max-rejects", help=TOLERANCE_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -89,7 +101,7 @@ def primekg(
     with guarded("ingest primekg", json_mode):
         api.rejects_tolerated(0, 0, max_rejects)
         with progress("ingesting PrimeKG") as say:
-            report = api.ingest_primekg(path, output, cfg, download_missing=download, progress=say)
+            report = api.ingest_primekg(path, output, cfg, download_missing=download, previous=previous, progress=say)
         if not json_mode:
             out.print(
                 f"read {report.read} rows: {report.accepted} accepted, {report.rejected} rejected; "
@@ -102,7 +114,28 @@ def primekg(
         fail = cfg.validation.fail_on_reject and not allow_rejects
         finish(
             api.rejects_tolerated(report.rejected, report.read, max_rejects),
-            {"command": "ingest primekg", "bundle": str(output), **report.as_dict()},
+            {
+                "command": "ingest primekg",
+                "bundle": str(output),
+                **report.as_dict(),
+                **_diff(output, previous, json_mode),
+            },
             json_mode=json_mode,
             fail_on_problem=fail,
         )
+
+
+def _diff(output: Path, previous: Path | None, json_mode: bool) -> dict[str, object]:
+    """The diff an ingest with --previous recorded, printed for people and returned for --json."""
+    if previous is None:
+        return {}
+    recorded = api.bundle_info(output).get("diff", {})
+    if not json_mode:
+        for table in ("nodes", "edges"):
+            part = recorded.get(table, {})
+            out.print(
+                f"against {previous}: {table} +{part.get('added', 0)} added, -{part.get('removed', 0)} removed, "
+                f"~{part.get('changed', 0)} changed",
+                highlight=False,
+            )
+    return {"diff": recorded}

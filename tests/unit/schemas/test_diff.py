@@ -66,3 +66,21 @@ def test_cli_diff_json(tmp_path: Path) -> None:
     assert same["empty"] is True
     _, missing = run("diff", str(tmp_path / "old"), str(tmp_path / "nope"), "--json", code=1)
     assert missing["error_type"] == "BundleError"
+
+
+def test_an_ingest_against_its_previous_version_records_the_diff(tmp_path: Path) -> None:
+    """A triple file re-ingested over its own bundle (--previous = the output): one line removed, one line
+    edited, one added; the manifest and the --json output say exactly that."""
+    first = tmp_path / "v1.txt"
+    first.write_text("aspirin\ttreats\theadache\nheadache\tsymptom of\tmigraine\nsalt\tcauses\tthirst\n")
+    second = tmp_path / "v2.txt"
+    second.write_text("aspirin\ttreats\theadache\nheadache\tsymptom of\tstress\ncoffee\tcauses\tinsomnia\n")
+    bundle = tmp_path / "kg"
+    run("ingest", "triples", str(first), "-d", "t", "-o", str(bundle), "--json")
+    _, out = run("ingest", "triples", str(second), "-d", "t", "-o", str(bundle), "--previous", str(bundle), "--json")
+    edges, nodes = out["diff"]["edges"], out["diff"]["nodes"]
+    assert (edges["added"], edges["removed"], edges["changed"]) == (2, 2, 1)  # an edited line is a new edge
+    assert edges["changed_columns"] == {"record_ids": 1}  # the kept triple is now stated by v2.txt's line
+    assert (nodes["added"], nodes["removed"]) == (3, 3)  # stress, coffee, insomnia; migraine, salt, thirst
+    _, info = run("info", str(bundle), "--json")
+    assert info["manifest"]["diff"]["edges"]["added"] == 2
