@@ -67,8 +67,8 @@ def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl
         pl.col("aliases").list.eval(match_key_expr(pl.element())).alias("alias_keys"),
         pl.concat_list(pl.col("name"), pl.col("aliases")).list.join(" | ").alias("all_names"),
     )
-    columns = ["name", "type", "source", "description", "aliases", "xrefs", "name_key", "alias_keys", "all_names",
-               "content_hash"]  # fmt: skip
+    columns = ["name", "type", "source", "description", "aliases", "xrefs", "revision", "name_key", "alias_keys",
+               "all_names", "content_hash"]  # fmt: skip
     if embeddings is not None:
         frame = frame.join(embeddings.rename({"vector": "embedding"}), on="id", how="left", maintain_order="left")
         columns.append("embedding")

@@ -139,8 +139,23 @@ def test_class_and_sparql_selections(sparql_endpoint: Server, tmp_path: Path) ->
     assert (people["type"] == "person").all() and "wd:Q42" in set(people["id"])
 
 
-def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, spec: Path, tmp_path: Path) -> None:
+def test_incremental_resync_fetches_only_what_changed(
+    sparql_endpoint: Server, spec: Path, tmp_path: Path, clean_neo4j: Any, neo4j_settings: Any
+) -> None:
+    """Re-syncs after an edit, a deletion and a redirect fetch only what changed, record the diff, and
+    ``load neo4j`` (following the bundle) leaves Neo4j holding exactly each re-synced bundle."""
+    from metakg.loaders.neo4j_loader import follow_bundle
+
+    def neo4j_follows() -> None:
+        bundle = read_bundle(tmp_path / "b")
+        follow_bundle(clean_neo4j, bundle, database=neo4j_settings.database, target=neo4j_settings.uri)
+        nodes, _, _ = clean_neo4j.execute_query("MATCH (n:Entity) RETURN n.id AS id, n.revision AS rev")
+        edges, _, _ = clean_neo4j.execute_query("MATCH (:Entity)-[r]->(:Entity) RETURN r.id AS id, type(r) AS rel")
+        assert {(r["id"], r["rev"]) for r in nodes} == set(bundle.nodes.select("id", "revision").iter_rows())
+        assert {(r["id"], r["rel"]) for r in edges} == set(bundle.edges.select("id", "rel").iter_rows())
+
     first = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
+    neo4j_follows()
     again = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert again["entities_fetched"] == 0 and (again["added"], again["changed"], again["removed"]) == (0, 0, 0)
     assert again["queries"] == 2  # the hop selection and one revision-check batch; nothing fetched
@@ -168,6 +183,7 @@ def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, s
     born = bundle.edges.filter(bundle.edges["rel"] == "place_of_birth")
     assert born["dst"].to_list() == ["wd:Q84"] and born["record_ids"][0][0] == "wd:Q42@595492362"
     assert "wd:Q14623683" not in set(bundle.nodes["id"]) and edited["validation_ok"] is True
+    neo4j_follows()  # the edit, the deletion and the new entity reach Neo4j; the stale rows leave it
     recorded = bundle.manifest["diff"]  # the diff the sync recorded, checked against the ids it reported
     assert (recorded["nodes"]["added"], recorded["nodes"]["removed"]) == (1, 2)
     assert recorded["nodes"]["changed"] >= 1 and recorded["nodes"]["changed_columns"]["revision"] >= 1
@@ -179,6 +195,7 @@ def test_incremental_resync_fetches_only_what_changed(sparql_endpoint: Server, s
     redirected = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert redirected["redirected"] == 1 and redirected["removed_ids"] == ["Q14623681"]
     assert redirected["entities_fetched"] == 0  # the target was in the subset already
+    neo4j_follows()
     quiet = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert quiet["entities_fetched"] == 0 and quiet["changed"] == 0
 
