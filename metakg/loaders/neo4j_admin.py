@@ -1,7 +1,8 @@
 """Files for ``neo4j-admin database import full``: the fastest first load into an empty database.
 
 Writes header files and data files (nodes, relationships) in the admin-import CSV dialect and returns the
-exact command to run. Nothing talks to a database here.
+exact command to run. Nothing talks to a database here. Rows carry the same content hash as a batched load
+writes, so ``load neo4j`` (following the bundle) after an import writes only what changed since.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from metakg.loaders.cypher import ENTITY, label_of
-from metakg.loaders.neo4j_loader import node_rows
+from metakg.loaders.neo4j_loader import EDGE_HASHED, content_hash, node_rows
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import RELATION_PATTERN
 
@@ -30,6 +31,8 @@ NODE_FIELDS = [
     ("name_key", "name_key"),
     ("alias_keys", "alias_keys:string[]"),
     ("all_names", "all_names"),
+    ("revision", "revision"),
+    ("content_hash", "content_hash"),
     ("labels", ":LABEL"),
 ]
 EDGE_FIELDS = [
@@ -47,6 +50,7 @@ EDGE_FIELDS = [
     ("prompt_hash", "prompt_hash"),
     ("run_id", "run_id"),
     ("created_at", "created_at:datetime"),
+    ("content_hash", "content_hash"),
 ]
 
 
@@ -70,6 +74,7 @@ def write_admin_import(bundle: Bundle, out_dir: Path, *, database: str = "neo4j"
     delimiter = _delimiter([props["aliases"], props["xrefs"], props["alias_keys"], bundle.edges["record_ids"]])
     nodes = props.with_columns(pl.col("type").replace_strict(labels).alias("labels"))
     edges = bundle.edges.filter(pl.col("rel").str.contains(RELATION_PATTERN))
+    edges = edges.with_columns(content_hash(edges, EDGE_HASHED))  # so a later follow-mode load skips them
     files: dict[str, Path] = {}
     for name, frame, fields in (("nodes", nodes, NODE_FIELDS), ("edges", edges, EDGE_FIELDS)):
         header = out_dir / f"{name}_header.csv"

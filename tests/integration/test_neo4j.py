@@ -13,7 +13,7 @@ from metakg.config import Neo4jSettings
 from metakg.llm.embedder import Embedder
 from metakg.loaders.neo4j_loader import CHECKPOINT_FILE, load_bundle
 from metakg.loaders.neo4j_store import Neo4jStore
-from metakg.schemas.bundle import Bundle, write_bundle
+from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
 from metakg.schemas.graph_store import GraphStore
 from tests.conftest import small_bundle
 from tests.contract.graph_store_contract import GraphStoreContract
@@ -167,6 +167,12 @@ def test_neo4j_admin_import_files_load_into_a_real_database(tmp_path: Path) -> N
         aspirin = store.get_node("kg:test/0")
         assert aspirin is not None and set(aspirin.aliases) == {"acetylsalicylic acid", "ASA"}
         assert store.shortest_paths("kg:test/0", "kg:test/2")[0].hops == 2
+        from metakg.loaders.neo4j_loader import follow_bundle
+
+        # the imported rows carry the content hashes a load writes: following the same bundle writes nothing
+        followed = follow_bundle(driver, read_bundle(tmp_path / "b"), database="neo4j", target=server.uri)
+        assert (followed.nodes_loaded, followed.edges_loaded, followed.edges_removed) == (0, 0, 0)
+        store.close()
         driver.close()
     finally:
         neo4j_server.stop(server)
