@@ -14,8 +14,9 @@ from typing import Any
 import polars as pl
 
 from metakg.loaders.cypher import ENTITY, label_of
-from metakg.loaders.neo4j_loader import EDGE_HASHED, content_hash, node_rows
+from metakg.loaders.neo4j_loader import content_hash, node_rows
 from metakg.schemas.bundle import Bundle
+from metakg.schemas.diff import EDGE_CONTENT
 from metakg.schemas.tables import RELATION_PATTERN
 
 ARRAY_DELIMITERS = [";", "|", "¦", "\u241e"]
@@ -74,7 +75,7 @@ def write_admin_import(bundle: Bundle, out_dir: Path, *, database: str = "neo4j"
     delimiter = _delimiter([props["aliases"], props["xrefs"], props["alias_keys"], bundle.edges["record_ids"]])
     nodes = props.with_columns(pl.col("type").replace_strict(labels).alias("labels"))
     edges = bundle.edges.filter(pl.col("rel").str.contains(RELATION_PATTERN))
-    edges = edges.with_columns(content_hash(edges, EDGE_HASHED))  # so a later follow-mode load skips them
+    edges = edges.with_columns(content_hash(edges, EDGE_CONTENT))  # so a later follow-mode load skips them
     files: dict[str, Path] = {}
     for name, frame, fields in (("nodes", nodes, NODE_FIELDS), ("edges", edges, EDGE_FIELDS)):
         header = out_dir / f"{name}_header.csv"

@@ -21,6 +21,7 @@ import polars as pl
 
 from metakg.loaders import cypher
 from metakg.schemas.bundle import Bundle
+from metakg.schemas.diff import EDGE_CONTENT, NODE_CONTENT, comparable
 from metakg.schemas.tables import match_key_expr
 
 CHECKPOINT_FILE = "neo4j_load_checkpoint.json"
@@ -45,24 +46,18 @@ class LoadReport:
         return dict(self.__dict__)
 
 
-#: the columns whose hash says whether a node or an edge changed (as :mod:`metakg.schemas.diff` counts changes)
-NODE_HASHED = ("name", "type", "source", "description", "aliases", "xrefs", "properties", "revision")
-EDGE_HASHED = ("src", "dst", "rel", "display", "source", "confidence", "count", "record_ids", "importer", "model",
-               "prompt_hash")  # fmt: skip
-
-
 def content_hash(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Expr:
-    """A hash of each row's content columns (list columns sorted), as text: what a database keeps to tell
-    a changed row from an unchanged one. Stable for one polars version (a new version may re-load rows)."""
-    parts = [pl.col(c).list.sort() if isinstance(frame.schema[c], pl.List) else pl.col(c) for c in columns]
-    return pl.struct(parts).hash(seed=7).cast(pl.String).alias("content_hash")
+    """A hash of each row's content columns (``NODE_CONTENT`` or ``EDGE_CONTENT``: what
+    :mod:`metakg.schemas.diff` counts as a change), as text: what a database keeps to tell a changed row from
+    an unchanged one. Stable for one polars version (a new version may re-load rows)."""
+    return pl.struct(comparable(frame, columns)).hash(seed=7).cast(pl.String).alias("content_hash")
 
 
 def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl.DataFrame:
     """``id`` plus a ``props`` struct per node (name keys for search, all names for the full-text index,
     the content hash)."""
     frame = nodes.with_columns(
-        content_hash(nodes, NODE_HASHED),
+        content_hash(nodes, NODE_CONTENT),
         match_key_expr(pl.col("name")).alias("name_key"),
         pl.col("aliases").list.eval(match_key_expr(pl.element())).alias("alias_keys"),
         pl.concat_list(pl.col("name"), pl.col("aliases")).list.join(" | ").alias("all_names"),
@@ -78,7 +73,7 @@ def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl
 def edge_rows(edges: pl.DataFrame) -> pl.DataFrame:
     """``id, src, dst, rel, created_at`` plus a ``props`` struct per edge (the other properties and the
     content hash)."""
-    edges = edges.with_columns(content_hash(edges, EDGE_HASHED))
+    edges = edges.with_columns(content_hash(edges, EDGE_CONTENT))
     columns = ["display", "source", "confidence", "count", "record_ids", "importer", "model", "prompt_hash", "run_id",
                "content_hash"]  # fmt: skip
     # the time goes as ISO text and becomes a DateTime in Cypher: converting Python datetimes in the driver

@@ -68,9 +68,10 @@ class BundleDiff:
         }
 
 
-def _comparable(column: str, frame: pl.DataFrame) -> pl.Expr:
-    expr = pl.col(column)
-    return expr.list.sort() if isinstance(frame.schema[column], pl.List) else expr
+def comparable(frame: pl.DataFrame, columns: tuple[str, ...]) -> list[pl.Expr]:
+    """``columns`` of ``frame`` in the form rows are compared in: list columns sorted (a merge does not keep
+    their order). A diff compares them; a Neo4j load hashes them."""
+    return [pl.col(c).list.sort() if isinstance(frame.schema[c], pl.List) else pl.col(c) for c in columns]
 
 
 def _table_diff(
@@ -83,8 +84,8 @@ def _table_diff(
     n: int,
 ) -> TableDiff:
     keep = ("id", *dict.fromkeys((*content, *groups, *shown)))
-    left = old.select(keep).with_columns(_comparable(c, old) for c in content)
-    right = new.select(keep).with_columns(_comparable(c, new) for c in content)
+    left = old.select(keep).with_columns(comparable(old, content))
+    right = new.select(keep).with_columns(comparable(new, content))
     joined = left.join(right, on="id", how="full", suffix="_new", coalesce=False, nulls_equal=False)
     present_old, present_new = pl.col("id").is_not_null(), pl.col("id_new").is_not_null()
     differs = {c: pl.col(c).ne_missing(pl.col(f"{c}_new")) for c in content}
