@@ -26,6 +26,7 @@ from metakg.api.bundles import (
     embed_bundle,
     export_rdf,
     merge,
+    recorded_diff,
     validate_bundle,
     write_validated,
 )
@@ -127,6 +128,7 @@ __all__ = [
     "primekg_download",
     "qa_context",
     "read_questions",
+    "recorded_diff",
     "rejects_tolerated",
     "resolve_node",
     "run_demo",

@@ -34,6 +34,7 @@ __all__ = [
     "embed_bundle",
     "export_rdf",
     "merge",
+    "recorded_diff",
     "validate_bundle",
     "write_validated",
 ]
@@ -90,6 +91,13 @@ def record_diff(bundle: Bundle, previous: Bundle) -> dict[str, Any]:
     recorded = diff_bundles(previous, bundle).summary() | {"against": previous.manifest.get("written_at")}
     bundle.manifest["diff"] = recorded
     return recorded
+
+
+def recorded_diff(path: Path) -> dict[str, Any] | None:
+    """The diff the last update of the bundle at ``path`` recorded in its manifest (None when it has none);
+    reads the manifest only."""
+    diff: dict[str, Any] | None = read_manifest(path).get("diff")
+    return diff
 
 
 def bundle_info(path: Path) -> dict[str, Any]:

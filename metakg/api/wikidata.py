@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from metakg.api._shared import Progress, quiet
-from metakg.api.bundles import write_validated
+from metakg.api.bundles import recorded_diff, write_validated
 from metakg.config import Settings
 from metakg.errors import BundleError, UsageError
 from metakg.ingest import wikidata
-from metakg.schemas.bundle import MANIFEST_FILE, Bundle, read_bundle, read_manifest, source_entry
+from metakg.schemas.bundle import MANIFEST_FILE, Bundle, read_bundle, source_entry
 from metakg.schemas.locks import exclusive, locked
 from metakg.schemas.vocabulary import default_vocabulary
 
@@ -103,7 +103,7 @@ def _sync(
     wikidata.write_state(state_path, new_state)
     figures.update({"bundle": str(out), "validation_ok": validation.ok})
     if previous is not None:
-        figures["diff"] = read_manifest(out).get("diff")
+        figures["diff"] = recorded_diff(out)
     return figures
 
 

@@ -129,7 +129,7 @@ def _diff(output: Path, previous: Path | None, json_mode: bool) -> dict[str, obj
     """The diff an ingest with --previous recorded, printed for people and returned for --json."""
     if previous is None:
         return {}
-    recorded = api.bundle_info(output).get("diff", {})
+    recorded = api.recorded_diff(output) or {}
     if not json_mode:
         for table in ("nodes", "edges"):
             part = recorded.get(table, {})
