@@ -150,33 +150,23 @@ def load_neo4j(
         raise UsageError(f"unknown load mode {mode!r}; choose follow or merge.")
     bundle = read_bundle(path)
     embeddings = read_embeddings(path, bundle)
+    where = {"uri": settings.neo4j.uri, "database": settings.neo4j.database, "mode": mode}
+    options: dict[str, Any] = {
+        "database": settings.neo4j.database,
+        "target": settings.neo4j.uri,
+        "batch_size": batch_size or settings.neo4j.batch_size,
+        "embeddings": embeddings,
+        "progress": progress,
+    }
     with connect(settings.neo4j) as driver:
         if mode == "follow":
-            followed = follow_bundle(
-                driver,
-                bundle,
-                database=settings.neo4j.database,
-                target=settings.neo4j.uri,
-                batch_size=batch_size or settings.neo4j.batch_size,
-                embeddings=embeddings,
-                progress=progress,
-            )
+            followed = follow_bundle(driver, bundle, **options)
             nodes = sum(c["nodes"] for c in followed.counts_by_source.values())
             edges = sum(c["edges"] for c in followed.counts_by_source.values())
-            return {"uri": settings.neo4j.uri, "database": settings.neo4j.database, "mode": mode,
-                    "nodes_in_bundle": bundle.nodes.height, "edges_in_bundle": bundle.edges.height,
-                    "nodes_in_neo4j": nodes, "edges_in_neo4j": edges, **followed.as_dict()}  # fmt: skip
-        report = load_bundle(
-            driver,
-            bundle,
-            database=settings.neo4j.database,
-            target=settings.neo4j.uri,
-            batch_size=batch_size or settings.neo4j.batch_size,
-            embeddings=embeddings,
-            checkpoint_dir=path,
-            progress=progress,
-        )
-    return {"uri": settings.neo4j.uri, "database": settings.neo4j.database, "mode": mode, **report.as_dict()}
+            return where | {"nodes_in_bundle": bundle.nodes.height, "edges_in_bundle": bundle.edges.height,
+                            "nodes_in_neo4j": nodes, "edges_in_neo4j": edges, **followed.as_dict()}  # fmt: skip
+        report = load_bundle(driver, bundle, checkpoint_dir=path, **options)
+    return where | report.as_dict()
 
 
 def export_neo4j_admin(path: Path, out_dir: Path, settings: Settings) -> dict[str, Any]:
