@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from benchmarks.common import WORK, record, settings_and_data
+from benchmarks.common import WORK, fresh_server, record, settings_and_data
 from metakg.config import Neo4jSettings
 from metakg.ingest.primekg import read_primekg
 from metakg.ingest.primekg_synthetic import generate
@@ -88,11 +88,7 @@ def main() -> None:
     figures.update(edges_added=edges.added, edges_removed=edges.removed, edges_changed=edges.changed)
     print(f"  metakg diff: {figures['diff_s']} s (+{edges.added} -{edges.removed} ~{edges.changed} edges)")
 
-    home = WORK / "neo4j" / "follow"
-    import shutil
-
-    shutil.rmtree(home, ignore_errors=True)
-    server = neo4j_server.start(home, neo4j_server.free_port(), heap="3g", pagecache_mb=2048)
+    server = fresh_server("follow", heap="3g", pagecache_mb=2048)
     try:
         driver = connect(Neo4jSettings(uri=server.uri))
         started = time.perf_counter()
@@ -109,8 +105,7 @@ def main() -> None:
         driver.close()
     finally:
         neo4j_server.stop(server)
-    shutil.rmtree(home, ignore_errors=True)
-    server = neo4j_server.start(home, neo4j_server.free_port(), heap="3g", pagecache_mb=2048)
+    server = fresh_server("follow", heap="3g", pagecache_mb=2048)
     try:
         driver = connect(Neo4jSettings(uri=server.uri))
         started = time.perf_counter()
@@ -119,7 +114,6 @@ def main() -> None:
         driver.close()
     finally:
         neo4j_server.stop(server)
-        shutil.rmtree(home, ignore_errors=True)
     figures["reload_over_follow"] = round(figures["full_reload_v2_s"] / max(figures["follow_v2_s"], 0.001), 1)
     print(f"  full reload of version 2 into an empty database: {figures['full_reload_v2_s']} s "
           f"({figures['reload_over_follow']}x the follow)")  # fmt: skip

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import WORK, record, settings_and_data
+from benchmarks.common import WORK, fresh_server, record, settings_and_data
 from metakg.config import Neo4jSettings
 from metakg.ingest.primekg import read_primekg
 from metakg.ingest.primekg_synthetic import generate
@@ -29,15 +29,6 @@ from metakg.schemas.vocabulary import default_vocabulary
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tools import neo4j_server
-
-
-def fresh_server(name: str) -> neo4j_server.Server:
-    home = WORK / "neo4j" / name
-    if home.exists():
-        import shutil
-
-        shutil.rmtree(home)
-    return neo4j_server.start(home, neo4j_server.free_port(), heap="2g", pagecache_mb=1024)
 
 
 def main() -> None:

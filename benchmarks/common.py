@@ -81,6 +81,17 @@ def record(name: str, figures: dict[str, Any]) -> Path:
     return path
 
 
+def fresh_server(name: str, *, heap: str = "2g", pagecache_mb: int = 1024) -> Any:
+    """A Neo4j server on a new, empty database under ``WORK/neo4j/<name>`` (an earlier one there is removed);
+    the caller stops it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tools import neo4j_server
+
+    home = WORK / "neo4j" / name
+    shutil.rmtree(home, ignore_errors=True)
+    return neo4j_server.start(home, neo4j_server.free_port(), heap=heap, pagecache_mb=pagecache_mb)
+
+
 @contextmanager
 def neo4j_with(bundle: Path, settings: Any, name: str, *, reuse: bool = False) -> Iterator[tuple[Any, Any, float]]:
     """A Neo4j server (under ``WORK/neo4j/<name>``) with ``bundle`` loaded by ``metakg load neo4j``'s batched
@@ -98,9 +109,11 @@ def neo4j_with(bundle: Path, settings: Any, name: str, *, reuse: bool = False) -
     loaded = json.loads(marker.read_text()) if reuse and marker.is_file() else None
     if loaded is not None and loaded.get("bundle") != str(bundle.resolve()):
         loaded = None
-    if loaded is None:
-        shutil.rmtree(home, ignore_errors=True)
-    server = neo4j_server.start(home, neo4j_server.free_port(), heap="3g", pagecache_mb=2048)
+    server = (
+        fresh_server(name, heap="3g", pagecache_mb=2048)
+        if loaded is None
+        else neo4j_server.start(home, neo4j_server.free_port(), heap="3g", pagecache_mb=2048)
+    )
     try:
         neo = settings.model_copy(update={"neo4j": settings.neo4j.model_copy(update={"uri": server.uri})})
         if loaded is None:
