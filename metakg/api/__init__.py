@@ -32,7 +32,7 @@ from metakg.api.bundles import (
 )
 from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog, grow_from_report
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
-from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, link_target
+from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, extracted_dataset, link_target
 from metakg.api.ingest import (
     ingest_primekg,
     ingest_triples,
@@ -111,6 +111,7 @@ __all__ = [
     "export_neo4j_admin",
     "export_rdf",
     "extract",
+    "extracted_dataset",
     "grow_from_report",
     "ingest_primekg",
     "ingest_triples",

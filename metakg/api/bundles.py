@@ -76,6 +76,7 @@ def write_validated(
     vocabulary = default_vocabulary()
     symmetric = vocabulary.symmetric | set(settings.validation.symmetric_relations)
     checked, report = validate(bundle, vocabulary.names, symmetric=symmetric)
+    checked.side = bundle.side
     if previous is not None:
         say("comparing with the previous version")
         record_diff(checked, previous)

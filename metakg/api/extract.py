@@ -11,21 +11,30 @@ from typing import Any
 import numpy as np
 
 from metakg.api._shared import Progress, at_least_one, quiet
-from metakg.api.bundles import write_validated
+from metakg.api.bundles import recorded_diff, write_validated
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
-from metakg.extractors.pipeline import IMPORTER, RunStats, build_bundle, plan_units, run_units
+from metakg.extractors.pipeline import IMPORTER, RunStats, build_bundle, plan_units, run_units, unit_request
 from metakg.extractors.pipeline import summary as extraction_summary
 from metakg.extractors.resolution import LinkTarget
+from metakg.extractors.update import compare_records, stored_outcomes, units_table
 from metakg.ingest.datasets import FORMATS, DatasetFormat, read_dataset
 from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
-from metakg.schemas.bundle import read_bundle, read_embeddings, source_entry
+from metakg.schemas.bundle import (
+    EXTRACTION_FILE,
+    Bundle,
+    read_bundle,
+    read_embeddings,
+    read_manifest,
+    read_side_table,
+    source_entry,
+)
 from metakg.schemas.curie import check_dataset_name
 from metakg.schemas.locks import locked
 from metakg.schemas.vocabulary import default_vocabulary
 
-__all__ = ["FORMATS", "DatasetFormat", "RunStats", "extract", "link_target"]
+__all__ = ["FORMATS", "DatasetFormat", "RunStats", "extract", "extracted_dataset", "link_target"]
 
 
 def link_target(
@@ -65,6 +74,7 @@ def extract(
     link_to: Path | None = None,
     text_field: str = "text",
     id_field: str | None = None,
+    update: Path | None = None,
     progress: Progress | None = None,
     counter: Callable[[RunStats], None] | None = None,
 ) -> dict[str, Any]:
@@ -72,6 +82,12 @@ def extract(
 
     Replies are cached, so a run that was killed, failed in part or ran out of budget continues where it
     stopped when started again, and a repeated run makes no LLM call.
+
+    With ``update`` (a bundle an earlier extraction wrote; ``out`` may be the same directory), the units
+    whose request the earlier run answered take its stored replies, whatever the cache holds; only new and
+    changed records go to the model, and the bundle is built from all replies as a fresh run would build
+    it (see :mod:`metakg.extractors.update`). The summary adds ``records_changes`` and ``edges_changes``,
+    and the diff against the earlier bundle goes into the new manifest.
 
     Returns:
         The run summary (records, LLM calls, cache hits, triples, rejected lines, tokens, cost, ...).
@@ -94,6 +110,7 @@ def extract(
         raise UsageError(f"--link-to {link_to} is also the output; write the extraction to a new directory.")
     started = time.perf_counter()
     run_id = uuid.uuid4().hex
+    previous, stored = _earlier_run(update, dataset) if update is not None else (None, None)
     say(f"reading {path}")
     data = read_dataset(path, fmt, limit=limit, text_field=text_field, id_field=id_field)
     if data.accepted == 0:
@@ -105,11 +122,16 @@ def extract(
     llm = settings.llm.model_copy(update={"concurrency": concurrency or settings.llm.concurrency})
     session_settings = settings.model_copy(update={"llm": llm})
     with llm_session(session_settings, run_id=run_id, progress=progress) as client:
-        say(f"extracting from {len(units)} prompts with {client.model}")
-        outcomes, stats = run_with(
+        keys = [
+            unit_request(u, client.model, temperature=llm.temperature, max_tokens=llm.max_tokens).key() for u in units
+        ]
+        kept = stored_outcomes(stored, units, keys) if stored is not None else {}
+        ask = [u for i, u in enumerate(units) if i not in kept]
+        say(f"extracting from {len(ask)} prompts with {client.model}" + (f" ({len(kept)} unchanged)" if kept else ""))
+        asked, stats = run_with(
             client,
             run_units(
-                units,
+                ask,
                 client,
                 temperature=llm.temperature,
                 max_tokens=llm.max_tokens,
@@ -121,6 +143,8 @@ def extract(
         )
         model = client.model
         usage = client.meter.summary()
+    answers = iter(asked)
+    outcomes = [kept[i] if i in kept else next(answers) for i in range(len(units))]
     result = build_bundle(
         outcomes,
         dataset,
@@ -138,8 +162,12 @@ def extract(
         "read": data.read,
         "input_rejects": data.rejects.height,
         **extraction_summary(stats, result, outcomes),
+        "units": len(units),
+        "reused_units": len(kept),
         "retries": usage.retries,
     }
+    if stored is not None:
+        figures["records_changes"] = compare_records(stored, units, keys).counts()
     result.bundle.manifest = {
         "sources": [
             source_entry(
@@ -154,9 +182,18 @@ def extract(
                 link_to=str(link_to) if link_to is not None else None,
                 **{k: v for k, v in figures.items() if k != "errors"},
             )
-        ]
+        ],
+        "extraction": {"units": len(units), "model": model},
     }
-    report = write_validated(out, result.bundle, settings, progress=say)
+    result.bundle.side[EXTRACTION_FILE] = units_table(outcomes, keys)
+    report = write_validated(out, result.bundle, settings, previous=previous, progress=say)
+    if previous is not None:
+        edges = (recorded_diff(out) or {})["edges"]
+        figures["edges_changes"] = {
+            "added": edges["added"],
+            "retracted": edges["removed"],
+            "kept": previous.edges.height - edges["removed"],
+        }
     figures.update(
         {
             "run_id": run_id,
@@ -168,3 +205,37 @@ def extract(
         }
     )
     return figures
+
+
+def extracted_dataset(path: Path) -> str | None:
+    """The dataset name of the extraction whose bundle is at ``path`` (None when it holds no extraction).
+
+    Raises:
+        BundleError: no bundle there.
+    """
+    names = [s.get("name") for s in read_manifest(path).get("sources", []) if s.get("importer") == IMPORTER]
+    return str(names[0]) if len(names) == 1 else None
+
+
+def _earlier_run(path: Path, dataset: str) -> tuple[Bundle, Any]:
+    """The bundle an earlier extraction of ``dataset`` wrote at ``path`` and its stored units.
+
+    Raises:
+        UsageError: ``path`` is not an extraction of ``dataset`` with stored replies.
+        BundleError: ``path`` cannot be read.
+    """
+    bundle = read_bundle(path)
+    names = sorted({(s.get("name"), s.get("importer")) for s in bundle.manifest.get("sources", [])}, key=str)
+    if names != [(dataset, IMPORTER)]:
+        held = ", ".join(f"{n} ({i})" for n, i in names) or "no source"
+        raise UsageError(
+            f"--update {path}: the bundle holds {held}, not only an extraction of dataset {dataset!r}; give the "
+            "bundle an earlier `metakg extract --dataset NAME` wrote, and the same --dataset."
+        )
+    stored = read_side_table(path, bundle, EXTRACTION_FILE)
+    if stored is None:
+        raise UsageError(
+            f"--update {path}: the bundle keeps no replies (it was extracted by an older metakg). Run the "
+            "extraction once without --update (cached replies cost nothing); later updates can start from it."
+        )
+    return bundle, stored

@@ -28,9 +28,20 @@ def extract(
         help=f"{' | '.join(api.FORMATS)}: MedAgentsBench/MedQA jsonl, CommonsenseQA (official or HF layout), "
         "MetaKGRAG pilot json, plain text, or jsonl/csv documents (see --text-field).",
     ),
-    output: Path = typer.Option(..., "--output", "-o", help="Bundle directory to write (replaced if it exists)."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Bundle directory to write (replaced if it exists; default: the --update bundle)."
+    ),
     dataset: str | None = typer.Option(
-        None, "--dataset", "-d", help="Scopes new node ids, kg:<dataset>/<concept> (default: the file name)."
+        None,
+        "--dataset",
+        "-d",
+        help="Scopes new node ids, kg:<dataset>/<concept> (default: the --update bundle's, else the file name).",
+    ),
+    update: Path | None = typer.Option(
+        None,
+        "--update",
+        help="An earlier extraction's bundle: unchanged records keep their replies (no LLM call), changed and new "
+        "ones are extracted, triples of removed records are retracted; the diff goes into the manifest.",
     ),
     limit: int | None = typer.Option(None, help="Use only the first N records."),
     concurrency: int | None = typer.Option(None, help="LLM requests in flight (default: llm.concurrency, 4)."),
@@ -50,13 +61,21 @@ def extract(
     triple or a reject with its reason; mentions are normalised and resolved (exact, lemma, embedding) and,
     with --link-to, take the ids of matching nodes. Replies are cached: a killed run, started again, asks
     the model only what it never answered, and an identical run makes no LLM call. The bundle is validated.
+
+    With --update BUNDLE (an earlier extraction), records are compared by content: unchanged ones keep
+    their stored replies, only changed and new ones are sent to the model, and triples stated only by
+    removed or changed records are retracted (edges other records still state keep a lower count).
     Exit 1 when some prompts failed or were skipped by the budget, or validation rejected rows.
     """
     cfg = settings()
     with guarded("extract", json_mode):
         if fmt not in api.FORMATS:
             raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(api.FORMATS)}.")
-        name = dataset or _default_dataset(dataset_file)
+        if output is None and update is None:
+            raise UsageError("give --output DIR (or --update BUNDLE to update that bundle in place).")
+        output = output or update
+        assert output is not None
+        name = dataset or (api.extracted_dataset(update) if update else None) or _default_dataset(dataset_file)
         with progress(f"extracting from {dataset_file}") as say, progress_bar("prompts") as advance:
 
             def count(stats: api.RunStats) -> None:
@@ -79,6 +98,7 @@ def extract(
                 link_to=link_to,
                 text_field=text_field,
                 id_field=id_field,
+                update=update,
                 progress=say,
                 counter=count,
             )
@@ -93,6 +113,13 @@ def extract(
                 f"bundle {output}: {summary['nodes']} nodes, {summary['edges']} edges; "
                 f"validation {'passed' if summary['validation_ok'] else 'rejected rows'}"
             )
+            if "records_changes" in summary:
+                records, edges = summary["records_changes"], summary["edges_changes"]
+                out.print(
+                    f"update of {update}: records {records['added']} added, {records['changed']} changed, "
+                    f"{records['removed']} removed, {records['unchanged']} unchanged; edges {edges['added']} added, "
+                    f"{edges['retracted']} retracted, {edges['kept']} kept"
+                )
         for error in summary["errors"]:
             err.print(f"[yellow]failed: {escape(str(error))}[/]", highlight=False)
         if not complete:

@@ -27,7 +27,7 @@ from metakg.errors import LLMError
 from metakg.extractors.parsing import parse_reply
 from metakg.extractors.prompts import Prompt, chunk_prompt, qa_item_prompt
 from metakg.extractors.resolution import LinkTarget, Resolution, resolve_mentions
-from metakg.llm.client import Completion, LLMClient, request
+from metakg.llm.client import ChatRequest, Completion, LLMClient, request
 from metakg.llm.embedder import Embedder
 from metakg.llm.usage import UsageMeter, UsageSummary, metered
 from metakg.schemas.bundle import Bundle
@@ -128,6 +128,11 @@ def plan_units(records: pl.DataFrame, *, chunk_chars: int = 1500, relations: Seq
     return units
 
 
+def unit_request(unit: Unit, model: str, *, temperature: float = 0.0, max_tokens: int = 512) -> ChatRequest:
+    """The request sent for ``unit``; its key identifies the reply (the cache key, and an update's match)."""
+    return request(unit.prompt.messages, model=model, temperature=temperature, max_tokens=max_tokens)
+
+
 async def run_units(
     units: Sequence[Unit],
     client: LLMClient,
@@ -156,7 +161,7 @@ async def run_units(
             if budget_usd is not None and stats.cost_usd >= budget_usd:
                 outcome = Outcome(unit, "skipped", error=f"the budget of ${budget_usd:g} was spent")
             else:
-                chat = request(unit.prompt.messages, model=client.model, temperature=temperature, max_tokens=max_tokens)
+                chat = unit_request(unit, client.model, temperature=temperature, max_tokens=max_tokens)
                 with UsageMeter.scope(f"extract:{unit.unit_id}") as scope:
                     try:
                         outcome = Outcome(unit, "ok", await client.complete(chat, tag=f"extract:{unit.unit_id}"))

@@ -96,6 +96,7 @@ def write_admin_import(bundle: Bundle, out_dir: Path, *, database: str = "neo4j"
         f"--nodes={files['nodes_header']},{files['nodes']}",
         f"--relationships={files['edges_header']},{files['edges']}",
         f"--array-delimiter={delimiter}", "--multiline-fields=true", "--overwrite-destination=true",
+        f"--report-file={out_dir / 'import.report'}",
     ]  # fmt: skip
     return {
         "files": {k: str(v) for k, v in files.items()},

@@ -30,17 +30,25 @@ NODES_FILE = "nodes.parquet"
 EDGES_FILE = "edges.parquet"
 REJECTS_FILE = "rejects.parquet"
 EMBEDDINGS_FILE = "embeddings.parquet"
+EXTRACTION_FILE = "extraction.parquet"
 MANIFEST_FILE = "manifest.json"
+#: optional tables, each listed in the manifest (hashed, verified) while the manifest has its key
+SIDE_TABLES = {EMBEDDINGS_FILE: "embeddings", EXTRACTION_FILE: "extraction"}
 
 
 @dataclass
 class Bundle:
-    """A KG bundle in memory: the three tables and the manifest."""
+    """A KG bundle in memory: the three tables and the manifest.
+
+    ``side`` holds optional tables to write with it (file name in :data:`SIDE_TABLES` -> frame); reading a
+    bundle leaves them on disk (:func:`read_embeddings`, :func:`read_side_table`).
+    """
 
     nodes: pl.DataFrame
     edges: pl.DataFrame
     rejects: pl.DataFrame = field(default_factory=empty_rejects)
     manifest: dict[str, Any] = field(default_factory=dict)
+    side: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
 def _sha256(path: Path) -> str:
@@ -100,9 +108,10 @@ def write_bundle(path: Path, bundle: Bundle) -> dict[str, Any]:
         _write_parquet(nodes, path / NODES_FILE)
         _write_parquet(edges, path / EDGES_FILE)
         _write_parquet(rejects, path / REJECTS_FILE)
+        for name, frame in bundle.side.items():
+            _write_parquet(frame, path / name)
         files = [NODES_FILE, EDGES_FILE, REJECTS_FILE]
-        if (path / EMBEDDINGS_FILE).exists() and "embeddings" in bundle.manifest:
-            files.append(EMBEDDINGS_FILE)
+        files += [name for name, key in SIDE_TABLES.items() if key in bundle.manifest and (path / name).exists()]
         manifest = dict(bundle.manifest)
         manifest.update(
             schema_version=SCHEMA_VERSION,
@@ -158,12 +167,22 @@ def read_embeddings(path: Path, bundle: Bundle) -> pl.DataFrame | None:
     Raises:
         BundleError: the manifest records embeddings but the table cannot be read.
     """
-    if "embeddings" not in bundle.manifest or not (path / EMBEDDINGS_FILE).is_file():
+    return read_side_table(path, bundle, EMBEDDINGS_FILE)
+
+
+def read_side_table(path: Path, bundle: Bundle, name: str) -> pl.DataFrame | None:
+    """The optional table ``name`` (a :data:`SIDE_TABLES` file) of the bundle at ``path``, or None when its
+    manifest does not list it.
+
+    Raises:
+        BundleError: the manifest lists the table but it cannot be read.
+    """
+    if SIDE_TABLES[name] not in bundle.manifest or not (path / name).is_file():
         return None
     try:
-        return pl.read_parquet(path / EMBEDDINGS_FILE)
+        return pl.read_parquet(path / name)
     except (OSError, pl.exceptions.PolarsError) as e:
-        raise BundleError(f"cannot read {path / EMBEDDINGS_FILE}: {e}. Run `metakg embed {path}` again.") from e
+        raise BundleError(f"cannot read {path / name}: {e}. Write the bundle again.") from e
 
 
 def source_entry(name: str, importer: str, run_id: str, **details: Any) -> dict[str, Any]:

@@ -78,3 +78,42 @@ def test_extract_starts_and_stops_the_local_model_when_no_endpoint_is_set(
     _, summary = run("extract", str(text), "-f", "text", "-o", str(out), "--json", code=None)
     assert summary["units"] == 1 and summary["llm_calls"] == 1 and summary["model"] == local_llm.model
     assert summary["failed"] == 0
+
+
+def test_an_update_through_the_local_model_asks_only_for_edited_records(
+    local_llm: local_server.LocalServer, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """20 records, then 3 removed and 2 edited: 2 LLM calls with an empty cache, and the edges retracted
+    are exactly those the first run's provenance ties only to removed or edited records."""
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", local_llm.base_url)
+    monkeypatch.setenv("METAKG_LLM__MODEL", local_llm.model)
+    monkeypatch.setenv("METAKG_LLM__MAX_TOKENS", "128")
+    monkeypatch.setenv("METAKG_LLM__TIMEOUT_S", "120")
+    lines = (data_dir / "commonsenseqa" / "csqa_dev_official_schema.jsonl").read_text().splitlines()[:20]
+    first = tmp_path / "v1.jsonl"
+    first.write_text("\n".join(lines) + "\n")
+    run("extract", str(first), "-f", "csqa", "-d", "quiz", "-o", str(tmp_path / "b1"), "--json")
+    items = [json.loads(line) for line in lines]
+    removed, edited = {items[i]["id"] for i in (1, 8, 13)}, {items[i]["id"] for i in (5, 17)}
+    for item in items:
+        if item["id"] in edited:
+            item["question"]["stem"] = item["question"]["stem"].rstrip("?") + " in a story?"
+    second = tmp_path / "v2.jsonl"
+    second.write_text("\n".join(json.dumps(i) for i in items if i["id"] not in removed) + "\n")
+    cache_dir = tmp_path / "fresh-cache"
+    monkeypatch.setenv("METAKG_PATHS__CACHE_DIR", str(cache_dir))
+    args = ["extract", str(second), "-f", "csqa", "--update", str(tmp_path / "b1"), "-o", str(tmp_path / "b2")]
+    _, update = run(*args, "--json")
+    assert update["llm_calls"] == 2 and update["cache_hits"] == 0
+    assert len([e for e in _ledger(cache_dir) if e["run_id"] == update["run_id"]]) == 2
+    assert update["records_changes"] == {"unchanged": 15, "changed": 2, "added": 0, "removed": 3}
+    before = {r["id"]: set(r["record_ids"]) for r in read_bundle(tmp_path / "b1").edges.iter_rows(named=True)}
+    after = {r["id"]: set(r["record_ids"]) for r in read_bundle(tmp_path / "b2").edges.iter_rows(named=True)}
+    gone = removed | edited
+    for edge, ids in before.items():
+        if ids - gone:  # still stated by a kept record: kept, with exactly the kept records (and edited restaters)
+            assert edge in after and after[edge] - edited == ids - gone
+        else:  # stated only by removed or edited records: retracted unless an edited record states it again
+            assert edge not in after or after[edge] <= edited
+    assert all(ids <= edited for edge, ids in after.items() if edge not in before)  # new edges: edited records'
+    assert update["edges_changes"]["retracted"] == len(set(before) - set(after))

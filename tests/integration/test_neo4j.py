@@ -157,6 +157,7 @@ def test_neo4j_admin_import_files_load_into_a_real_database(tmp_path: Path) -> N
     result = neo4j_server.admin_import(home, arguments[4:])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "IMPORT DONE" in result.stdout
+    assert (tmp_path / "admin" / "import.report").exists()  # the report lands beside the files, not in the cwd
     server = neo4j_server.start(home, neo4j_server.free_port(), heap="512m", pagecache_mb=64)
     try:
         from metakg.loaders.neo4j_store import connect

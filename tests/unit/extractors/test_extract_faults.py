@@ -189,3 +189,102 @@ def test_link_to_gives_mentions_the_ids_of_an_existing_bundle(server: FaultServe
     assert checked["ok"] is True and checked["nodes"] == 4  # aspirin, headache, migraine, pharmacies
     _, self_link = run(*args, "--link-to", str(out), code=2)
     assert "also the output" in self_link["error"]
+
+
+def _edges(bundle_dir: Path) -> dict[tuple[str, str, str], tuple[int, tuple[str, ...]]]:
+    edges = read_bundle(bundle_dir).edges
+    return {
+        (r["src"], r["rel"], r["dst"]): (r["count"], tuple(sorted(r["record_ids"])))
+        for r in edges.iter_rows(named=True)
+    }
+
+
+def test_an_update_asks_only_for_edited_records_and_retracts_what_only_removed_ones_stated(
+    server: FaultServer, csqa: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Remove 3 and edit 2 of 20 records: exactly 2 LLM calls (with an empty cache), the triples stated only
+    by removed or edited records retracted, shared edges kept with lower counts; the same bundle as a fresh
+    extraction of the new dataset."""
+    # each record states one triple of its own and one shared by the records with the same question length parity
+    server.reply_for = lambda body: (
+        f"{_question(body)[:40]}\\is asked in\\the quiz\nthe quiz\\covers\\{('even', 'odd')[len(_question(body)) % 2]}"
+    )
+    lines = csqa.read_text().splitlines()[:20]
+    first = tmp_path / "v1.jsonl"
+    first.write_text("\n".join(lines) + "\n")
+    b1 = tmp_path / "b1"
+    _, one = run("extract", str(first), "-f", "csqa", "-d", "quiz", "-o", str(b1), "--json")
+    assert one["llm_calls"] == 20 and (b1 / "extraction.parquet").exists()
+    before = _edges(b1)
+
+    items = [json.loads(line) for line in lines]
+    removed = {items[i]["id"] for i in (2, 7, 11)}
+    edited = {items[i]["id"] for i in (4, 15)}
+    for item in items:
+        if item["id"] in edited:
+            item["question"]["stem"] = "Edited: " + item["question"]["stem"]
+    second = tmp_path / "v2.jsonl"
+    second.write_text("\n".join(json.dumps(i) for i in items if i["id"] not in removed) + "\n")
+    monkeypatch.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path / "empty-cache"))  # the stored replies, not the cache
+    asked = len(server.requests)
+    b2 = tmp_path / "b2"
+    _, update = run("extract", str(second), "-f", "csqa", "--update", str(b1), "-o", str(b2), "--json")
+    assert len(server.requests) - asked == 2 and update["llm_calls"] == 2 and update["reused_units"] == 15
+    assert update["records_changes"] == {"unchanged": 15, "changed": 2, "added": 0, "removed": 3}
+    after = _edges(b2)
+
+    # checked against the first run's provenance: an edge goes when every record stating it is gone or edited
+    gone = removed | edited
+    retracted = {k for k, (_, ids) in before.items() if set(ids) <= gone}
+    assert retracted and {k for k in before if k not in after} == retracted
+    for key, (_, ids) in before.items():
+        if key in after and key[1] == "covers":  # a shared edge keeps the records that still state it
+            assert set(after[key][1]) == (set(ids) - gone) | (set(after[key][1]) & edited)
+            assert after[key][0] == len(after[key][1])
+    assert update["edges_changes"] == {
+        "added": len(set(after) - set(before)),
+        "retracted": len(retracted),
+        "kept": len(before) - len(retracted),
+    }
+    assert len(set(after) - set(before)) == 2  # the two edited questions' own triples
+    manifest = json.loads((b2 / "manifest.json").read_text())
+    assert manifest["diff"]["edges"]["removed"] == len(retracted)
+
+    # the same bundle as a fresh extraction of the new dataset
+    run("extract", str(second), "-f", "csqa", "-d", "quiz", "-o", str(tmp_path / "fresh"), "--json")
+    assert _edges(tmp_path / "fresh") == after
+
+    # in place, with the dataset name taken from the bundle: nothing to ask
+    asked = len(server.requests)
+    _, again = run("extract", str(second), "-f", "csqa", "--update", str(b2), "--json")
+    assert len(server.requests) == asked and again["reused_units"] == 17
+    assert again["records_changes"] == {"unchanged": 17, "changed": 0, "added": 0, "removed": 0}
+    assert again["edges_changes"] == {"added": 0, "retracted": 0, "kept": len(after)} and _edges(b2) == after
+
+
+def test_update_refuses_a_bundle_that_is_not_an_extraction(server: FaultServer, csqa: Path, tmp_path: Path) -> None:
+    reference = tmp_path / "ref.tsv"
+    reference.write_text("aspirin\ttreats\theadache\n")
+    run("ingest", "triples", str(reference), "-d", "ref", "-o", str(tmp_path / "ref"), "--json")
+    args = ["extract", str(csqa), "-f", "csqa", "--limit", "2", "--update", str(tmp_path / "ref"), "--json"]
+    _, refused = run(*args, code=2)
+    assert "not only an extraction" in refused["error"]
+    _, missing = run("extract", str(csqa), "-f", "csqa", "--json", code=2)
+    assert "--output" in missing["error"]
+
+
+def test_line_numbered_records_that_move_keep_their_replies(server: FaultServer, tmp_path: Path) -> None:
+    """jsonl records without an id field are numbered by line: deleting the first line moves the next record,
+    which keeps its reply (matched by content) under its new id."""
+    server.reply_for = lambda body: "Paris\\is capital of\\France" if "Paris is" in str(body) else "Rome\\is in\\Italy"
+    text = tmp_path / "docs.jsonl"
+    text.write_text('{"text": "Paris is the capital of France."}\n{"text": "Rome is in Italy."}\n')
+    run("extract", str(text), "-f", "jsonl", "-d", "docs", "-o", str(tmp_path / "b"), "--json")
+    assert len(server.requests) == 2
+    text.write_text('{"text": "Rome is in Italy."}\n')
+    asked = len(server.requests)
+    _, update = run("extract", str(text), "-f", "jsonl", "--update", str(tmp_path / "b"), "--json")
+    assert len(server.requests) == asked
+    assert update["records_changes"] == {"unchanged": 1, "changed": 0, "added": 0, "removed": 1}
+    edges = read_bundle(tmp_path / "b").edges
+    assert edges["rel"].to_list() == ["is_in"] and edges["record_ids"].to_list() == [["docs.jsonl:1#0"]]
