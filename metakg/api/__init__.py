@@ -61,19 +61,23 @@ from metakg.api.qa import (
     trace_lines,
 )
 from metakg.api.stores import (
+    element_history,
     export_neo4j_admin,
+    graph_as_of,
     load_neo4j,
     neighbours_of,
     open_store,
     paths_between,
     resolve_node,
     search_nodes,
+    snapshot,
 )
 from metakg.api.tune import TUNE_COLUMNS, parse_grid, tune_benchmark, tune_table
 from metakg.api.wikidata import sparql_client, sync_wikidata
 from metakg.qa_engine.efficiency import DEFAULT_SCALING, REFERENCE_SETS
 from metakg.qa_engine.evaluate import efficiency_notes
 from metakg.schemas.graph_store import GraphPath, GraphStore
+from metakg.schemas.history import parse_time
 
 __all__ = [
     "COLUMNS",
@@ -106,12 +110,14 @@ __all__ = [
     "describe_strategies",
     "diff",
     "efficiency_notes",
+    "element_history",
     "embed_bundle",
     "evaluate_benchmark",
     "export_neo4j_admin",
     "export_rdf",
     "extract",
     "extracted_dataset",
+    "graph_as_of",
     "grow_from_report",
     "ingest_primekg",
     "ingest_triples",
@@ -125,6 +131,7 @@ __all__ = [
     "neighbours_of",
     "open_store",
     "parse_grid",
+    "parse_time",
     "paths_between",
     "primekg_download",
     "qa_context",
@@ -135,6 +142,7 @@ __all__ = [
     "run_demo",
     "run_with",
     "search_nodes",
+    "snapshot",
     "sparql_client",
     "start_local_server",
     "stop_local_server",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +24,19 @@ from metakg.schemas.bundle import (
     write_embeddings,
 )
 from metakg.schemas.diff import BundleDiff, diff_bundles
+from metakg.schemas.history import History, advance, attach, read_history
 from metakg.schemas.locks import exclusive
-from metakg.schemas.rdf_mapping import bundle_quads, expected_triple_count
+from metakg.schemas.rdf_mapping import bundle_quads, expected_history_count, expected_triple_count, history_quads
 from metakg.schemas.validation import REPORT_HTML, REPORT_JSON, ValidationReport, validate, write_reports
 from metakg.schemas.vocabulary import default_vocabulary
 
 __all__ = [
     "REPORT_HTML",
     "REPORT_JSON",
+    "Earlier",
     "bundle_info",
     "diff",
+    "earlier_version",
     "embed_bundle",
     "export_rdf",
     "merge",
@@ -62,11 +68,50 @@ def validate_bundle(
         return write_validated(path, read_bundle(path, verify=not accept_changes), settings, progress=say)
 
 
+@dataclass
+class Earlier:
+    """The version of a bundle an update replaces: its tables and the history it keeps (None: none)."""
+
+    bundle: Bundle
+    history: History | None
+
+
+def earlier_version(path: Path) -> Earlier:
+    """The bundle at ``path`` with its history, as the version an update replaces.
+
+    Raises:
+        BundleError: no readable bundle there.
+    """
+    bundle = read_bundle(path)
+    return Earlier(bundle, read_history(path, bundle))
+
+
+def record_update(bundle: Bundle, previous: Earlier | None, *, history: bool | None = None) -> None:
+    """What an update writes besides its tables: with ``previous``, the diff against it (``diff`` in the
+    manifest); with history (``history`` True, or None and the previous version keeps one), the versions:
+    rows removed or changed since ``previous`` are retired now, new and changed ones recorded now
+    (:mod:`metakg.schemas.history`). A first version with ``history`` starts its history now."""
+    now = datetime.now(UTC)
+    keep = history if history is not None else previous is not None and previous.history is not None
+    if previous is not None:
+        record_diff(bundle, previous.bundle)
+    if keep:
+        versions = advance(previous.bundle, previous.history, bundle, now) if previous else History.start(bundle, now)
+        attach(bundle, versions, now)
+
+
 def write_validated(
-    out: Path, bundle: Bundle, settings: Settings, *, previous: Bundle | None = None, progress: Progress | None = None
+    out: Path,
+    bundle: Bundle,
+    settings: Settings,
+    *,
+    previous: Earlier | None = None,
+    history: bool | None = None,
+    progress: Progress | None = None,
 ) -> ValidationReport:
     """Validate ``bundle`` in memory, then write it (rejected rows moved to its rejects) and its reports.
-    With ``previous`` (the version it replaces), the diff against it goes into the new manifest (``diff``).
+    With ``previous`` (the version it replaces), the diff against it goes into the new manifest (``diff``);
+    with ``history``, the versions too (:func:`record_update`).
 
     Raises:
         BundleError: ``out`` cannot be written.
@@ -77,9 +122,9 @@ def write_validated(
     symmetric = vocabulary.symmetric | set(settings.validation.symmetric_relations)
     checked, report = validate(bundle, vocabulary.names, symmetric=symmetric)
     checked.side = bundle.side
-    if previous is not None:
+    if previous is not None or history:
         say("comparing with the previous version")
-        record_diff(checked, previous)
+        record_update(checked, previous, history=history)
     say("writing bundle")
     write_bundle(out, checked)
     write_reports(report, checked.rejects, out, html_report=settings.validation.html_report)
@@ -146,17 +191,19 @@ def export_rdf(
     """
     bundle = read_bundle(path)
     vocabulary = default_vocabulary()
+    kept = read_history(path, bundle)
     expected = expected_triple_count(
         bundle.nodes, bundle.edges, vocabulary, provenance=provenance, named_graphs=(fmt == "nq")
-    )
+    ) + (expected_history_count(kept.nodes, kept.edges) if kept is not None else 0)
 
     def report(done: int) -> None:
         if progress is not None:
             progress(done, expected)
 
-    written = write_rdf(
-        bundle_quads(bundle.nodes, bundle.edges, vocabulary, provenance=provenance), out, fmt, progress=report
-    )
+    quads = bundle_quads(bundle.nodes, bundle.edges, vocabulary, provenance=provenance)
+    if kept is not None:
+        quads = itertools.chain(quads, history_quads(kept.nodes, kept.edges))
+    written = write_rdf(quads, out, fmt, progress=report)
     return {
         "output": str(out),
         "format": fmt,
@@ -164,6 +211,7 @@ def export_rdf(
         "statements_expected": expected,
         "nodes": bundle.nodes.height,
         "edges": bundle.edges.height,
+        "history": kept.summary() if kept is not None else None,
     }
 
 

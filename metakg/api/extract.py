@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from metakg.api._shared import Progress, at_least_one, quiet
-from metakg.api.bundles import recorded_diff, write_validated
+from metakg.api.bundles import Earlier, earlier_version, recorded_diff, write_validated
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
@@ -23,7 +24,6 @@ from metakg.ingest.datasets import FORMATS, DatasetFormat, read_dataset
 from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
 from metakg.schemas.bundle import (
     EXTRACTION_FILE,
-    Bundle,
     read_bundle,
     read_embeddings,
     read_manifest,
@@ -75,6 +75,7 @@ def extract(
     text_field: str = "text",
     id_field: str | None = None,
     update: Path | None = None,
+    history: bool | None = None,
     progress: Progress | None = None,
     counter: Callable[[RunStats], None] | None = None,
 ) -> dict[str, Any]:
@@ -87,7 +88,8 @@ def extract(
     whose request the earlier run answered take its stored replies, whatever the cache holds; only new and
     changed records go to the model, and the bundle is built from all replies as a fresh run would build
     it (see :mod:`metakg.extractors.update`). The summary adds ``records_changes`` and ``edges_changes``,
-    and the diff against the earlier bundle goes into the new manifest.
+    and the diff against the earlier bundle goes into the new manifest; ``history`` keeps the versions
+    (default: when the earlier bundle keeps them).
 
     Returns:
         The run summary (records, LLM calls, cache hits, triples, rejected lines, tokens, cost, ...).
@@ -186,13 +188,13 @@ def extract(
         "extraction": {"units": len(units), "model": model},
     }
     result.bundle.side[EXTRACTION_FILE] = units_table(outcomes, keys)
-    report = write_validated(out, result.bundle, settings, previous=previous, progress=say)
+    report = write_validated(out, result.bundle, settings, previous=previous, history=history, progress=say)
     if previous is not None:
         edges = (recorded_diff(out) or {})["edges"]
         figures["edges_changes"] = {
             "added": edges["added"],
             "retracted": edges["removed"],
-            "kept": previous.edges.height - edges["removed"],
+            "kept": previous.bundle.edges.height - edges["removed"],
         }
     figures.update(
         {
@@ -217,14 +219,15 @@ def extracted_dataset(path: Path) -> str | None:
     return str(names[0]) if len(names) == 1 else None
 
 
-def _earlier_run(path: Path, dataset: str) -> tuple[Bundle, Any]:
+def _earlier_run(path: Path, dataset: str) -> tuple[Earlier, pl.DataFrame]:
     """The bundle an earlier extraction of ``dataset`` wrote at ``path`` and its stored units.
 
     Raises:
         UsageError: ``path`` is not an extraction of ``dataset`` with stored replies.
         BundleError: ``path`` cannot be read.
     """
-    bundle = read_bundle(path)
+    earlier = earlier_version(path)
+    bundle = earlier.bundle
     names = sorted({(s.get("name"), s.get("importer")) for s in bundle.manifest.get("sources", [])}, key=str)
     if names != [(dataset, IMPORTER)]:
         held = ", ".join(f"{n} ({i})" for n, i in names) or "no source"
@@ -238,4 +241,4 @@ def _earlier_run(path: Path, dataset: str) -> tuple[Bundle, Any]:
             f"--update {path}: the bundle keeps no replies (it was extracted by an older metakg). Run the "
             "extraction once without --update (cached replies cost nothing); later updates can start from it."
         )
-    return bundle, stored
+    return earlier, stored

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from metakg.api._shared import Progress, quiet
-from metakg.api.bundles import record_diff
+from metakg.api.bundles import earlier_version, record_update
 from metakg.config import Settings
 from metakg.errors import ConfigError, InputDataError, UsageError
 from metakg.fetch import download
 from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_of, read_primekg
 from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
 from metakg.ingest.triples import TripleIngestReport, read_triples
-from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
+from metakg.schemas.bundle import Bundle, write_bundle
 from metakg.schemas.locks import exclusive
 from metakg.schemas.vocabulary import default_vocabulary
 
@@ -28,11 +28,13 @@ def ingest_triples(
     confidence: float = 1.0,
     separator: str = "\t",
     previous: Path | None = None,
+    history: bool | None = None,
     progress: Progress | None = None,
 ) -> TripleIngestReport:
     """Read a triple file (fields split by ``separator``, a tab by default) and write it as a bundle at ``out``.
     With ``previous`` (the bundle of the earlier version, ``out`` itself included), the diff against it is
-    recorded in the new manifest (``diff``).
+    recorded in the new manifest (``diff``); ``history`` keeps the versions (default: when ``previous``
+    keeps them; see :func:`~metakg.api.bundles.record_update`).
 
     Raises:
         InputDataError: the file cannot be read.
@@ -57,16 +59,17 @@ def ingest_triples(
             progress=progress,
             separator=separator,
         )
-        _record_previous(bundle, previous, progress)
+        _record_previous(bundle, previous, history, progress)
         (progress or quiet)("writing bundle")
         write_bundle(out, bundle)
     return report
 
 
-def _record_previous(bundle: Bundle, previous: Path | None, progress: Progress | None) -> None:
+def _record_previous(bundle: Bundle, previous: Path | None, history: bool | None, progress: Progress | None) -> None:
     if previous is not None:
         (progress or quiet)(f"comparing with {previous}")
-        record_diff(bundle, read_bundle(previous))
+    if previous is not None or history:
+        record_update(bundle, earlier_version(previous) if previous is not None else None, history=history)
 
 
 def primekg_download(settings: Settings, progress: Progress | None = None) -> Path:
@@ -100,10 +103,12 @@ def ingest_primekg(
     *,
     download_missing: bool = False,
     previous: Path | None = None,
+    history: bool | None = None,
     progress: Progress | None = None,
 ) -> PrimeKGReport:
     """Read PrimeKG (``kg.csv`` or ``nodes.csv`` + ``edges.csv``) and write it as a bundle at ``out``; with
-    ``previous`` (the bundle of another release), the diff against it goes into the new manifest.
+    ``previous`` (the bundle of another release), the diff against it goes into the new manifest, and with
+    ``history`` the versions.
 
     Raises:
         UsageError: neither a path nor ``download_missing``.
@@ -115,7 +120,7 @@ def ingest_primekg(
         path = primekg_download(settings, progress)
     with exclusive(out, "the bundle"):
         bundle, report = read_primekg(path, progress=progress)
-        _record_previous(bundle, previous, progress)
+        _record_previous(bundle, previous, history, progress)
         (progress or quiet)("writing bundle")
         write_bundle(out, bundle)
     return report

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -143,9 +144,11 @@ def ask(
     strategy: str | None = None,
     switches: str | Sequence[str] | None = None,
     use_llm: bool = True,
+    as_of: datetime | None = None,
     progress: Progress | None = None,
 ) -> Answer:
-    """Answer one question over the bundle or Neo4j with ``strategy`` (default ``qa.strategy``).
+    """Answer one question over the bundle or Neo4j with ``strategy`` (default ``qa.strategy``); with
+    ``as_of``, over the graph as it was recorded then (see :func:`~metakg.api.stores.open_store`).
 
     Without ``use_llm`` only retrieval runs (concepts by rules) and the answer fails with that reason. The
     store is opened and closed here.
@@ -157,7 +160,7 @@ def ask(
     say = progress or quiet
     chosen = create_strategy(settings, strategy, switches)
     say("loading the store")
-    with _store_for(settings, bundle, neo4j, graphless=not chosen.uses_graph, progress=say) as store:
+    with _store_for(settings, bundle, neo4j, graphless=not chosen.uses_graph, as_of=as_of, progress=say) as store:
         if not use_llm:
             rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
             return asyncio.run(chosen.answer(question, qa_context(rules, store, None, progress=say)))
@@ -168,13 +171,19 @@ def ask(
 
 
 def _store_for(
-    settings: Settings, bundle: Path | None, neo4j: bool, *, graphless: bool, progress: Progress
+    settings: Settings,
+    bundle: Path | None,
+    neo4j: bool,
+    *,
+    graphless: bool,
+    progress: Progress,
+    as_of: datetime | None = None,
 ) -> GraphStore:
     """The bundle or Neo4j store; with ``graphless`` and neither given, an empty store (for strategies that
     read no graph: the LLM alone, or an agent growing its own)."""
     if graphless and bundle is None and not neo4j:
         return EmbeddedStore(empty_nodes(), empty_edges())
-    return open_store(settings, bundle, neo4j=neo4j, progress=progress)
+    return open_store(settings, bundle, neo4j=neo4j, as_of=as_of, progress=progress)
 
 
 def trace_lines(answer: Answer) -> list[str]:

@@ -6,20 +6,28 @@ Whoever opens a store closes it: :func:`open_store` returns a context manager
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from metakg.api._shared import Counter, Progress, at_least_one, quiet
-from metakg.config import NEO4J_SCHEMES, Settings
+from metakg.config import NEO4J_SCHEMES, Neo4jSettings, Settings
 from metakg.errors import NodeNotFound, UsageError
 from metakg.llm.embedder import LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_admin import write_admin_import
 from metakg.loaders.neo4j_loader import follow_bundle, load_bundle
+from metakg.loaders.neo4j_loader import graph_as_of as neo4j_graph_as_of
+from metakg.loaders.neo4j_loader import versions_of as neo4j_versions_of
 from metakg.loaders.neo4j_store import Neo4jStore, connect
-from metakg.schemas.bundle import read_bundle, read_embeddings
+from metakg.schemas.bundle import Bundle, read_bundle, read_embeddings, source_entry, write_bundle
 from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord, SearchHit, SearchMode
+from metakg.schemas.history import as_of as history_as_of
+from metakg.schemas.history import read_history
+from metakg.schemas.history import versions as history_versions
+from metakg.schemas.locks import exclusive
 
 
 def open_store(
@@ -27,6 +35,7 @@ def open_store(
     graph: str | Path | None = None,
     *,
     neo4j: bool = False,
+    as_of: datetime | None = None,
     progress: Progress | None = None,
 ) -> GraphStore:
     """Open the graph to read: a bundle directory (embedded store), a Neo4j URI, or the configured Neo4j.
@@ -36,13 +45,15 @@ def open_store(
         graph: a bundle directory, or a ``bolt://`` / ``neo4j://`` URI; None with ``neo4j`` (or
             ``store.backend = "neo4j"``) for the configured database.
         neo4j: use the configured Neo4j database.
+        as_of: answer for the graph as it was recorded at this time (a bundle written with history, or a
+            Neo4j database loaded with ``--history``): an embedded store over that snapshot.
         progress: called with stage messages.
 
     Returns:
         The store, to be closed by the caller (it is a context manager).
 
     Raises:
-        UsageError: both or neither of a graph and ``neo4j``.
+        UsageError: both or neither of a graph and ``neo4j``; ``as_of`` on a bundle without history.
         BundleError: the bundle cannot be read.
         StoreError: the bundle is not valid enough to index (run validate first).
         ConfigError: Neo4j cannot be reached.
@@ -52,8 +63,11 @@ def open_store(
         raise UsageError("give either a bundle (--bundle DIR) or --neo4j, not both.")
     if graph is None and not neo4j and settings.store.backend != "neo4j":
         raise UsageError("give a bundle (--bundle DIR, embedded store) or --neo4j (the configured database).")
-    if graph is None or str(graph).startswith(NEO4J_SCHEMES):
-        neo4j_settings = settings.neo4j if graph is None else settings.neo4j.model_copy(update={"uri": str(graph)})
+    if as_of is not None:
+        (progress or quiet)(f"rebuilding the graph as of {as_of.isoformat()}")
+        return EmbeddedStore.from_bundle(graph_as_of(settings, graph, as_of), embedder=embedder)
+    neo4j_settings = _neo4j_settings(settings, graph)
+    if neo4j_settings is not None:
         return Neo4jStore(
             connect(neo4j_settings),
             database=neo4j_settings.database,
@@ -61,9 +75,82 @@ def open_store(
             target=neo4j_settings.uri,
             owns_driver=True,
         )
-    path = Path(graph)
+    path = Path(str(graph))
     bundle = read_bundle(path)
     return EmbeddedStore.from_bundle(bundle, embedder=embedder, embeddings=read_embeddings(path, bundle))
+
+
+def _neo4j_settings(settings: Settings, graph: str | Path | None) -> Neo4jSettings | None:
+    """The Neo4j to use for ``graph`` (None: ``graph`` is a bundle directory)."""
+    if graph is not None and not str(graph).startswith(NEO4J_SCHEMES):
+        return None
+    return settings.neo4j if graph is None else settings.neo4j.model_copy(update={"uri": str(graph)})
+
+
+def graph_as_of(settings: Settings, graph: str | Path | None, at: datetime) -> Bundle:
+    """The graph as it was recorded at ``at``: from a bundle's history (``--history`` on the command that
+    wrote it) or from a Neo4j database loaded with ``load neo4j --history`` (None: the configured one).
+
+    Raises:
+        UsageError: the bundle keeps no history.
+        BundleError: the bundle cannot be read.
+        ConfigError: Neo4j cannot be reached.
+    """
+    neo4j_settings = _neo4j_settings(settings, graph)
+    if neo4j_settings is not None:
+        with connect(neo4j_settings) as driver:
+            return neo4j_graph_as_of(driver, neo4j_settings.database, at)
+    path = Path(str(graph))
+    bundle = read_bundle(path)
+    kept = read_history(path, bundle)
+    if kept is None:
+        raise UsageError(
+            f"{path} keeps no history, so it cannot be read as of {at.isoformat()}: write its updates with "
+            "--history (sync wikidata, ingest --previous, extract --update)."
+        )
+    return history_as_of(bundle, kept, at)
+
+
+def element_history(settings: Settings, graph: str | Path | None, element_id: str) -> list[dict[str, Any]]:
+    """Every recorded version of the node or edge ``element_id`` in a bundle or a Neo4j database, oldest
+    first (see :func:`metakg.schemas.history.versions`).
+
+    Raises:
+        NodeNotFound: no node or edge has that id, now or in the history.
+        BundleError: the bundle cannot be read.
+        ConfigError: Neo4j cannot be reached.
+    """
+    neo4j_settings = _neo4j_settings(settings, graph)
+    if neo4j_settings is not None:
+        with connect(neo4j_settings) as driver:
+            found = neo4j_versions_of(driver, neo4j_settings.database, element_id)
+    else:
+        path = Path(str(graph))
+        bundle = read_bundle(path)
+        found = history_versions(bundle, read_history(path, bundle), element_id)
+    if not found:
+        raise NodeNotFound(f"no node or edge has the id {element_id!r}, now or in the recorded history.")
+    return found
+
+
+def snapshot(settings: Settings, graph: str | Path | None, at: datetime, out: Path) -> dict[str, Any]:
+    """Write the graph as it was recorded at ``at`` (see :func:`graph_as_of`) as a bundle at ``out``;
+    returns its manifest.
+
+    Raises:
+        UsageError: the bundle keeps no history, or ``out`` is the bundle read.
+        BundleError: a bundle cannot be read or written.
+        ConfigError: Neo4j cannot be reached.
+    """
+    if _neo4j_settings(settings, graph) is None and Path(str(graph)).resolve() == out.resolve():
+        raise UsageError(f"the snapshot would overwrite {out}; write it to a new directory.")
+    bundle = graph_as_of(settings, graph, at)
+    bundle.manifest = {
+        "as_of": at.isoformat(),
+        "sources": [source_entry("snapshot", "snapshot", uuid.uuid4().hex, input=str(graph or "neo4j"))],
+    }
+    with exclusive(out, "the bundle"):
+        return write_bundle(out, bundle)
 
 
 #: the least cosine similarity at which a name found by embedding search counts as the node asked for
@@ -134,20 +221,25 @@ def load_neo4j(
     batch_size: int | None = None,
     progress: Counter | None = None,
     mode: Literal["follow", "merge"] = "follow",
+    history: bool | None = None,
 ) -> dict[str, Any]:
     """Load a bundle into the configured Neo4j (idempotent, resumable); returns what was done and the counts.
 
     ``follow`` (the default) makes the database hold exactly the bundle for the bundle's sources: new and
     changed rows are loaded, rows gone from the bundle removed, other sources untouched (see
     :func:`~metakg.loaders.neo4j_loader.follow_bundle`). ``merge`` only adds and updates, never removes.
+    ``history`` (follow only; None: as the sources' last load) retires replaced and removed rows into
+    versions instead of losing them, so the graph can be read as of any later time.
 
     Raises:
         BundleError: the bundle cannot be read.
         ConfigError: Neo4j cannot be reached.
-        UsageError: an unknown mode.
+        UsageError: an unknown mode, or history with ``merge``.
     """
     if mode not in ("follow", "merge"):
         raise UsageError(f"unknown load mode {mode!r}; choose follow or merge.")
+    if history and mode == "merge":
+        raise UsageError("--history keeps the versions a follow-mode load replaces; --mode merge replaces none.")
     bundle = read_bundle(path)
     embeddings = read_embeddings(path, bundle)
     where = {"uri": settings.neo4j.uri, "database": settings.neo4j.database, "mode": mode}
@@ -160,7 +252,7 @@ def load_neo4j(
     }
     with connect(settings.neo4j) as driver:
         if mode == "follow":
-            followed = follow_bundle(driver, bundle, **options)
+            followed = follow_bundle(driver, bundle, history=history, **options)
             nodes = sum(c["nodes"] for c in followed.counts_by_source.values())
             edges = sum(c["edges"] for c in followed.counts_by_source.values())
             return where | {"nodes_in_bundle": bundle.nodes.height, "edges_in_bundle": bundle.edges.height,

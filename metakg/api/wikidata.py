@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from metakg.api._shared import Progress, quiet
-from metakg.api.bundles import recorded_diff, write_validated
+from metakg.api.bundles import Earlier, earlier_version, recorded_diff, write_validated
 from metakg.config import Settings
 from metakg.errors import BundleError, UsageError
 from metakg.ingest import wikidata
-from metakg.schemas.bundle import MANIFEST_FILE, Bundle, read_bundle, source_entry
+from metakg.schemas.bundle import MANIFEST_FILE, source_entry
 from metakg.schemas.locks import exclusive, locked
 from metakg.schemas.vocabulary import default_vocabulary
 
@@ -42,9 +42,11 @@ def sync_wikidata(
     *,
     endpoint: str | None = None,
     state_path: Path | None = None,
+    history: bool | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Sync the Wikidata subset of ``spec_path`` into a validated bundle at ``out``, incrementally.
+    ``history``: keep the versions entities had (default: when the bundle already keeps them).
 
     The state file (default ``<cache_dir>/wikidata/<name>-<endpoint hash>.json``) remembers each entity's
     revision and content; the bundle, then the state, are written only when the sync succeeded.
@@ -64,7 +66,7 @@ def sync_wikidata(
         state_path = settings.paths.cache_dir / "wikidata" / f"{spec.name}-{digest}.json"
     client = sparql_client(settings, url)
     with exclusive(state_path, "the Wikidata state file", directory=False):
-        return _sync(spec, spec_path, out, settings, client, url, state_path, say, progress)
+        return _sync(spec, spec_path, out, settings, client, url, state_path, say, progress, history)
 
 
 def _sync(
@@ -77,6 +79,7 @@ def _sync(
     state_path: Path,
     say: Progress,
     progress: Progress | None,
+    history: bool | None,
 ) -> dict[str, Any]:
     """The sync itself, under the locks of the bundle and the state file."""
     state = wikidata.read_state(state_path)
@@ -99,7 +102,7 @@ def _sync(
         ]
     }
     previous = _previous_version(out)
-    validation = write_validated(out, bundle, settings, previous=previous, progress=say)
+    validation = write_validated(out, bundle, settings, previous=previous, history=history, progress=say)
     wikidata.write_state(state_path, new_state)
     figures.update({"bundle": str(out), "validation_ok": validation.ok})
     if previous is not None:
@@ -107,11 +110,11 @@ def _sync(
     return figures
 
 
-def _previous_version(out: Path) -> Bundle | None:
+def _previous_version(out: Path) -> Earlier | None:
     """The bundle a sync is about to replace, when there is a readable one (for the diff it records)."""
     if not (out / MANIFEST_FILE).exists():
         return None
     try:
-        return read_bundle(out)
+        return earlier_version(out)
     except BundleError:
         return None  # damaged or changed by hand: the new version replaces it without a diff

@@ -24,6 +24,14 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 JSON_HELP = "Print one JSON object with the results as the last line of stdout."
+AS_OF_HELP = (
+    "Read the graph as it was recorded at this time (ISO 8601, UTC unless an offset is given; a date means its "
+    "end): a bundle written with --history, or a Neo4j loaded with --history."
+)
+HISTORY_HELP = (
+    "Keep history: rows this update removes or changes are retired with their times, not lost (default: keep it "
+    "when the earlier version does)."
+)
 #: the --format help of the commands that read question sets
 QUESTION_FORMAT_HELP = "medagents | csqa | pilot | metaqa | simplequestions | robodata (the RoboData authors' queries)."
 

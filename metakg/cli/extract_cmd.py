@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
+from metakg.cli._common import HISTORY_HELP, JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
 from metakg.errors import UsageError
 
 
@@ -53,6 +53,7 @@ def extract(
     ),
     text_field: str = typer.Option("text", help="jsonl/csv: the column with the text."),
     id_field: str | None = typer.Option(None, help="jsonl/csv: the column with the record id (default: line)."),
+    history: bool | None = typer.Option(None, "--history/--no-history", help=HISTORY_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Extract triples with the configured LLM (the local SmolLM2 server when no endpoint is set).
@@ -99,6 +100,7 @@ def extract(
                 text_field=text_field,
                 id_field=id_field,
                 update=update,
+                history=history,
                 progress=say,
                 counter=count,
             )

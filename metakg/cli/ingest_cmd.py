@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, settings
+from metakg.cli._common import HISTORY_HELP, JSON_HELP, err, finish, guarded, out, progress, settings
 
 app = typer.Typer(
     rich_markup_mode=None, help="Read a source into a KG bundle (common schema, Parquet).", no_args_is_help=True
@@ -33,6 +33,7 @@ def triples(
     previous: Path | None = typer.Option(
         None, "--previous", help="The bundle of the earlier version (may be the output itself): its diff is recorded."
     ),
+    history: bool | None = typer.Option(None, "--history/--no-history", help=HISTORY_HELP),
     allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when some lines were rejected."),
     max_rejects: str = typer.Option("0", "--max-rejects", help=TOLERANCE_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -54,6 +55,7 @@ def triples(
                 confidence=confidence,
                 separator=separator,
                 previous=previous,
+                history=history,
                 progress=say,
             )
         if not json_mode:
@@ -90,6 +92,7 @@ def primekg(
     previous: Path | None = typer.Option(
         None, "--previous", help="The bundle of the earlier version (may be the output itself): its diff is recorded."
     ),
+    history: bool | None = typer.Option(None, "--history/--no-history", help=HISTORY_HELP),
     allow_rejects: bool = typer.Option(False, "--allow-rejects", help="Exit 0 even when some rows were rejected."),
     max_rejects: str = typer.Option("0", "--max-rejects", help=TOLERANCE_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -101,7 +104,9 @@ def primekg(
     with guarded("ingest primekg", json_mode):
         api.rejects_tolerated(0, 0, max_rejects)
         with progress("ingesting PrimeKG") as say:
-            report = api.ingest_primekg(path, output, cfg, download_missing=download, previous=previous, progress=say)
+            report = api.ingest_primekg(
+                path, output, cfg, download_missing=download, previous=previous, history=history, progress=say
+            )
         if not json_mode:
             out.print(
                 f"read {report.read} rows: {report.accepted} accepted, {report.rejected} rejected; "

@@ -26,6 +26,12 @@ def neo4j(
         help="follow: the database ends holding exactly the bundle for the bundle's sources (new and changed "
         "rows loaded, rows gone from the bundle removed, other sources untouched); merge: add and update only.",
     ),
+    history: bool | None = typer.Option(
+        None,
+        "--history/--no-history",
+        help="follow mode: copy every row the load replaces or removes into a retired version (:MetakgVersion) "
+        "first, so `--as-of` and `metakg history` can read the past (default: as the sources' last load).",
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Load a bundle into Neo4j (NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE, default the
@@ -38,7 +44,14 @@ def neo4j(
         if mode not in ("follow", "merge"):
             raise UsageError(f"unknown --mode {mode!r}; choose follow or merge.")
         with progress_bar("loading rows into Neo4j") as advance:
-            result = api.load_neo4j(bundle, cfg, batch_size=batch_size, progress=advance, mode=mode)  # type: ignore[arg-type]
+            result = api.load_neo4j(
+                bundle,
+                cfg,
+                batch_size=batch_size,
+                progress=advance,
+                mode=mode,  # type: ignore[arg-type]
+                history=history,
+            )
         if result.get("checkpoint", "").startswith("discarded"):
             err.print(f"[yellow]the checkpoint of an earlier load was {result['checkpoint']}; everything was loaded[/]")
         if not json_mode and mode == "follow":
@@ -47,6 +60,7 @@ def neo4j(
                 f"and {result['edges_loaded']} edges loaded (new or changed), {result['nodes_removed']} nodes and "
                 f"{result['edges_removed']} edges removed, {result['nodes_unchanged']} nodes and "
                 f"{result['edges_unchanged']} edges unchanged, {result['seconds']:.1f} s"
+                + (f"; history kept (recorded at {result['recorded_at']})" if result["history"] else "")
             )
             for source, counts in sorted(result["counts_by_source"].items()):
                 out.print(

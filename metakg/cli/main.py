@@ -15,6 +15,7 @@ from metakg.cli import (
     demo_cmd,
     export_cmd,
     extract_cmd,
+    history_cmd,
     ingest_cmd,
     llm_cmd,
     load_cmd,
@@ -48,6 +49,8 @@ app.command("info")(bundle_cmd.info)
 app.command("merge")(bundle_cmd.merge)
 app.command("diff")(bundle_cmd.diff)
 app.command("embed")(bundle_cmd.embed)
+app.command("history")(history_cmd.history)
+app.command("snapshot")(history_cmd.snapshot)
 app.command("extract")(extract_cmd.extract)
 app.command("demo")(demo_cmd.demo)
 app.command("ask")(qa_cmd.ask)

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from metakg import api
 from metakg.cli._common import (
+    AS_OF_HELP,
     JSON_HELP,
     err,
     finish,
@@ -68,6 +69,7 @@ def ask(
     no_llm: bool = typer.Option(False, "--no-llm", help="Retrieval only (concepts by rules, no answer)."),
     local_kg: str | None = typer.Option(None, "--local-kg", help=LOCAL_KG_HELP),
     html: Path | None = typer.Option(None, "--html", help="Write a page drawing the evidence subgraph here."),
+    as_of: str | None = typer.Option(None, "--as-of", help=AS_OF_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Answer a question over a bundle or Neo4j; print the answer, the evidence paths and a short trace.
@@ -87,6 +89,7 @@ def ask(
                 strategy=strategy,
                 switches=ablation,
                 use_llm=not no_llm,
+                as_of=api.parse_time(as_of) if as_of else None,
                 progress=say,
             )
         if html is not None:

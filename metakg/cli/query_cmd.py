@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from enum import StrEnum
 
 import typer
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
+from metakg.cli._common import AS_OF_HELP, JSON_HELP, finish, guarded, out, progress, settings
 
 app = typer.Typer(rich_markup_mode=None, help="Query a bundle: neighbours, paths, name search.", no_args_is_help=True)
 
 GRAPH_HELP = "A bundle directory (embedded store), or a Neo4j URI such as bolt://127.0.0.1:7687 (Neo4j store)."
 NODE_HELP = "A node id (kg:commonsenseqa/car) or a name; names are matched exactly, normalised, then by embedding."
 REL_HELP = "Only follow this relation (repeat for several)."
+
+
+def _time(text: str | None) -> datetime | None:
+    return api.parse_time(text) if text else None
 
 
 def path_text(path: api.GraphPath) -> str:
@@ -32,12 +37,13 @@ def neighbours(
     node: str = typer.Argument(..., help=NODE_HELP),
     rel: list[str] | None = typer.Option(None, "--rel", help=REL_HELP),
     limit: int = typer.Option(20, help="At most this many neighbours."),
+    as_of: str | None = typer.Option(None, "--as-of", help=AS_OF_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """List the neighbours of a node, outgoing edges first."""
     cfg = settings()
     with guarded("query neighbours", json_mode):
-        with progress("loading store") as say, api.open_store(cfg, graph, progress=say) as store:
+        with progress("loading store") as say, api.open_store(cfg, graph, as_of=_time(as_of), progress=say) as store:
             found, items = api.neighbours_of(store, node, relations=rel, limit=limit)
         if not json_mode:
             out.print(f"{found.name} ({found.id}, {found.type}): {len(items)} neighbours", markup=False)
@@ -66,13 +72,14 @@ def path(
     k: int = typer.Option(1, "--k", "-k", help="How many shortest paths."),
     max_hops: int | None = typer.Option(None, help="Longest path considered (default: store.max_hops, 3)."),
     rel: list[str] | None = typer.Option(None, "--rel", help=REL_HELP),
+    as_of: str | None = typer.Option(None, "--as-of", help=AS_OF_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Find up to k shortest simple paths between two nodes (edges followed in either direction).
     Exit 1 when there is none within the hop limit."""
     cfg = settings()
     with guarded("query path", json_mode):
-        with progress("loading store") as say, api.open_store(cfg, graph, progress=say) as store:
+        with progress("loading store") as say, api.open_store(cfg, graph, as_of=_time(as_of), progress=say) as store:
             a, b, paths = api.paths_between(
                 store,
                 start,
@@ -113,13 +120,14 @@ def search(
     text: str = typer.Argument(..., help="A name to look for."),
     mode: ModeChoice = typer.Option(ModeChoice.auto, help="auto tries exact, normalised, then embedding."),
     k: int = typer.Option(10, "--k", "-k", help="At most this many hits."),
+    as_of: str | None = typer.Option(None, "--as-of", help=AS_OF_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Find nodes by name or alias: exact, normalised (case, punctuation, leading article), or by
     embedding similarity."""
     cfg = settings()
     with guarded("query search", json_mode):
-        with progress("searching") as say, api.open_store(cfg, graph, progress=say) as store:
+        with progress("searching") as say, api.open_store(cfg, graph, as_of=_time(as_of), progress=say) as store:
             hits = api.search_nodes(store, text, mode=mode.value, k=k)
         if not json_mode:
             for h in hits:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
+from metakg.cli._common import HISTORY_HELP, JSON_HELP, finish, guarded, out, progress, settings
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -26,6 +26,7 @@ def wikidata(
     state: Path | None = typer.Option(
         None, help="Sync state file (default: <cache_dir>/wikidata/<name>-<endpoint hash>.json)."
     ),
+    history: bool | None = typer.Option(None, "--history/--no-history", help=HISTORY_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Sync a Wikidata subset. The first run fetches every entity; later runs check revisions in batches,
@@ -36,7 +37,9 @@ def wikidata(
     cfg = settings()
     with guarded("sync wikidata", json_mode):
         with progress(f"syncing {spec}") as say:
-            summary = api.sync_wikidata(spec, output, cfg, endpoint=endpoint, state_path=state, progress=say)
+            summary = api.sync_wikidata(
+                spec, output, cfg, endpoint=endpoint, state_path=state, history=history, progress=say
+            )
         if not json_mode:
             out.print(
                 f"{summary['queries']} queries ({summary['retries']} retries), {summary['entities_fetched']} "

@@ -635,6 +635,16 @@ def sync_state(
     return {"spec": spec.model_dump(by_alias=True), "entities": ordered, "property_labels": labels}, report
 
 
+def _timestamp(value: str | None) -> datetime | None:
+    """An ``xsd:dateTime`` from the endpoint (``2024-05-01T12:00:00Z``) as a UTC datetime; None when absent
+    or unreadable."""
+    try:
+        stamp = datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    except ValueError:
+        return None
+    return stamp.astimezone(UTC) if stamp and stamp.tzinfo else (stamp.replace(tzinfo=UTC) if stamp else None)
+
+
 def _first(values: dict[str, Any], languages: Sequence[str]) -> Any:
     for lang in languages:
         if lang in values:
@@ -665,6 +675,7 @@ def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabu
             if pid in selected and any("value" in v for v in values)
         }
         revision = record.get("revision", [None, None])
+        modified = _timestamp(revision[1])
         nodes.append(
             {
                 "id": f"wd:{qid}",
@@ -677,6 +688,7 @@ def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabu
                 "properties": json.dumps(properties, ensure_ascii=False) if properties else None,
                 "revision": revision[0],
                 "retrieved_at": datetime.fromisoformat(record["retrieved_at"]),
+                "valid_from": modified,
             }
         )
         for pid in spec.properties:
@@ -692,6 +704,7 @@ def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabu
                         "pid": pid,
                         "record_ids": [f"wd:{qid}@{revision[0] or 'unversioned'}"],
                         "created_at": datetime.fromisoformat(record["retrieved_at"]),
+                        "valid_from": modified,
                     }
                 )
     node_frame = conform_nodes(pl.DataFrame(nodes, schema=dict(NODE_SCHEMA)))

@@ -66,9 +66,21 @@ def schema_statements(vector_dimensions: int | None) -> list[str]:
     return statements
 
 
+#: the times a load sets on every row it writes, from ISO text (``recorded_at``: the load's time;
+#: ``valid_from``: the source's time of the version, removed when null)
+_NODE_TIMES = "n.recorded_at = datetime(row.recorded_at), n.valid_from = datetime(row.valid_from)"
+_EDGE_TIMES = (
+    "r.created_at = datetime(row.created_at), r.recorded_at = datetime(row.recorded_at), "
+    "r.valid_from = datetime(row.valid_from)"
+)
+
+
 def merge_nodes(node_type: str) -> str:
-    """Upsert a batch ``$rows`` of ``{id, props}`` as :Entity plus the type's label."""
-    return f"UNWIND $rows AS row MERGE (n:{ENTITY} {{id: row.id}}) SET n += row.props, n:{label_of(node_type)}"
+    """Upsert a batch ``$rows`` of ``{id, props, recorded_at, valid_from}`` as :Entity plus the type's label."""
+    return (
+        f"UNWIND $rows AS row MERGE (n:{ENTITY} {{id: row.id}}) "
+        f"SET n += row.props, n:{label_of(node_type)}, {_NODE_TIMES}"
+    )
 
 
 def merge_edges(rel: str) -> str:
@@ -76,14 +88,14 @@ def merge_edges(rel: str) -> str:
     return (
         f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
         f"MERGE (a)-[r:{rel_type(rel)} {{id: row.id}}]->(b) "
-        "SET r += row.props, r.created_at = datetime(row.created_at)"
+        f"SET r += row.props, {_EDGE_TIMES}"
     )
 
 
 MERGE_EDGES_ANY_TYPE = (
     f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
     "MERGE (a)-[r:$(row.rel) {id: row.id}]->(b) "
-    "SET r += row.props, r.created_at = datetime(row.created_at)"
+    f"SET r += row.props, {_EDGE_TIMES}"
 )
 """Upsert ``$rows`` of ``{id, src, dst, rel, props}`` of any relationship types in one statement (Neo4j 5.26+
 dynamic types): one query plan for all relations, where per-type statements compile once per relation."""
@@ -187,7 +199,50 @@ DELETE_NODES = (
 """Remove nodes gone from their sources, unless an edge of another source still uses them."""
 SOURCE_MARK = (
     "UNWIND $sources AS s MERGE (m:MetakgSource {name: s}) "
-    "SET m.bundle = $bundle, m.loaded_at = datetime(), m.nodes = $nodes[s], m.edges = $edges[s]"
+    "SET m.bundle = $bundle, m.loaded_at = datetime(), m.nodes = $nodes[s], m.edges = $edges[s], m.history = $history"
 )
+SOURCE_HISTORY = "MATCH (m:MetakgSource) WHERE m.name IN $sources AND m.history RETURN true AS history LIMIT 1"
+# ---------------------------------------------------------------------------- history
+VERSION = "MetakgVersion"
+#: a version recorded before history was kept counts as recorded at the epoch (always there)
+EPOCH = "1970-01-01T00:00:00Z"
+_RETIRE = "v.retired_at = datetime($now), v.valid_to = datetime(row.valid_to)"
+ARCHIVE_EDGES = (
+    f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}})-[r]->(b:{ENTITY} {{id: row.dst}}) WHERE r.id = row.id "
+    f"MERGE (v:{VERSION} {{kind: 'edge', id: r.id, recorded_at: coalesce(r.recorded_at, datetime($epoch))}}) "
+    f"ON CREATE SET v += properties(r), v.src = a.id, v.dst = b.id, v.rel = type(r), {_RETIRE}"
+)
+"""Copy the current version of each edge ``$rows`` (``{id, src, dst, valid_to}``) into a version node, retired
+at ``$now``, before it is replaced or deleted; a second run finds the copy (same id and recording time)."""
+ARCHIVE_NODES = (
+    f"UNWIND $rows AS row MATCH (n:{ENTITY} {{id: row.id}}) "
+    "WHERE row.changed OR NOT EXISTS { MATCH (n)-[r]-() WHERE NOT r.source IN $sources } "
+    f"MERGE (v:{VERSION} {{kind: 'node', id: n.id, recorded_at: coalesce(n.recorded_at, datetime($epoch))}}) "
+    f"ON CREATE SET v += properties(n), v.labels = labels(n), {_RETIRE}"
+)
+"""Copy the current version of each node ``$rows`` (``{id, changed, valid_to}``) that is changed, or that is
+gone and will be deleted (no edge of another source uses it), into a version node retired at ``$now``."""
+_LIVE = "coalesce({x}.recorded_at, datetime($epoch)) <= datetime($at)"
+_WAS = "v.recorded_at <= datetime($at) < v.retired_at"
+AS_OF_NODES = (
+    f"MATCH (n:{ENTITY}) WHERE {_LIVE.format(x='n')} RETURN properties(n) AS p "
+    f"UNION ALL MATCH (v:{VERSION} {{kind: 'node'}}) WHERE {_WAS} RETURN properties(v) AS p"
+)
+AS_OF_EDGES = (
+    f"MATCH (a:{ENTITY})-[r]->(b:{ENTITY}) WHERE {_LIVE.format(x='r')} "
+    "RETURN properties(r) AS p, a.id AS src, b.id AS dst, type(r) AS rel "
+    f"UNION ALL MATCH (v:{VERSION} {{kind: 'edge'}}) WHERE {_WAS} RETURN properties(v) AS p, v.src AS src, "
+    "v.dst AS dst, v.rel AS rel"
+)
+VERSIONS_OF = (
+    f"MATCH (n:{ENTITY} {{id: $id}}) RETURN 'node' AS kind, properties(n) AS p, null AS src, null AS dst, "
+    "null AS rel, true AS current "
+    f"UNION ALL MATCH (a:{ENTITY})-[r]->(b:{ENTITY}) WHERE r.id = $id RETURN 'edge' AS kind, properties(r) AS p, "
+    "a.id AS src, b.id AS dst, type(r) AS rel, true AS current "
+    f"UNION ALL MATCH (v:{VERSION} {{id: $id}}) RETURN v.kind AS kind, properties(v) AS p, v.src AS src, "
+    "v.dst AS dst, v.rel AS rel, false AS current"
+)
+VERSION_INDEX = f"CREATE INDEX metakg_version_id IF NOT EXISTS FOR (v:{VERSION}) ON (v.id)"
+
 COUNTS_BY_SOURCE_NODES = f"MATCH (n:{ENTITY}) RETURN n.source AS source, count(*) AS n"
 COUNTS_BY_SOURCE_EDGES = f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) RETURN r.source AS source, count(*) AS n"

@@ -14,9 +14,9 @@ from typing import Any
 import polars as pl
 
 from metakg.loaders.cypher import ENTITY, label_of
-from metakg.loaders.neo4j_loader import content_hash, node_rows
+from metakg.loaders.neo4j_loader import node_rows
 from metakg.schemas.bundle import Bundle
-from metakg.schemas.diff import EDGE_CONTENT
+from metakg.schemas.diff import EDGE_CONTENT, content_hash
 from metakg.schemas.tables import RELATION_PATTERN
 
 ARRAY_DELIMITERS = [";", "|", "¦", "\u241e"]
@@ -33,6 +33,7 @@ NODE_FIELDS = [
     ("alias_keys", "alias_keys:string[]"),
     ("all_names", "all_names"),
     ("revision", "revision"),
+    ("valid_from", "valid_from:datetime"),
     ("content_hash", "content_hash"),
     ("labels", ":LABEL"),
 ]
@@ -51,6 +52,7 @@ EDGE_FIELDS = [
     ("prompt_hash", "prompt_hash"),
     ("run_id", "run_id"),
     ("created_at", "created_at:datetime"),
+    ("valid_from", "valid_from:datetime"),
     ("content_hash", "content_hash"),
 ]
 
@@ -85,7 +87,7 @@ def write_admin_import(bundle: Bundle, out_dir: Path, *, database: str = "neo4j"
         for column, _header in fields:
             if frame.schema[column] == pl.List(pl.String):
                 columns.append(pl.col(column).list.join(delimiter))
-            elif column == "created_at":
+            elif frame.schema[column] == pl.Datetime("us", "UTC"):
                 columns.append(pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"))
             else:
                 columns.append(pl.col(column))

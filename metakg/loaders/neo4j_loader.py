@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,8 @@ import polars as pl
 
 from metakg.loaders import cypher
 from metakg.schemas.bundle import Bundle
-from metakg.schemas.diff import EDGE_CONTENT, NODE_CONTENT, comparable
-from metakg.schemas.tables import match_key_expr
+from metakg.schemas.diff import EDGE_CONTENT, NODE_CONTENT, content_hash
+from metakg.schemas.tables import EDGE_SCHEMA, NODE_SCHEMA, conform_edges, conform_nodes, match_key_expr
 
 CHECKPOINT_FILE = "neo4j_load_checkpoint.json"
 Counter = Callable[[int, int], None]
@@ -40,22 +41,26 @@ class LoadReport:
     batches_skipped: int
     seconds: float
     checkpoint: str = "none"  # "none", "resumed", or why a checkpoint was discarded
+    recorded_at: str = ""  # the time the written rows record (ISO, UTC): an --as-of time for this load
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able data."""
         return dict(self.__dict__)
 
 
-def content_hash(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Expr:
-    """A hash of each row's content columns (``NODE_CONTENT`` or ``EDGE_CONTENT``: what
-    :mod:`metakg.schemas.diff` counts as a change), as text: what a database keeps to tell a changed row from
-    an unchanged one. Stable for one polars version (a new version may re-load rows)."""
-    return pl.struct(comparable(frame, columns)).hash(seed=7).cast(pl.String).alias("content_hash")
+def _iso_text(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _iso(column: str) -> pl.Expr:
+    # times go as ISO text and become DateTimes in Cypher: converting Python datetimes in the driver took a
+    # quarter of the load time
+    return pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ").alias(column)
 
 
 def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl.DataFrame:
-    """``id`` plus a ``props`` struct per node (name keys for search, all names for the full-text index,
-    the content hash)."""
+    """``id``, ``type``, ``valid_from`` (ISO text) plus a ``props`` struct per node (name keys for search, all
+    names for the full-text index, the content hash)."""
     frame = nodes.with_columns(
         content_hash(nodes, NODE_CONTENT),
         match_key_expr(pl.col("name")).alias("name_key"),
@@ -67,19 +72,18 @@ def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl
     if embeddings is not None:
         frame = frame.join(embeddings.rename({"vector": "embedding"}), on="id", how="left", maintain_order="left")
         columns.append("embedding")
-    return frame.select("id", "type", pl.struct(columns).alias("props"))
+    return frame.select("id", "type", _iso("valid_from"), pl.struct(columns).alias("props"))
 
 
 def edge_rows(edges: pl.DataFrame) -> pl.DataFrame:
-    """``id, src, dst, rel, created_at`` plus a ``props`` struct per edge (the other properties and the
-    content hash)."""
+    """``id, src, dst, rel, created_at, valid_from`` (times as ISO text) plus a ``props`` struct per edge
+    (the other properties and the content hash)."""
     edges = edges.with_columns(content_hash(edges, EDGE_CONTENT))
     columns = ["display", "source", "confidence", "count", "record_ids", "importer", "model", "prompt_hash", "run_id",
                "content_hash"]  # fmt: skip
-    # the time goes as ISO text and becomes a DateTime in Cypher: converting Python datetimes in the driver
-    # took a quarter of the load time
-    created = pl.col("created_at").dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ").alias("created_at")
-    return edges.select("id", "src", "dst", "rel", created, pl.struct(columns).alias("props"))
+    return edges.select(
+        "id", "src", "dst", "rel", _iso("created_at"), _iso("valid_from"), pl.struct(columns).alias("props")
+    )
 
 
 def _batches(
@@ -153,6 +157,7 @@ def load_bundle(
     ensure_schema: bool = True,
     dynamic: bool | None = None,
     count: bool = True,
+    recorded_at: datetime | None = None,
 ) -> LoadReport:
     """Load ``bundle`` into the database.
 
@@ -170,6 +175,7 @@ def load_bundle(
         dynamic: whether the server takes relationship types from parameters (None: ask it).
         count: count the nodes and edges in Neo4j afterwards (False: the report's Neo4j counts are -1).
             The last three spare round trips to callers making many small loads (a store's upserts).
+        recorded_at: the time every written row records as its ``recorded_at`` (default: now).
 
     Returns:
         The counts in Neo4j after the load.
@@ -186,8 +192,10 @@ def load_bundle(
         dims = len(embeddings["vector"][0])
     for statement in cypher.schema_statements(dims) if ensure_schema or dims else ():
         driver.execute_query(statement, database_=database)
-    nodes = node_rows(bundle.nodes, embeddings)
-    edges = edge_rows(bundle.edges)
+    stamp = (recorded_at or datetime.now(UTC)).astimezone(UTC)
+    recorded = pl.lit(_iso_text(stamp)).alias("recorded_at")
+    nodes = node_rows(bundle.nodes, embeddings).with_columns(recorded)
+    edges = edge_rows(bundle.edges).with_columns(recorded)
     total = nodes.height + edges.height
     finished = ran = skipped = 0
 
@@ -214,14 +222,14 @@ def load_bundle(
             if progress is not None:
                 progress(finished, total)
 
-    run_batches(nodes, "nodes", "type", ["id", "props"], cypher.merge_nodes)
+    run_batches(nodes, "nodes", "type", ["id", "props", "recorded_at", "valid_from"], cypher.merge_nodes)
+    columns = ["id", "src", "dst", "created_at", "recorded_at", "valid_from", "props"]
     if dynamic_types(driver, database) if dynamic is None else dynamic:  # every relation in shared batches
         for rel in edges["rel"].unique():
             cypher.rel_type(rel)  # the same check as the per-type statements
-        columns = ["id", "src", "dst", "rel", "created_at", "props"]
-        run_batches(edges.sort("rel", "id"), "edges", None, columns, lambda _rel: cypher.MERGE_EDGES_ANY_TYPE)
+        run_batches(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: cypher.MERGE_EDGES_ANY_TYPE)
     else:
-        run_batches(edges, "edges", "rel", ["id", "src", "dst", "created_at", "props"], cypher.merge_edges)
+        run_batches(edges, "edges", "rel", columns, cypher.merge_edges)
     if checkpoint_path is not None:
         checkpoint_path.unlink(missing_ok=True)  # complete: the next load starts (and merges) from scratch
         driver.execute_query(cypher.LOAD_MARKER_DELETE, key=key, database_=database)
@@ -234,6 +242,7 @@ def load_bundle(
         batches_skipped=skipped,
         seconds=time.perf_counter() - start,
         checkpoint=checkpoint,
+        recorded_at=_iso_text(stamp),
     )
 
 
@@ -253,6 +262,8 @@ class FollowReport:
     counts_by_source: dict[str, dict[str, int]]
     seconds: float
     load: dict[str, Any]
+    history: bool = False
+    recorded_at: str = ""  # the time the loaded and retired rows record (ISO, UTC)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able data."""
@@ -268,6 +279,7 @@ def follow_bundle(
     batch_size: int = 5000,
     embeddings: pl.DataFrame | None = None,
     progress: Counter | None = None,
+    history: bool | None = None,
 ) -> FollowReport:
     """Make the database hold exactly ``bundle`` for the bundle's sources, touching only what differs.
 
@@ -276,8 +288,14 @@ def follow_bundle(
     bundle are deleted, then their nodes, unless an edge of another source still uses one. Rows of other
     sources are not touched. Every step is idempotent, so a run killed half-way and run again finishes the
     job: the rows already loaded then hash equal and are skipped.
+
+    With ``history`` (None: as the sources' last load did), the version of every row about to be changed or
+    deleted is first copied into a ``:MetakgVersion`` node retired now (:data:`cypher.ARCHIVE_EDGES`,
+    :data:`cypher.ARCHIVE_NODES`); every loaded row carries ``recorded_at``, so :func:`graph_as_of` and
+    :func:`versions_of` can answer for any time since.
     """
     start = time.perf_counter()
+    now = datetime.now(UTC)
     sources = sorted({*bundle.nodes["source"].drop_nulls().to_list(), *bundle.edges["source"].drop_nulls().to_list()})
     nodes = node_rows(bundle.nodes, embeddings)
     edges = edge_rows(bundle.edges)
@@ -299,6 +317,31 @@ def follow_bundle(
             with driver.session(database=database) as session:
                 session.execute_write(lambda tx, c=chunk: tx.run(query, rows=c, ids=c, **params).consume())
 
+    if history is None:
+        records, _s, _k = driver.execute_query(cypher.SOURCE_HISTORY, sources=sources, database_=database)
+        history = bool(records and records[0]["history"])
+    if history:
+        driver.execute_query(cypher.VERSION_INDEX, database_=database)
+        stamp = {"now": _iso_text(now), "epoch": cypher.EPOCH}
+        successors = {
+            "node": nodes.select("id", pl.col("valid_from").alias("valid_to")),
+            "edge": edges.select("id", pl.col("valid_from").alias("valid_to")),
+        }
+        leaving_edges = pl.concat(
+            [
+                gone_edges.select("id", "src", "dst"),
+                held_edges.filter(pl.col("id").is_in(load_edges.implode())).select("id", "src", "dst"),
+            ]
+        ).join(successors["edge"], on="id", how="left")
+        write(cypher.ARCHIVE_EDGES, leaving_edges.to_dicts(), **stamp)
+        leaving_nodes = pl.concat(
+            [
+                gone_nodes.to_frame("id").with_columns(changed=pl.lit(False)),
+                held_nodes.filter(pl.col("id").is_in(load_nodes.implode())).select("id", changed=pl.lit(True)),
+            ]
+        ).join(successors["node"], on="id", how="left")
+        write(cypher.ARCHIVE_NODES, leaving_nodes.to_dicts(), sources=sources, **stamp)
+
     write(cypher.DELETE_EDGES, gone_edges.select("id", "src", "dst").to_dicts())
     before = _count(driver, database, cypher.COUNT_NODES)
     write(cypher.DELETE_NODES, gone_nodes.to_list(), sources=sources)
@@ -310,7 +353,7 @@ def follow_bundle(
     )
     loaded = load_bundle(
         driver, subset, database=database, target=target, batch_size=batch_size,
-        embeddings=embeddings, progress=progress, count=False,
+        embeddings=embeddings, progress=progress, count=False, recorded_at=now,
     )  # fmt: skip
     counts: dict[str, dict[str, int]] = {}
     for query, key in ((cypher.COUNTS_BY_SOURCE_NODES, "nodes"), (cypher.COUNTS_BY_SOURCE_EDGES, "edges")):
@@ -324,6 +367,7 @@ def follow_bundle(
         bundle=hashlib.sha256(bundle_hash.encode()).hexdigest(),
         nodes={s: counts.get(s, {}).get("nodes", 0) for s in sources},
         edges={s: counts.get(s, {}).get("edges", 0) for s in sources},
+        history=history,
         database_=database,
     )
     return FollowReport(
@@ -338,6 +382,8 @@ def follow_bundle(
         counts_by_source=counts,
         seconds=time.perf_counter() - start,
         load=loaded.as_dict(),
+        history=history,
+        recorded_at=_iso_text(now),
     )
 
 
@@ -346,3 +392,56 @@ def _read(driver: Any, database: str, query: str, sources: list[str], schema: di
     with driver.session(database=database, default_access_mode="READ") as session:
         rows = [record.values() for record in session.run(query, sources=sources)]
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _plain(value: Any) -> Any:
+    """A driver value as Python: Neo4j times as UTC datetimes."""
+    to_native = getattr(value, "to_native", None)
+    if to_native is None:
+        return value
+    native = to_native()
+    return native.astimezone(UTC) if isinstance(native, datetime) and native.tzinfo else native
+
+
+def _version_frames(node_rows_: list[dict[str, Any]], edge_rows_: list[dict[str, Any]]) -> Bundle:
+    nodes = conform_nodes(pl.DataFrame(node_rows_, schema=dict(NODE_SCHEMA), strict=False))
+    edges = conform_edges(pl.DataFrame(edge_rows_, schema=dict(EDGE_SCHEMA), strict=False))
+    return Bundle(
+        nodes.unique("id", keep="first", maintain_order=True), edges.unique("id", keep="first", maintain_order=True)
+    )
+
+
+def _row(properties: dict[str, Any], columns: Any, **extra: Any) -> dict[str, Any]:
+    return {c: _plain(properties.get(c)) for c in columns} | extra
+
+
+def graph_as_of(driver: Any, database: str, at: datetime) -> Bundle:
+    """The graph the database held at ``at``: the rows recorded by then that are still current, and the
+    versions (``:MetakgVersion``) that were current then. Rows loaded before history was kept count as
+    always there."""
+    params = {"at": _iso_text(at), "epoch": cypher.EPOCH}
+    with driver.session(database=database, default_access_mode="READ") as session:
+        nodes = [_row(r["p"], NODE_SCHEMA) for r in session.run(cypher.AS_OF_NODES, params)]
+        edges = [
+            _row(r["p"], EDGE_SCHEMA, src=r["src"], dst=r["dst"], rel=r["rel"])
+            for r in session.run(cypher.AS_OF_EDGES, params)
+        ]
+    bundle = _version_frames(nodes, edges)
+    bundle.manifest = {"as_of": at.isoformat()}
+    return bundle
+
+
+def versions_of(driver: Any, database: str, element_id: str) -> list[dict[str, Any]]:
+    """Every version the database holds of the node or edge ``element_id``, oldest first: its properties,
+    ``kind``, ``recorded_at``, ``retired_at``, ``valid_from``, ``valid_to`` and ``current``."""
+    found: list[dict[str, Any]] = []
+    with driver.session(database=database, default_access_mode="READ") as session:
+        for r in session.run(cypher.VERSIONS_OF, id=element_id):
+            schema = NODE_SCHEMA if r["kind"] == "node" else EDGE_SCHEMA
+            extra = {"src": r["src"], "dst": r["dst"], "rel": r["rel"]} if r["kind"] == "edge" else {}
+            row = _row(r["p"], [*schema, "recorded_at", "retired_at", "valid_to"], **extra)
+            if row["recorded_at"] == datetime(1970, 1, 1, tzinfo=UTC):
+                row["recorded_at"] = None  # recorded before history was kept
+            found.append({"kind": r["kind"], **row, "current": r["current"]})
+    epoch = datetime.min.replace(tzinfo=UTC)
+    return sorted(found, key=lambda v: (v["recorded_at"] or epoch, v["current"]))

@@ -31,9 +31,16 @@ EDGES_FILE = "edges.parquet"
 REJECTS_FILE = "rejects.parquet"
 EMBEDDINGS_FILE = "embeddings.parquet"
 EXTRACTION_FILE = "extraction.parquet"
+HISTORY_NODES_FILE = "history_nodes.parquet"
+HISTORY_EDGES_FILE = "history_edges.parquet"
 MANIFEST_FILE = "manifest.json"
 #: optional tables, each listed in the manifest (hashed, verified) while the manifest has its key
-SIDE_TABLES = {EMBEDDINGS_FILE: "embeddings", EXTRACTION_FILE: "extraction"}
+SIDE_TABLES = {
+    EMBEDDINGS_FILE: "embeddings",
+    EXTRACTION_FILE: "extraction",
+    HISTORY_NODES_FILE: "history",
+    HISTORY_EDGES_FILE: "history",
+}
 
 
 @dataclass

@@ -74,6 +74,13 @@ def comparable(frame: pl.DataFrame, columns: tuple[str, ...]) -> list[pl.Expr]:
     return [pl.col(c).list.sort() if isinstance(frame.schema[c], pl.List) else pl.col(c) for c in columns]
 
 
+def content_hash(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Expr:
+    """A hash of each row's content ``columns`` (:data:`NODE_CONTENT` or :data:`EDGE_CONTENT`: what a diff
+    counts as a change), as text, named ``content_hash``: what a database keeps to tell a changed row from
+    an unchanged one, and what history compares. Stable for one polars version (a new one may re-load rows)."""
+    return pl.struct(comparable(frame, columns)).hash(seed=7).cast(pl.String).alias("content_hash")
+
+
 def _table_diff(
     old: pl.DataFrame,
     new: pl.DataFrame,

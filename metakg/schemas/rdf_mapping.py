@@ -7,7 +7,13 @@
   ``mke:<edge id>`` carrying subject, predicate, object, confidence, count, source, importer, model,
   prompt hash, run id, creation time and one ``mk:record`` per record id (in the same named graph);
 - vocabulary: each type an ``rdfs:Class`` with label and ``rdfs:subClassOf`` its parent; each relation
-  used an ``rdf:Property`` labelled with its display form.
+  used an ``rdf:Property`` labelled with its display form;
+- source times: ``mk:validFrom`` on a node and on an edge's statement where the source gave one;
+- history (a bundle written with ``--history``), all in the named graph ``mk:history`` so that a query of
+  the other graphs sees only the current graph: ``mk:recordedAt`` of each current node and edge statement,
+  and each retired version as a resource of its own (``mk:NodeVersion`` or ``mk:EdgeVersion``) with
+  ``mk:versionOf`` the node or edge statement, its content and ``mk:recordedAt``, ``mk:retiredAt``,
+  ``mk:validFrom``, ``mk:validTo``.
 
 :func:`expected_triple_count` says how many distinct triples (or quads) an export must hold, computed from
 the frames independently of the generator, so a round trip can be checked.
@@ -32,6 +38,9 @@ MKT = Namespace("https://w3id.org/metakg/type/")
 MKR = Namespace("https://w3id.org/metakg/rel/")
 MKE = Namespace("https://w3id.org/metakg/edge/")
 MKS = Namespace("https://w3id.org/metakg/source/")
+MKV = Namespace("https://w3id.org/metakg/version/")
+#: the named graph of the history: recording times and retired versions
+HISTORY_GRAPH = URIRef("https://w3id.org/metakg/graph/history")
 SCHEMA = Namespace("http://schema.org/")
 
 Quad = tuple[Node, Node, Node, URIRef | None]
@@ -85,6 +94,17 @@ def node_quads(nodes: pl.DataFrame) -> Iterator[Quad]:
                 else (s, MK["xref"], Literal(xref), None)
             )
         yield s, MK["source"], Literal(row["source"]), None
+        if row["valid_from"] is not None:
+            yield s, MK["validFrom"], _time(row["valid_from"]), None
+
+
+def _time(value: datetime) -> Literal:
+    return Literal(value, datatype=XSD.dateTime)
+
+
+def edge_statement(edge_id: str) -> URIRef:
+    """The IRI of an edge's reified statement."""
+    return MKE[edge_id.removeprefix("e:")]
 
 
 def relation_quads(edges: pl.DataFrame) -> Iterator[Quad]:
@@ -102,7 +122,7 @@ def edge_quads(edges: pl.DataFrame, *, provenance: bool = True) -> Iterator[Quad
         yield s, p, o, g
         if not provenance:
             continue
-        e = MKE[row["id"].removeprefix("e:")]
+        e = edge_statement(row["id"])
         yield e, RDF.type, RDF.Statement, g
         yield e, RDF.subject, s, g
         yield e, RDF.predicate, p, g
@@ -115,9 +135,70 @@ def edge_quads(edges: pl.DataFrame, *, provenance: bool = True) -> Iterator[Quad
                 yield e, predicate, Literal(row[column]), g
         created: datetime | None = row["created_at"]
         if created is not None:
-            yield e, MK["createdAt"], Literal(created, datatype=XSD.dateTime), g
+            yield e, MK["createdAt"], _time(created), g
         for record in row["record_ids"] or []:
             yield e, MK["record"], Literal(record), g
+        if row["valid_from"] is not None:
+            yield e, MK["validFrom"], _time(row["valid_from"]), g
+
+
+_VERSION_TIMES = (("recorded_at", "recordedAt"), ("retired_at", "retiredAt"), ("valid_from", "validFrom"),
+                  ("valid_to", "validTo"))  # fmt: skip
+
+
+def history_quads(nodes: pl.DataFrame, edges: pl.DataFrame) -> Iterator[Quad]:
+    """The history tables (:mod:`metakg.schemas.history`) in the ``mk:history`` graph: recording times of
+    current rows, and each retired version as its own resource."""
+    h = HISTORY_GRAPH
+    for row in nodes.iter_rows(named=True):
+        subject = node_iri(row["id"])
+        if row["retired_at"] is None:
+            if row["recorded_at"] is not None:
+                yield subject, MK["recordedAt"], _time(row["recorded_at"]), h
+            continue
+        v = MKV[f"node/{_segment(row['id'])}/{int(row['retired_at'].timestamp() * 1_000_000)}"]
+        yield v, RDF.type, MK["NodeVersion"], h
+        yield v, MK["versionOf"], subject, h
+        yield v, RDFS.label, Literal(row["name"]), h
+        yield v, MK["nodeType"], MKT[row["type"]], h
+        yield v, MK["source"], Literal(row["source"]), h
+        if row["description"]:
+            yield v, SCHEMA.description, Literal(row["description"]), h
+        for column, name in _VERSION_TIMES:
+            if row[column] is not None:
+                yield v, MK[name], _time(row[column]), h
+    for row in edges.iter_rows(named=True):
+        statement = edge_statement(row["id"])
+        if row["retired_at"] is None:
+            if row["recorded_at"] is not None:
+                yield statement, MK["recordedAt"], _time(row["recorded_at"]), h
+            continue
+        v = MKV[f"edge/{_segment(row['id'])}/{int(row['retired_at'].timestamp() * 1_000_000)}"]
+        yield v, RDF.type, MK["EdgeVersion"], h
+        yield v, MK["versionOf"], statement, h
+        yield v, RDF.subject, node_iri(row["src"]), h
+        yield v, RDF.predicate, MKR[row["rel"]], h
+        yield v, RDF.object, node_iri(row["dst"]), h
+        yield v, MK["source"], Literal(row["source"]), h
+        yield v, MK["confidence"], Literal(row["confidence"], datatype=XSD.double), h
+        yield v, MK["count"], Literal(row["count"], datatype=XSD.integer), h
+        for column, name in _VERSION_TIMES:
+            if row[column] is not None:
+                yield v, MK[name], _time(row[column]), h
+
+
+def expected_history_count(nodes: pl.DataFrame, edges: pl.DataFrame) -> int:
+    """How many statements :func:`history_quads` promises for these history tables (computed apart)."""
+    times = [pl.col(c).is_not_null().sum() for c, _ in _VERSION_TIMES]
+    total = 0
+    for frame, fixed in ((nodes, 5), (edges, 8)):  # node: type, versionOf, label, nodeType, source
+        current = frame.filter(pl.col("retired_at").is_null())
+        retired = frame.filter(pl.col("retired_at").is_not_null())
+        total += int(current["recorded_at"].is_not_null().sum())
+        total += retired.height * fixed + sum(int(retired.select(t).item() or 0) for t in times)
+        if frame is nodes:
+            total += int((retired["description"].fill_null("") != "").sum())
+    return total
 
 
 def bundle_quads(
@@ -152,6 +233,7 @@ def expected_triple_count(
     n: dict[str, Any] = nodes.select(
         (pl.len() * 3).alias("base"),  # type, label, source
         (pl.col("description").fill_null("") != "").sum().alias("desc"),
+        pl.col("valid_from").is_not_null().sum().alias("valid_from"),
         pl.col("aliases").list.unique().list.len().sum().alias("aliases"),
         pl.col("xrefs").list.unique().list.len().sum().alias("xrefs"),
     ).row(0, named=True)
@@ -164,6 +246,7 @@ def expected_triple_count(
             (pl.len() * 7).alias("base"),  # type, subject, predicate, object, confidence, count, source
             *[(pl.col(c).fill_null("") != "").sum().alias(c) for c, _ in _EDGE_OPTIONAL],
             pl.col("created_at").is_not_null().sum().alias("created_at"),
+            pl.col("valid_from").is_not_null().sum().alias("valid_from"),
             pl.col("record_ids").list.unique().list.len().sum().alias("records"),
         ).row(0, named=True)
         prov = sum(int(v or 0) for v in p.values())

@@ -13,7 +13,7 @@ import polars_hash as plh
 
 from metakg.errors import BundleError
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 NODE_SCHEMA: Mapping[str, pl.DataType] = {
     "id": pl.String(),
@@ -27,6 +27,7 @@ NODE_SCHEMA: Mapping[str, pl.DataType] = {
     "properties": pl.String(),  # JSON object: "label (Pxx)" -> literal values
     "revision": pl.String(),  # the source revision the node was built from
     "retrieved_at": pl.Datetime("us", "UTC"),
+    "valid_from": pl.Datetime("us", "UTC"),  # the source's time of this version (Wikidata: last modified)
 }
 
 EDGE_SCHEMA: Mapping[str, pl.DataType] = {
@@ -45,6 +46,7 @@ EDGE_SCHEMA: Mapping[str, pl.DataType] = {
     "prompt_hash": pl.String(),
     "run_id": pl.String(),
     "created_at": pl.Datetime("us", "UTC"),
+    "valid_from": pl.Datetime("us", "UTC"),  # the source's time of the statement (Wikidata: its item's)
 }
 
 REJECT_SCHEMA: Mapping[str, pl.DataType] = {

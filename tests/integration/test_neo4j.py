@@ -334,3 +334,76 @@ def test_neo4j_follows_the_bundle_and_leaves_other_sources_alone(
     assert held(driver, "test") != expected(v1)
     follow(v1, batch_size=1)
     assert held(driver, "test") == expected(v1) and held(driver, "other") == expected(other)
+
+
+def test_with_history_neo4j_reads_any_earlier_load_back(
+    clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path
+) -> None:
+    """Version 1 loaded with --history, another source, then version 2 (history kept by default): the graph
+    as of the first load's time is version 1 exactly, as of the second it is version 2 plus the other source;
+    the renamed node lists both versions; a history-keeping follow killed half-way and run again keeps one
+    copy of each retired version."""
+    from metakg.loaders.neo4j_loader import follow_bundle, graph_as_of, versions_of
+    from metakg.schemas.history import parse_time
+    from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids
+    from tests.unit.schemas.test_diff import second_version
+
+    driver, database = clean_neo4j, neo4j_settings.database
+    other = Bundle(
+        conform_nodes(pl.DataFrame({"id": ["kg:other/x"], "name": ["x"], "type": ["concept"], "source": ["other"]})),
+        conform_edges(
+            pl.DataFrame({"src": ["kg:other/x"], "dst": ["kg:test/0"], "rel": ["mentions"], "source": ["other"]})
+        ),
+    )
+    other.edges = other.edges.with_columns(edge_ids(other.edges))
+    v1, v2 = small_bundle(), second_version()
+    follow = lambda b, **kw: follow_bundle(driver, b, database=database, target=neo4j_settings.uri, **kw)  # noqa: E731
+    first = follow(v1, history=True)
+    follow(other)
+    second = follow(v2)
+    assert first.history and second.history  # kept because the source's last load kept it
+    assert held(driver, "test") == expected(v2)
+
+    def shape(b: Bundle, source: str) -> tuple[dict[str, str], dict[str, tuple[str, str, str, float]]]:
+        return expected(Bundle(b.nodes.filter(pl.col("source") == source), b.edges.filter(pl.col("source") == source)))
+
+    then = graph_as_of(driver, database, parse_time(first.recorded_at))
+    assert shape(then, "test") == expected(v1) and shape(then, "other") == ({}, {})
+    assert (then.nodes.height, then.edges.height) == (v1.nodes.height, v1.edges.height)
+    now = graph_as_of(driver, database, parse_time(second.recorded_at))
+    assert shape(now, "test") == expected(v2) and shape(now, "other") == expected(other)
+    renamed = versions_of(driver, database, "kg:test/0")
+    assert [(v["name"], v["current"]) for v in renamed] == [("aspirin", False), ("acetylsalicylic acid", True)]
+    assert renamed[0]["retired_at"] == renamed[1]["recorded_at"] == parse_time(second.recorded_at)
+    assert held(driver, "test") == expected(v2)  # reading the past changed nothing
+    from metakg import api
+    from metakg.config import Settings
+
+    cfg = Settings(neo4j=neo4j_settings)
+    at = parse_time(first.recorded_at)
+    with api.open_store(cfg, neo4j_settings.uri, as_of=at) as store:
+        assert store.counts() == {"nodes": v1.nodes.height, "edges": v1.edges.height}
+    manifest = api.snapshot(cfg, neo4j_settings.uri, at, tmp_path / "then")
+    assert (manifest["counts"]["nodes"], manifest["counts"]["edges"]) == (v1.nodes.height, v1.edges.height)
+    assert [v["name"] for v in api.element_history(cfg, neo4j_settings.uri, "kg:test/0")] == [
+        "aspirin", "acetylsalicylic acid",
+    ]  # fmt: skip
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_two(done: int, total: int) -> None:
+        if done >= 2:
+            raise Killed
+
+    with pytest.raises(Killed):
+        follow(v1, batch_size=1, progress=kill_after_two)
+    back = follow(v1, batch_size=1)
+    assert held(driver, "test") == expected(v1)
+    records, _, _ = driver.execute_query(
+        "MATCH (v:MetakgVersion) RETURN v.kind AS kind, v.id AS id, v.recorded_at AS at, count(*) AS n"
+    )
+    assert records and all(r["n"] == 1 for r in records)  # the re-run found the copies the killed run made
+    between = graph_as_of(driver, database, parse_time(second.recorded_at))
+    assert shape(between, "test") == expected(v2)  # version 2 is still readable after going back
+    assert shape(graph_as_of(driver, database, parse_time(back.recorded_at)), "test") == expected(v1)

@@ -31,9 +31,9 @@ def spec(tmp_path: Path) -> Path:
     return path
 
 
-def sync(spec: Path, out: Path, endpoint: str, code: int = 0) -> dict[str, Any]:
+def sync(spec: Path, out: Path, endpoint: str, *extra: str, code: int = 0) -> dict[str, Any]:
     """`metakg sync wikidata SPEC -o OUT --endpoint URL --json`; asserts the exit code, returns the summary."""
-    return run("sync", "wikidata", str(spec), "-o", str(out), "--endpoint", endpoint, "--json", code=code)[1]
+    return run("sync", "wikidata", str(spec), "-o", str(out), "--endpoint", endpoint, "--json", *extra, code=code)[1]
 
 
 def sparql(server: Server, query: str) -> list[dict[str, dict[str, str]]]:
@@ -143,18 +143,41 @@ def test_incremental_resync_fetches_only_what_changed(
     sparql_endpoint: Server, spec: Path, tmp_path: Path, clean_neo4j: Any, neo4j_settings: Any
 ) -> None:
     """Re-syncs after an edit, a deletion and a redirect fetch only what changed, record the diff, and
-    ``load neo4j`` (following the bundle) leaves Neo4j holding exactly each re-synced bundle."""
-    from metakg.loaders.neo4j_loader import follow_bundle
+    ``load neo4j`` (following the bundle) leaves Neo4j holding exactly each re-synced bundle. With history
+    kept from the first sync and load, the bundle and Neo4j both still give back the first version."""
+    from metakg.loaders.neo4j_loader import follow_bundle, graph_as_of, versions_of
+    from metakg.schemas.history import as_of, parse_time, read_history, versions
+
+    loads: list[str] = []
 
     def neo4j_follows() -> None:
         bundle = read_bundle(tmp_path / "b")
-        follow_bundle(clean_neo4j, bundle, database=neo4j_settings.database, target=neo4j_settings.uri)
+        report = follow_bundle(
+            clean_neo4j,
+            bundle,
+            database=neo4j_settings.database,
+            target=neo4j_settings.uri,
+            history=None if loads else True,  # the first load keeps history; later ones follow its choice
+        )
+        assert report.history
+        loads.append(report.recorded_at)
         nodes, _, _ = clean_neo4j.execute_query("MATCH (n:Entity) RETURN n.id AS id, n.revision AS rev")
         edges, _, _ = clean_neo4j.execute_query("MATCH (:Entity)-[r]->(:Entity) RETURN r.id AS id, type(r) AS rel")
         assert {(r["id"], r["rev"]) for r in nodes} == set(bundle.nodes.select("id", "revision").iter_rows())
         assert {(r["id"], r["rel"]) for r in edges} == set(bundle.edges.select("id", "rel").iter_rows())
 
-    first = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
+    first = sync(spec, tmp_path / "b", sparql_endpoint.endpoint, "--history")
+    first_bundle = read_bundle(tmp_path / "b")
+    synced_at = parse_time(first_bundle.manifest["history"]["recorded_at"])
+    modified = {  # an independent reading of the items' schema:dateModified
+        "wd:" + r["item"]["value"].rsplit("/", 1)[1]: parse_time(r["mod"]["value"])
+        for r in sparql(
+            sparql_endpoint,
+            "PREFIX schema: <http://schema.org/> SELECT ?item ?mod WHERE { ?item schema:dateModified ?mod }",
+        )
+    }
+    valid_from = {i: t for i, t in first_bundle.nodes.select("id", "valid_from").iter_rows() if t is not None}
+    assert valid_from and valid_from == {i: t for i, t in modified.items() if i in set(first_bundle.nodes["id"])}
     neo4j_follows()
     again = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert again["entities_fetched"] == 0 and (again["added"], again["changed"], again["removed"]) == (0, 0, 0)
@@ -198,6 +221,21 @@ def test_incremental_resync_fetches_only_what_changed(
     neo4j_follows()
     quiet = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
     assert quiet["entities_fetched"] == 0 and quiet["changed"] == 0
+
+    # history: three updates later, the first version is still there, in the bundle and in Neo4j
+    def ids(b: Any) -> tuple[set[str], set[str]]:
+        return set(b.nodes["id"]), set(b.edges["id"])
+
+    final = read_bundle(tmp_path / "b")
+    kept = read_history(tmp_path / "b", final)
+    assert kept is not None and ids(as_of(final, kept, synced_at)) == ids(first_bundle)
+    assert ids(graph_as_of(clean_neo4j, neo4j_settings.database, parse_time(loads[0]))) == ids(first_bundle)
+    [gone] = versions(final, kept, "wd:Q14623683")  # the deleted item: one version, retired
+    assert not gone["current"] and gone["retired_at"] is not None
+    q42 = versions(final, kept, "wd:Q42")
+    assert [v["revision"] for v in q42][-1] == "595492362" and len(q42) == 2 and q42[-1]["current"]
+    in_neo4j = versions_of(clean_neo4j, neo4j_settings.database, "wd:Q42")
+    assert [v["revision"] for v in in_neo4j] == [v["revision"] for v in q42]
 
 
 def test_the_qa_context_explores_the_configured_endpoint(

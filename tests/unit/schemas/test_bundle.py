@@ -25,7 +25,7 @@ def test_round_trip_keeps_every_value(tmp_path: Path) -> None:
     assert manifest["counts"]["relations"]["treats"] == 4
     assert set(manifest["content_hashes"]) == {"nodes.parquet", "edges.parquet", "rejects.parquet"}
     on_disk = json.loads((tmp_path / "b" / MANIFEST_FILE).read_text())
-    assert on_disk["schema_version"] == "1.0"
+    assert on_disk["schema_version"] == "1.1"
 
 
 def test_tampering_is_detected(tmp_path: Path) -> None:
