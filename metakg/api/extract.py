@@ -74,6 +74,7 @@ def extract(
     link_to: Path | None = None,
     text_field: str = "text",
     id_field: str | None = None,
+    time_field: str | None = None,
     update: Path | None = None,
     history: bool | None = None,
     progress: Progress | None = None,
@@ -114,7 +115,7 @@ def extract(
     run_id = uuid.uuid4().hex
     previous, stored = _earlier_run(update, dataset) if update is not None else (None, None)
     say(f"reading {path}")
-    data = read_dataset(path, fmt, limit=limit, text_field=text_field, id_field=id_field)
+    data = read_dataset(path, fmt, limit=limit, text_field=text_field, id_field=id_field, time_field=time_field)
     if data.accepted == 0:
         why = "; ".join(f"{r['record']}: {r['reason']}" for r in data.rejects.head(3).iter_rows(named=True))
         raise InputDataError(f"no record of {path} could be read in the {fmt} format ({why or 'the file is empty'}).")

@@ -53,6 +53,11 @@ def extract(
     ),
     text_field: str = typer.Option("text", help="jsonl/csv: the column with the text."),
     id_field: str | None = typer.Option(None, help="jsonl/csv: the column with the record id (default: line)."),
+    time_field: str | None = typer.Option(
+        None,
+        help="jsonl/csv: the column with each record's time (ISO 8601 or Unix seconds); an edge's valid_from is "
+        "the earliest time of the records stating it.",
+    ),
     history: bool | None = typer.Option(None, "--history/--no-history", help=HISTORY_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -99,6 +104,7 @@ def extract(
                 link_to=link_to,
                 text_field=text_field,
                 id_field=id_field,
+                time_field=time_field,
                 update=update,
                 history=history,
                 progress=say,

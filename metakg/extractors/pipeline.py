@@ -54,6 +54,7 @@ class Unit:
     record_id: str
     prompt: Prompt
     chunk: int | None = None
+    time: datetime | None = None  # the record's own time, when the dataset gives one
 
 
 @dataclass(frozen=True)
@@ -120,11 +121,11 @@ def plan_units(records: pl.DataFrame, *, chunk_chars: int = 1500, relations: Seq
             prompt = qa_item_prompt(
                 row["question"], options, row["answer_text"] or row["answer"] or "", row["concept"], relations=relations
             )
-            units.append(Unit(record_id, record_id, prompt))
+            units.append(Unit(record_id, record_id, prompt, time=row.get("time")))
         else:
             for chunk in chunk_text(row["text"] or "", max_chars=chunk_chars):
                 prompt = chunk_prompt(chunk.text, relations=relations)
-                units.append(Unit(f"{record_id}#{chunk.index}", record_id, prompt, chunk.index))
+                units.append(Unit(f"{record_id}#{chunk.index}", record_id, prompt, chunk.index, row.get("time")))
     return units
 
 
@@ -222,7 +223,7 @@ def build_bundle(
     say = progress or (lambda _s: None)
     now = datetime.now(UTC)
     rejects: list[dict[str, str]] = []
-    rows: list[tuple[str, str, str, str, str, str]] = []  # unit id, subject, predicate, object, model, prompt hash
+    rows: list[tuple[str, str, str, str, str, str, datetime | None]] = []  # unit, s, p, o, model, prompt hash, time
     without = repaired = 0
     say("parsing replies")
     for outcome in outcomes:
@@ -259,9 +260,12 @@ def build_bundle(
                     _reject(unit.unit_id, "no_triples", "the reply held no triple", completion.text, table="input")
                 )
         for t in triples:
-            rows.append((unit.unit_id, t.subject, t.predicate, t.object, completion.model, unit.prompt.template_hash))
+            rows.append(
+                (unit.unit_id, t.subject, t.predicate, t.object, completion.model, unit.prompt.template_hash, unit.time)
+            )
     columns = ("unit", "subject", "predicate", "object", "model", "prompt_hash")
-    frame = pl.DataFrame(rows, schema=dict.fromkeys(columns, pl.String), orient="row")
+    schema: dict[str, pl.DataType] = {**dict.fromkeys(columns, pl.String()), "time": pl.Datetime("us", "UTC")}
+    frame = pl.DataFrame(rows, schema=schema, orient="row")
     frame = frame.with_columns(  # one context: the keys are taken from the mentions as the model wrote them
         _name_expr("subject"),
         _name_expr("object"),
@@ -308,6 +312,7 @@ def build_bundle(
             pl.col("unit").unique(maintain_order=True).alias("record_ids"),
             pl.col("model").first(),
             pl.col("prompt_hash").first(),
+            pl.col("time").min().alias("valid_from"),  # the earliest record stating it
         )
         .with_columns(
             pl.lit(dataset).alias("source"),

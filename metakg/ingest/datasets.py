@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,12 +43,32 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "answers": pl.List(pl.String()),  # every gold answer text (free-text questions may have several)
     "concept": pl.String(),
     "text": pl.String(),
+    "time": pl.Datetime("us", "UTC"),  # the record's own time (jsonl/csv documents with --time-field)
 }
 _OPTION_LINE = re.compile(r"^\s*([A-Z])\s*[:.)]\s*(.+?)\s*$")
 
 
 class RecordError(ValueError):
     """One input record cannot be read; the message is the reason stored with the reject."""
+
+
+def _record_time(row: dict[str, Any], field: str | None) -> datetime | None:
+    """The record's time from ``field``: ISO 8601 text (UTC unless it has an offset) or Unix seconds; None
+    when no field is set or the record has no value there.
+
+    Raises:
+        RecordError: the value is not a time.
+    """
+    value = row.get(field) if field else None
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return datetime.fromtimestamp(float(value), UTC)
+        stamp = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except (ValueError, OverflowError, OSError):
+        raise RecordError(f"{field} {value!r} is not an ISO 8601 time or Unix seconds") from None
+    return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
 
 
 @dataclass
@@ -268,6 +289,7 @@ def read_dataset(
     limit: int | None = None,
     text_field: str = "text",
     id_field: str | None = None,
+    time_field: str | None = None,
 ) -> DatasetRead:
     """Read ``path`` in ``fmt``; ``limit`` keeps the first N accepted records.
 
@@ -277,6 +299,8 @@ def read_dataset(
         limit: stop after this many accepted records.
         text_field: the text column of jsonl/csv documents.
         id_field: the id column of jsonl/csv documents (default: the line number).
+        time_field: the column of jsonl/csv documents with each record's time (the ``valid_from`` of the
+            edges it states); a value that is not a time rejects the record.
 
     Raises:
         UsageError: unknown format.
@@ -325,7 +349,12 @@ def read_dataset(
                 reject(number, f"{text_field} is empty", json.dumps(row, ensure_ascii=False))
                 continue
             record_id = str(row[id_field]) if id_field and row.get(id_field) is not None else f"{name}:{number}"
-            records.append({"record_id": record_id, "kind": "text", "text": str(value)})
+            try:
+                when = _record_time(row, time_field)
+            except RecordError as e:
+                reject(number, str(e), json.dumps(row, ensure_ascii=False))
+                continue
+            records.append({"record_id": record_id, "kind": "text", "text": str(value), "time": when})
             if limit is not None and len(records) >= limit:
                 break
     elif fmt in ("metaqa", "simplequestions", "robodata"):
@@ -359,7 +388,8 @@ def read_dataset(
                     if value is None or not str(value).strip():
                         raise RecordError(f"{text_field} is missing or empty")
                     record_id = str(row[id_field]) if id_field and row.get(id_field) is not None else f"{name}:{number}"
-                    records.append({"record_id": record_id, "kind": "text", "text": str(value)})
+                    when = _record_time(row, time_field)
+                    records.append({"record_id": record_id, "kind": "text", "text": str(value), "time": when})
                 else:
                     records.append(parsers[fmt](row, f"{name}:{number}"))
             except json.JSONDecodeError as e:

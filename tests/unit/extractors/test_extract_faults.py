@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -288,3 +289,24 @@ def test_line_numbered_records_that_move_keep_their_replies(server: FaultServer,
     assert update["records_changes"] == {"unchanged": 1, "changed": 0, "added": 0, "removed": 1}
     edges = read_bundle(tmp_path / "b").edges
     assert edges["rel"].to_list() == ["is_in"] and edges["record_ids"].to_list() == [["docs.jsonl:1#0"]]
+
+
+def test_record_times_become_the_valid_from_of_the_edges_they_state(server: FaultServer, tmp_path: Path) -> None:
+    """--time-field: an edge's valid_from is the earliest time of the records stating it; a record whose
+    time is not a time is rejected with the reason, not lost."""
+    server.reply_for = lambda body: "Rome\\is in\\Italy"
+    docs = tmp_path / "news.jsonl"
+    docs.write_text(
+        '{"text": "Rome is in Italy.", "t": "2024-03-01T10:00:00+01:00"}\n'
+        '{"text": "Rome, a city in Italy.", "t": 1672531200}\n'
+        '{"text": "Italy has Rome.", "t": "last spring"}\n'
+        '{"text": "Rome is Italian."}\n'
+    )
+    out = tmp_path / "b"
+    _, summary = run("extract", str(docs), "-f", "jsonl", "--time-field", "t", "-o", str(out), "--json")
+    assert summary["records"] == 3 and summary["input_rejects"] == 1
+    bundle = read_bundle(out)
+    [edge] = bundle.edges.iter_rows(named=True)
+    assert edge["count"] == 3 and edge["valid_from"] == datetime(2023, 1, 1, tzinfo=UTC)  # 1672531200
+    [rejected] = bundle.rejects.filter(pl.col("record") == "news.jsonl:3").iter_rows(named=True)
+    assert "not an ISO 8601 time" in rejected["reason"] and "last spring" in rejected["payload"]
