@@ -66,20 +66,28 @@ def schema_statements(vector_dimensions: int | None) -> list[str]:
     return statements
 
 
-#: the times a load sets on every row it writes, from ISO text (``recorded_at``: the load's time;
-#: ``valid_from``: the source's time of the version, removed when null)
-_NODE_TIMES = "n.recorded_at = datetime(row.recorded_at), n.valid_from = datetime(row.valid_from)"
-_EDGE_TIMES = (
-    "r.created_at = datetime(row.created_at), r.recorded_at = datetime(row.recorded_at), "
-    "r.valid_from = datetime(row.valid_from)"
-)
+def _recorded(x: str) -> str:
+    """``SET`` the load's time as ``recorded_at`` of a row whose content is new or changed; a row written
+    again with the content it has keeps the time its version was first recorded (a repeated load changes
+    nothing, and ``--as-of`` an earlier time still sees the row). Runs before ``+= row.props`` replaces the
+    stored ``content_hash`` it compares with."""
+    return (
+        f"SET {x}.recorded_at = CASE WHEN {x}.content_hash = row.props.content_hash "
+        f"THEN coalesce({x}.recorded_at, datetime(row.recorded_at)) ELSE datetime(row.recorded_at) END "
+    )
+
+
+#: the times a load sets on every row it writes, from ISO text (``valid_from``: the source's time of
+#: the version, removed when null); ``recorded_at`` is set by :func:`_recorded`
+_NODE_TIMES = "n.valid_from = datetime(row.valid_from)"
+_EDGE_TIMES = "r.created_at = datetime(row.created_at), r.valid_from = datetime(row.valid_from)"
 
 
 def merge_nodes(node_type: str) -> str:
     """Upsert a batch ``$rows`` of ``{id, props, recorded_at, valid_from}`` as :Entity plus the type's label."""
     return (
         f"UNWIND $rows AS row MERGE (n:{ENTITY} {{id: row.id}}) "
-        f"SET n += row.props, n:{label_of(node_type)}, {_NODE_TIMES}"
+        f"{_recorded('n')}SET n += row.props, n:{label_of(node_type)}, {_NODE_TIMES}"
     )
 
 
@@ -88,14 +96,14 @@ def merge_edges(rel: str) -> str:
     return (
         f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
         f"MERGE (a)-[r:{rel_type(rel)} {{id: row.id}}]->(b) "
-        f"SET r += row.props, {_EDGE_TIMES}"
+        f"{_recorded('r')}SET r += row.props, {_EDGE_TIMES}"
     )
 
 
 MERGE_EDGES_ANY_TYPE = (
     f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
     "MERGE (a)-[r:$(row.rel) {id: row.id}]->(b) "
-    f"SET r += row.props, {_EDGE_TIMES}"
+    f"{_recorded('r')}SET r += row.props, {_EDGE_TIMES}"
 )
 """Upsert ``$rows`` of ``{id, src, dst, rel, props}`` of any relationship types in one statement (Neo4j 5.26+
 dynamic types): one query plan for all relations, where per-type statements compile once per relation."""

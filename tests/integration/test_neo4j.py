@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +59,13 @@ def test_both_edge_statements_load_the_same_graph(
 
     db = neo4j_settings.database
     assert neo4j_loader.dynamic_types(clean_neo4j, db)  # the test server is 5.26
-    report = load_bundle(clean_neo4j, small_bundle(), database=db, target="t", batch_size=4)
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)  # both loads record the same time, so the rows compare equal
+    report = load_bundle(clean_neo4j, small_bundle(), database=db, target="t", batch_size=4, recorded_at=at)
     assert report.batches_run == 4 + 3  # one batch per node type; the 9 edges of 5 relations in 3 shared batches
     dynamic = edges_by_type(clean_neo4j, db)
     clean_neo4j.execute_query("MATCH ()-[r]->() DELETE r", database_=db)
     monkeypatch.setattr(neo4j_loader, "dynamic_types", lambda driver, database: False)
-    load_bundle(clean_neo4j, small_bundle(), database=db, target="t2", batch_size=4)
+    load_bundle(clean_neo4j, small_bundle(), database=db, target="t2", batch_size=4, recorded_at=at)
     assert edges_by_type(clean_neo4j, db) == dynamic and len(dynamic) == small_bundle().edges.height
 
 
@@ -75,12 +77,14 @@ def test_load_is_idempotent(clean_neo4j: Any, neo4j_settings: Neo4jSettings) -> 
     before, _, _ = clean_neo4j.execute_query(
         "MATCH (n:Entity) RETURN n.id AS id, properties(n) AS p ORDER BY id", database_=db
     )
+    edges_before = edges_by_type(clean_neo4j, db)
     second = load_bundle(clean_neo4j, bundle, database=db, target="t", batch_size=4)
     after, _, _ = clean_neo4j.execute_query(
         "MATCH (n:Entity) RETURN n.id AS id, properties(n) AS p ORDER BY id", database_=db
     )
     assert (second.nodes_in_neo4j, second.edges_in_neo4j) == (first.nodes_in_neo4j, first.edges_in_neo4j)
-    assert [r.data() for r in before] == [r.data() for r in after]
+    assert [r.data() for r in before] == [r.data() for r in after]  # recorded_at too: nothing changed
+    assert edges_by_type(clean_neo4j, db) == edges_before
     labels, _, _ = clean_neo4j.execute_query("MATCH (n:Entity {id: 'kg:test/0'}) RETURN labels(n) AS l", database_=db)
     assert set(labels[0]["l"]) == {"Entity", "Drug"}
 
