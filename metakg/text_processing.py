@@ -6,15 +6,17 @@
 - Lemma keys from spaCy's lookup lemmatiser (``spacy-lookups-data``).
 - Concept candidates of a question: noun chunks when a trained English pipeline (``en_core_web_sm``) is
   installed, else content-word phrases (maximal runs of tokens that are not stop words or punctuation);
-  and a ``PhraseMatcher`` over a graph's entity names that finds the names mentioned in a text.
+  and a phrase index over a graph's entity names that finds the names mentioned in a text.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 
@@ -141,6 +143,7 @@ def concept_phrases(text: str, *, max_words: int = 4) -> list[str]:
     return unique
 
 
+_SEP = "\x1f"  # joins a name's tokens into its index key (no token holds it)
 _CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])")
 
 
@@ -151,40 +154,78 @@ def spaced(text: str) -> str:
 
 
 class PhraseIndex:
-    """A case-insensitive spaCy ``PhraseMatcher`` over names; finds the longest names mentioned in a text.
-    Underscores count as spaces and each CJK character as a word (:func:`spaced`), so ``Panic_disorder``
-    and 九一散 are found in running text."""
+    """Finds the longest graph names mentioned in a text, case-insensitively, token by token (spaCy's
+    tokenizer). Underscores count as spaces and each CJK character as a word (:func:`spaced`), so
+    ``Panic_disorder`` and 九一散 are found in running text.
+
+    The index is a dictionary from a name's lower-case token sequence to the name: a text of n tokens costs
+    at most n x (longest name) lookups. It is plain data, so :meth:`save` and :meth:`load` keep it on disk
+    (the QA services cache it per graph, keyed by the graph's names): building it for 100k names takes
+    seconds, loading it a fraction of one.
+    """
+
+    FORMAT = 1
+    """The version of the saved form; a file of another version is rebuilt."""
 
     def __init__(self, names: Iterable[str], *, max_words: int = 16) -> None:
         """Index ``names`` (duplicates, one-character names, names of stop words only, and names over
         ``max_words`` words are skipped)."""
-        from spacy.matcher import PhraseMatcher
-
-        self._nlp = _sentencizer()
-        self._matcher = PhraseMatcher(self._nlp.vocab, attr="LOWER")
-        self._names: dict[str, str] = {}
-        kept = []
+        nlp = _sentencizer()
+        self._nlp = nlp
+        self._entries: dict[str, str] = {}
+        keys: dict[str, str] = {}
         for name in names:
             key = spaced(name)
-            if len(name.strip()) > 1 and key not in self._names:
-                self._names[key] = name.strip()
-                kept.append(key)
-        patterns = [
-            doc
-            for doc in self._nlp.tokenizer.pipe(kept, batch_size=2048)
-            if 0 < len(doc) <= max_words and not all(t.is_stop or t.is_punct for t in doc)
-        ]
-        self._matcher.add("NAME", patterns)
-        self.size = len(patterns)
+            if len(name.strip()) > 1 and key not in keys:
+                keys[key] = name.strip()
+        for doc, name in zip(nlp.tokenizer.pipe(list(keys), batch_size=2048), keys.values(), strict=True):
+            if 0 < len(doc) <= max_words and not all(t.is_stop or t.is_punct for t in doc):
+                self._entries.setdefault(_SEP.join(t.lower_ for t in doc), name)
+        self._longest = max((k.count(_SEP) + 1 for k in self._entries), default=0)
+
+    @property
+    def size(self) -> int:
+        """The number of names indexed."""
+        return len(self._entries)
 
     def find(self, text: str) -> list[str]:
         """The indexed names in ``text`` (as indexed), longest first where matches overlap, in text order."""
-        doc = self._nlp.make_doc(spaced(text))
-        spans = sorted(self._matcher(doc, as_spans=True), key=lambda s: (-(s.end - s.start), s.start))
+        tokens = [t.lower_ for t in self._nlp.make_doc(spaced(text))]
+        matches: list[tuple[int, int, str]] = []
+        for start in range(len(tokens)):
+            for end in range(start + 1, min(len(tokens), start + self._longest) + 1):
+                name = self._entries.get(_SEP.join(tokens[start:end]))
+                if name is not None:
+                    matches.append((start, end, name))
+        matches.sort(key=lambda m: (-(m[1] - m[0]), m[0]))
         taken: set[int] = set()
         found: list[tuple[int, str]] = []
-        for span in spans:
-            if taken.isdisjoint(range(span.start, span.end)):
-                taken.update(range(span.start, span.end))
-                found.append((span.start, self._names.get(span.text, span.text)))
+        for start, end, name in matches:
+            if taken.isdisjoint(range(start, end)):
+                taken.update(range(start, end))
+                found.append((start, name))
         return [name for _, name in sorted(found)]
+
+    def save(self, path: Path) -> None:
+        """Write the index to ``path`` (JSON, written to a temporary file first, then renamed)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(path.suffix + ".partial")
+        data = {"format": self.FORMAT, "longest": self._longest, "entries": self._entries}
+        partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        partial.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> PhraseIndex | None:
+        """The index saved at ``path``, or None when there is none or it cannot be read (of another format,
+        cut short): the caller builds it again."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("format") != cls.FORMAT:
+            return None
+        index = cls.__new__(cls)
+        index._nlp = _sentencizer()
+        index._entries = data["entries"]
+        index._longest = int(data["longest"])
+        return index

@@ -104,6 +104,7 @@ def qa_context(
         knowledge_source=WikidataFragments(sparql_client(settings), default_vocabulary()),
         graph_factory=empty_store_factory(embedder),
         local_graph=local,
+        cache_dir=settings.paths.cache_dir,
     )
 
 

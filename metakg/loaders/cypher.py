@@ -13,6 +13,10 @@ from metakg.errors import StoreError
 from metakg.schemas.tables import RELATION_PATTERN
 
 ENTITY = "Entity"
+VECTOR_INDEX = "entity_embedding"
+"""The vector index over the nodes' name embeddings (``n.embedding``)."""
+ALIAS_INDEX = "entity_alias_keys"
+"""The full-text index (whitespace analyzer) over the alias keys, which finds aliases without a label scan."""
 _LABEL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _REL_RE = re.compile(RELATION_PATTERN)
 
@@ -56,11 +60,13 @@ def schema_statements(vector_dimensions: int | None) -> list[str]:
         f"CREATE INDEX entity_name IF NOT EXISTS FOR (n:{ENTITY}) ON (n.name)",
         f"CREATE INDEX entity_name_key IF NOT EXISTS FOR (n:{ENTITY}) ON (n.name_key)",
         f"CREATE FULLTEXT INDEX entity_names IF NOT EXISTS FOR (n:{ENTITY}) ON EACH [n.name, n.all_names]",
+        f"CREATE FULLTEXT INDEX {ALIAS_INDEX} IF NOT EXISTS FOR (n:{ENTITY}) ON EACH [n.alias_key_text] "
+        "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
     ]
     if vector_dimensions is not None:
         dims = _positive("vector dimensions", vector_dimensions, 4096)
         statements.append(
-            f"CREATE VECTOR INDEX entity_embedding IF NOT EXISTS FOR (n:{ENTITY}) ON n.embedding "
+            f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (n:{ENTITY}) ON n.embedding "
             f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}"
         )
     return statements
@@ -130,22 +136,41 @@ COUNT_NODES = f"MATCH (n:{ENTITY}) RETURN count(n) AS n"
 COUNT_EDGES = f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) RETURN count(r) AS n"
 GET_NODES = f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) RETURN {NODE_RETURN} AS node"
 NEIGHBOURS = (
-    f"MATCH (s:{ENTITY} {{id: $id}}) CALL {{ "
+    f"UNWIND $ids AS id MATCH (s:{ENTITY} {{id: id}}) CALL {{ WITH s CALL {{ "
     f"WITH s MATCH (s)-[r]->(n:{ENTITY}) WHERE $out AND ($rels IS NULL OR type(r) IN $rels) "
     "RETURN n, r, 'out' AS way, 0 AS o ORDER BY r.id LIMIT $limit "
     "UNION ALL "
     f"WITH s MATCH (s)<-[r]-(n:{ENTITY}) WHERE $in AND ($rels IS NULL OR type(r) IN $rels) "
     "RETURN n, r, 'in' AS way, 1 AS o ORDER BY r.id LIMIT $limit } "
-    f"RETURN {NODE_RETURN} AS node, {EDGE_RETURN} AS edge, way ORDER BY o, r.id LIMIT $limit"
+    "WITH n, r, way, o ORDER BY o, r.id LIMIT $limit "
+    f"RETURN collect([{NODE_RETURN}, {EDGE_RETURN}, way, CASE WHEN $vectors THEN n.embedding END]) AS found }} "
+    "RETURN s.id AS id, found"
 )
-"""A node's neighbours in one round trip: outgoing edges first, each side in edge-id order."""
+"""The neighbours of every node ``$ids`` in one round trip, a row per node (``found``: [node, edge, way,
+name embedding or null] lists): outgoing edges first, then incoming, each side in edge-id order, the first
+``$limit``. ``ORDER BY ... LIMIT`` plans as a top-k selection, so a hub's whole list is not sorted."""
 SEARCH_EXACT = (
     f"MATCH (n:{ENTITY}) WHERE n.name = $text OR $text IN n.aliases RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
 )
+"""Exact name or alias, by a label scan: for databases loaded before the alias index existed."""
 SEARCH_KEY = (
     f"MATCH (n:{ENTITY}) WHERE n.name_key = $key OR $key IN n.alias_keys "
     f"RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
 )
+"""Normalised name or alias key, by a label scan (see ``SEARCH_EXACT``)."""
+_BY_ALIAS = f"CALL db.index.fulltext.queryNodes('{ALIAS_INDEX}', $phrase) YIELD node AS n"
+SEARCH_EXACT_INDEXED = (
+    f"CALL {{ MATCH (n:{ENTITY} {{name: $text}}) RETURN n UNION {_BY_ALIAS} WHERE $text IN n.aliases RETURN n }} "
+    f"RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
+)
+"""Exact name (range index ``entity_name``) or alias (the alias index finds the nodes having the text's key
+as a phrase, ``$phrase``; the exact test follows): no label scan."""
+SEARCH_KEY_INDEXED = (
+    f"CALL {{ MATCH (n:{ENTITY} {{name_key: $key}}) RETURN n UNION {_BY_ALIAS} WHERE $key IN n.alias_keys RETURN n }} "
+    f"RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
+)
+"""Normalised name key (range index ``entity_name_key``) or alias key (alias index): no label scan."""
+INDEXES = "SHOW INDEXES YIELD name RETURN collect(name) AS names"
 NAMES = (
     f"MATCH (n:{ENTITY}) UNWIND [n.name] + coalesce(n.aliases, []) AS name "
     "WITH DISTINCT name WHERE name IS NOT NULL RETURN name"
@@ -154,10 +179,13 @@ NAME_VECTORS = (
     f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v"
 )
 SEARCH_VECTOR = (
-    "CALL db.index.vector.queryNodes('entity_embedding', $k, $vector) YIELD node AS n, score "
-    f"RETURN {NODE_RETURN} AS node, score ORDER BY score DESC"
+    f"CALL db.index.vector.queryNodes('{VECTOR_INDEX}', $candidates, $vector) YIELD node AS n "
+    "WITH n, vector.similarity.cosine(n.embedding, $vector) AS score "
+    f"RETURN {NODE_RETURN} AS node, score ORDER BY score DESC, n.id LIMIT $k"
 )
-HAS_VECTOR_INDEX = "SHOW VECTOR INDEXES YIELD name WHERE name = 'entity_embedding' RETURN count(*) AS n"
+"""The ``$k`` nodes whose name embeddings are closest to ``$vector``: the vector index proposes
+``$candidates`` (more than k: it is approximate, and quantises vectors), which are ranked by their exact
+cosine, ties by id, as the embedded store ranks them."""
 NEXT_HOP = (
     f"MATCH (a:{ENTITY})-[r]-(b:{ENTITY}) WHERE a.id IN $ids AND ($rels IS NULL OR type(r) IN $rels) "
     "RETURN DISTINCT b.id AS id ORDER BY id"

@@ -205,6 +205,7 @@ class EmbeddedStore(ClosingStore):
         self._keys: dict[str, list[int]] | None = None
         self._vectors: npt.NDArray[np.float32] | None = None
         self._edge_rows: dict[str, int] | None = None
+        self._edge_rank: IntArray | None = None
         self._csr()  # built now, so the first traversal does not pay for it
 
     def _reset_derived(self) -> None:
@@ -399,7 +400,7 @@ class EmbeddedStore(ClosingStore):
         direction: Direction = "both",
         limit: int | None = None,
     ) -> list[Neighbour]:
-        """Nodes one edge away (outgoing first), optionally only through ``relations``."""
+        """Nodes one edge away (outgoing first, each side in edge-id order), optionally only through ``relations``."""
         i = self._require(node_id)
         allowed = self._rel_filter(relations)
         sides: list[tuple[_Csr, Literal["out", "in"]]] = []
@@ -415,8 +416,7 @@ class EmbeddedStore(ClosingStore):
             positions = np.arange(lo, hi)
             if allowed is not None:
                 positions = positions[np.isin(csr.rel[positions], allowed)]
-            if limit is not None:
-                positions = positions[: max(0, limit - len(node_idx))]
+            positions = self._by_edge_id(positions, csr, None if limit is None else max(0, limit - len(node_idx)))
             node_idx.extend(csr.nbr[positions].tolist())
             edge_idx.extend(csr.eid[positions].tolist())
             ways.extend([way] * len(positions))
@@ -425,16 +425,44 @@ class EmbeddedStore(ClosingStore):
             for n, e, w in zip(self._nodes_at(node_idx), self._edges_at(edge_idx), ways, strict=True)
         ]
 
+    def _by_edge_id(self, positions: IntArray, csr: _Csr, limit: int | None) -> IntArray:
+        """The adjacency ``positions`` in edge-id order, the first ``limit``: the neighbour order both stores
+        share (Neo4j's ``ORDER BY r.id LIMIT``). A top-k selection, then a sort of the k kept, so a hub's
+        whole list is not sorted for a short limit."""
+        if len(positions) < 2:
+            return positions[:limit] if limit is not None else positions
+        rank = self._edge_ranks()[csr.eid[positions]]
+        if limit is not None and limit < len(positions):
+            if limit == 0:
+                return positions[:0]
+            kept = np.argpartition(rank, limit - 1)[:limit]
+            return positions[kept[np.argsort(rank[kept])]]
+        return positions[np.argsort(rank)]
+
+    def _edge_ranks(self) -> IntArray:
+        """Each edge row's position among all edge ids in sorted order (made on first use, and again after
+        an upsert adds edges)."""
+        if self._edge_rank is None or len(self._edge_rank) != self._edges.height:
+            order = self._edges["id"].arg_sort().to_numpy()
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order), dtype=np.int64)
+            self._edge_rank = rank
+        return self._edge_rank
+
     def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
         """Nodes matching ``text``: exact name or alias, then normalised (``auto`` falls back to embeddings)."""
         return run_search(
             text,
             mode=mode,
             k=k,
-            exact=lambda: self._nodes_at(self._name_indexes()[0].get(text.strip(), [])[:k]),
-            normalised=lambda: self._nodes_at(self._name_indexes()[1].get(match_key(text), [])[:k]),
+            exact=lambda: self._nodes_at(self._by_id(self._name_indexes()[0].get(text.strip(), []))[:k]),
+            normalised=lambda: self._nodes_at(self._by_id(self._name_indexes()[1].get(match_key(text), []))[:k]),
             embedding=self._embedding_search if self._embedder is not None else None,
         )
+
+    def _by_id(self, rows: list[int]) -> list[int]:
+        """Node rows in id order: nodes sharing a name are listed as Neo4j lists them (``ORDER BY n.id``)."""
+        return sorted(rows, key=self._ids.__getitem__) if len(rows) > 1 else rows
 
     def names(self) -> list[str]:
         """Every distinct node name and alias."""
@@ -458,7 +486,7 @@ class EmbeddedStore(ClosingStore):
         scores = matrix @ query
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
+        top = np.asarray(sorted(top.tolist(), key=lambda i: (-scores[i], self._ids[i])), dtype=np.int64)  # ties: id
         nodes = self._nodes_at(top.tolist())
         return [SearchHit(n, float(np.clip(scores[i], 0.0, 1.0)), "embedding") for n, i in zip(nodes, top, strict=True)]
 

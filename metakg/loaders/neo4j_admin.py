@@ -31,6 +31,7 @@ NODE_FIELDS = [
     ("xrefs", "xrefs:string[]"),
     ("name_key", "name_key"),
     ("alias_keys", "alias_keys:string[]"),
+    ("alias_key_text", "alias_key_text"),
     ("all_names", "all_names"),
     ("revision", "revision"),
     ("valid_from", "valid_from:datetime"),

@@ -59,16 +59,21 @@ def _iso(column: str) -> pl.Expr:
 
 
 def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl.DataFrame:
-    """``id``, ``type``, ``valid_from`` (ISO text) plus a ``props`` struct per node (name keys for search, all
-    names for the full-text index, the content hash)."""
+    """``id``, ``type``, ``valid_from`` (ISO text) plus a ``props`` struct per node (name keys for search, the
+    alias keys and all names as texts for the full-text indexes, the content hash)."""
     frame = nodes.with_columns(
         content_hash(nodes, NODE_CONTENT),
         match_key_expr(pl.col("name")).alias("name_key"),
         pl.col("aliases").list.eval(match_key_expr(pl.element())).alias("alias_keys"),
         pl.concat_list(pl.col("name"), pl.col("aliases")).list.join(" | ").alias("all_names"),
     )
+    # the alias keys as one text for the whitespace full-text index ``entity_alias_keys`` (null without aliases)
+    aliased = pl.col("alias_keys").list.len() > 0
+    frame = frame.with_columns(
+        pl.when(aliased).then(pl.col("alias_keys").list.join(" | ")).otherwise(None).alias("alias_key_text")
+    )
     columns = ["name", "type", "source", "description", "aliases", "xrefs", "revision", "name_key", "alias_keys",
-               "all_names", "content_hash"]  # fmt: skip
+               "alias_key_text", "all_names", "content_hash"]  # fmt: skip
     if embeddings is not None:
         frame = frame.join(embeddings.rename({"vector": "embedding"}), on="id", how="left", maintain_order="left")
         columns.append("embedding")

@@ -102,6 +102,8 @@ def _edge(data: dict[str, Any]) -> EdgeRecord:
     )
 
 
+#: nodes the vector index proposes at least, before the exact ranking keeps k (``cypher.SEARCH_VECTOR``)
+VECTOR_CANDIDATES = 40
 #: seconds a read-only query may run (``Neo4jStore.read_query``)
 READ_QUERY_TIMEOUT_S = 10.0
 
@@ -163,9 +165,11 @@ class Neo4jStore(ClosingStore):
         self._schema_ready = False  # upserts ensure the constraints and indexes once
         self._dynamic: bool | None = None
         self.queries = 0  # statements sent by the store's read methods (the QA benchmark reports it per question)
+        self._index_names: frozenset[str] | None = None  # asked once; loads through the store ask again
 
     def _run(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        """Run a read query as an auto-commit transaction of one long-lived READ session.
+        """Run a read query as an auto-commit transaction of one long-lived READ session; rows as dicts of the
+        returned values.
 
         A session per query (``execute_query``) costs about 20 ms on a local server, against 3 ms here; the
         QA engine sends hundreds of small queries per question. A dropped connection is retried once.
@@ -177,7 +181,11 @@ class Neo4jStore(ClosingStore):
             if self._session is None:
                 self._session = self._driver.session(database=self._database, default_access_mode="READ")
             try:
-                return [record.data() for record in self._session.run(query, params)]
+                result = self._session.run(query, params)
+                keys = result.keys()
+                # the statements return maps and lists, never Node objects: the values are used as they come
+                # (Record.data() would walk every list again; for embeddings that doubled the read time)
+                return [dict(zip(keys, record.values(), strict=True)) for record in result]
             except (ServiceUnavailable, SessionExpired):
                 self._session.close()
                 self._session = None
@@ -207,6 +215,12 @@ class Neo4jStore(ClosingStore):
         rows = self._run(cypher.GET_NODES, ids=[node_id])
         return _node(rows[0]["node"]) if rows else None
 
+    def _indexes(self) -> frozenset[str]:
+        """The names of the database's indexes (asked once per store)."""
+        if self._index_names is None:
+            self._index_names = frozenset(self._run(cypher.INDEXES)[0]["names"])
+        return self._index_names
+
     def neighbours(
         self,
         node_id: str,
@@ -215,27 +229,62 @@ class Neo4jStore(ClosingStore):
         direction: Direction = "both",
         limit: int | None = None,
     ) -> list[Neighbour]:
-        """Nodes one edge away (outgoing first), optionally only through ``relations``; one query."""
+        """Nodes one edge away (outgoing first, each side in edge-id order), optionally only through
+        ``relations``; one query."""
+        found, _ = self.neighbours_of([node_id], relations=relations, direction=direction, limit=limit)
+        if node_id not in found:
+            raise NodeNotFound(f"no node with id {node_id!r} in this graph; find ids with `metakg query search`.")
+        return found[node_id]
+
+    def neighbours_of(
+        self,
+        ids: Sequence[str],
+        *,
+        relations: Sequence[str] | None = None,
+        direction: Direction = "both",
+        limit: int | None = None,
+        vectors: bool = False,
+    ) -> tuple[dict[str, list[Neighbour]], dict[str, Vector]]:
+        """The neighbours of every node of ``ids`` (as :meth:`neighbours` lists them) in one query, and, with
+        ``vectors``, the neighbours' stored name embeddings in the same round trip. Ids of no node are left
+        out."""
         rows = self._run(
             cypher.NEIGHBOURS,
-            id=node_id,
+            ids=list(dict.fromkeys(ids)),
             rels=list(relations) if relations is not None else None,
             limit=limit if limit is not None else cypher.NO_LIMIT,
             out=direction in ("out", "both"),
+            vectors=vectors,
             **{"in": direction in ("in", "both")},
         )
-        if not rows:
-            self._require(node_id)  # no neighbours, or no such node
-        return [Neighbour(node=_node(r["node"]), edge=_edge(r["edge"]), direction=r["way"]) for r in rows]
+        lists: dict[str, list[Neighbour]] = {}
+        found_vectors: dict[str, Vector] = {}
+        for row in rows:
+            lists[row["id"]] = [Neighbour(node=_node(n), edge=_edge(e), direction=way) for n, e, way, _ in row["found"]]
+            found_vectors.update((n["id"], v) for n, _, _, v in row["found"] if v is not None)
+        return lists, found_vectors
 
     def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
-        """Nodes matching ``text``: exact name or alias, normalised, or by the vector index."""
+        """Nodes matching ``text``: exact name or alias, normalised, or by the vector index. Name and alias
+        lookups go through the indexes (databases loaded before the alias index existed scan the labels)."""
+        key = match_key(text)
+        indexed = bool(key) and cypher.ALIAS_INDEX in self._indexes()
+        phrase = f'"{key}"'  # a key is word characters and single spaces: nothing to escape in a phrase
+
+        def exact() -> list[NodeRecord]:
+            query = cypher.SEARCH_EXACT_INDEXED if indexed else cypher.SEARCH_EXACT
+            return [_node(r["node"]) for r in self._run(query, text=text.strip(), phrase=phrase, k=k)]
+
+        def normalised() -> list[NodeRecord]:
+            query = cypher.SEARCH_KEY_INDEXED if indexed else cypher.SEARCH_KEY
+            return [_node(r["node"]) for r in self._run(query, key=key, phrase=phrase, k=k)]
+
         return run_search(
             text,
             mode=mode,
             k=k,
-            exact=lambda: [_node(r["node"]) for r in self._run(cypher.SEARCH_EXACT, text=text.strip(), k=k)],
-            normalised=lambda: [_node(r["node"]) for r in self._run(cypher.SEARCH_KEY, key=match_key(text), k=k)],
+            exact=exact,
+            normalised=normalised,
             embedding=self._embedding_search if self._embedder is not None else None,
         )
 
@@ -250,10 +299,10 @@ class Neo4jStore(ClosingStore):
     def _embedding_search(self, text: str, k: int) -> list[SearchHit]:
         if self._embedder is None:
             raise StoreError("embedding search needs an embedder to embed the query; configure the embedder.")
-        if not self._run(cypher.HAS_VECTOR_INDEX)[0]["n"]:
+        if cypher.VECTOR_INDEX not in self._indexes():
             raise StoreError("this database has no name embeddings: run `metakg embed BUNDLE`, then load it again.")
         vector = self._embedder.embed([text])[0].tolist()
-        rows = self._run(cypher.SEARCH_VECTOR, k=k, vector=vector)
+        rows = self._run(cypher.SEARCH_VECTOR, k=k, candidates=max(4 * k, VECTOR_CANDIDATES), vector=vector)
         # Neo4j reports cosine similarity as (1 + cos) / 2; report cos like the embedded store does
         return [SearchHit(_node(r["node"]), max(0.0, min(1.0, 2 * float(r["score"]) - 1)), "embedding") for r in rows]
 
@@ -361,7 +410,9 @@ class Neo4jStore(ClosingStore):
             count=False,
         )
         self._schema_ready = True
+        self._index_names = None
 
     def load(self, bundle: Bundle, **options: Any) -> Any:
         """Load a whole bundle (see :func:`metakg.loaders.neo4j_loader.load_bundle` for the options)."""
+        self._index_names = None
         return load_bundle(self._driver, bundle, database=self._database, target=self._target, **options)

@@ -9,6 +9,7 @@ The api builds contexts; tests build them from hand-made stores and scripted cli
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from metakg.config import QASettings
 from metakg.llm.client import LLMClient
@@ -35,6 +36,7 @@ class QAContext:
         graph_factory: makes new empty local stores, for strategies that grow their own graph.
         local_graph: a local graph kept across questions (``[qa] local_kg``), owned by whoever made the
             context; strategies that grow a graph grow this one instead of a new one per question.
+        cache_dir: where services keep what outlives a process (the graph's phrase index); None: nothing kept.
         services: caches and helpers shared across questions (made from the store and embedder).
     """
 
@@ -47,10 +49,13 @@ class QAContext:
     knowledge_source: KnowledgeSource | None = None
     graph_factory: GraphStoreFactory | None = None
     local_graph: GraphStore | None = None
+    cache_dir: Path | None = None
     services: QAServices = field(init=False)
 
     def __post_init__(self) -> None:
-        self.services = QAServices(self.store, self.embedder, max_entries=self.settings.cache_entries)
+        self.services = QAServices(
+            self.store, self.embedder, max_entries=self.settings.cache_entries, cache_dir=self.cache_dir
+        )
         if self.llm is not None:
             self.llm = metered(self.llm, self.prices)
 

@@ -3,20 +3,23 @@
 - :class:`LRUCache`: a dict with a size bound that evicts the least recently used entry.
 - :class:`Similarity`: cosine similarity between texts and graph nodes; each text is embedded once and each
   node's vector (its stored name embedding, else its embedded name) looked up once, while they stay cached.
-- :class:`QAServices`: the similarity service, the neighbour-list cache and the phrase matcher over the
-  graph's names, made on first use and kept for the life of the context.
+- :class:`QAServices`: the similarity service, the neighbour-list cache (filled in batches, with the
+  neighbours' vectors, on a store that reads in round trips) and the phrase index over the graph's names
+  (kept on disk per graph), made on first use and kept for the life of the context.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from metakg.llm.embedder import Embedder, Vectors
-from metakg.schemas.graph_store import GraphStore, Neighbour, NodeRecord
+from metakg.schemas.graph_store import GraphStore, Neighbour, NeighbourBatches, NodeRecord, Vector
 from metakg.text_processing import PhraseIndex
 
 K = TypeVar("K")
@@ -102,6 +105,13 @@ class Similarity:
                 self._nodes.put(node.id, found[node.id])
         return np.stack([found[n.id] for n in nodes])
 
+    def prime(self, vectors: Mapping[str, Vector]) -> None:
+        """Take stored name embeddings read along with something else (a neighbour batch), so the nodes'
+        vectors need no query of their own; vectors of another dimension than the embedder's are ignored."""
+        for node_id, vector in vectors.items():
+            if node_id not in self._nodes and len(vector) == self._embedder.dim:
+                self._nodes.put(node_id, np.asarray(vector, dtype=np.float32))
+
     def nodes_to(self, nodes: Sequence[NodeRecord], texts: Sequence[str]) -> Any:
         """``sim[i, j]`` = cosine(name of nodes[i], texts[j]), clipped to [0, 1]."""
         if not nodes or not texts:
@@ -115,11 +125,15 @@ class QAServices:
     Caches are bounded by ``max_entries`` each and evict the least recently used entries.
     """
 
-    def __init__(self, store: GraphStore, embedder: Embedder, *, max_entries: int) -> None:
-        """Services over ``store`` with ``embedder``; nothing is built here."""
+    def __init__(
+        self, store: GraphStore, embedder: Embedder, *, max_entries: int, cache_dir: Path | None = None
+    ) -> None:
+        """Services over ``store`` with ``embedder``; nothing is built here. With ``cache_dir``, the phrase
+        index of a graph is kept on disk under ``cache_dir/phrases``."""
         self._store = store
         self._embedder = embedder
         self.max_entries = max_entries
+        self._cache_dir = cache_dir
         self._similarity: Similarity | None = None
         self._phrases: PhraseIndex | None = None
         self.neighbour_lists: LRUCache[tuple[str, int], list[Neighbour]] = LRUCache(max_entries)
@@ -133,16 +147,45 @@ class QAServices:
 
     @property
     def phrases(self) -> PhraseIndex:
-        """A phrase matcher over every node name and alias of the store (built on first use)."""
+        """A phrase index over every node name and alias of the store, made on first use: read from the disk
+        cache when one was built for exactly these names, else built (and saved there)."""
         if self._phrases is None:
-            self._phrases = PhraseIndex(self._store.names())
+            names = self._store.names()
+            if self._cache_dir is None:
+                self._phrases = PhraseIndex(names)
+                return self._phrases
+            digest = hashlib.sha256(f"{PhraseIndex.FORMAT}\0".encode())
+            for name in names:
+                digest.update(name.encode("utf-8", "surrogatepass") + b"\0")
+            path = self._cache_dir / "phrases" / f"{digest.hexdigest()[:32]}.json"
+            self._phrases = PhraseIndex.load(path)
+            if self._phrases is None:
+                self._phrases = PhraseIndex(names)
+                self._phrases.save(path)
         return self._phrases
 
     def neighbours(self, node_id: str, limit: int, read: Callable[[], list[Neighbour]]) -> list[Neighbour]:
-        """The cached neighbour list of ``node_id`` (first ``limit``), read with ``read`` when not cached."""
+        """The cached neighbour list of ``node_id`` (first ``limit``), read with ``read`` when not cached (on a
+        store that reads in batches, by :meth:`prefetch`, which brings the neighbours' vectors along)."""
         key = (node_id, limit)
         found = self.neighbour_lists.get(key)
+        if found is None and isinstance(self._store, NeighbourBatches):
+            self.prefetch([node_id], limit)
+            found = self.neighbour_lists.get(key)
         if found is None:
             found = read()
             self.neighbour_lists.put(key, found)
         return found
+
+    def prefetch(self, ids: Sequence[str], limit: int) -> None:
+        """Read the neighbour lists of the ``ids`` not cached yet in one round trip, with the neighbours'
+        name embeddings for the similarity service, when the store reads in batches (else nothing: the
+        lists are read one by one when asked for, which costs no round trip)."""
+        if not isinstance(self._store, NeighbourBatches):
+            return
+        todo = [i for i in dict.fromkeys(ids) if (i, limit) not in self.neighbour_lists]
+        if todo:
+            lists, vectors = self._store.neighbours_of(todo, limit=limit, vectors=True)
+            for node_id, found in lists.items():
+                self.neighbour_lists.put((node_id, limit), found)
+            self.similarity.prime(vectors)

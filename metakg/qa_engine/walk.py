@@ -75,6 +75,10 @@ class Walker:
             node_id, self.max_neighbours, lambda: self.store.neighbours(node_id, limit=self.max_neighbours)
         )
 
+    def prefetch(self, ids: Sequence[str]) -> None:
+        """Read the neighbour lists of these nodes together (one round trip on a store that batches)."""
+        self.services.prefetch(ids, self.max_neighbours)
+
     def q_sim(self, nodes: list[NodeRecord]) -> list[float]:
         """sim(e, Q) for each node (see the constructor for questions with alternatives)."""
         todo = [n for n in nodes if n.id not in self._q]
@@ -99,6 +103,7 @@ class Walker:
     def around(self, path: WalkPath) -> list[NodeRecord]:
         """The distinct neighbours of the path's nodes that are not on it (candidates for adjustment)."""
         on_path = set(path.ids)
+        self.prefetch(path.ids)
         found: dict[str, NodeRecord] = {}
         for node in path.nodes:
             for nb in self.neighbours(node.id):

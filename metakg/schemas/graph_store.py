@@ -115,11 +115,14 @@ class GraphStore(Protocol):
         direction: Direction = "both",
         limit: int | None = None,
     ) -> list[Neighbour]:
-        """Nodes one edge away, optionally only through ``relations``; raises NodeNotFound."""
+        """Nodes one edge away, optionally only through ``relations``; raises NodeNotFound.
+
+        The order is the same in every store, so a ``limit`` keeps the same neighbours everywhere: the
+        outgoing edges first, then the incoming ones, each side in edge-id order."""
         ...
 
     def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
-        """Nodes whose name or alias matches ``text``, best first."""
+        """Nodes whose name or alias matches ``text``, best first (name matches in node-id order)."""
         ...
 
     def names(self) -> list[str]:
@@ -156,6 +159,25 @@ class GraphStore(Protocol):
 
     def upsert(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
         """Insert or update nodes (by id) and edges (by edge id)."""
+        ...
+
+
+@runtime_checkable
+class NeighbourBatches(Protocol):
+    """A store whose reads cost a round trip (Neo4j): many nodes' neighbours, with the neighbours' stored
+    name embeddings, in one."""
+
+    def neighbours_of(
+        self,
+        ids: Sequence[str],
+        *,
+        relations: Sequence[str] | None = None,
+        direction: Direction = "both",
+        limit: int | None = None,
+        vectors: bool = False,
+    ) -> tuple[dict[str, list[Neighbour]], dict[str, Vector]]:
+        """``({id: neighbours as GraphStore.neighbours lists them}, {neighbour id: name embedding})``; ids
+        of no node are left out, and the embeddings only with ``vectors``."""
         ...
 
 

@@ -106,6 +106,20 @@ class GraphStoreContract:
     def test_neighbours_limit(self, store: GraphStore, bundle: Bundle) -> None:
         assert len(store.neighbours(self.nid(bundle, "aspirin"), limit=2)) == 2
 
+    def test_neighbours_come_outgoing_first_each_side_in_edge_id_order(self, store: GraphStore, bundle: Bundle) -> None:
+        """The one order every store lists neighbours in, so a limit keeps the same ones everywhere."""
+        aspirin = self.nid(bundle, "aspirin")
+        in_bundle = bundle.edges.filter(pl.col("src") == aspirin)["id"].to_list()
+        assert in_bundle != sorted(in_bundle)  # the bundle's row order is not the order asked for
+        found = store.neighbours(aspirin)
+        ways = [n.direction for n in found]
+        assert ways == sorted(ways, key=lambda w: w != "out") and "in" in ways
+        for way in ("out", "in"):
+            ids = [n.edge.id for n in found if n.direction == way]
+            assert ids == sorted(ids)
+        assert [n.edge.id for n in store.neighbours(aspirin, limit=2)] == [n.edge.id for n in found[:2]]
+        assert [n.edge.id for n in store.neighbours(aspirin, limit=4)] == [n.edge.id for n in found[:4]]
+
     def test_neighbours_unknown_node_raises(self, store: GraphStore) -> None:
         with pytest.raises(NodeNotFound):
             store.neighbours("kg:test/nope")

@@ -37,6 +37,7 @@ class KGRag(RetrieveThenAnswer[KGRagSettings]):
         matches, trace = await find_starts(question, ctx, client)
         search = question_walker(question, ctx)
         found: list[tuple[float, EvidencePath]] = []
+        search.prefetch([m.node.id for m in matches])
         for match in matches:
             around = search.neighbours(match.node.id)
             scores = search.step_weights(around)

@@ -124,6 +124,7 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
         matches, trace = await find_starts(question, ctx, client)
         search = question_walker(question, ctx)
         concepts = Concepts(list(trace["question_concepts"]), choice_concepts(question, ctx.settings))
+        search.prefetch([m.node.id for m in matches])
         initials = [search.extend(WalkPath([m.node]), self.settings.path_hops, {}) for m in matches]
         finals, starts = [], []
         for number, initial in enumerate(initials):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
 from metakg.config import QASettings
+from metakg.llm.embedder import Embedder
 from metakg.llm.scripted import ScriptedClient
+from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import EvidencePath, Question, QuestionError
 from metakg.qa_engine.primitives import (
@@ -22,9 +25,11 @@ from metakg.qa_engine.primitives import (
     parse_concepts,
     parse_free_answer,
 )
-from metakg.qa_engine.services import LRUCache, Similarity
+from metakg.qa_engine.services import LRUCache, QAServices, Similarity
+from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import match_key
 from metakg.text_processing import PhraseIndex
+from tests.conftest import small_bundle
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, store
 
 MC = Question("Where do cars go?", (("A", "exit ramp"), ("B", "garage"), ("C", "kill animals")))
@@ -193,3 +198,30 @@ def test_chinese_names_are_found_in_running_text() -> None:
     index = PhraseIndex(["九一散", "外用", "药"])  # one-character names are too ambiguous to index
     assert index.find("九一散的正确用法是仅供外用") == ["九一散", "外用"]
     assert index.find("这种药") == []
+
+
+def test_a_phrase_index_saved_and_loaded_finds_the_same_names(tmp_path: Path) -> None:
+    names = ["New York City", "New York", "York", "Panic_disorder", "九一散", "the", "x"]
+    built = PhraseIndex(names)
+    built.save(tmp_path / "p.json")
+    loaded = PhraseIndex.load(tmp_path / "p.json")
+    assert loaded is not None and loaded.size == built.size == 5  # "the" (a stop word) and "x" (one character) are not
+    text = "From new york city to York with a panic disorder and 九一散"
+    assert loaded.find(text) == built.find(text) == ["New York City", "York", "Panic_disorder", "九一散"]
+    (tmp_path / "bad.json").write_text('{"format": 0}', encoding="utf-8")
+    assert PhraseIndex.load(tmp_path / "bad.json") is None and PhraseIndex.load(tmp_path / "none.json") is None
+
+
+def test_the_services_keep_a_graphs_phrase_index_on_disk(tmp_path: Path, embedder: Embedder) -> None:
+    store = EmbeddedStore.from_bundle(small_bundle(), embedder=embedder)
+    first = QAServices(store, embedder, max_entries=10, cache_dir=tmp_path).phrases
+    saved = list((tmp_path / "phrases").glob("*.json"))
+    assert len(saved) == 1
+    saved[0].write_text(
+        saved[0].read_text(encoding="utf-8").replace('"fever": "fever"', '"fever": "pyrexia alert"'), "utf-8"
+    )
+    again = QAServices(store, embedder, max_entries=10, cache_dir=tmp_path).phrases  # read back, not rebuilt
+    assert first.find("a fever") == ["fever"] and again.find("a fever") == ["pyrexia alert"]
+    other = EmbeddedStore.from_bundle(Bundle(small_bundle().nodes.head(3), small_bundle().edges.head(0)))
+    assert QAServices(other, embedder, max_entries=10, cache_dir=tmp_path).phrases.size == len(other.names())
+    assert len(list((tmp_path / "phrases").glob("*.json"))) == 2
