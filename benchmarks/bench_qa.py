@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
 import re
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +39,8 @@ from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.tables import conform_edges, conform_nodes
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 PILOT_KG = "metakgrag_pilot/commonsenseqa__knowledge_graph.txt"
 PILOT_QUESTIONS = "metakgrag_pilot/commonsenseqa__commonsenseqa.json"
@@ -111,7 +116,9 @@ def big_bundle(settings: Settings, data_dir: Path, base: Path, n_nodes: int, n_e
 
 
 def retrieval(store: GraphStore, settings: Settings, questions: list[api.Question]) -> dict[str, Any]:
-    """Retrieval time per question (ms) for kg_rag and metakgrag, one warm context per strategy run."""
+    """Retrieval time per question (ms) for kg_rag and metakgrag, one warm context per strategy run; the
+    store's statements per question where it counts them (Neo4j), and a digest of the evidence, equal on
+    both stores when they return the same evidence."""
     rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
     ctx = api.qa_context(rules, store, None)
     figures: dict[str, Any] = {}
@@ -121,9 +128,11 @@ def retrieval(store: GraphStore, settings: Settings, questions: list[api.Questio
         async def run_all(strategy: Any = strategy) -> list[Any]:
             return [await strategy.answer(q, ctx) for q in questions]
 
+        sent = getattr(store, "queries", None)
         answers = asyncio.run(run_all())
         times = [a.usage.retrieval_ms for a in answers]
         rest = times[1:] or times
+        evidence = json.dumps([[p.triples for p in a.evidence] for a in answers], sort_keys=True)
         figures[name] = {
             "first_question_ms": round(times[0], 1),
             "p50_ms": round(percentile(rest, 50) or 0.0, 1),
@@ -131,14 +140,57 @@ def retrieval(store: GraphStore, settings: Settings, questions: list[api.Questio
             "mean_ms": round(float(np.mean(rest)), 1),
             "with_evidence": sum(1 for a in answers if a.evidence),
             "cycles_per_question": round(float(np.mean([a.trace.get("cycles", 0) for a in answers])), 2),
+            "evidence_digest": hashlib.sha256(evidence.encode()).hexdigest()[:16],
         }
+        if sent is not None:
+            figures[name]["queries_per_question"] = round((store.queries - sent) / len(questions), 2)  # type: ignore[attr-defined]
     return figures
+
+
+def first_question(bundle: Path, cache: Path, uri: str | None = None) -> dict[str, Any]:
+    """The first question of a fresh process (``--first-question``, run as a child): the store's opening,
+    the model loads and the retrieval of one metakgrag question, each apart."""
+    command = [sys.executable, "-m", "benchmarks.bench_qa", "--first-question", str(bundle), "--cache-dir", str(cache)]
+    if uri is not None:
+        command += ["--neo4j-uri", uri]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the first-question run failed: {done.stderr[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def first_question_child(bundle: Path, cache: Path, uri: str | None) -> None:
+    """Open the store, answer the first pilot question with metakgrag (no LLM), print the timings as JSON."""
+    settings, data_dir = settings_and_data()
+    paths = settings.paths.model_copy(update={"cache_dir": cache})
+    settings = settings.model_copy(update={"paths": paths, "qa": settings.qa.model_copy(update={"concepts": "rules"})})
+    if uri is not None:
+        settings = settings.model_copy(update={"neo4j": settings.neo4j.model_copy(update={"uri": uri})})
+    questions, _read = api.read_questions(data_dir / PILOT_QUESTIONS, "pilot", limit=1)
+    started = time.perf_counter()
+    with api.open_store(settings, None if uri else bundle, neo4j=uri is not None) as store:
+        opened = time.perf_counter() - started
+        answer = asyncio.run(
+            api.create_strategy(settings, "metakgrag").answer(questions[0], api.qa_context(settings, store, None))
+        )
+    usage = answer.usage
+    print(json.dumps({"open_ms": round(opened * 1000, 1), "model_load_ms": round(usage.setup_ms, 1),
+                      "retrieval_ms": round(usage.retrieval_ms, 1), "evidence": len(answer.evidence)}))  # fmt: skip
+
+
+def first_questions(bundle: Path, uri: str | None = None) -> dict[str, Any]:
+    """The first question of a fresh process, with no phrase index on disk yet (cold) and with the one the
+    cold run saved (warm)."""
+    with tempfile.TemporaryDirectory() as cache:
+        cold = first_question(bundle, Path(cache), uri)
+        return {"cold": cold, "warm": first_question(bundle, Path(cache), uri)}
 
 
 def on_neo4j(bundle: Path, settings: Settings, questions: list[api.Question], name: str) -> dict[str, Any]:
     """Load ``bundle`` into a fresh Neo4j server and time retrieval there."""
     with neo4j_with(bundle, settings, f"qa_{name}") as (neo, store, load_s):
-        return {"load_s": round(load_s, 1), **retrieval(store, neo, questions)}
+        first = first_questions(bundle, neo.neo4j.uri)
+        return {"load_s": round(load_s, 1), "first_question": first, **retrieval(store, neo, questions)}
 
 
 def llm_usage(bundle: Path, settings: Settings, data_dir: Path, limit: int) -> dict[str, Any]:
@@ -167,7 +219,13 @@ def main() -> None:
     parser.add_argument("--edges", type=int, default=500_000)
     parser.add_argument("--llm-questions", type=int, default=10)
     parser.add_argument("--no-neo4j", action="store_true")
+    parser.add_argument("--first-question", type=Path, help=argparse.SUPPRESS)  # the child of first_question
+    parser.add_argument("--cache-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--neo4j-uri", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.first_question is not None:
+        first_question_child(args.first_question, args.cache_dir, args.neo4j_uri)
+        return
     settings, data_dir = settings_and_data()
     questions, _read = api.read_questions(data_dir / PILOT_QUESTIONS, "pilot", limit=args.questions)
     csqa = csqa_bundle(settings, data_dir)
@@ -177,7 +235,10 @@ def main() -> None:
         bundle = read_bundle(path)
         figures[name] = {"nodes": bundle.nodes.height, "edges": bundle.edges.height}
         with api.open_store(settings, path) as store:
-            figures[name]["embedded"] = retrieval(store, settings, questions)
+            figures[name]["embedded"] = {
+                "first_question": first_questions(path),
+                **retrieval(store, settings, questions),
+            }
         if not args.no_neo4j:
             figures[name]["neo4j"] = on_neo4j(path, settings, questions, name)
     figures["llm_usage"] = llm_usage(csqa, settings, data_dir, args.llm_questions)
@@ -187,11 +248,18 @@ def main() -> None:
         for backend in ("embedded", "neo4j"):
             if backend in g:
                 for strategy, f in g[backend].items():
-                    if isinstance(f, dict):
+                    if isinstance(f, dict) and "p50_ms" in f:
                         print(
                             f"  {name:<5} {g['nodes']:>7,} nodes {backend:<8} {strategy:<9} p50 {f['p50_ms']:8.1f}  "
-                            f"p95 {f['p95_ms']:8.1f}  first {f['first_question_ms']:8.1f}"
+                            f"p95 {f['p95_ms']:8.1f}  queries/q {f.get('queries_per_question', '-')}  "
+                            f"evidence {f['evidence_digest']}"
                         )
+                first = g[backend]["first_question"]
+                print(
+                    f"  {name:<5} {backend:<8} first question of a process: retrieval {first['cold']['retrieval_ms']} "
+                    f"ms cold / {first['warm']['retrieval_ms']} ms warm, model load {first['cold']['model_load_ms']} "
+                    f"ms, store open {first['warm']['open_ms']} ms"
+                )
     print(f"LLM usage per question ({args.llm_questions} questions, local SmolLM2)")
     for label, f in figures["llm_usage"].items():
         calls, tokens, p50 = f["calls_per_question"], f["tokens_per_question"], f["latency_p50_ms"]

@@ -19,6 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from metakg.timing import loading
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -32,11 +34,12 @@ class Chunk:
 
 @lru_cache(maxsize=1)
 def _sentencizer() -> Any:
-    import spacy
+    with loading():
+        import spacy
 
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    nlp.max_length = 10_000_000
+        nlp = spacy.blank("en")
+        nlp.add_pipe("sentencizer")
+        nlp.max_length = 10_000_000
     return nlp
 
 
@@ -73,14 +76,15 @@ def chunk_text(text: str, *, max_chars: int = 1500) -> list[Chunk]:
 @lru_cache(maxsize=1)
 def _lemma_table() -> Any:
     """spaCy's English lemma lookup table (from spacy-lookups-data; no statistical model is needed)."""
-    import spacy
-
     try:
-        nlp = spacy.blank("en")
-        nlp.add_pipe("lemmatizer", config={"mode": "lookup"})
-        nlp.initialize()
-        lemmatizer: Any = nlp.get_pipe("lemmatizer")
-        table = lemmatizer.lookups.get_table("lemma_lookup")
+        with loading():
+            import spacy
+
+            nlp = spacy.blank("en")
+            nlp.add_pipe("lemmatizer", config={"mode": "lookup"})
+            nlp.initialize()
+            lemmatizer: Any = nlp.get_pipe("lemmatizer")
+            table = lemmatizer.lookups.get_table("lemma_lookup")
     except (ValueError, KeyError, OSError) as e:  # pragma: no cover - spacy-lookups-data is a dependency
         raise RuntimeError("spaCy's English lemma table is missing: pip install spacy-lookups-data") from e
     return table  # a spacy.lookups.Table: keys are string hashes, .get(str) works
@@ -101,12 +105,13 @@ def lemma_key(key: str) -> str:
 @lru_cache(maxsize=1)
 def _tokenizer_pipeline() -> Any:
     """A trained English pipeline when one is installed (it has noun chunks), else a blank one."""
-    import spacy
+    with loading():
+        import spacy
 
-    try:
-        return spacy.load("en_core_web_sm", disable=["ner", "lemmatizer"])
-    except OSError:  # no trained pipeline: spaCy models are not on PyPI
-        return spacy.blank("en")
+        try:
+            return spacy.load("en_core_web_sm", disable=["ner", "lemmatizer"])
+        except OSError:  # no trained pipeline: spaCy models are not on PyPI
+            return spacy.blank("en")
 
 
 def concept_phrases(text: str, *, max_words: int = 4) -> list[str]:

@@ -10,7 +10,7 @@ from metakg.api._shared import Progress, quiet
 from metakg.api.bundles import validate_bundle
 from metakg.api.ingest import ingest_triples
 from metakg.api.llm import llm_session, run_with
-from metakg.api.qa import create_strategy, qa_context, read_questions
+from metakg.api.qa import create_strategy, embedded_names, qa_context, read_questions
 from metakg.api.stores import neighbours_of, open_store, paths_between
 from metakg.config import Settings
 from metakg.errors import ConfigError
@@ -89,6 +89,7 @@ def run_demo(
     report = ingest_triples(source, "commonsenseqa", out, settings, progress=say)
     say("validating")
     validation = validate_bundle(out, settings, progress=say)
+    embedded_names(out, settings, say)  # stored in the bundle: no question of the demo or after embeds names
     say("loading the embedded store")
     with open_store(settings, out, progress=say) as store:
         node, neighbours = neighbours_of(store, concept, limit=10)

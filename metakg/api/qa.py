@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from metakg.api._shared import Progress, at_least_one, quiet
+from metakg.api.bundles import embed_bundle
 from metakg.api.llm import llm_session, run_with
 from metakg.api.local_graph import local_graph
 from metakg.api.stores import open_store
 from metakg.api.wikidata import sparql_client
 from metakg.config import Settings
-from metakg.errors import InputDataError, UsageError
+from metakg.errors import BundleError, InputDataError, UsageError
 from metakg.ingest.datasets import DatasetFormat, DatasetRead, read_dataset
 from metakg.ingest.wikidata import WikidataFragments
 from metakg.llm.client import LLMClient
@@ -41,6 +42,7 @@ from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.render import answer_page
 from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
 from metakg.qa_engine.strategy import Strategy
+from metakg.schemas.bundle import read_manifest
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.locks import locked
 from metakg.schemas.tables import empty_edges, empty_nodes
@@ -184,7 +186,23 @@ def _store_for(
     read no graph: the LLM alone, or an agent growing its own)."""
     if graphless and bundle is None and not neo4j:
         return EmbeddedStore(empty_nodes(), empty_edges())
+    if bundle is not None and not neo4j and as_of is None:
+        embedded_names(bundle, settings, progress)
     return open_store(settings, bundle, neo4j=neo4j, as_of=as_of, progress=progress)
+
+
+def embedded_names(bundle: Path, settings: Settings, progress: Progress) -> None:
+    """Give a bundle opened for QA its name embeddings once (``metakg embed``), stored in the bundle, so no
+    question embeds the graph's names; a bundle that cannot be written is answered over as it is (its names
+    are then embedded in memory by the first question that needs them)."""
+    manifest = read_manifest(bundle)
+    if "embeddings" in manifest or not manifest.get("counts", {}).get("nodes", 1):
+        return
+    progress("embedding the node names once for QA; they are stored in the bundle (metakg embed)")
+    try:
+        embed_bundle(bundle, settings, progress=progress)
+    except (BundleError, OSError) as e:
+        progress(f"the bundle keeps no name embeddings ({e}); the first question embeds them in memory")
 
 
 def trace_lines(answer: Answer) -> list[str]:

@@ -54,7 +54,8 @@ def print_answer(question: api.Question, answer: api.Answer) -> None:
     u = answer.usage
     out.print(
         f"[dim]{answer.strategy}: {u.llm_calls} LLM calls, {u.tokens} tokens, retrieval {u.retrieval_ms:.0f} ms, "
-        f"total {u.total_ms:.0f} ms[/]",
+        + (f"model load {u.setup_ms:.0f} ms, " if u.setup_ms >= 1 else "")
+        + f"total {u.total_ms:.0f} ms[/]",
         highlight=False,
     )
 

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from metakg.config import EmbedderSettings
 from metakg.errors import EmbeddingError
 from metakg.fetch import download
+from metakg.timing import loading
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_FILES = ("model.onnx", "tokenizer.json")
@@ -159,7 +160,8 @@ def resolve_model_dir(settings: EmbedderSettings, cache_dir: Path, *, say: Calla
 def _shared_model(folder: Path, batch_size: int, max_length: int) -> OnnxEmbedder:
     """One :class:`OnnxEmbedder` per model folder and parameters in a process: the store and the QA context
     of one command (each with its own :class:`LazyEmbedder`) load the ONNX session once, not twice."""
-    return OnnxEmbedder(folder, batch_size=batch_size, max_length=max_length)
+    with loading():
+        return OnnxEmbedder(folder, batch_size=batch_size, max_length=max_length)
 
 
 class LazyEmbedder:

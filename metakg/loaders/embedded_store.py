@@ -296,10 +296,11 @@ class EmbeddedStore(ClosingStore):
                 frame = self._nodes.select("id").join(self._precomputed, on="id", how="left", maintain_order="left")
                 missing = np.flatnonzero(frame["vector"].is_null().to_numpy())
                 width = len(frame["vector"].drop_nulls()[0]) if frame["vector"].null_count() < frame.height else 0
-                vectors = np.asarray(
-                    frame["vector"].fill_null(pl.lit([0.0] * width, dtype=pl.List(pl.Float32))).to_list(),
-                    dtype=np.float32,
-                ).reshape(self._nodes.height, width)
+                filled = frame["vector"].cast(pl.List(pl.Float32)).fill_null(pl.lit([0.0] * width, pl.List(pl.Float32)))
+                # one copy through Arrow: a list of Python floats per node took seconds for 100k nodes
+                vectors = np.array(filled.list.to_array(width).to_numpy(), dtype=np.float32).reshape(
+                    self._nodes.height, width
+                )  # a writable copy: nodes added later are filled in below
             if len(missing):  # nodes added after the embeddings were computed (upsert) are embedded now
                 if self._embedder is None:
                     raise StoreError("the bundle's embeddings do not cover every node; run `metakg embed` again.")

@@ -105,6 +105,7 @@ class QAUsage:
     list_cost_usd: float = 0.0
     llm_ms: float = 0.0
     retrieval_ms: float = 0.0
+    setup_ms: float = 0.0  # loading models (embedder, spaCy) during this answer: the first answer of a process
     total_ms: float = 0.0
     calls: list[dict[str, Any]] = field(default_factory=list)  # one entry per LLM call, in order
 
@@ -114,8 +115,11 @@ class QAUsage:
         return self.prompt_tokens + self.completion_tokens
 
     @classmethod
-    def metered(cls, usage: UsageSummary, total_ms: float, records: Sequence[UsageRecord] = ()) -> QAUsage:
-        """One answer's usage from its metered calls and its wall time (retrieval: the time outside the LLM);
+    def metered(
+        cls, usage: UsageSummary, total_ms: float, records: Sequence[UsageRecord] = (), setup_ms: float = 0.0
+    ) -> QAUsage:
+        """One answer's usage from its metered calls, its wall time and the part of it spent loading models
+        (retrieval: the time outside the LLM and the model loads);
         ``records`` (the calls themselves) become ``calls``: per call its tag, tokens (prompt plus completion,
         whether billed or served by the cache), whether cached, billed and list cost, latency and error."""
         return cls(
@@ -128,7 +132,8 @@ class QAUsage:
             cost_usd=usage.cost_usd,
             list_cost_usd=usage.list_cost_usd,
             llm_ms=usage.llm_ms,
-            retrieval_ms=max(0.0, total_ms - usage.llm_ms),
+            retrieval_ms=max(0.0, total_ms - usage.llm_ms - setup_ms),
+            setup_ms=setup_ms,
             total_ms=total_ms,
             calls=[
                 {

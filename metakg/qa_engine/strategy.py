@@ -32,6 +32,7 @@ from metakg.llm.usage import MeteredClient, UsageMeter, UsageSummary
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, NoEvidence, QAUsage, Question, QuestionError
 from metakg.qa_engine.primitives import answer_prompt, ask_llm, evidence_lines, parse_choice, parse_free_answer
+from metakg.timing import load_ms
 
 
 def switch_setting(switch: str) -> tuple[str, Any]:
@@ -86,11 +87,12 @@ class Strategy(ABC, Generic[S]):
         """Answer ``question``; never raises for a bad question, a failed LLM call or missing evidence.
 
         A failed answer has status ``fail`` and a reason. Its usage counts every LLM call made for it
-        (recorded once in the context's meter); ``retrieval_ms`` is the wall time spent outside the LLM.
+        (recorded once in the context's meter); ``retrieval_ms`` is the wall time spent outside the LLM and
+        outside model loads (``setup_ms``: the embedder and spaCy, loaded by the first answer of a process).
         """
         answer = Answer(question_id=question.id, strategy=self.label)
         client = ctx.llm if isinstance(ctx.llm, MeteredClient) else None
-        started = time.perf_counter()
+        started, loads = time.perf_counter(), load_ms()
         with UsageMeter.scope(f"qa:{self.label}:{question.id}:{uuid.uuid4().hex[:12]}") as scope:
             try:
                 question.check()
@@ -100,7 +102,7 @@ class Strategy(ABC, Generic[S]):
         total_ms = (time.perf_counter() - started) * 1000
         usage = client.meter.summary(scope=scope) if client is not None else UsageSummary()
         records = client.meter.scope_records(scope) if client is not None else []
-        answer.usage = QAUsage.metered(usage, total_ms, records)
+        answer.usage = QAUsage.metered(usage, total_ms, records, setup_ms=load_ms() - loads)
         return answer
 
     @abstractmethod

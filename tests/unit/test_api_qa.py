@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from metakg import api
 from metakg.config import load_settings
 from metakg.errors import ConfigError
+from metakg.schemas.bundle import read_manifest, write_bundle
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.knowledge_source import GraphStoreFactory, KnowledgeSource
+from tests.conftest import small_bundle
 from tests.unit.qa_engine.handmade import store
 
 
@@ -79,3 +82,19 @@ def test_local_kg_is_checked_like_a_path_from_config(tmp_path: Path) -> None:
     assert api.with_local_kg(settings, tmp_path / "kg").qa.local_kg == str(tmp_path / "kg")
     assert api.with_local_kg(settings, "neo4j").qa.local_kg == "neo4j"
     assert api.with_local_kg(settings, None) is settings
+
+
+def test_a_bundle_asked_over_keeps_its_name_embeddings(tmp_path: Path, any_embedder: None) -> None:
+    """The first question over a bundle without embeddings stores them once; later ones embed no names."""
+    write_bundle(tmp_path / "b", small_bundle())
+    settings = load_settings()
+    said: list[str] = []
+    question = api.make_question("Which drug treats headache?")
+    first = api.ask(settings, question, bundle=tmp_path / "b", strategy="kg_rag", use_llm=False, progress=said.append)
+    assert first.evidence and any("embedding the node names once" in s for s in said)
+    assert read_manifest(tmp_path / "b")["embeddings"]["nodes"] == small_bundle().nodes.height
+    stored = pl.read_parquet(tmp_path / "b" / "embeddings.parquet")
+    said.clear()
+    again = api.ask(settings, question, bundle=tmp_path / "b", strategy="kg_rag", use_llm=False, progress=said.append)
+    assert again.evidence == first.evidence and not any("embedding the node names" in s for s in said)
+    assert pl.read_parquet(tmp_path / "b" / "embeddings.parquet").equals(stored)
