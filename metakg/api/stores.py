@@ -234,13 +234,19 @@ def load_neo4j(
     Raises:
         BundleError: the bundle cannot be read.
         ConfigError: Neo4j cannot be reached.
-        UsageError: an unknown mode, or history with ``merge``.
+        UsageError: an unknown mode, history with ``merge``, or a bundle never validated.
     """
     if mode not in ("follow", "merge"):
         raise UsageError(f"unknown load mode {mode!r}; choose follow or merge.")
     if history and mode == "merge":
         raise UsageError("--history keeps the versions a follow-mode load replaces; --mode merge replaces none.")
     bundle = read_bundle(path)
+    if "validation" not in bundle.manifest:
+        raise UsageError(
+            f"{path} has not been validated, so it may hold rows validation would reject (dangling edges, "
+            f"duplicate ids, bad relation names). Run `metakg validate {path}` first; it writes the accepted "
+            "rows back and the rejected ones to rejects.parquet."
+        )
     embeddings = read_embeddings(path, bundle)
     where = {"uri": settings.neo4j.uri, "database": settings.neo4j.database, "mode": mode}
     options: dict[str, Any] = {

@@ -171,6 +171,13 @@ SEARCH_KEY_INDEXED = (
 )
 """Normalised name key (range index ``entity_name_key``) or alias key (alias index): no label scan."""
 INDEXES = "SHOW INDEXES YIELD name RETURN collect(name) AS names"
+EMBEDDING_META_SET = (
+    "MERGE (m:MetakgEmbedding {index: $index}) SET m.model = $model, m.dimensions = $dimensions, "
+    "m.field = 'name', m.pooling = 'mean', m.normalised = true, m.similarity = 'cosine'"
+)
+"""What the vector index's vectors are: the model that made them, their dimension and pooling (a node
+beside the data, so a reader such as neo4j-graphrag's retrievers can embed its queries alike)."""
+EMBEDDING_META = "MATCH (m:MetakgEmbedding {index: $index}) RETURN m.model AS model, m.dimensions AS dimensions"
 NAMES = (
     f"MATCH (n:{ENTITY}) UNWIND [n.name] + coalesce(n.aliases, []) AS name "
     "WITH DISTINCT name WHERE name IS NOT NULL RETURN name"

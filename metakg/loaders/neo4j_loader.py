@@ -197,6 +197,11 @@ def load_bundle(
         dims = len(embeddings["vector"][0])
     for statement in cypher.schema_statements(dims) if ensure_schema or dims else ():
         driver.execute_query(statement, database_=database)
+    if dims is not None:
+        model = bundle.manifest.get("embeddings", {}).get("model")
+        driver.execute_query(
+            cypher.EMBEDDING_META_SET, index=cypher.VECTOR_INDEX, model=model, dimensions=dims, database_=database
+        )
     stamp = (recorded_at or datetime.now(UTC)).astimezone(UTC)
     recorded = pl.lit(_iso_text(stamp)).alias("recorded_at")
     nodes = node_rows(bundle.nodes, embeddings).with_columns(recorded)

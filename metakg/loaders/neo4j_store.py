@@ -166,6 +166,7 @@ class Neo4jStore(ClosingStore):
         self._dynamic: bool | None = None
         self.queries = 0  # statements sent by the store's read methods (the QA benchmark reports it per question)
         self._index_names: frozenset[str] | None = None  # asked once; loads through the store ask again
+        self._embedding_checked: str | None = None  # why the stored vectors do not fit the embedder ("" if they do)
 
     def _run(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """Run a read query as an auto-commit transaction of one long-lived READ session; rows as dicts of the
@@ -296,11 +297,31 @@ class Neo4jStore(ClosingStore):
         """The ``embedding`` property of these nodes (set by loading a bundle with embeddings)."""
         return {r["id"]: list(r["v"]) for r in self._run(cypher.NAME_VECTORS, ids=list(ids))}
 
+    def _check_embedding_model(self, embedder: Embedder) -> str:
+        """Why the database's name embeddings cannot be compared with the embedder's vectors ("" when they
+        can): another dimension, or another model (as recorded by the load, ``:MetakgEmbedding``)."""
+        rows = self._run(cypher.EMBEDDING_META, index=cypher.VECTOR_INDEX)
+        if not rows:
+            return ""  # loaded before the model was recorded
+        model, dims = rows[0]["model"], rows[0]["dimensions"]
+        name = getattr(embedder, "name", None)
+        if dims != embedder.dim or (model and name and model != name):
+            return (
+                f"this database's name embeddings were made by {model or 'an unrecorded model'} ({dims} dimensions); "
+                f"the configured embedder is {name} ({embedder.dim}): configure that model (embedder.model_dir), "
+                "or run `metakg embed BUNDLE` with this one and load the bundle again."
+            )
+        return ""
+
     def _embedding_search(self, text: str, k: int) -> list[SearchHit]:
         if self._embedder is None:
             raise StoreError("embedding search needs an embedder to embed the query; configure the embedder.")
         if cypher.VECTOR_INDEX not in self._indexes():
             raise StoreError("this database has no name embeddings: run `metakg embed BUNDLE`, then load it again.")
+        if self._embedding_checked is None:
+            self._embedding_checked = self._check_embedding_model(self._embedder)
+        if self._embedding_checked:
+            raise StoreError(self._embedding_checked)
         vector = self._embedder.embed([text])[0].tolist()
         rows = self._run(cypher.SEARCH_VECTOR, k=k, candidates=max(4 * k, VECTOR_CANDIDATES), vector=vector)
         # Neo4j reports cosine similarity as (1 + cos) / 2; report cos like the embedded store does
@@ -410,9 +431,9 @@ class Neo4jStore(ClosingStore):
             count=False,
         )
         self._schema_ready = True
-        self._index_names = None
+        self._index_names = self._embedding_checked = None
 
     def load(self, bundle: Bundle, **options: Any) -> Any:
         """Load a whole bundle (see :func:`metakg.loaders.neo4j_loader.load_bundle` for the options)."""
-        self._index_names = None
+        self._index_names = self._embedding_checked = None
         return load_bundle(self._driver, bundle, database=self._database, target=self._target, **options)

@@ -14,6 +14,7 @@ import pytest
 
 from metakg import api
 from metakg.config import Neo4jSettings, QASettings, load_settings
+from metakg.errors import StoreError
 from metakg.llm.embedder import OnnxEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_store import Neo4jStore
@@ -21,6 +22,7 @@ from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.strategies import REGISTRY
 from metakg.schemas.bundle import Bundle, read_bundle
 from metakg.schemas.graph_store import GraphStore
+from tests.conftest import HashEmbedder, small_bundle
 
 QUESTIONS = 12
 
@@ -96,3 +98,23 @@ def test_a_neighbour_batch_is_one_round_trip_and_brings_the_vectors(
     assert store.queries == counted
     many, _ = store.neighbours_of([*ids, "kg:commonsenseqa/no such node"], limit=3)
     assert sorted(many) == sorted(ids) and all(len(v) <= 3 for v in many.values())
+
+
+def test_the_database_records_its_embedding_model_and_a_different_one_is_refused(
+    minilm: OnnxEmbedder, clean_neo4j: Any, neo4j_settings: Neo4jSettings
+) -> None:
+    bundle = small_bundle()
+    found = minilm.embed(bundle.nodes["name"].to_list())
+    vectors = pl.DataFrame({"id": bundle.nodes["id"], "vector": pl.Series(found.tolist(), dtype=pl.List(pl.Float32))})
+    made_by = Bundle(bundle.nodes, bundle.edges, manifest={"embeddings": {"model": minilm.name, "dim": minilm.dim}})
+    db = neo4j_settings.database
+    Neo4jStore(clean_neo4j, database=db).load(made_by, embeddings=vectors)
+    meta, _, _ = clean_neo4j.execute_query("MATCH (m:MetakgEmbedding) RETURN properties(m) AS p", database_=db)
+    assert meta[0]["p"] == {
+        "index": "entity_embedding", "model": minilm.name, "dimensions": minilm.dim, "field": "name",
+        "pooling": "mean", "normalised": True, "similarity": "cosine",
+    }  # fmt: skip
+    assert Neo4jStore(clean_neo4j, database=db, embedder=minilm).search("headache", mode="embedding", k=1)
+    other = HashEmbedder()  # another model (and dimension) than the one that made the vectors
+    with pytest.raises(StoreError, match=rf"made by {minilm.name} \({minilm.dim} dimensions\)"):
+        Neo4jStore(clean_neo4j, database=db, embedder=other).search("headache", mode="embedding", k=1)

@@ -10,7 +10,9 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
+from metakg import api
 from metakg.cli.main import app
+from metakg.config import load_settings
 from metakg.schemas.bundle import write_bundle
 from tests.conftest import small_bundle
 from tests.unit.schemas.test_validation import bad_bundle
@@ -188,8 +190,11 @@ def test_synthetic_and_primekg_commands(tmp_path: Path, data_dir: Path) -> None:
 
 
 def test_unreachable_neo4j_is_a_configuration_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_bundle(tmp_path / "a", small_bundle())
     monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:9")
+    write_bundle(tmp_path / "raw", small_bundle())
+    _, out = run("load", "neo4j", str(tmp_path / "raw"), "--json", code=2)  # refused before any connection
+    assert "has not been validated" in out["error"] and f"metakg validate {tmp_path / 'raw'}" in out["error"]
+    api.write_validated(tmp_path / "a", small_bundle(), load_settings())
     _, out = run("load", "neo4j", str(tmp_path / "a"), "--json", code=2)
     assert "make neo4j-up" in out["error"]
     monkeypatch.setenv("NEO4J_PASSWORD", "do-not-print-me")
