@@ -103,7 +103,7 @@ def _edge(data: dict[str, Any]) -> EdgeRecord:
 
 
 #: nodes the vector index proposes at least, before the exact ranking keeps k (``cypher.SEARCH_VECTOR``)
-VECTOR_CANDIDATES = 40
+VECTOR_CANDIDATES = 200
 #: seconds a read-only query may run (``Neo4jStore.read_query``)
 READ_QUERY_TIMEOUT_S = 10.0
 

@@ -6,6 +6,7 @@ Every stage reads and writes polars frames with exactly these columns; :func:`co
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import polars as pl
@@ -184,7 +185,9 @@ def match_key_expr(expr: pl.Expr) -> pl.Expr:
     )
 
 
+@functools.lru_cache(maxsize=65_536)
 def match_key(text: str) -> str:
-    """:func:`match_key_expr` for one string (the same code path, so both always agree)."""
+    """:func:`match_key_expr` for one string (the same code path, so both always agree; cached, since a
+    polars call costs half a millisecond and questions repeat their concepts and choices)."""
     value = pl.select(match_key_expr(pl.lit(text, dtype=pl.String))).item()
     return str(value)
