@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from metakg.api._shared import Counter, Progress, at_least_one, quiet
+from metakg.api.bundles import validate_bundle
 from metakg.config import NEO4J_SCHEMES, Neo4jSettings, Settings
 from metakg.errors import NodeNotFound, UsageError
 from metakg.llm.embedder import LazyEmbedder
@@ -229,26 +230,29 @@ def load_neo4j(
     changed rows are loaded, rows gone from the bundle removed, other sources untouched (see
     :func:`~metakg.loaders.neo4j_loader.follow_bundle`). ``merge`` only adds and updates, never removes.
     ``history`` (follow only; None: as the sources' last load) retires replaced and removed rows into
-    versions instead of losing them, so the graph can be read as of any later time.
+    versions instead of losing them, so the graph can be read as of any later time. A bundle never
+    validated is validated first, in place (as ``metakg validate`` does; ``validated_first`` in the result
+    says so), so no row validation would reject reaches the database.
 
     Raises:
         BundleError: the bundle cannot be read.
         ConfigError: Neo4j cannot be reached.
-        UsageError: an unknown mode, history with ``merge``, or a bundle never validated.
+        UsageError: an unknown mode, or history with ``merge``.
     """
     if mode not in ("follow", "merge"):
         raise UsageError(f"unknown load mode {mode!r}; choose follow or merge.")
     if history and mode == "merge":
         raise UsageError("--history keeps the versions a follow-mode load replaces; --mode merge replaces none.")
     bundle = read_bundle(path)
-    if "validation" not in bundle.manifest:
-        raise UsageError(
-            f"{path} has not been validated, so it may hold rows validation would reject (dangling edges, "
-            f"duplicate ids, bad relation names). Run `metakg validate {path}` first; it writes the accepted "
-            "rows back and the rejected ones to rejects.parquet."
-        )
+    validated_first = None
+    if "validation" not in bundle.manifest:  # never validated: rows validation would reject stay out of Neo4j
+        checked = validate_bundle(path, settings)
+        validated_first = {"ok": checked.ok, "rejected": checked.rejected, "warned": checked.warned}
+        bundle = read_bundle(path)
     embeddings = read_embeddings(path, bundle)
-    where = {"uri": settings.neo4j.uri, "database": settings.neo4j.database, "mode": mode}
+    where: dict[str, Any] = {"uri": settings.neo4j.uri, "database": settings.neo4j.database, "mode": mode}
+    if validated_first is not None:
+        where["validated_first"] = validated_first
     options: dict[str, Any] = {
         "database": settings.neo4j.database,
         "target": settings.neo4j.uri,

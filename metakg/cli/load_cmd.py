@@ -52,6 +52,12 @@ def neo4j(
                 mode=mode,  # type: ignore[arg-type]
                 history=history,
             )
+        if result.get("validated_first") and not json_mode:
+            first = result["validated_first"]
+            err.print(
+                f"[yellow]{bundle} had never been validated: validated first, in place "
+                f"({first['rejected']} rows rejected, {first['warned']} warnings; see its validation report)[/]"
+            )
         if result.get("checkpoint", "").startswith("discarded"):
             err.print(f"[yellow]the checkpoint of an earlier load was {result['checkpoint']}; everything was loaded[/]")
         if not json_mode and mode == "follow":

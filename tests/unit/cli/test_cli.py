@@ -10,9 +10,7 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from metakg import api
 from metakg.cli.main import app
-from metakg.config import load_settings
 from metakg.schemas.bundle import write_bundle
 from tests.conftest import small_bundle
 from tests.unit.schemas.test_validation import bad_bundle
@@ -191,12 +189,12 @@ def test_synthetic_and_primekg_commands(tmp_path: Path, data_dir: Path) -> None:
 
 def test_unreachable_neo4j_is_a_configuration_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:9")
-    write_bundle(tmp_path / "raw", small_bundle())
-    _, out = run("load", "neo4j", str(tmp_path / "raw"), "--json", code=2)  # refused before any connection
-    assert "has not been validated" in out["error"] and f"metakg validate {tmp_path / 'raw'}" in out["error"]
-    api.write_validated(tmp_path / "a", small_bundle(), load_settings())
+    write_bundle(tmp_path / "a", bad_bundle())
     _, out = run("load", "neo4j", str(tmp_path / "a"), "--json", code=2)
     assert "make neo4j-up" in out["error"]
+    # a bundle never validated is validated first, so rows validation rejects never reach a database
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["validation"]["rejected"] > 0 and (tmp_path / "a" / "rejects.parquet").is_file()
     monkeypatch.setenv("NEO4J_PASSWORD", "do-not-print-me")
     result, _ = run("query", "path", "bolt://127.0.0.1:9", "a", "b", code=2)
     assert "do-not-print-me" not in result.stdout + result.stderr
