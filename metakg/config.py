@@ -348,6 +348,11 @@ class Neo4jSettings(Section):
     password: SecretStr = Field(default=SecretStr(""), description="Never printed; empty for a server without auth.")
     database: str = "neo4j"
     batch_size: int = Field(default=5000, ge=1, le=100_000, description="Rows per UNWIND ... MERGE transaction.")
+    rel_types: Literal["typed", "generic"] = Field(
+        default="typed",
+        description="How loads write relations: a relationship type per relation (typed), or one type RELATED "
+        "with the relation in r.rel (generic, for open-vocabulary graphs).",
+    )
 
     @field_validator("uri")
     @classmethod

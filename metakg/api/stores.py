@@ -250,7 +250,12 @@ def load_neo4j(
         validated_first = {"ok": checked.ok, "rejected": checked.rejected, "warned": checked.warned}
         bundle = read_bundle(path)
     embeddings = read_embeddings(path, bundle)
-    where: dict[str, Any] = {"uri": settings.neo4j.uri, "database": settings.neo4j.database, "mode": mode}
+    where: dict[str, Any] = {
+        "uri": settings.neo4j.uri,
+        "database": settings.neo4j.database,
+        "mode": mode,
+        "rel_types": settings.neo4j.rel_types,
+    }
     if validated_first is not None:
         where["validated_first"] = validated_first
     options: dict[str, Any] = {
@@ -259,6 +264,7 @@ def load_neo4j(
         "batch_size": batch_size or settings.neo4j.batch_size,
         "embeddings": embeddings,
         "progress": progress,
+        "rel_types": settings.neo4j.rel_types,
     }
     with connect(settings.neo4j) as driver:
         if mode == "follow":
@@ -277,4 +283,6 @@ def export_neo4j_admin(path: Path, out_dir: Path, settings: Settings) -> dict[st
     Raises:
         BundleError: the bundle cannot be read.
     """
-    return write_admin_import(read_bundle(path), out_dir, database=settings.neo4j.database)
+    return write_admin_import(
+        read_bundle(path), out_dir, database=settings.neo4j.database, rel_types=settings.neo4j.rel_types
+    )

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from metakg.config import Settings, load_settings
-from metakg.errors import MetakgError
+from metakg.errors import MetakgError, UsageError
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -42,6 +42,19 @@ def settings() -> Settings:
         return load_settings()
     except MetakgError as e:
         fail(e, json_mode=False)
+
+
+def with_rel_types(cfg: Settings, rel_types: str | None) -> Settings:
+    """``cfg`` with ``neo4j.rel_types`` from ``--rel-types`` (None: as configured).
+
+    Raises:
+        UsageError: a value other than typed or generic.
+    """
+    if rel_types is None:
+        return cfg
+    if rel_types not in ("typed", "generic"):
+        raise UsageError(f"unknown --rel-types {rel_types!r}; choose typed or generic.")
+    return cfg.model_copy(update={"neo4j": cfg.neo4j.model_copy(update={"rel_types": rel_types})})
 
 
 def emit_json(payload: dict[str, Any]) -> None:

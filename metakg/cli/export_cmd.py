@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, finish, guarded, out, progress_bar, settings
+from metakg.cli._common import JSON_HELP, finish, guarded, out, progress_bar, settings, with_rel_types
 
 app = typer.Typer(rich_markup_mode=None, help="Write a bundle in another format.", no_args_is_help=True)
 
@@ -50,13 +50,16 @@ def rdf(
 def neo4j_admin(
     bundle: Path = typer.Argument(..., help="Bundle directory."),
     directory: Path = typer.Argument(..., help="Folder for the header and data CSV files."),
+    rel_types: str | None = typer.Option(
+        None, "--rel-types", help="typed or generic, as for `metakg load neo4j` (default: neo4j.rel_types)."
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Write CSV and header files for `neo4j-admin database import full` (the fastest first load into an
     empty database) and print the exact command."""
     cfg = settings()
     with guarded("export neo4j-admin", json_mode):
-        result = api.export_neo4j_admin(bundle, directory, cfg)
+        result = api.export_neo4j_admin(bundle, directory, with_rel_types(cfg, rel_types))
         if not json_mode:
             out.print(f"wrote {result['nodes']} nodes and {result['edges']} edges to {directory}; run:")
             out.print(result["command"], markup=False, highlight=False)

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress_bar, settings
+from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress_bar, settings, with_rel_types
 from metakg.errors import UsageError
 
 app = typer.Typer(rich_markup_mode=None, help="Load a bundle into a graph database.", no_args_is_help=True)
@@ -32,6 +32,12 @@ def neo4j(
         help="follow mode: copy every row the load replaces or removes into a retired version (:MetakgVersion) "
         "first, so `--as-of` and `metakg history` can read the past (default: as the sources' last load).",
     ),
+    rel_types: str | None = typer.Option(
+        None,
+        "--rel-types",
+        help="typed: a relationship type per relation; generic: one type RELATED with the relation in r.rel, "
+        "for open-vocabulary graphs with many relations (default: neo4j.rel_types).",
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Load a bundle into Neo4j (NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE, default the
@@ -43,6 +49,7 @@ def neo4j(
     with guarded("load neo4j", json_mode):
         if mode not in ("follow", "merge"):
             raise UsageError(f"unknown --mode {mode!r}; choose follow or merge.")
+        cfg = with_rel_types(cfg, rel_types)
         with progress_bar("loading rows into Neo4j") as advance:
             result = api.load_neo4j(
                 bundle,

@@ -21,7 +21,11 @@ _LABEL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _REL_RE = re.compile(RELATION_PATTERN)
 
 NODE_RETURN = "n {.id, .name, .type, .source, .description, .aliases, .xrefs}"
-EDGE_RETURN = "r {.id, .display, .source, .confidence, .count, src: startNode(r).id, dst: endNode(r).id, rel: type(r)}"
+GENERIC_TYPE = "RELATED"
+"""The one relationship type of a graph loaded with ``rel_types = "generic"``; the relation is ``r.rel``."""
+REL = "coalesce(r.rel, type(r))"
+"""An edge's relation in either layout: its type (typed), or its ``rel`` property (generic)."""
+EDGE_RETURN = f"r {{.id, .display, .source, .confidence, .count, src: startNode(r).id, dst: endNode(r).id, rel: {REL}}}"
 
 
 def label_of(node_type: str) -> str:
@@ -106,6 +110,13 @@ def merge_edges(rel: str) -> str:
     )
 
 
+MERGE_EDGES_GENERIC = (
+    f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
+    f"MERGE (a)-[r:{GENERIC_TYPE} {{id: row.id}}]->(b) "
+    f"{_recorded('r')}SET r += row.props, r.rel = row.rel, {_EDGE_TIMES}"
+)
+"""Upsert ``$rows`` of ``{id, src, dst, rel, props}`` as relationships of the one generic type, the relation
+as the ``rel`` property (open-vocabulary graphs: a schema of one relationship type stays readable)."""
 MERGE_EDGES_ANY_TYPE = (
     f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
     "MERGE (a)-[r:$(row.rel) {id: row.id}]->(b) "
@@ -137,10 +148,10 @@ COUNT_EDGES = f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) RETURN count(r) AS n"
 GET_NODES = f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) RETURN {NODE_RETURN} AS node"
 NEIGHBOURS = (
     f"UNWIND $ids AS id MATCH (s:{ENTITY} {{id: id}}) CALL {{ WITH s CALL {{ "
-    f"WITH s MATCH (s)-[r]->(n:{ENTITY}) WHERE $out AND ($rels IS NULL OR type(r) IN $rels) "
+    f"WITH s MATCH (s)-[r]->(n:{ENTITY}) WHERE $out AND ($rels IS NULL OR coalesce(r.rel, type(r)) IN $rels) "
     "RETURN n, r, 'out' AS way, 0 AS o ORDER BY r.id LIMIT $limit "
     "UNION ALL "
-    f"WITH s MATCH (s)<-[r]-(n:{ENTITY}) WHERE $in AND ($rels IS NULL OR type(r) IN $rels) "
+    f"WITH s MATCH (s)<-[r]-(n:{ENTITY}) WHERE $in AND ($rels IS NULL OR coalesce(r.rel, type(r)) IN $rels) "
     "RETURN n, r, 'in' AS way, 1 AS o ORDER BY r.id LIMIT $limit } "
     "WITH n, r, way, o ORDER BY o, r.id LIMIT $limit "
     f"RETURN collect([{NODE_RETURN}, {EDGE_RETURN}, way, CASE WHEN $vectors THEN n.embedding END]) AS found }} "
@@ -194,7 +205,7 @@ SEARCH_VECTOR = (
 ``$candidates`` (more than k: it is approximate, and quantises vectors), which are ranked by their exact
 cosine, ties by id, as the embedded store ranks them."""
 NEXT_HOP = (
-    f"MATCH (a:{ENTITY})-[r]-(b:{ENTITY}) WHERE a.id IN $ids AND ($rels IS NULL OR type(r) IN $rels) "
+    f"MATCH (a:{ENTITY})-[r]-(b:{ENTITY}) WHERE a.id IN $ids AND ($rels IS NULL OR coalesce(r.rel, type(r)) IN $rels) "
     "RETURN DISTINCT b.id AS id ORDER BY id"
 )
 ALL_NODES = f"MATCH (n:{ENTITY}) RETURN {NODE_RETURN} AS node ORDER BY n.id"
@@ -202,7 +213,7 @@ ALL_EDGES = f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) RETURN {EDGE_RETURN} AS edge OR
 SUBGRAPH_NODES = f"MATCH (n:{ENTITY}) WHERE n.id IN $ids RETURN {NODE_RETURN} AS node ORDER BY n.id"
 SUBGRAPH_EDGES = (
     f"MATCH (a:{ENTITY})-[r]->(b:{ENTITY}) WHERE a.id IN $ids AND b.id IN $ids "
-    f"AND ($rels IS NULL OR type(r) IN $rels) RETURN {EDGE_RETURN} AS edge ORDER BY r.id"
+    f"AND ($rels IS NULL OR coalesce(r.rel, type(r)) IN $rels) RETURN {EDGE_RETURN} AS edge ORDER BY r.id"
 )
 
 
@@ -218,10 +229,10 @@ def shortest_paths(k: int, max_hops: int, *, directed: bool) -> str:
     return (
         f"MATCH p = SHORTEST {k} ((a:{ENTITY} {{id: $src}})((x)-[r]{arrow}(y)){{1,{hops}}}(b:{ENTITY} {{id: $dst}}) "
         "WHERE all(i IN range(0, size(x) - 1) WHERE NOT x[i] IN x[i + 1..]) AND NOT b IN x "
-        "AND ($rels IS NULL OR all(rel IN r WHERE type(rel) IN $rels))) "
+        "AND ($rels IS NULL OR all(rel IN r WHERE coalesce(rel.rel, type(rel)) IN $rels))) "
         "RETURN [n IN nodes(p) | n.id] AS nodes, "
         "[r IN relationships(p) | r {.id, .display, .source, .confidence, .count, src: startNode(r).id, "
-        "dst: endNode(r).id, rel: type(r)}] AS edges ORDER BY length(p)"
+        "dst: endNode(r).id, rel: coalesce(r.rel, type(r))}] AS edges ORDER BY length(p)"
     )
 
 
@@ -253,7 +264,7 @@ _RETIRE = "v.retired_at = datetime($now), v.valid_to = datetime(row.valid_to)"
 ARCHIVE_EDGES = (
     f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}})-[r]->(b:{ENTITY} {{id: row.dst}}) WHERE r.id = row.id "
     f"MERGE (v:{VERSION} {{kind: 'edge', id: r.id, recorded_at: coalesce(r.recorded_at, datetime($epoch))}}) "
-    f"ON CREATE SET v += properties(r), v.src = a.id, v.dst = b.id, v.rel = type(r), {_RETIRE}"
+    f"ON CREATE SET v += properties(r), v.src = a.id, v.dst = b.id, v.rel = coalesce(r.rel, type(r)), {_RETIRE}"
 )
 """Copy the current version of each edge ``$rows`` (``{id, src, dst, valid_to}``) into a version node, retired
 at ``$now``, before it is replaced or deleted; a second run finds the copy (same id and recording time)."""
@@ -273,7 +284,7 @@ AS_OF_NODES = (
 )
 AS_OF_EDGES = (
     f"MATCH (a:{ENTITY})-[r]->(b:{ENTITY}) WHERE {_LIVE.format(x='r')} "
-    "RETURN properties(r) AS p, a.id AS src, b.id AS dst, type(r) AS rel "
+    "RETURN properties(r) AS p, a.id AS src, b.id AS dst, coalesce(r.rel, type(r)) AS rel "
     f"UNION ALL MATCH (v:{VERSION} {{kind: 'edge'}}) WHERE {_WAS} RETURN properties(v) AS p, v.src AS src, "
     "v.dst AS dst, v.rel AS rel"
 )
@@ -281,7 +292,7 @@ VERSIONS_OF = (
     f"MATCH (n:{ENTITY} {{id: $id}}) RETURN 'node' AS kind, properties(n) AS p, null AS src, null AS dst, "
     "null AS rel, true AS current "
     f"UNION ALL MATCH (a:{ENTITY})-[r]->(b:{ENTITY}) WHERE r.id = $id RETURN 'edge' AS kind, properties(r) AS p, "
-    "a.id AS src, b.id AS dst, type(r) AS rel, true AS current "
+    "a.id AS src, b.id AS dst, coalesce(r.rel, type(r)) AS rel, true AS current "
     f"UNION ALL MATCH (v:{VERSION} {{id: $id}}) RETURN v.kind AS kind, properties(v) AS p, v.src AS src, "
     "v.dst AS dst, v.rel AS rel, false AS current"
 )

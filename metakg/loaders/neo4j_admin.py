@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from metakg.loaders.cypher import ENTITY, label_of
+from metakg.loaders.cypher import ENTITY, GENERIC_TYPE, label_of
 from metakg.loaders.neo4j_loader import node_rows
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.diff import EDGE_CONTENT, content_hash
@@ -66,8 +66,12 @@ def _delimiter(frames: list[pl.Series]) -> str:
     raise ValueError("every candidate array delimiter occurs in the data")
 
 
-def write_admin_import(bundle: Bundle, out_dir: Path, *, database: str = "neo4j") -> dict[str, Any]:
-    """Write ``nodes_header.csv``, ``nodes.csv``, ``edges_header.csv``, ``edges.csv`` into ``out_dir``.
+def write_admin_import(
+    bundle: Bundle, out_dir: Path, *, database: str = "neo4j", rel_types: str = "typed"
+) -> dict[str, Any]:
+    """Write ``nodes_header.csv``, ``nodes.csv``, ``edges_header.csv``, ``edges.csv`` into ``out_dir``;
+    with ``rel_types="generic"``, every edge gets the one relationship type ``RELATED`` and its relation as
+    the ``rel`` property (as ``load neo4j --rel-types generic`` writes them).
 
     Returns:
         The file paths, the counts, the array delimiter and the ``neo4j-admin`` command line.
@@ -79,8 +83,12 @@ def write_admin_import(bundle: Bundle, out_dir: Path, *, database: str = "neo4j"
     nodes = props.with_columns(pl.col("type").replace_strict(labels).alias("labels"))
     edges = bundle.edges.filter(pl.col("rel").str.contains(RELATION_PATTERN))
     edges = edges.with_columns(content_hash(edges, EDGE_CONTENT))  # so a later follow-mode load skips them
+    edge_fields = EDGE_FIELDS
+    if rel_types == "generic":
+        edges = edges.with_columns(pl.col("rel").alias("rel_property"), pl.lit(GENERIC_TYPE).alias("rel"))
+        edge_fields = [*EDGE_FIELDS, ("rel_property", "rel")]
     files: dict[str, Path] = {}
-    for name, frame, fields in (("nodes", nodes, NODE_FIELDS), ("edges", edges, EDGE_FIELDS)):
+    for name, frame, fields in (("nodes", nodes, NODE_FIELDS), ("edges", edges, edge_fields)):
         header = out_dir / f"{name}_header.csv"
         header.write_text(",".join(h for _, h in fields) + "\n", encoding="utf-8")
         data = out_dir / f"{name}.csv"
@@ -106,5 +114,6 @@ def write_admin_import(bundle: Bundle, out_dir: Path, *, database: str = "neo4j"
         "nodes": nodes.height,
         "edges": edges.height,
         "array_delimiter": delimiter,
+        "rel_types": rel_types,
         "command": shlex.join(command),
     }

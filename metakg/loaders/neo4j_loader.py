@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
@@ -46,6 +46,11 @@ class LoadReport:
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able data."""
         return dict(self.__dict__)
+
+
+RelTypes = Literal["typed", "generic"]
+"""How relations become relationships: a type per relation, or one generic type with the relation as a
+property (:data:`cypher.GENERIC_TYPE`)."""
 
 
 def _iso_text(at: datetime) -> str:
@@ -163,6 +168,7 @@ def load_bundle(
     dynamic: bool | None = None,
     count: bool = True,
     recorded_at: datetime | None = None,
+    rel_types: RelTypes = "typed",
 ) -> LoadReport:
     """Load ``bundle`` into the database.
 
@@ -181,6 +187,8 @@ def load_bundle(
         count: count the nodes and edges in Neo4j afterwards (False: the report's Neo4j counts are -1).
             The last three spare round trips to callers making many small loads (a store's upserts).
         recorded_at: the time every written row records as its ``recorded_at`` (default: now).
+        rel_types: ``typed`` (a relationship type per relation) or ``generic`` (one type,
+            :data:`cypher.GENERIC_TYPE`, the relation in ``r.rel``: for open-vocabulary graphs).
 
     Returns:
         The counts in Neo4j after the load.
@@ -234,7 +242,9 @@ def load_bundle(
 
     run_batches(nodes, "nodes", "type", ["id", "props", "recorded_at", "valid_from"], cypher.merge_nodes)
     columns = ["id", "src", "dst", "created_at", "recorded_at", "valid_from", "props"]
-    if dynamic_types(driver, database) if dynamic is None else dynamic:  # every relation in shared batches
+    if rel_types == "generic":  # one relationship type: every relation in shared batches
+        run_batches(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: cypher.MERGE_EDGES_GENERIC)
+    elif dynamic_types(driver, database) if dynamic is None else dynamic:  # every relation in shared batches
         for rel in edges["rel"].unique():
             cypher.rel_type(rel)  # the same check as the per-type statements
         run_batches(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: cypher.MERGE_EDGES_ANY_TYPE)
@@ -290,6 +300,7 @@ def follow_bundle(
     embeddings: pl.DataFrame | None = None,
     progress: Counter | None = None,
     history: bool | None = None,
+    rel_types: RelTypes = "typed",
 ) -> FollowReport:
     """Make the database hold exactly ``bundle`` for the bundle's sources, touching only what differs.
 
@@ -363,7 +374,7 @@ def follow_bundle(
     )
     loaded = load_bundle(
         driver, subset, database=database, target=target, batch_size=batch_size,
-        embeddings=embeddings, progress=progress, count=False, recorded_at=now,
+        embeddings=embeddings, progress=progress, count=False, recorded_at=now, rel_types=rel_types,
     )  # fmt: skip
     counts: dict[str, dict[str, int]] = {}
     for query, key in ((cypher.COUNTS_BY_SOURCE_NODES, "nodes"), (cypher.COUNTS_BY_SOURCE_EDGES, "edges")):

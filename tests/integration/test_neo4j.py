@@ -37,6 +37,25 @@ class TestNeo4jStoreContract(GraphStoreContract):
         return store
 
 
+class TestNeo4jGenericRelationsContract(GraphStoreContract):
+    """The same contract with every relation in one relationship type (``--rel-types generic``)."""
+
+    @pytest.fixture
+    def store(  # type: ignore[override]
+        self, bundle: Bundle, embedder: Embedder, clean_neo4j: Any, neo4j_settings: Neo4jSettings
+    ) -> GraphStore:
+        store = Neo4jStore(clean_neo4j, database=neo4j_settings.database, embedder=embedder, target=neo4j_settings.uri)
+        store.load(bundle, embeddings=embeddings_of(bundle, embedder), rel_types="generic")
+        return store
+
+    def test_one_relationship_type_holds_every_relation(self, store: GraphStore, bundle: Bundle) -> None:
+        assert isinstance(store, Neo4jStore)
+        types = store.read_query("CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS t")
+        relations = store.read_query("MATCH ()-[r]->() RETURN DISTINCT r.rel AS rel ORDER BY rel")
+        assert [t["t"] for t in types] == ["RELATED"]
+        assert [r["rel"] for r in relations] == sorted(bundle.edges["rel"].unique().to_list())
+
+
 def counts(driver: Any, database: str) -> tuple[int, int]:
     nodes, _, _ = driver.execute_query("MATCH (n:Entity) RETURN count(n) AS n", database_=database)
     edges, _, _ = driver.execute_query("MATCH (:Entity)-[r]->(:Entity) RETURN count(r) AS n", database_=database)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from click.testing import Result
 from typer.testing import CliRunner
@@ -185,6 +186,14 @@ def test_synthetic_and_primekg_commands(tmp_path: Path, data_dir: Path) -> None:
     _, admin = run("export", "neo4j-admin", str(tmp_path / "b"), str(tmp_path / "admin"), "--json")
     assert admin["import_command"].startswith("neo4j-admin database import full")
     assert admin["nodes"] == ingest["nodes"] and admin["edges"] == ingest["edges"]
+    _, generic = run(
+        "export", "neo4j-admin", str(tmp_path / "b"), str(tmp_path / "g"), "--rel-types", "generic", "--json"
+    )
+    header = (tmp_path / "g" / "edges_header.csv").read_text(encoding="utf-8").strip().split(",")
+    rows = pl.read_csv(tmp_path / "g" / "edges.csv", has_header=False, new_columns=header)
+    assert generic["rel_types"] == "generic" and header[-1] == "rel"
+    assert rows[":TYPE"].unique().to_list() == ["RELATED"] and rows["rel"].n_unique() > 1
+    run("export", "neo4j-admin", str(tmp_path / "b"), str(tmp_path / "h"), "--rel-types", "some", code=2)
 
 
 def test_unreachable_neo4j_is_a_configuration_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
