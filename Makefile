@@ -65,6 +65,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_neo4j_load
 	$(PY) -m benchmarks.bench_neo4j_follow --scale 1.0
 	$(PY) -m benchmarks.bench_primekg_release --scale 1.0
+	$(PY) -m benchmarks.bench_primekg_scale --scale 1.0
 	$(PY) -m benchmarks.bench_extract
 	$(PY) -m benchmarks.bench_wikidata
 	$(PY) -m benchmarks.bench_qa
