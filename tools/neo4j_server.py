@@ -6,7 +6,8 @@
 
 The jars are resolved by Maven into ~/.m2 (tools/neo4j/pom.xml); a 30-line Java launcher
 (tools/neo4j/src/MetakgNeo4j.java) starts the database with the Bolt connector on 127.0.0.1 and
-authentication off. Tests use :func:`start` and :func:`stop` directly.
+authentication off, serving APOC core's procedures (from Maven Central too) out of ``HOME/plugins``.
+Tests use :func:`start` and :func:`stop` directly.
 """
 
 from __future__ import annotations
@@ -69,6 +70,23 @@ def build(work: Path = STATE) -> str:
     return f"{classes}{os.pathsep}{classpath}"
 
 
+def plugin_dir(home: Path, classpath: str) -> Path:
+    """``home/plugins`` holding the APOC core and common jars Maven resolved (copies: Neo4j loads procedures
+    from a plugin folder, not from the classpath)."""
+    jars = [Path(p) for p in classpath.split(os.pathsep) if Path(p).name.startswith(("apoc-core-", "apoc-common-"))]
+    if len(jars) != 2:
+        raise Neo4jServerError(f"APOC core and common are not among the jars of {POM}")
+    plugins = home / "plugins"
+    plugins.mkdir(parents=True, exist_ok=True)
+    for stale in plugins.glob("apoc-*.jar"):
+        if stale.name not in {jar.name for jar in jars}:
+            stale.unlink()
+    for jar in jars:
+        if not (plugins / jar.name).is_file():
+            shutil.copy2(jar, plugins / jar.name)
+    return plugins
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as sock:
@@ -91,14 +109,18 @@ def start(
     timeout: float = 180.0,
     detach: bool = False,
     log: Path | None = None,
+    apoc: bool = True,
 ) -> Server:
-    """Start a server on 127.0.0.1:``port`` with its data under ``home``; waits until Bolt answers."""
+    """Start a server on 127.0.0.1:``port`` with its data under ``home``; waits until Bolt answers. With
+    ``apoc``, APOC core's procedures are served (neo4j-graphrag's ``get_schema`` needs them)."""
     if _listening(port):
         raise Neo4jServerError(f"port {port} is already in use on 127.0.0.1")
     classpath = build()
     home.mkdir(parents=True, exist_ok=True)
     log = log or home / "neo4j.log"
     command = ["java", f"-Xmx{heap}", "-cp", classpath, "MetakgNeo4j", str(home), str(port), str(pagecache_mb)]
+    if apoc:
+        command.append(str(plugin_dir(home, classpath)))
     with log.open("ab") as out:
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=detach

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
+import pytest
 from neo4j_graphrag.embeddings.base import Embedder as GraphragEmbedder
 from neo4j_graphrag.retrievers import VectorRetriever
 from neo4j_graphrag.schema import get_schema, get_structured_schema
@@ -18,6 +19,9 @@ from metakg.loaders.cypher import label_of
 from metakg.loaders.neo4j_store import Neo4jStore
 from metakg.schemas.bundle import Bundle
 from tests.conftest import node_id, small_bundle
+
+# neo4j-graphrag warns that its result records will drop an internal field in its version 2; not ours
+pytestmark = pytest.mark.filterwarnings("ignore:The default returned 'id' field:DeprecationWarning")
 
 
 class MiniLM(GraphragEmbedder):

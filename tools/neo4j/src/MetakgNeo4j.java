@@ -1,26 +1,36 @@
 import java.nio.file.Path;
+import java.util.List;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
 
-/** A Neo4j Community server with only the Bolt connector, on 127.0.0.1, for tests and local work. */
+/**
+ * A Neo4j Community server with only the Bolt connector, on 127.0.0.1, for tests and local work. With a
+ * plugin folder (the fourth argument), the procedures of the jars in it are served: the launcher puts APOC
+ * core there, so tools such as neo4j-graphrag's get_schema (apoc.meta.*) work against it.
+ */
 public class MetakgNeo4j {
     public static void main(String[] args) throws Exception {
         if (args.length < 2) {
-            System.err.println("usage: MetakgNeo4j HOME_DIR BOLT_PORT [PAGECACHE_MB]");
+            System.err.println("usage: MetakgNeo4j HOME_DIR BOLT_PORT [PAGECACHE_MB [PLUGIN_DIR]]");
             System.exit(2);
         }
         Path home = Path.of(args[0]);
         int port = Integer.parseInt(args[1]);
         long pagecache = args.length > 2 ? Long.parseLong(args[2]) : 512;
-        DatabaseManagementService dbms = new DatabaseManagementServiceBuilder(home)
+        DatabaseManagementServiceBuilder builder = new DatabaseManagementServiceBuilder(home)
             .setConfig(BoltConnector.enabled, true)
             .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
             .setConfig(GraphDatabaseSettings.auth_enabled, false)
-            .setConfig(GraphDatabaseSettings.pagecache_memory, pagecache * 1024 * 1024)
-            .build();
+            .setConfig(GraphDatabaseSettings.pagecache_memory, pagecache * 1024 * 1024);
+        if (args.length > 3) {
+            builder = builder
+                .setConfig(GraphDatabaseSettings.plugin_dir, Path.of(args[3]).toAbsolutePath())
+                .setConfig(GraphDatabaseSettings.procedure_unrestricted, List.of("apoc.*"));
+        }
+        DatabaseManagementService dbms = builder.build();
         Runtime.getRuntime().addShutdownHook(new Thread(dbms::shutdown));
         System.out.println("READY bolt://127.0.0.1:" + port);
         System.out.flush();
