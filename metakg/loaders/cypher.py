@@ -181,6 +181,20 @@ SEARCH_KEY_INDEXED = (
     f"RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
 )
 """Normalised name key (range index ``entity_name_key``) or alias key (alias index): no label scan."""
+SEARCH_NAMES = (
+    "UNWIND $items AS item CALL { WITH item CALL { "
+    f"WITH item MATCH (n:{ENTITY} {{name: item.text}}) RETURN n, 0 AS how UNION "
+    f"WITH item CALL db.index.fulltext.queryNodes('{ALIAS_INDEX}', item.phrase) YIELD node AS n "
+    "WITH item, n WHERE item.text IN n.aliases RETURN n, 0 AS how UNION "
+    f"WITH item MATCH (n:{ENTITY} {{name_key: item.key}}) RETURN n, 1 AS how UNION "
+    f"WITH item CALL db.index.fulltext.queryNodes('{ALIAS_INDEX}', item.phrase) YIELD node AS n "
+    "WITH item, n WHERE item.key IN n.alias_keys RETURN n, 1 AS how } "
+    f"WITH n, how ORDER BY how, n.id RETURN collect([{NODE_RETURN}, how]) AS found }} "
+    "RETURN item.text AS text, found"
+)
+"""The exact (``how`` 0) and normalised (1) name and alias matches of every ``$items`` ``{text, key,
+phrase}`` in one round trip, in match order then id order (:data:`SEARCH_EXACT_INDEXED`,
+:data:`SEARCH_KEY_INDEXED` for many texts)."""
 INDEXES = "SHOW INDEXES YIELD name RETURN collect(name) AS names"
 EMBEDDING_META_SET = (
     "MERGE (m:MetakgEmbedding {index: $index}) SET m.model = $model, m.dimensions = $dimensions, "

@@ -289,6 +289,26 @@ class Neo4jStore(ClosingStore):
             embedding=self._embedding_search if self._embedder is not None else None,
         )
 
+    def search_names(self, texts: Sequence[str], *, k: int = 10) -> dict[str, list[SearchHit]]:
+        """Each text's exact matches, else its normalised ones (at most ``k``), for many texts in one query
+        (one query per text on a database loaded before the alias index existed)."""
+        found: dict[str, list[SearchHit]] = {}
+        items = []
+        for text in dict.fromkeys(texts):
+            key = match_key(text)
+            if key and cypher.ALIAS_INDEX in self._indexes():
+                items.append({"text": text.strip(), "key": key, "phrase": f'"{key}"', "asked": text})
+            else:
+                found[text] = self.search(text, mode="exact", k=k) or self.search(text, mode="normalised", k=k)
+        if items:
+            by_text = {r["text"]: r["found"] for r in self._run(cypher.SEARCH_NAMES, items=items)}
+            for item in items:
+                rows = by_text.get(item["text"], [])
+                first = [(node, how) for node, how in rows if how == rows[0][1]][:k] if rows else []
+                match: Any = "exact" if first and first[0][1] == 0 else "normalised"
+                found[item["asked"]] = [SearchHit(_node(node), 1.0, match) for node, _how in first]
+        return found
+
     def names(self) -> list[str]:
         """Every distinct node name and alias."""
         return [r["name"] for r in self._run(cypher.NAMES)]

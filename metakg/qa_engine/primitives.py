@@ -22,7 +22,7 @@ from metakg.llm.client import Completion, LLMClient, Message, request
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import EvidencePath, NoEvidence, Question
 from metakg.qa_engine.walk import Walker
-from metakg.schemas.graph_store import GraphStore, NodeRecord
+from metakg.schemas.graph_store import BatchReads, GraphStore, NodeRecord
 from metakg.schemas.tables import match_key
 from metakg.schemas.vocabulary import TypeVocabulary
 from metakg.text_processing import concept_phrases, lemma_key
@@ -179,11 +179,16 @@ def match_entities(concepts: Sequence[str], ctx: QAContext, types: Collection[st
     """
     best: dict[str, EntityMatch] = {}
     margin = ctx.settings.tau_margin
+    k = 2 if margin > 0 else 1
+    # a store that reads in round trips finds every concept's name matches in one
+    named = ctx.store.search_names(concepts, k=k) if not types and isinstance(ctx.store, BatchReads) else None
     for concept in concepts:
         if types:
             hits = _typed_hits(ctx.store, concept, types)
+        elif named is not None:
+            hits = named.get(concept) or _embedding_hits(ctx.store, concept, k)
         else:
-            hits = search_node(ctx.store, concept, k=2 if margin > 0 else 1)
+            hits = search_node(ctx.store, concept, k=k)
         if not hits or hits[0].score < ctx.settings.tau_entity:
             continue
         hit = hits[0]
@@ -193,6 +198,15 @@ def match_entities(concepts: Sequence[str], ctx: QAContext, types: Collection[st
         if current is None or hit.score > current.score:
             best[hit.node.id] = EntityMatch(concept, hit.node, float(hit.score), hit.match)
     return sorted(best.values(), key=lambda m: -m.score)
+
+
+def _embedding_hits(store: GraphStore, text: str, k: int) -> list[Any]:
+    """The store's embedding hits (none without name embeddings): what ``auto`` search gives when no name
+    matches."""
+    try:
+        return store.search(text, mode="embedding", k=k)
+    except StoreError:
+        return []
 
 
 #: store hits looked at per concept when grounding is restricted to node types

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from metakg.llm.embedder import Embedder, Vectors
-from metakg.schemas.graph_store import GraphStore, Neighbour, NeighbourBatches, NodeRecord, Vector
+from metakg.schemas.graph_store import BatchReads, GraphStore, Neighbour, NodeRecord, Vector
 from metakg.text_processing import PhraseIndex
 
 K = TypeVar("K")
@@ -169,7 +169,7 @@ class QAServices:
         store that reads in batches, by :meth:`prefetch`, which brings the neighbours' vectors along)."""
         key = (node_id, limit)
         found = self.neighbour_lists.get(key)
-        if found is None and isinstance(self._store, NeighbourBatches):
+        if found is None and isinstance(self._store, BatchReads):
             self.prefetch([node_id], limit)
             found = self.neighbour_lists.get(key)
         if found is None:
@@ -181,7 +181,7 @@ class QAServices:
         """Read the neighbour lists of the ``ids`` not cached yet in one round trip, with the neighbours'
         name embeddings for the similarity service, when the store reads in batches (else nothing: the
         lists are read one by one when asked for, which costs no round trip)."""
-        if not isinstance(self._store, NeighbourBatches):
+        if not isinstance(self._store, BatchReads):
             return
         todo = [i for i in dict.fromkeys(ids) if (i, limit) not in self.neighbour_lists]
         if todo:

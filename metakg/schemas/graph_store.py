@@ -163,9 +163,14 @@ class GraphStore(Protocol):
 
 
 @runtime_checkable
-class NeighbourBatches(Protocol):
+class BatchReads(Protocol):
     """A store whose reads cost a round trip (Neo4j): many nodes' neighbours, with the neighbours' stored
-    name embeddings, in one."""
+    name embeddings, in one; the name matches of many texts in one."""
+
+    def search_names(self, texts: Sequence[str], *, k: int = 10) -> dict[str, list[SearchHit]]:
+        """Each text's name matches as ``search`` finds them before it turns to embeddings: its exact name
+        or alias matches, else its normalised ones, at most ``k`` (an empty list when neither matches)."""
+        ...
 
     def neighbours_of(
         self,

@@ -118,3 +118,19 @@ def test_the_database_records_its_embedding_model_and_a_different_one_is_refused
     other = HashEmbedder()  # another model (and dimension) than the one that made the vectors
     with pytest.raises(StoreError, match=rf"made by {minilm.name} \({minilm.dim} dimensions\)"):
         Neo4jStore(clean_neo4j, database=db, embedder=other).search("headache", mode="embedding", k=1)
+
+
+def test_the_names_of_many_texts_in_one_query_match_search_text_by_text(
+    minilm: OnnxEmbedder, clean_neo4j: Any, neo4j_settings: Neo4jSettings
+) -> None:
+    store = Neo4jStore(clean_neo4j, database=neo4j_settings.database, embedder=minilm)
+    store.load(small_bundle())
+    texts = ["aspirin", "ASPIRIN", "  The ASPIRIN! ", "pyrexia", "Influenza.", "ASA", "no such thing", "!!!"]
+    before = store.queries
+    found = store.search_names(texts, k=2)
+    assert store.queries - before == 4  # the index list, the batch, and "!!!" (no key): exact, then normalised
+    for text in texts:
+        by_one = store.search(text, mode="exact", k=2) or store.search(text, mode="normalised", k=2)
+        assert found[text] == by_one, text
+    assert [h.match for h in found["aspirin"]] == ["exact"] and [h.match for h in found["ASPIRIN"]] == ["normalised"]
+    assert [h.node.name for h in found["Influenza."]] == ["flu"] and found["no such thing"] == []
