@@ -362,6 +362,19 @@ class Neo4jSettings(Section):
         return value
 
 
+class ServerSettings(Section):
+    """``metakg serve``: where it listens and what it allows."""
+
+    host: str = Field(default="127.0.0.1", description="Address to bind; anything but loopback needs an API key.")
+    port: int = Field(default=8000, ge=1, le=65535, description="TCP port.")
+    api_key: SecretStr = Field(
+        default=SecretStr(""), description="Required in the X-API-Key header when set; never printed."
+    )
+    max_concurrent_asks: int = Field(default=4, ge=1, le=64, description="Questions answered at once; more wait.")
+    max_question_chars: int = Field(default=2000, ge=10, le=100_000, description="Longest question accepted.")
+    max_body_bytes: int = Field(default=65_536, ge=1024, le=10_000_000, description="Largest request body.")
+
+
 #: the conventional NEO4J_* variables (NEO4J_USERNAME wins over NEO4J_USER)
 NEO4J_ENV_ALIASES = {
     "NEO4J_URI": "uri",
@@ -391,6 +404,7 @@ class Settings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     qa: QASettings = Field(default_factory=QASettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
 
     @classmethod

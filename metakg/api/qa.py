@@ -164,13 +164,29 @@ def ask(
     chosen = create_strategy(settings, strategy, switches)
     say("loading the store")
     with _store_for(settings, bundle, neo4j, graphless=not chosen.uses_graph, as_of=as_of, progress=say) as store:
-        if not use_llm:
-            rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
-            return asyncio.run(chosen.answer(question, qa_context(rules, store, None, progress=say)))
-        with llm_session(settings, progress=say) as client, local_graph(settings, say) as local:
-            ctx = qa_context(settings, store, client, progress=say, local=local)
-            say(f"answering with {chosen.label}")
-            return run_with(client, chosen.answer(question, ctx))
+        return answer_over(settings, store, question, chosen, use_llm=use_llm, progress=say)
+
+
+def answer_over(
+    settings: Settings,
+    store: GraphStore,
+    question: Question,
+    strategy: Strategy[Any],
+    *,
+    use_llm: bool = True,
+    progress: Progress | None = None,
+) -> Answer:
+    """Answer ``question`` with ``strategy`` over a store the caller holds open (``metakg serve`` keeps one
+    for the process). Without ``use_llm`` only retrieval runs (concepts by rules). Runs its own event loop:
+    call it from a thread, not from a running loop."""
+    say = progress or quiet
+    if not use_llm:
+        rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
+        return asyncio.run(strategy.answer(question, qa_context(rules, store, None, progress=say)))
+    with llm_session(settings, progress=say) as client, local_graph(settings, say) as local:
+        ctx = qa_context(settings, store, client, progress=say, local=local)
+        say(f"answering with {strategy.label}")
+        return run_with(client, strategy.answer(question, ctx))
 
 
 def _store_for(

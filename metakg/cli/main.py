@@ -21,6 +21,7 @@ from metakg.cli import (
     load_cmd,
     qa_cmd,
     query_cmd,
+    serve_cmd,
     sync_cmd,
     synthetic_cmd,
 )
@@ -57,6 +58,7 @@ app.command("ask")(qa_cmd.ask)
 app.command("eval")(qa_cmd.evaluate)
 app.command("strategies")(qa_cmd.strategies)
 app.command("tune")(qa_cmd.tune)
+app.command("serve")(serve_cmd.serve)
 
 
 def _version(value: bool) -> None:

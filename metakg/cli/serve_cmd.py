@@ -1,0 +1,52 @@
+"""``metakg serve``: the HTTP API over a bundle or the configured Neo4j database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from metakg.cli._common import err, guarded, settings
+from metakg.errors import UsageError
+
+
+def serve(
+    bundle: Path | None = typer.Option(None, "--bundle", "-b", help="Serve this bundle (embedded store)."),
+    neo4j: bool = typer.Option(False, "--neo4j", help="Serve the configured Neo4j database."),
+    host: str | None = typer.Option(
+        None, help="Address to bind (default server.host, 127.0.0.1); any other needs an API key."
+    ),
+    port: int | None = typer.Option(None, help="TCP port (default server.port, 8000)."),
+    api_key: str | None = typer.Option(
+        None,
+        "--api-key",
+        envvar="METAKG_SERVER__API_KEY",
+        show_envvar=False,
+        help="Require this key in the X-API-Key header (default server.api_key; never printed).",
+    ),
+) -> None:
+    """Serve the graph over HTTP until interrupted: health, graph info, nodes, neighbours, search, paths,
+    strategies and ask, with OpenAPI docs at /docs. Binds to 127.0.0.1 by default; the store is opened
+    once and closed on shutdown."""
+    from metakg.server import serve as run
+
+    cfg = settings()
+    with guarded("serve", False):
+        if bundle is None and not neo4j:
+            raise UsageError("give --bundle DIR or --neo4j.")
+        update: dict[str, object] = {}
+        if host is not None:
+            update["host"] = host
+        if port is not None:
+            if not 1 <= port <= 65535:
+                raise UsageError(f"--port must be from 1 to 65535, got {port}.")
+            update["port"] = port
+        if api_key:
+            from pydantic import SecretStr
+
+            update["api_key"] = SecretStr(api_key)
+        cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update=update)})
+        err.print(
+            f"[dim]serving {bundle or 'the configured Neo4j database'} on http://{cfg.server.host}:{cfg.server.port}[/]"
+        )
+        run(cfg, bundle=bundle, neo4j=neo4j)

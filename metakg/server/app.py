@@ -1,0 +1,198 @@
+"""The FastAPI app of ``metakg serve``: one store opened for the process and closed on shutdown, read-only
+routes over it, and ``ask``; every input validated (a 422 names the field), bounded, and behind an API key
+when one is set."""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+
+import metakg
+from metakg import api
+from metakg.config import Settings
+from metakg.errors import ConfigError, MetakgError, NodeNotFound, UsageError
+
+#: the most results a route returns, whatever it is asked for
+MAX_K = 100
+MAX_LIMIT = 1000
+MAX_HOPS = 6
+#: seconds a question waits for one of the ``max_concurrent_asks`` slots before a 503
+ASK_WAIT_S = 60.0
+
+
+class AskRequest(BaseModel):
+    """A question to answer over the served graph."""
+
+    question: str = Field(min_length=1, description="The question.")
+    choices: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default_factory=list, max_length=26, description='Multiple-choice options, each "A: text".'
+    )
+    strategy: str | None = Field(default=None, max_length=64, description="A strategy (default: qa.strategy).")
+    switches: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=16)
+    use_llm: bool = Field(default=True, description="False: retrieval only (concepts by rules), no LLM call.")
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": message})
+
+
+def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> FastAPI:
+    """The app over the bundle (embedded store) or the configured Neo4j database.
+
+    Raises:
+        UsageError: neither or both of a bundle and Neo4j.
+    """
+    if (bundle is None) == (not neo4j):
+        raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
+    limits = settings.server
+    key = limits.api_key.get_secret_value()
+    slots = threading.BoundedSemaphore(limits.max_concurrent_asks)
+    state: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        with api.open_store(settings, bundle, neo4j=neo4j) as store:
+            state["store"] = store
+            yield
+        state.clear()
+
+    def store() -> Any:
+        return state["store"]
+
+    def authorised(x_api_key: Annotated[str | None, Header()] = None) -> None:
+        if key and not hmac.compare_digest((x_api_key or "").encode(), key.encode()):
+            raise HTTPException(status_code=401, detail="a valid X-API-Key header is required")
+
+    app = FastAPI(
+        title="metakg",
+        version=metakg.__version__,
+        description="Read and question a knowledge graph built with metakg.",
+        lifespan=lifespan,
+        dependencies=[Depends(authorised)],
+    )
+
+    @app.middleware("http")
+    async def bounded_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > limits.max_body_bytes):
+            return _error(413, f"the request body is larger than {limits.max_body_bytes} bytes")
+        return await call_next(request)
+
+    @app.exception_handler(MetakgError)
+    async def metakg_error(_request: Request, error: MetakgError) -> JSONResponse:
+        status = 404 if isinstance(error, NodeNotFound) else 503 if isinstance(error, ConfigError) else 400
+        return _error(status, str(error))
+
+    @app.get("/api/health")
+    def health() -> dict[str, Any]:
+        """Liveness, the version, and which store is served."""
+        return {"status": "ok", "version": metakg.__version__, "store": "neo4j" if neo4j else "embedded"}
+
+    @app.get("/api/graph")
+    def graph() -> dict[str, Any]:
+        """The graph's node and edge counts (and, for a bundle, its sources and validation summary)."""
+        info: dict[str, Any] = {"counts": store().counts()}
+        if bundle is not None:
+            manifest = api.bundle_info(bundle)
+            info["sources"] = [s.get("name") for s in manifest.get("sources", [])]
+            info["validation"] = {k: manifest.get("validation", {}).get(k) for k in ("ok", "rejected", "warned")}
+        return info
+
+    @app.get("/api/nodes/{node_id:path}")
+    def node(node_id: str) -> dict[str, Any]:
+        """One node by id."""
+        found = store().get_node(node_id)
+        if found is None:
+            raise NodeNotFound(f"no node with id {node_id!r}; find ids with /api/search.")
+        return asdict(found)
+
+    @app.get("/api/neighbours")
+    def neighbours(
+        id: Annotated[str, Query(min_length=1, max_length=1000, description="The node's id.")],
+        relation: Annotated[list[str] | None, Query(description="Only these relations.")] = None,
+        direction: Literal["out", "in", "both"] = "both",
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+    ) -> list[dict[str, Any]]:
+        """The node's neighbours: outgoing first, then incoming, each side in edge-id order."""
+        found = store().neighbours(id, relations=relation, direction=direction, limit=limit)
+        return [asdict(nb) for nb in found]
+
+    @app.get("/api/search")
+    def search(
+        q: Annotated[str, Query(min_length=1, max_length=500, description="A name or description.")],
+        mode: Literal["exact", "normalised", "embedding", "auto"] = "auto",
+        k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
+    ) -> list[dict[str, Any]]:
+        """Nodes matching the text: exact name or alias, normalised, then by name embedding (``auto``)."""
+        return [asdict(hit) for hit in store().search(q, mode=mode, k=k)]
+
+    @app.get("/api/paths")
+    def paths(
+        src: Annotated[str, Query(min_length=1, max_length=1000)],
+        dst: Annotated[str, Query(min_length=1, max_length=1000)],
+        k: Annotated[int, Query(ge=1, le=MAX_K)] = 3,
+        max_hops: Annotated[int, Query(ge=1, le=MAX_HOPS)] = 3,
+        directed: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Up to ``k`` shortest simple paths between two node ids, shortest first."""
+        found = store().shortest_paths(src, dst, k=k, max_hops=max_hops, directed=directed)
+        return [asdict(path) | {"hops": path.hops} for path in found]
+
+    @app.get("/api/strategies")
+    def strategies() -> list[dict[str, Any]]:
+        """The QA strategies, their settings and switches."""
+        return api.describe_strategies()
+
+    @app.post("/api/ask")
+    def ask(request: AskRequest) -> dict[str, Any]:
+        """Answer a question over the graph: the answer, its evidence, trace and usage."""
+        if len(request.question) > limits.max_question_chars:
+            raise HTTPException(
+                status_code=422,
+                detail=[{"loc": ["body", "question"], "msg": f"longer than {limits.max_question_chars} characters"}],
+            )
+        question = api.make_question(request.question, request.choices)
+        strategy = api.create_strategy(settings, request.strategy, request.switches or None)
+        if not slots.acquire(timeout=ASK_WAIT_S):
+            raise HTTPException(status_code=503, detail="the server is answering as many questions as it allows")
+        try:
+            answer = api.answer_over(settings, store(), question, strategy, use_llm=request.use_llm)
+        finally:
+            slots.release()
+        return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
+
+    return app
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def serve(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:
+    """Run the app with uvicorn on ``server.host``:``server.port`` until interrupted; the store is closed on
+    the way out.
+
+    Raises:
+        UsageError: a host other than loopback without an API key, or neither/both of bundle and Neo4j.
+        BundleError: the bundle cannot be read.
+    """
+    import uvicorn
+
+    limits = settings.server
+    if limits.host not in LOOPBACK and not limits.api_key.get_secret_value():
+        raise UsageError(
+            f"serving on {limits.host} (not loopback) needs an API key: set server.api_key "
+            "(METAKG_SERVER__API_KEY) or --api-key; clients send it in the X-API-Key header."
+        )
+    if bundle is not None:
+        api.bundle_info(bundle)  # a missing or broken bundle is explained before anything listens
+    app = create_app(settings, bundle=bundle, neo4j=neo4j)
+    uvicorn.run(app, host=limits.host, port=limits.port, log_level="info", server_header=False)

@@ -1,0 +1,179 @@
+"""``metakg serve`` as a user runs it: the real CLI starts uvicorn on a free port, and an HTTP client calls
+every route, on the embedded store and on Neo4j; bad input gets a 4xx naming the field, never a 500."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from metakg import api
+from metakg.config import Neo4jSettings, load_settings
+from tests.conftest import node_id, small_bundle
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tools.neo4j_server import free_port
+
+METAKG = Path(sys.executable).with_name("metakg")
+
+
+class Served:
+    def __init__(self, process: subprocess.Popen[bytes], url: str, log: Path) -> None:
+        self.process, self.url, self.log = process, url, log
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=60, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.post(self.url + path, timeout=120, **kwargs)
+
+
+def start(args: list[str], log: Path, env: dict[str, str] | None = None, host: str = "127.0.0.1") -> Served:
+    port = free_port()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(METAKG), "serve", *args, "--port", str(port), "--host", host],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+        )  # fmt: skip
+    served = Served(process, f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return served
+        try:
+            httpx.get(served.url + "/api/health", timeout=2)  # any answer (a 401 too): it listens
+            return served
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    process.kill()
+    raise AssertionError(f"the server did not start: {log.read_text()}")
+
+
+def stop(served: Served) -> None:
+    served.process.terminate()
+    try:
+        served.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        served.process.kill()
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("serve") / "kg"
+    api.write_validated(out, small_bundle(), load_settings())
+    return out
+
+
+@pytest.fixture(scope="module")
+def embedded(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    served = start(["--bundle", str(bundle)], tmp_path_factory.mktemp("log") / "serve.log")
+    yield served
+    stop(served)
+
+
+def check_routes(served: Served, bundle_nodes: int) -> None:
+    aspirin, migraine = node_id(small_bundle(), "aspirin"), node_id(small_bundle(), "migraine")
+    assert served.get("/api/health").json()["status"] == "ok"
+    assert served.get("/api/graph").json()["counts"]["nodes"] == bundle_nodes
+    assert served.get(f"/api/nodes/{aspirin}").json()["name"] == "aspirin"
+    around = served.get("/api/neighbours", params={"id": aspirin, "limit": 2}).json()
+    assert len(around) == 2 and {"node", "edge", "direction"} <= set(around[0])
+    treats = served.get("/api/neighbours", params={"id": aspirin, "relation": "treats", "direction": "out"}).json()
+    assert {n["edge"]["rel"] for n in treats} == {"treats"}
+    assert served.get("/api/search", params={"q": "pyrexia", "mode": "exact"}).json()[0]["node"]["name"] == "fever"
+    paths = served.get("/api/paths", params={"src": aspirin, "dst": migraine, "k": 2, "max_hops": 3}).json()
+    assert paths and paths[0]["nodes"][0] == aspirin and paths[0]["nodes"][-1] == migraine and paths[0]["hops"] == 2
+    assert "metakgrag" in {s["name"] for s in served.get("/api/strategies").json()}
+    asked = served.post(
+        "/api/ask",
+        json={"question": "What does aspirin treat?", "choices": ["A: headache", "B: warfarin"], "use_llm": False,
+              "strategy": "kg_rag"},
+    )  # fmt: skip
+    assert asked.status_code == 200 and asked.json()["evidence"] and asked.json()["usage"]["llm_calls"] == 0
+    assert served.get("/docs").status_code == 200 and "/api/ask" in served.get("/openapi.json").json()["paths"]
+
+
+def test_every_route_on_the_embedded_store(embedded: Served) -> None:
+    check_routes(embedded, small_bundle().nodes.height)
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [
+        ("/api/search", {"q": "aspirin", "k": "abc"}, "k"),
+        ("/api/search", {"q": "aspirin", "k": 10**12}, "k"),
+        ("/api/search", {"q": "aspirin", "mode": "fuzzy"}, "mode"),
+        ("/api/search", {}, "q"),
+        ("/api/neighbours", {"id": "kg:test/0", "limit": -1}, "limit"),
+        ("/api/neighbours", {"id": "kg:test/0", "direction": "sideways"}, "direction"),
+        ("/api/paths", {"src": "kg:test/0", "dst": "kg:test/2", "max_hops": 99}, "max_hops"),
+        ("/api/paths", {"src": "kg:test/0", "dst": "kg:test/2", "k": 0}, "k"),
+    ],
+)
+def test_bad_parameters_get_a_422_naming_the_field(
+    embedded: Served, path: str, params: dict[str, Any], field: str
+) -> None:
+    answer = embedded.get(path, params=params)
+    assert answer.status_code == 422
+    assert field in [error["loc"][-1] for error in answer.json()["detail"]]
+
+
+def test_bad_bodies_unknown_ids_and_unicode_never_get_a_500(embedded: Served) -> None:
+    assert embedded.get("/api/nodes/kg:test/nope").status_code == 404
+    assert embedded.get("/api/neighbours", params={"id": "kg:test/nope"}).status_code == 404
+    assert embedded.get("/api/paths", params={"src": "kg:test/0", "dst": "kg:test/nope"}).status_code == 404
+    assert embedded.get("/api/search", params={"q": "東京 O'Brien \\ \" MATCH (n)"}).status_code == 200
+    assert embedded.get("/api/search", params={"q": "\u202e\u0000x"}).status_code in (200, 422)
+    huge = embedded.post(
+        "/api/ask", content=b"{" + b" " * 1_000_000 + b"}", headers={"content-type": "application/json"}
+    )
+    assert huge.status_code == 413
+    for body, field in (({"question": ""}, "question"), ({"question": 5}, "question"), ({}, "question"),
+                        ({"question": "x" * 5000, "use_llm": False}, "question"),
+                        ({"question": "q?", "choices": "A: x"}, "choices")):  # fmt: skip
+        answer = embedded.post("/api/ask", json=body)
+        assert answer.status_code == 422, body
+        assert field in json.dumps(answer.json()), body
+    bad = embedded.post("/api/ask", json={"question": "q?", "choices": ["no letter"], "use_llm": False})
+    assert bad.status_code == 400 and "choice" in bad.json()["error"]
+    unknown = embedded.post("/api/ask", json={"question": "q?", "strategy": "graphrag", "use_llm": False})
+    assert unknown.status_code == 400 and "graphrag" in unknown.json()["error"]
+    assert embedded.post("/api/nodes/kg:test/0").status_code == 405  # nothing writes
+
+
+def test_an_api_key_is_required_when_set_and_off_loopback(bundle: Path, tmp_path: Path) -> None:
+    refused = subprocess.run(
+        [str(METAKG), "serve", "--bundle", str(bundle), "--host", "0.0.0.0", "--port", str(free_port())],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "METAKG_SERVER__API_KEY": ""},
+    )  # fmt: skip
+    assert refused.returncode == 2 and "needs an API key" in refused.stderr
+    served = start(["--bundle", str(bundle)], tmp_path / "key.log", env={"METAKG_SERVER__API_KEY": "s3cret-key"})
+    try:
+        assert served.get("/api/health").status_code == 401
+        assert served.get("/api/health", headers={"X-API-Key": "wrong"}).status_code == 401
+        assert served.get("/api/health", headers={"X-API-Key": "s3cret-key"}).json()["status"] == "ok"
+    finally:
+        stop(served)
+    assert "s3cret-key" not in (tmp_path / "key.log").read_text(encoding="utf-8")
+
+
+def test_every_route_on_neo4j(
+    bundle: Path, clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path, any_embedder: None
+) -> None:
+    env = {"NEO4J_URI": neo4j_settings.uri, "NEO4J_DATABASE": neo4j_settings.database}
+    settings = load_settings().model_copy(update={"neo4j": neo4j_settings})
+    api.load_neo4j(bundle, settings)
+    served = start(["--neo4j"], tmp_path / "neo4j.log", env=env)
+    try:
+        assert served.get("/api/health").json()["store"] == "neo4j"
+        check_routes(served, small_bundle().nodes.height)
+    finally:
+        stop(served)
