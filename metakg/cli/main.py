@@ -59,6 +59,7 @@ app.command("eval")(qa_cmd.evaluate)
 app.command("strategies")(qa_cmd.strategies)
 app.command("tune")(qa_cmd.tune)
 app.command("serve")(serve_cmd.serve)
+app.command("mcp")(serve_cmd.mcp)
 
 
 def _version(value: bool) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from metakg import api
 from metakg.cli._common import err, guarded, settings
 from metakg.errors import UsageError
 
@@ -50,3 +51,20 @@ def serve(
             f"[dim]serving {bundle or 'the configured Neo4j database'} on http://{cfg.server.host}:{cfg.server.port}[/]"
         )
         run(cfg, bundle=bundle, neo4j=neo4j)
+
+
+def mcp(
+    bundle: Path | None = typer.Option(None, "--bundle", "-b", help="Serve this bundle (embedded store)."),
+    neo4j: bool = typer.Option(False, "--neo4j", help="Serve the configured Neo4j database."),
+) -> None:
+    """A Model Context Protocol server on stdio with read-only tools over the graph: search, node,
+    neighbours, paths and ask. Point an MCP client (an agent, an IDE) at `metakg mcp --bundle DIR`."""
+    from metakg.server.mcp_tools import run_stdio
+
+    cfg = settings()
+    with guarded("mcp", False):
+        if bundle is None and not neo4j:
+            raise UsageError("give --bundle DIR or --neo4j.")
+        if bundle is not None:
+            api.bundle_info(bundle)  # a missing or broken bundle is explained before the protocol starts
+        run_stdio(cfg, bundle=bundle, neo4j=neo4j)

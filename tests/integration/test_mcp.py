@@ -1,0 +1,69 @@
+"""``metakg mcp`` as an agent starts it: the MCP SDK's own client launches the real command over stdio,
+lists the tools and calls them on a bundle."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+from metakg import api
+from metakg.config import load_settings
+from tests.conftest import node_id, small_bundle
+
+METAKG = Path(sys.executable).with_name("metakg")
+
+
+def payload(result: Any) -> Any:
+    """A tool result's structured content (the value the tool returned), else its text parsed as JSON."""
+    if getattr(result, "structured_content", None) is not None:
+        data = result.structured_content
+        return data.get("result", data) if isinstance(data, dict) and set(data) == {"result"} else data
+    return json.loads(result.content[0].text)
+
+
+def test_the_sdk_client_lists_the_tools_and_calls_search_paths_and_ask(tmp_path: Path, any_embedder: None) -> None:
+    bundle = tmp_path / "kg"
+    api.write_validated(bundle, small_bundle(), load_settings())
+    aspirin, migraine = node_id(small_bundle(), "aspirin"), node_id(small_bundle(), "migraine")
+    server = StdioServerParameters(command=str(METAKG), args=["mcp", "--bundle", str(bundle)], env=dict(os.environ))
+
+    async def session() -> dict[str, Any]:
+        async with Client(server, read_timeout_seconds=120) as client:
+            tools = await client.list_tools()
+            found = await client.call_tool("search", {"text": "pyrexia", "mode": "exact"})
+            paths = await client.call_tool("paths", {"src": aspirin, "dst": migraine, "k": 2})
+            around = await client.call_tool("neighbours", {"id": aspirin, "limit": 2})
+            missing = await client.call_tool("node", {"id": "kg:test/nope"})
+            too_many = await client.call_tool("paths", {"src": aspirin, "dst": migraine, "max_hops": 99})
+            asked = await client.call_tool("ask", {"question": "What does aspirin treat?", "use_llm": False,
+                                                   "strategy": "kg_rag"})  # fmt: skip
+            return {"tools": tools, "found": found, "paths": paths, "around": around, "missing": missing,
+                    "too_many": too_many, "asked": asked}  # fmt: skip
+
+    got = asyncio.run(session())
+    assert {t.name for t in got["tools"].tools} == {"search", "node", "neighbours", "paths", "ask"}
+    assert payload(got["found"])[0]["node"]["name"] == "fever"
+    paths = payload(got["paths"])
+    assert paths[0]["nodes"][0] == aspirin and paths[0]["nodes"][-1] == migraine
+    assert len(payload(got["around"])) == 2
+    assert got["missing"].is_error and "kg:test/nope" in got["missing"].content[0].text
+    assert got["too_many"].is_error and "max_hops" in got["too_many"].content[0].text
+    answer = payload(got["asked"])
+    assert answer["evidence"] and answer["status"] == "fail" and "retrieval only" in answer["reason"]
+
+
+@pytest.mark.parametrize("args", [["mcp"], ["mcp", "--bundle", "/nonexistent/kg"]])
+def test_mcp_without_a_graph_is_a_usage_or_data_error(args: list[str]) -> None:
+    import subprocess
+
+    done = subprocess.run([str(METAKG), *args], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode in (1, 2) and done.stdout == ""  # stdout is the protocol's: nothing else goes there
+    assert "--bundle" in done.stderr or "not a KG bundle" in done.stderr
