@@ -69,6 +69,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_extract
 	$(PY) -m benchmarks.bench_wikidata
 	$(PY) -m benchmarks.bench_qa
+	$(PY) -m benchmarks.bench_serve
 	$(PY) -m benchmarks.bench_retrieval
 	$(PY) -m benchmarks.bench_medcog
 	$(PY) -m benchmarks.bench_robodata
