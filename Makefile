@@ -32,7 +32,11 @@ help:
 	@echo "make neo4j-up / neo4j-down  start / stop a local Neo4j 5 server (Maven Central jars)"
 	@echo "make sparql-up / sparql-down  start / stop a local Virtuoso SPARQL endpoint with Wikidata test data"
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed metakg/server/static/vendor/cytoscape.min.js
+
+# the web page's JavaScript, from npm at build time (tools/vendor_js.sh; cached in ~/.cache/metakg/npm)
+metakg/server/static/vendor/cytoscape.min.js: tools/vendor_js.sh
+	bash tools/vendor_js.sh metakg/server/static/vendor
 
 $(VENV)/.installed: pyproject.toml constraints.txt metakg/loaders/_paths.c
 	$(PYTHON) -m venv $(VENV)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
 import metakg
@@ -25,6 +26,8 @@ from metakg.errors import ConfigError, MetakgError, NodeNotFound, UsageError
 MAX_K = 100
 MAX_LIMIT = 1000
 MAX_HOPS = 6
+#: the web page and its assets (the JavaScript libraries are vendored at build time: tools/vendor_js.sh)
+STATIC = Path(__file__).with_name("static")
 #: seconds a question waits for one of the ``max_concurrent_asks`` slots before a 503
 ASK_WAIT_S = 60.0
 
@@ -91,6 +94,13 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     async def metakg_error(_request: Request, error: MetakgError) -> JSONResponse:
         status = 404 if isinstance(error, NodeNotFound) else 503 if isinstance(error, ConfigError) else 400
         return _error(status, str(error))
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        """The web page: search, ask, the evidence as an interactive graph."""
+        return FileResponse(STATIC / "index.html")
 
     @app.get("/api/health")
     def health() -> dict[str, Any]:
