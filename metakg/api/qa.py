@@ -38,6 +38,7 @@ from metakg.qa_engine.evaluate import (
     metric_columns,
     run_specs,
 )
+from metakg.qa_engine.events import listening
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.render import answer_page
 from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
@@ -175,10 +176,15 @@ def answer_over(
     *,
     use_llm: bool = True,
     progress: Progress | None = None,
+    steps: Callable[[dict[str, Any]], None] | None = None,
 ) -> Answer:
     """Answer ``question`` with ``strategy`` over a store the caller holds open (``metakg serve`` keeps one
-    for the process). Without ``use_llm`` only retrieval runs (concepts by rules). Runs its own event loop:
-    call it from a thread, not from a running loop."""
+    for the process). Without ``use_llm`` only retrieval runs (concepts by rules). ``steps`` receives each
+    step of the trace as the strategy takes it (concepts found, a start's refined path, ...). Runs its own
+    event loop: call it from a thread, not from a running loop."""
+    if steps is not None:
+        with listening(steps):
+            return answer_over(settings, store, question, strategy, use_llm=use_llm, progress=progress)
     say = progress or quiet
     if not use_llm:
         rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})

@@ -21,6 +21,7 @@ from metakg.errors import ConfigError, StoreError
 from metakg.llm.client import Completion, LLMClient, Message, request
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import EvidencePath, NoEvidence, Question
+from metakg.qa_engine.events import emit
 from metakg.qa_engine.walk import Walker
 from metakg.schemas.graph_store import BatchReads, GraphStore, NodeRecord
 from metakg.schemas.tables import match_key
@@ -359,6 +360,7 @@ async def find_starts(
             for m in matches
         ],
     }
+    emit("concepts", concepts=trace["concepts"], method=how, starts=[m["name"] for m in trace["start_entities"]])
     if not matches:
         reason = "no concept was found in the question" if not stem else "no graph entity matches the concepts"
         raise NoEvidence(f"{reason} ({', '.join(stem) or 'none'}; tau_entity={ctx.settings.tau_entity}).")

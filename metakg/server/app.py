@@ -5,15 +5,17 @@ when one is set."""
 from __future__ import annotations
 
 import hmac
+import json
+import queue
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
@@ -162,16 +164,19 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         """The QA strategies, their settings and switches."""
         return api.describe_strategies()
 
-    @app.post("/api/ask")
-    def ask(request: AskRequest) -> dict[str, Any]:
-        """Answer a question over the graph: the answer, its evidence, trace and usage."""
+    def checked(request: AskRequest) -> tuple[Any, Any]:
         if len(request.question) > limits.max_question_chars:
             raise HTTPException(
                 status_code=422,
                 detail=[{"loc": ["body", "question"], "msg": f"longer than {limits.max_question_chars} characters"}],
             )
         question = api.make_question(request.question, request.choices)
-        strategy = api.create_strategy(settings, request.strategy, request.switches or None)
+        return question, api.create_strategy(settings, request.strategy, request.switches or None)
+
+    @app.post("/api/ask")
+    def ask(request: AskRequest) -> dict[str, Any]:
+        """Answer a question over the graph: the answer, its evidence, trace and usage."""
+        question, strategy = checked(request)
         if not slots.acquire(timeout=ASK_WAIT_S):
             raise HTTPException(status_code=503, detail="the server is answering as many questions as it allows")
         try:
@@ -179,6 +184,39 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         finally:
             slots.release()
         return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
+
+    @app.post("/api/ask/stream")
+    def ask_stream(request: AskRequest) -> StreamingResponse:
+        """The same answer as ``/api/ask``, as server-sent events: a ``step`` event for each step of the
+        trace as the strategy takes it (the concepts and start entities, each start's refined path, the
+        evidence retrieved), then one ``answer`` event (or an ``error`` event)."""
+        question, strategy = checked(request)
+        events: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+        def work() -> None:
+            if not slots.acquire(timeout=ASK_WAIT_S):
+                events.put(("error", {"error": "the server is answering as many questions as it allows"}))
+                return
+            try:
+                answer = api.answer_over(
+                    settings, store(), question, strategy, use_llm=request.use_llm,
+                    steps=lambda step: events.put(("step", step)),
+                )  # fmt: skip
+                events.put(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))
+            except MetakgError as e:
+                events.put(("error", {"error": str(e)}))
+            finally:
+                slots.release()
+
+        def stream() -> Iterator[str]:
+            threading.Thread(target=work, daemon=True).start()
+            while True:
+                kind, data = events.get()
+                yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+                if kind != "step":
+                    return
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
 
     return app
 

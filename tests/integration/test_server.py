@@ -177,3 +177,24 @@ def test_every_route_on_neo4j(
         check_routes(served, small_bundle().nodes.height)
     finally:
         stop(served)
+
+
+def test_the_streaming_ask_sends_the_trace_as_it_happens_then_the_answer(embedded: Served) -> None:
+    body = {"question": "What does aspirin treat?", "choices": ["A: headache", "B: warfarin"], "use_llm": False}
+    events: list[tuple[str, Any]] = []
+    with httpx.stream("POST", embedded.url + "/api/ask/stream", json=body, timeout=120) as response:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        kind = ""
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                kind = line[len("event: ") :]
+            elif line.startswith("data: "):
+                events.append((kind, json.loads(line[len("data: ") :])))
+    kinds = [kind for kind, _ in events]
+    assert kinds[-1] == "answer" and set(kinds[:-1]) == {"step"}
+    steps = [data["kind"] for _, data in events[:-1]]
+    assert steps[0] == "concepts" and "path" in steps  # metakgrag: each start's refined path as it is made
+    answer = events[-1][1]
+    assert answer["evidence"] and len([s for s in steps if s == "path"]) == len(answer["trace"]["paths"])
+    bad = httpx.post(embedded.url + "/api/ask/stream", json={"question": ""}, timeout=30)
+    assert bad.status_code == 422

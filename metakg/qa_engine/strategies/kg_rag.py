@@ -13,6 +13,7 @@ from pydantic import Field
 from metakg.llm.client import LLMClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import EvidencePath, Question, path_records
+from metakg.qa_engine.events import emit
 from metakg.qa_engine.primitives import find_starts, question_walker
 from metakg.qa_engine.strategy import Retrieval, RetrieveThenAnswer, StrategySettings
 
@@ -46,4 +47,5 @@ class KGRag(RetrieveThenAnswer[KGRagSettings]):
                 found.append((float(scores[int(i)]), path_records([match.node, nb.node], [nb.edge])))
         paths = [path for _, path in sorted(found, key=lambda item: -item[0])]  # stable: start order breaks ties
         trace["retrieved_triples"] = len(paths)
+        emit("retrieved", triples=[list(t) for p in paths for t in p.triples])
         return Retrieval(paths, trace)

@@ -33,6 +33,7 @@ from pydantic import Field, model_validator
 from metakg.llm.client import LLMClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
+from metakg.qa_engine.events import emit
 from metakg.qa_engine.primitives import choice_concepts, find_starts, question_walker
 from metakg.qa_engine.strategy import Retrieval, RetrieveThenAnswer, StrategySettings
 from metakg.qa_engine.walk import Walker, WalkPath, jaccard
@@ -335,6 +336,7 @@ def refine(
         "refined": initial.ids != path.ids or [e.id for e in initial.edges] != [e.id for e in path.edges],
         "stop": stop,
     }
+    emit("path", **trace)  # one start's refinement, as soon as it is done
     return initial, path, trace
 
 

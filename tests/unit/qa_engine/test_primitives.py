@@ -225,3 +225,19 @@ def test_the_services_keep_a_graphs_phrase_index_on_disk(tmp_path: Path, embedde
     other = EmbeddedStore.from_bundle(Bundle(small_bundle().nodes.head(3), small_bundle().edges.head(0)))
     assert QAServices(other, embedder, max_entries=10, cache_dir=tmp_path).phrases.size == len(other.names())
     assert len(list((tmp_path / "phrases").glob("*.json"))) == 2
+
+
+def test_steps_reach_a_listener_only_while_it_listens() -> None:
+    from metakg.qa_engine.events import emit, listening
+
+    heard: list[dict[str, object]] = []
+    emit("before")
+    with listening(heard.append):
+        emit("concepts", concepts=["a"])
+
+        async def inside_a_loop() -> None:
+            emit("path", start="a")
+
+        asyncio.run(inside_a_loop())  # the loop a strategy runs in inherits the listener
+    emit("after")
+    assert heard == [{"kind": "concepts", "concepts": ["a"]}, {"kind": "path", "start": "a"}]
