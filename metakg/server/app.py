@@ -104,6 +104,14 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         """The web page: search, ask, the evidence as an interactive graph."""
         return FileResponse(STATIC / "index.html")
 
+    @app.get("/report", include_in_schema=False)
+    def report() -> FileResponse:
+        """The served bundle's validation report (``metakg validate``), when it has one."""
+        found = bundle / "validation.html" if bundle is not None else None
+        if found is None or not found.is_file():
+            raise HTTPException(status_code=404, detail="this graph has no validation report (metakg validate)")
+        return FileResponse(found, media_type="text/html")
+
     @app.get("/api/health")
     def health() -> dict[str, Any]:
         """Liveness, the version, and which store is served."""

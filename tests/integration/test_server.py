@@ -103,6 +103,10 @@ def check_routes(served: Served, bundle_nodes: int) -> None:
 
 def test_every_route_on_the_embedded_store(embedded: Served) -> None:
     check_routes(embedded, small_bundle().nodes.height)
+    page = embedded.get("/")
+    assert page.status_code == 200 and "cytoscape.min.js" in page.text
+    assert embedded.get("/static/vendor/cytoscape.min.js").status_code == 200
+    assert "Validation" in embedded.get("/report").text
 
 
 @pytest.mark.parametrize(
@@ -175,6 +179,7 @@ def test_every_route_on_neo4j(
     try:
         assert served.get("/api/health").json()["store"] == "neo4j"
         check_routes(served, small_bundle().nodes.height)
+        assert served.get("/report").status_code == 404  # a database has no bundle report
     finally:
         stop(served)
 

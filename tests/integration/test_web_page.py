@@ -66,6 +66,9 @@ def test_ask_draws_the_evidence_and_a_clicked_node_expands(chromium: Browser, se
     page.click("#expand-button")
     page.wait_for_function(f"window.metakgGraph.nodes().length > {drawn}")
     page.screenshot(path=str(ARTIFACTS / "web-expanded.png"))
+    with page.expect_popup() as report:
+        page.click("#report-link")
+    assert "Validation" in report.value.content()  # the bundle's validation report, served beside the page
     page.fill("#search-text", "pyrexia")
     page.click("#search-form button")
     page.wait_for_selector("#search-results li")

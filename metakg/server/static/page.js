@@ -158,4 +158,7 @@ document.getElementById("ask-form").addEventListener("submit", async (event) => 
 
 api("api/graph").then((info) => {
   document.getElementById("graph-info").textContent = `${info.counts.nodes} nodes, ${info.counts.edges} edges`;
+  if (info.validation && info.validation.ok !== null && info.validation.ok !== undefined) {
+    document.getElementById("report-link").hidden = false; // a validated bundle has its report at /report
+  }
 }).catch(() => {});
