@@ -373,6 +373,24 @@ class ServerSettings(Section):
     max_concurrent_asks: int = Field(default=4, ge=1, le=64, description="Questions answered at once; more wait.")
     max_question_chars: int = Field(default=2000, ge=10, le=100_000, description="Longest question accepted.")
     max_body_bytes: int = Field(default=65_536, ge=1024, le=10_000_000, description="Largest request body.")
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description="Web origins allowed to call the API from a browser (e.g. http://localhost:3000); "
+        "empty: no CORS headers, only pages the server itself serves.",
+    )
+    benchmarks_dir: Path | None = Field(
+        default=None,
+        description="The folder whose benchmark files evaluation runs may read (names relative to it); "
+        "None: paths.data_dir.",
+    )
+    max_queued_evaluations: int = Field(default=8, ge=1, le=1000, description="Evaluation runs waiting at most.")
+
+    @field_validator("benchmarks_dir")
+    @classmethod
+    def _benchmarks_dir_exists(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_dir():
+            raise ValueError(f"{value} is not a folder")
+        return value
 
 
 #: the conventional NEO4J_* variables (NEO4J_USERNAME wins over NEO4J_USER)

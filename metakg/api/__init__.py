@@ -73,7 +73,7 @@ from metakg.api.stores import (
     search_nodes,
     snapshot,
 )
-from metakg.api.tune import TUNE_COLUMNS, parse_grid, tune_benchmark, tune_table
+from metakg.api.tune import TUNE_COLUMNS, parse_grid, tune_benchmark, tune_table, with_overrides
 from metakg.api.wikidata import sparql_client, sync_wikidata
 from metakg.qa_engine.efficiency import DEFAULT_SCALING, REFERENCE_SETS
 from metakg.qa_engine.evaluate import efficiency_notes
@@ -155,5 +155,6 @@ __all__ = [
     "tune_table",
     "validate_bundle",
     "with_local_kg",
+    "with_overrides",
     "write_validated",
 ]

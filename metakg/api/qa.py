@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -289,6 +290,7 @@ def evaluate_benchmark(
     scaling: str | Path = DEFAULT_SCALING,
     iie_reference: str | None = None,
     graphless: bool = False,
+    store: GraphStore | None = None,
     registry: StrategyRegistry | None = None,
     progress: Progress | None = None,
     tick: Callable[[str, int, int], None] | None = None,
@@ -301,7 +303,8 @@ def evaluate_benchmark(
     names the reference set of the inference density (or a CSV or an eval report of the user's own runs) and
     ``iie_reference`` the run IIE is measured against (both are checked before any question is asked).
     ``graphless`` runs over an empty graph, with no bundle or database (for runs that read none, such as
-    MedCoG's SCoT route building a case bank).
+    MedCoG's SCoT route building a case bank). ``store``: a store the caller holds open (``metakg serve``),
+    used instead of ``bundle``/``neo4j`` and left open.
     Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason. A re-run resumes
     from the answers in ``out_dir`` (failed ones are asked again unless ``keep_failed``). Without
     ``use_llm`` only the graph strategies run, retrieval only (concepts by rules): the report then holds
@@ -362,13 +365,18 @@ def evaluate_benchmark(
         )
 
     graphless = graphless or not any(registry.get(spec.strategy).uses_graph for spec in specs)
-    with _store_for(settings, bundle, neo4j, graphless=graphless, progress=say) as store:
+    opened: AbstractContextManager[GraphStore] = (
+        nullcontext(store)
+        if store is not None
+        else _store_for(settings, bundle, neo4j, graphless=graphless, progress=say)
+    )
+    with opened as graph:
         if use_llm:
             with llm_session(settings, progress=say) as client, local_graph(settings, say) as local:
-                summary = run_with(client, run(qa_context(settings, store, client, progress=say, local=local)))
+                summary = run_with(client, run(qa_context(settings, graph, client, progress=say, local=local)))
         else:
             rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
-            summary = asyncio.run(run(qa_context(rules, store, None, progress=say)))
+            summary = asyncio.run(run(qa_context(rules, graph, None, progress=say)))
     return {
         "summary": summary,
         "questions": len(questions),

@@ -73,17 +73,37 @@ def _combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(grid[k] for k in keys))]
 
 
-def _with(settings: Settings, strategy: str, combination: dict[str, Any]) -> Settings:
-    """``settings`` with the combination's values (concepts by rules: no LLM)."""
-    shared = {k.removeprefix("qa."): v for k, v in combination.items() if k.startswith("qa.")}
-    own = {k.split(".", 1)[1]: v for k, v in combination.items() if not k.startswith("qa.")}
+def with_overrides(settings: Settings, strategy: str, values: dict[str, Any], *, source: str = "--grid") -> Settings:
+    """``settings`` with ``values`` set: a key of ``[qa]`` (``tau_entity`` or ``qa.tau_entity``) in the shared
+    section, any other key (``path_hops`` or ``metakgrag.path_hops``) in the strategy's own section.
+
+    Raises:
+        ConfigError: a value the settings refuse (the message names ``source`` and the key).
+    """
+    shared: dict[str, Any] = {}
+    own: dict[str, Any] = {}
+    for key, value in values.items():
+        name = key.removeprefix("qa.")
+        if name in QASettings.model_fields:
+            shared[name] = value
+        else:
+            own[name.removeprefix(strategy + ".")] = value
     try:
-        qa = QASettings.model_validate(settings.qa.model_dump() | shared | {"concepts": "rules"})
+        qa = QASettings.model_validate(settings.qa.model_dump() | shared)
         qa = qa.with_section(strategy, own)
         STRATEGIES.settings(strategy, qa)
     except ValidationError as e:
-        raise ConfigError(f"--grid {combination}: {e.errors(include_url=False)[0]['msg']}") from e
+        first = e.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{source} {where}: {first['msg']}") from e
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e}") from e
     return settings.model_copy(update={"qa": qa})
+
+
+def _with(settings: Settings, strategy: str, combination: dict[str, Any]) -> Settings:
+    """``settings`` with the combination's values (concepts by rules: no LLM)."""
+    return with_overrides(settings, strategy, combination | {"qa.concepts": "rules"}, source=f"--grid {combination}")
 
 
 @locked("out_dir", "the tuning folder")

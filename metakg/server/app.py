@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import Path as Path_
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
@@ -23,6 +25,7 @@ import metakg
 from metakg import api
 from metakg.config import Settings
 from metakg.errors import ConfigError, MetakgError, NodeNotFound, UsageError
+from metakg.server.evaluations import EvaluationRun, Evaluations
 
 #: the most results a route returns, whatever it is asked for
 MAX_K = 100
@@ -44,6 +47,29 @@ class AskRequest(BaseModel):
     strategy: str | None = Field(default=None, max_length=64, description="A strategy (default: qa.strategy).")
     switches: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=16)
     use_llm: bool = Field(default=True, description="False: retrieval only (concepts by rules), no LLM call.")
+    settings: dict[Annotated[str, Field(max_length=64)], str | int | float | bool] = Field(
+        default_factory=dict,
+        max_length=32,
+        description="Settings for this question only: a [qa] key (tau_entity) or one of the strategy's "
+        "(path_hops), as `metakg strategies` lists them.",
+    )
+
+
+class EvaluationRequest(BaseModel):
+    """An evaluation run over the served graph, as ``metakg eval`` runs it."""
+
+    benchmark: str = Field(
+        min_length=1, max_length=500, description="A benchmark file, relative to server.benchmarks_dir."
+    )
+    format: Literal["medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata"]
+    strategies: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=lambda: ["metakgrag"], min_length=1, max_length=8
+    )
+    ablations: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list, max_length=16)
+    limit: int | None = Field(default=None, ge=1, le=100_000, description="Only the first N questions (after skip).")
+    skip: int = Field(default=0, ge=0, le=1_000_000)
+    budget: int = Field(default=10, ge=1, le=1000, description="Evidence budget of recall@budget.")
+    use_llm: bool = Field(default=True, description="False: retrieval only, the evidence metrics.")
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -67,7 +93,17 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         with api.open_store(settings, bundle, neo4j=neo4j) as store:
             state["store"] = store
-            yield
+            state["evaluations"] = Evaluations(
+                settings,
+                store,
+                benchmarks_dir=limits.benchmarks_dir or settings.paths.data_dir,
+                runs_dir=settings.paths.cache_dir / "evaluations",
+                max_queued=limits.max_queued_evaluations,
+            )
+            try:
+                yield
+            finally:
+                state["evaluations"].close()  # before the store closes under a running evaluation
         state.clear()
 
     def store() -> Any:
@@ -96,6 +132,14 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     async def metakg_error(_request: Request, error: MetakgError) -> JSONResponse:
         status = 404 if isinstance(error, NodeNotFound) else 503 if isinstance(error, ConfigError) else 400
         return _error(status, str(error))
+
+    if limits.cors_origins:  # off unless configured: only the server's own page calls the API
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=limits.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Content-Type", "X-API-Key"],
+        )
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -172,23 +216,33 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         """The QA strategies, their settings and switches."""
         return api.describe_strategies()
 
-    def checked(request: AskRequest) -> tuple[Any, Any]:
+    def invalid(field: str, message: str) -> HTTPException:
+        return HTTPException(status_code=422, detail=[{"loc": ["body", field], "msg": message}])
+
+    def checked(request: AskRequest) -> tuple[Settings, Any, Any]:
+        """The settings for this question, the question and the strategy, or a 4xx naming the field."""
         if len(request.question) > limits.max_question_chars:
-            raise HTTPException(
-                status_code=422,
-                detail=[{"loc": ["body", "question"], "msg": f"longer than {limits.max_question_chars} characters"}],
-            )
+            raise invalid("question", f"longer than {limits.max_question_chars} characters")
         question = api.make_question(request.question, request.choices)
-        return question, api.create_strategy(settings, request.strategy, request.switches or None)
+        chosen = request.strategy or settings.qa.strategy
+        strategy = api.create_strategy(settings, chosen, request.switches or None)
+        cfg = settings
+        if request.settings:
+            try:
+                cfg = api.with_overrides(settings, chosen, request.settings, source="settings")
+            except ConfigError as e:
+                raise invalid("settings", str(e)) from e
+            strategy = api.create_strategy(cfg, chosen, request.switches or None)
+        return cfg, question, strategy
 
     @app.post("/api/ask")
     def ask(request: AskRequest) -> dict[str, Any]:
         """Answer a question over the graph: the answer, its evidence, trace and usage."""
-        question, strategy = checked(request)
+        cfg, question, strategy = checked(request)
         if not slots.acquire(timeout=ASK_WAIT_S):
             raise HTTPException(status_code=503, detail="the server is answering as many questions as it allows")
         try:
-            answer = api.answer_over(settings, store(), question, strategy, use_llm=request.use_llm)
+            answer = api.answer_over(cfg, store(), question, strategy, use_llm=request.use_llm)
         finally:
             slots.release()
         return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
@@ -198,7 +252,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         """The same answer as ``/api/ask``, as server-sent events: a ``step`` event for each step of the
         trace as the strategy takes it (the concepts and start entities, each start's refined path, the
         evidence retrieved), then one ``answer`` event (or an ``error`` event)."""
-        question, strategy = checked(request)
+        cfg, question, strategy = checked(request)
         events: queue.Queue[tuple[str, Any]] = queue.Queue()
 
         def work() -> None:
@@ -207,7 +261,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                 return
             try:
                 answer = api.answer_over(
-                    settings, store(), question, strategy, use_llm=request.use_llm,
+                    cfg, store(), question, strategy, use_llm=request.use_llm,
                     steps=lambda step: events.put(("step", step)),
                 )  # fmt: skip
                 events.put(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))
@@ -225,6 +279,41 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                     return
 
         return StreamingResponse(stream(), media_type="text/event-stream")
+
+    def evaluations() -> Evaluations:
+        found: Evaluations = state["evaluations"]
+        return found
+
+    def evaluation(run_id: str) -> EvaluationRun:
+        run = evaluations().get(run_id)
+        if run is None:
+            raise HTTPException(status_code=404, detail=f"no evaluation {run_id!r}; GET /api/evaluations lists them")
+        return run
+
+    @app.post("/api/evaluations", status_code=202)
+    def start_evaluation(request: EvaluationRequest) -> dict[str, Any]:
+        """Start an evaluation run in the background (one runs at a time, the others wait): answers and
+        metrics as ``metakg eval`` writes them. Poll ``GET /api/evaluations/{id}`` for its status."""
+        run = evaluations().start(request.model_dump())
+        return run.view(full=False) | {"url": f"/api/evaluations/{run.id}"}
+
+    @app.get("/api/evaluations")
+    def list_evaluations() -> list[dict[str, Any]]:
+        """Every evaluation run of this process, oldest first: status and progress."""
+        return [run.view(full=False) for run in evaluations().all()]
+
+    @app.get("/api/evaluations/{run_id}")
+    def get_evaluation(run_id: Annotated[str, Path_(max_length=64)]) -> dict[str, Any]:
+        """One run: status (queued, running, done, failed, cancelled), progress, and when done its summary
+        (per run label) and comparison table."""
+        return evaluation(run_id).view()
+
+    @app.delete("/api/evaluations/{run_id}")
+    def cancel_evaluation(run_id: Annotated[str, Path_(max_length=64)]) -> dict[str, Any]:
+        """Cancel a waiting or running run (a running one stops before its next question; its answers so
+        far stay in its folder)."""
+        evaluations().cancel(run_id)
+        return evaluation(run_id).view(full=False)
 
     return app
 

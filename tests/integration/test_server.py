@@ -35,6 +35,9 @@ class Served:
     def post(self, path: str, **kwargs: Any) -> httpx.Response:
         return httpx.post(self.url + path, timeout=120, **kwargs)
 
+    def delete(self, path: str) -> httpx.Response:
+        return httpx.delete(self.url + path, timeout=60)
+
 
 def start(args: list[str], log: Path, env: dict[str, str] | None = None, host: str = "127.0.0.1") -> Served:
     port = free_port()
@@ -203,3 +206,84 @@ def test_the_streaming_ask_sends_the_trace_as_it_happens_then_the_answer(embedde
     assert answer["evidence"] and len([s for s in steps if s == "path"]) == len(answer["trace"]["paths"])
     bad = httpx.post(embedded.url + "/api/ask/stream", json={"question": ""}, timeout=30)
     assert bad.status_code == 422
+
+
+def test_settings_for_one_question_are_checked_and_used(embedded: Served) -> None:
+    body = {"question": "What does aspirin treat?", "use_llm": False, "strategy": "kg_rag"}
+    wide = embedded.post("/api/ask", json=body).json()
+    narrow = embedded.post("/api/ask", json=body | {"settings": {"neighbours": 1, "qa.max_evidence": 1}})
+    assert narrow.status_code == 200
+    assert len(narrow.json()["evidence"]) < len(wide["evidence"])
+    for settings, named in (({"neighbours": -1}, "neighbours"), ({"no_such_setting": 1}, "no_such_setting"),
+                            ({"tau_entity": "high"}, "tau_entity")):  # fmt: skip
+        refused = embedded.post("/api/ask", json=body | {"settings": settings})
+        assert refused.status_code == 422, settings
+        assert refused.json()["detail"][0]["loc"] == ["body", "settings"] and named in refused.text
+    assert embedded.post("/api/ask", json=body | {"settings": {"neighbours": [1]}}).status_code == 422
+
+
+def pilot_questions(path: Path, count: int) -> Path:
+    rows = [
+        {"id": f"q{i}", "question": "What does aspirin treat?\nA: headache\nB: warfarin", "answer": "A"}
+        for i in range(count)
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def finished(served: Served, run_id: str, timeout: float = 300) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run: dict[str, Any] = served.get(f"/api/evaluations/{run_id}").json()
+        if run["status"] not in ("queued", "running"):
+            return run
+        time.sleep(0.2)
+    raise AssertionError(f"evaluation {run_id} did not finish: {run}")
+
+
+def test_evaluations_run_in_the_background_and_cors_is_off_unless_configured(
+    embedded: Served, bundle: Path, tmp_path: Path
+) -> None:
+    preflight = {"Origin": "http://elsewhere.test", "Access-Control-Request-Method": "GET"}
+    assert "access-control-allow-origin" not in embedded.get("/api/health", headers=preflight).headers
+    benchmarks = tmp_path / "benchmarks"
+    benchmarks.mkdir()
+    pilot_questions(benchmarks / "three.jsonl", 3)
+    pilot_questions(benchmarks / "many.jsonl", 5000)
+    (tmp_path / "secret.jsonl").write_text("{}\n")
+    env = {"METAKG_SERVER__BENCHMARKS_DIR": str(benchmarks), "METAKG_PATHS__CACHE_DIR": str(tmp_path / "cache"),
+           "METAKG_SERVER__CORS_ORIGINS": '["http://elsewhere.test"]'}  # fmt: skip
+    served = start(["--bundle", str(bundle)], tmp_path / "eval.log", env=env)
+    try:
+        allowed = httpx.options(served.url + "/api/health", headers=preflight, timeout=30)
+        assert allowed.headers["access-control-allow-origin"] == "http://elsewhere.test"
+        body = {"format": "pilot", "strategies": ["kg_rag", "metakgrag"], "use_llm": False}
+        long_run = served.post("/api/evaluations", json=body | {"benchmark": "many.jsonl"})
+        assert long_run.status_code == 202 and long_run.json()["status"] in ("queued", "running")
+        short = served.post("/api/evaluations", json=body | {"benchmark": "three.jsonl"}).json()
+        assert served.get(f"/api/evaluations/{short['id']}").json()["status"] == "queued"  # one runs at a time
+        long_id = long_run.json()["id"]
+        deadline = time.monotonic() + 120
+        while served.get(f"/api/evaluations/{long_id}").json()["progress"].get("done", 0) < 2:
+            assert time.monotonic() < deadline, served.get(f"/api/evaluations/{long_id}").json()
+            time.sleep(0.1)
+        assert served.delete(f"/api/evaluations/{long_id}").status_code == 200
+        cancelled = finished(served, long_id)
+        assert cancelled["status"] == "cancelled" and cancelled["progress"]["done"] < 5000
+        done = finished(served, short["id"])
+        assert done["status"] == "done", done
+        assert set(done["summary"]) == {"kg_rag", "metakgrag"} and done["summary"]["kg_rag"]["questions"] == 3
+        assert "kg_rag" in done["comparison"] and done["request"]["benchmark"] == "three.jsonl"
+        report = tmp_path / "cache" / "evaluations" / short["id"]
+        assert (report / "summary.json").is_file() and (report / "answers-kg_rag.jsonl").is_file()
+        assert [run["id"] for run in served.get("/api/evaluations").json()] == [long_id, short["id"]]
+        for name in ("../secret.jsonl", str(tmp_path / "secret.jsonl"), "missing.jsonl"):
+            refused = served.post("/api/evaluations", json=body | {"benchmark": name})
+            assert refused.status_code == 400 and "benchmark" in refused.json()["error"], name
+        unknown = served.post("/api/evaluations", json=body | {"benchmark": "three.jsonl", "strategies": ["nope"]})
+        assert unknown.status_code == 400 and "nope" in unknown.json()["error"]
+        wrong = served.post("/api/evaluations", json=body | {"benchmark": "three.jsonl", "format": "csv"})
+        assert wrong.status_code == 422 and "format" in json.dumps(wrong.json()["detail"])
+        assert served.get("/api/evaluations/0123456789ab").status_code == 404
+    finally:
+        stop(served)
