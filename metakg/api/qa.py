@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,6 @@ from metakg.qa_engine.evaluate import (
 )
 from metakg.qa_engine.events import listening
 from metakg.qa_engine.registry import StrategyRegistry
-from metakg.qa_engine.render import answer_page
 from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
 from metakg.qa_engine.strategy import Strategy
 from metakg.schemas.bundle import read_manifest
@@ -57,7 +57,8 @@ __all__ = [
     "Answer",
     "Question",
     "RunSpec",
-    "answer_page",
+    "answer_over",
+    "answer_snapshot",
     "ask",
     "comparison_table",
     "create_strategy",
@@ -65,6 +66,7 @@ __all__ = [
     "evaluate_benchmark",
     "make_question",
     "qa_context",
+    "qa_store",
     "read_questions",
     "trace_lines",
 ]
@@ -151,12 +153,13 @@ def ask(
     use_llm: bool = True,
     as_of: datetime | None = None,
     progress: Progress | None = None,
+    steps: Callable[[dict[str, Any]], None] | None = None,
 ) -> Answer:
     """Answer one question over the bundle or Neo4j with ``strategy`` (default ``qa.strategy``); with
     ``as_of``, over the graph as it was recorded then (see :func:`~metakg.api.stores.open_store`).
 
     Without ``use_llm`` only retrieval runs (concepts by rules) and the answer fails with that reason. The
-    store is opened and closed here.
+    store is opened and closed here; ``steps`` receives each step of the trace as it is taken.
 
     Raises:
         UsageError: an unknown strategy or switch, or the store choice is wrong.
@@ -164,9 +167,63 @@ def ask(
     """
     say = progress or quiet
     chosen = create_strategy(settings, strategy, switches)
+    with qa_store(settings, chosen, bundle=bundle, neo4j=neo4j, as_of=as_of, progress=say) as store:
+        return answer_over(settings, store, question, chosen, use_llm=use_llm, progress=say, steps=steps)
+
+
+def qa_store(
+    settings: Settings,
+    strategy: Strategy[Any],
+    *,
+    bundle: Path | None = None,
+    neo4j: bool = False,
+    as_of: datetime | None = None,
+    progress: Progress | None = None,
+) -> GraphStore:
+    """The store ``strategy`` answers over (a context manager; the caller closes it): the bundle (given its
+    name embeddings once) or Neo4j, as of a time, or an empty store for a strategy that reads no graph
+    when neither is given.
+
+    Raises:
+        UsageError: the store choice is wrong; ConfigError: Neo4j cannot be reached.
+    """
+    say = progress or quiet
     say("loading the store")
-    with _store_for(settings, bundle, neo4j, graphless=not chosen.uses_graph, as_of=as_of, progress=say) as store:
-        return answer_over(settings, store, question, chosen, use_llm=use_llm, progress=say)
+    return _store_for(settings, bundle, neo4j, graphless=not strategy.uses_graph, as_of=as_of, progress=say)
+
+
+def answer_snapshot(
+    store: GraphStore,
+    question: Question,
+    answer: Answer,
+    steps: Sequence[dict[str, Any]] = (),
+    *,
+    neighbours: int = 25,
+) -> dict[str, Any]:
+    """Everything a page needs to show ``answer`` without a server: the question, the answer with its trace
+    lines, the ``steps`` heard while it was made, the store's counts, and the records and first
+    ``neighbours`` neighbours of every evidence node (read from ``store`` while it is open)."""
+    ids = list(dict.fromkeys(n for path in answer.evidence for n in path.nodes))
+    records: dict[str, Any] = {}
+    around: dict[str, Any] = {}
+    for node_id in ids:
+        node = store.get_node(node_id)
+        if node is None:
+            continue
+        records[node_id] = asdict(node)
+        found = store.neighbours(node_id, limit=neighbours)
+        around[node_id] = [asdict(nb) for nb in found]
+        for nb in found:
+            records.setdefault(nb.node.id, asdict(nb.node))
+    return {
+        "question": {"text": question.text, "choices": [f"{letter}: {text}" for letter, text in question.choices]},
+        "answer": answer.to_dict() | {"trace_lines": trace_lines(answer)},
+        "steps": list(steps),
+        "counts": store.counts(),
+        "nodes": records,
+        "neighbours": around,
+        "neighbour_limit": neighbours,
+    }
 
 
 def answer_over(

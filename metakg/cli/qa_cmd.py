@@ -69,7 +69,12 @@ def ask(
     ablation: str | None = typer.Option(None, "--ablation", help=SWITCH_HELP),
     no_llm: bool = typer.Option(False, "--no-llm", help="Retrieval only (concepts by rules, no answer)."),
     local_kg: str | None = typer.Option(None, "--local-kg", help=LOCAL_KG_HELP),
-    html: Path | None = typer.Option(None, "--html", help="Write a page drawing the evidence subgraph here."),
+    html: Path | None = typer.Option(
+        None,
+        "--html",
+        help="Also write the answer as one self-contained web page here: the evidence as an interactive graph "
+        "(click a node for its record, expand its neighbours), the trace as a timeline; opens without a server.",
+    ),
     as_of: str | None = typer.Option(None, "--as-of", help=AS_OF_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -81,25 +86,24 @@ def ask(
     with guarded("ask", json_mode):
         cfg = api.with_local_kg(cfg, local_kg)
         asked = api.make_question(question, choices or [])
+        heard: list[dict[str, Any]] = []
         with progress("ask") as say:
-            answer = api.ask(
-                cfg,
-                asked,
-                bundle=bundle,
-                neo4j=neo4j,
-                strategy=strategy,
-                switches=ablation,
-                use_llm=not no_llm,
-                as_of=api.parse_time(as_of) if as_of else None,
-                progress=say,
-            )
-        if html is not None:
-            html.parent.mkdir(parents=True, exist_ok=True)
-            html.write_text(api.answer_page(asked, answer), encoding="utf-8")
+            chosen = api.create_strategy(cfg, strategy, ablation)
+            when = api.parse_time(as_of) if as_of else None
+            with api.qa_store(cfg, chosen, bundle=bundle, neo4j=neo4j, as_of=when, progress=say) as store:
+                answer = api.answer_over(
+                    cfg, store, asked, chosen, use_llm=not no_llm, progress=say, steps=heard.append
+                )  # fmt: skip
+                if html is not None:  # the page holds the evidence nodes' records and neighbours: read them now
+                    from metakg.server.page import offline_page
+
+                    page = offline_page(api.answer_snapshot(store, asked, answer, heard))
+                    html.parent.mkdir(parents=True, exist_ok=True)
+                    html.write_text(page, encoding="utf-8")
         if not json_mode:
             print_answer(asked, answer)
             if html is not None:
-                out.print(f"[dim]evidence page: {escape(str(html))}[/]")
+                out.print(f"[dim]answer page (opens without a server): {escape(str(html))}[/]")
         ok = answer.status == "ok" or (no_llm and bool(answer.evidence))
         finish(ok, {"command": "ask", **answer.to_dict(), "html": str(html) if html else None}, json_mode=json_mode)
 

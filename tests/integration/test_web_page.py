@@ -5,16 +5,17 @@ question, see the answer and the evidence graph drawn, click a node, expand it. 
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from metakg import api
 from metakg.config import load_settings
 from tests.conftest import small_bundle
-from tests.integration.test_server import Served, start, stop
+from tests.integration.test_server import METAKG, Served, start, stop
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -54,6 +55,11 @@ def test_ask_draws_the_evidence_and_a_clicked_node_expands(chromium: Browser, se
     drawn = page.evaluate("window.metakgGraph.nodes().length")
     assert drawn >= 2 and page.evaluate("window.metakgGraph.edges('.evidence').length") >= 1
     assert "aspirin" in page.inner_text("#evidence")
+    steps = page.locator("#trace .step")  # the streamed trace, a line per step as it was taken
+    assert steps.count() >= 2 and page.locator("#trace .step-concepts").count() == 1
+    assert page.locator("#trace .step-path").count() >= 1 and "Path from" in page.inner_text("#trace")
+    page.click("#trace .step-path summary")
+    assert page.locator("#trace .step-path pre").first.is_visible()  # a step's details fold out
     page.screenshot(path=str(ARTIFACTS / "web-answer.png"))
     # click the first node where it is drawn, as a user would
     box = page.locator("#graph").bounding_box()
@@ -73,5 +79,55 @@ def test_ask_draws_the_evidence_and_a_clicked_node_expands(chromium: Browser, se
     page.click("#search-form button")
     page.wait_for_selector("#search-results li")
     assert "fever" in page.inner_text("#search-results")
+    assert not errors, errors
+    page.close()
+
+
+def click_node(page: Page, index: int) -> None:
+    box = page.locator("#graph").bounding_box()
+    assert box is not None
+    position = page.evaluate(
+        f"(() => {{ const p = window.metakgGraph.nodes()[{index}].renderedPosition(); return [p.x, p.y]; }})()"
+    )
+    page.mouse.click(box["x"] + position[0], box["y"] + position[1])
+
+
+def test_ask_html_writes_the_same_page_as_one_file_that_works_offline(chromium: Browser, tmp_path: Path) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    bundle = tmp_path / "kg"
+    api.write_validated(bundle, small_bundle(), load_settings())
+    written = tmp_path / "answer.html"
+    done = subprocess.run(
+        [str(METAKG), "ask", "What does aspirin treat?", "-c", "A: headache", "-c", "B: warfarin",
+         "--bundle", str(bundle), "--no-llm", "--html", str(written)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = written.read_text(encoding="utf-8")
+    assert "static/" not in text and "http://" not in text.split("cytoscape.js, MIT licence")[0]
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(written.as_uri())
+    page.wait_for_selector("#evidence li")
+    assert "aspirin" in page.inner_text("#evidence") and "written by metakg ask --html" in page.inner_text("header")
+    assert page.locator("#trace .step-concepts").count() == 1 and page.locator("#trace .step-path").count() >= 1
+    assert page.is_disabled("#ask-button")
+    drawn = page.evaluate("window.metakgGraph.nodes().length")
+    assert drawn >= 2 and page.evaluate("window.metakgGraph.edges('.evidence').length") >= 1
+    aspirin = page.evaluate("window.metakgGraph.nodes().map((n) => n.data('label')).indexOf('aspirin')")
+    click_node(page, aspirin)
+    page.wait_for_selector("#expand-button")
+    assert '"name": "aspirin"' in page.inner_text("#record pre")
+    page.click("#expand-button")
+    page.wait_for_function(f"window.metakgGraph.nodes().length > {drawn}")  # neighbours from the file itself
+    page.fill("#search-text", "aspir")
+    page.click("#search-form button")
+    page.wait_for_selector("#search-results li")
+    assert "aspirin" in page.inner_text("#search-results")
+    page.screenshot(path=str(ARTIFACTS / "offline-answer.png"))
+    assert all(url.startswith(("file:", "data:")) for url in requests), requests  # nothing from a network
     assert not errors, errors
     page.close()

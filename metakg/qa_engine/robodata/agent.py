@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from metakg.llm.client import LLMClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import ClaimSupport
+from metakg.qa_engine.events import emit
 from metakg.qa_engine.primitives import ask_llm
 from metakg.qa_engine.robodata.fsm import (
     EVALUATION_STATES,
@@ -182,6 +183,7 @@ class Agent:
                 step.update(next_state=State.REMOTE_EXPLORATION.value, reason="the local graph is empty")
                 memory.add(f"turn {turn}: {state.value} -> remote_exploration (the local graph is empty)")
                 state = State.REMOTE_EXPLORATION
+                emit("state", **step)
                 continue
             if self.settings.metacognition and state in EVALUATION_STATES:
                 observation = await self._metacognition(query, steps, calls, observation)
@@ -214,6 +216,7 @@ class Agent:
                 step["next_state"] = nxt.value
                 memory.add(f"turn {turn}: {state.value} -> {nxt.value}")
                 state = nxt
+            emit("state", **step)  # one turn of the walk, as soon as it is taken
             if len(memory.entries) >= self.settings.memory_size:
                 await self._summarise(memory)
         else:

@@ -36,6 +36,7 @@ from metakg.llm.usage import MeteredClient, price
 from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
+from metakg.qa_engine.events import emit
 from metakg.qa_engine.metacog import MONITOR_PROMPT, MONITOR_SCHEMA, ROUTES, Thresholds, parse_assessment, plan
 from metakg.qa_engine.primitives import (
     allowed_types,
@@ -144,9 +145,11 @@ class MedCoG(Strategy[MedCoGSettings]):
             return
         route, trace = await self.choose_route(question, ctx, client)
         answer.trace.update(trace)
+        emit("route", **{k: v for k, v in trace.items() if k != "monitor_reply"})
         cases: list[str] = []
         if "_mem" in route:
             cases = self.recall(question, ctx, answer.trace)
+            emit("memory", cases=answer.trace.get("cases", []), note=answer.trace.get("memory"))
         if route == "zero_shot":
             await answer_with_evidence(question, None, ctx, client, answer)
             return
@@ -246,12 +249,14 @@ class MedCoG(Strategy[MedCoGSettings]):
             if not found:
                 feedback = "no graph path links the entities of these checks"
                 entry["evaluation"] = feedback
+                emit("verification", **entry)
                 continue
             prompt = EVALUATE_PROMPT.format(
                 question=question.text.strip(), choices=_choices(question), paths="\n".join(entry["paths"])
             )
             judged = await ask_llm(client, ctx, prompt, 80, f"qa:{self.label}:evaluate")
             entry["evaluation"] = judged.text.strip()[:300]
+            emit("verification", **entry)  # one round of planning, grounding and judging the paths
             if re.match(r"\s*\W*yes\b", judged.text, re.I):
                 break
             feedback = re.sub(r"^\s*\W*no\W*", "", judged.text.strip(), flags=re.I)[:300] or "not enough"

@@ -20,15 +20,41 @@ const cy = cytoscape({
 });
 window.metakgGraph = cy; // for tests and for the curious
 
+// Offline (`metakg ask --html`): one answer's snapshot is embedded in the file and stands in for the API.
+const SNAPSHOT = window.METAKG_SNAPSHOT || null;
+
 async function api(path, options) {
   const response = await fetch(path, options);
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    const detail = body.error || (Array.isArray(body.detail) ? body.detail.map((d) => `${d.loc.join(".")}: ${d.msg}`).join("; ") : body.detail);
-    throw new Error(detail || `HTTP ${response.status}`);
-  }
+  if (!response.ok) throw new Error(errorText(body, response.status));
   return body;
 }
+
+function errorText(body, status) {
+  const detail = body.error || (Array.isArray(body.detail) ? body.detail.map((d) => `${d.loc.join(".")}: ${d.msg}`).join("; ") : body.detail);
+  return detail || `HTTP ${status}`;
+}
+
+// Where records, neighbours and search hits come from: the server's API, or the snapshot.
+const source = SNAPSHOT ? {
+  node: async (id) => {
+    if (!(id in SNAPSHOT.nodes)) throw new Error(`${id} is not in this page (only the evidence and its neighbours are)`);
+    return SNAPSHOT.nodes[id];
+  },
+  neighbours: async (id) => {
+    if (!(id in SNAPSHOT.neighbours)) throw new Error("this page holds the neighbours of the evidence nodes only");
+    return SNAPSHOT.neighbours[id];
+  },
+  search: async (text) => {
+    const wanted = text.trim().toLowerCase();
+    return Object.values(SNAPSHOT.nodes).filter((n) => n.name.toLowerCase().includes(wanted)).slice(0, 10)
+      .map((node) => ({ node, match: "in this page", score: 1 }));
+  },
+} : {
+  node: (id) => api(`api/nodes/${encodeURI(id)}`),
+  neighbours: (id) => api(`api/neighbours?id=${encodeURIComponent(id)}&limit=25`),
+  search: (text) => api(`api/search?q=${encodeURIComponent(text)}&k=10`),
+};
 
 function addNode(id, label, classes) {
   if (cy.getElementById(id).empty()) cy.add({ group: "nodes", data: { id, label: label || id }, classes: classes || "" });
@@ -64,7 +90,7 @@ async function showRecord(id) {
   cy.nodes().removeClass("selected");
   cy.getElementById(id).addClass("selected");
   try {
-    const node = await api(`api/nodes/${encodeURI(id)}`);
+    const node = await source.node(id);
     box.innerHTML = "";
     const title = document.createElement("h3");
     title.textContent = node.name;
@@ -82,7 +108,16 @@ async function showRecord(id) {
 }
 
 async function expandNode(id) {
-  const around = await api(`api/neighbours?id=${encodeURIComponent(id)}&limit=25`);
+  let around;
+  try {
+    around = await source.neighbours(id);
+  } catch (error) {
+    const note = document.createElement("p");
+    note.className = "error";
+    note.textContent = error.message;
+    document.getElementById("record").append(note);
+    return;
+  }
   for (const nb of around) {
     addNode(nb.node.id, nb.node.name);
     addEdge(nb.edge.id, nb.edge.src, nb.edge.dst, nb.edge.display || nb.edge.rel);
@@ -97,7 +132,7 @@ document.getElementById("search-form").addEventListener("submit", async (event) 
   const list = document.getElementById("search-results");
   list.innerHTML = "";
   try {
-    const hits = await api(`api/search?q=${encodeURIComponent(document.getElementById("search-text").value)}&k=10`);
+    const hits = await source.search(document.getElementById("search-text").value);
     for (const hit of hits) {
       const item = document.createElement("li");
       item.textContent = `${hit.node.name} (${hit.match}, ${hit.score.toFixed(2)})`;
@@ -111,43 +146,102 @@ document.getElementById("search-form").addEventListener("submit", async (event) 
   }
 });
 
-document.getElementById("ask-form").addEventListener("submit", async (event) => {
-  event.preventDefault();
+// One step of the trace as a line of the timeline; its details fold out.
+function stepSummary(step) {
+  const names = (items) => (items || []).join(", ");
+  switch (step.kind) {
+    case "concepts": return `Concepts (${step.method}): ${names(step.concepts)}; start entities: ${names(step.starts) || "none"}`;
+    case "path": return `Path from ${step.start}: ${(step.cycles || []).length} correction cycle(s), ${step.refined ? "refined" : "kept"}; ${step.stop || ""}`;
+    case "retrieved": return `Retrieved ${(step.triples || []).length} triples`;
+    case "route": return `Route ${step.route} (${step.routed_by}${step.routed_by === "scores" ? `: complexity ${step.complexity}, familiarity ${step.familiarity}, knowledge density ${step.knowledge_density}` : ""})`;
+    case "memory": return `Memory: ${(step.cases || []).length} past case(s)${step.note ? ` (${step.note})` : ""}`;
+    case "verification": return `Verification round ${step.round}: ${(step.pairs || []).length} check(s), ${(step.paths || []).length} path(s); ${step.evaluation || ""}`;
+    case "state": return `Turn ${step.turn}: ${step.state}${step.next_state ? ` → ${step.next_state}` : ""}${step.refused ? ` (refused: ${step.refused})` : ""}, ${(step.tool_calls || []).length} tool call(s)`;
+    default: return step.kind;
+  }
+}
+
+function addStep(step) {
+  const item = document.createElement("li");
+  item.className = `step step-${step.kind}`;
+  const details = document.createElement("details");
+  const summary = document.createElement("summary");
+  summary.textContent = stepSummary(step);
+  const body = document.createElement("pre");
+  const { kind, ...rest } = step;
+  body.textContent = JSON.stringify(rest, null, 1);
+  details.append(summary, body);
+  item.append(details);
+  document.getElementById("trace").append(item);
+  document.getElementById("trace-box").open = true;
+}
+
+function showAnswer(answer) {
   const box = document.getElementById("answer");
+  box.innerHTML = "";
+  const verdict = document.createElement("p");
+  verdict.className = "verdict";
+  verdict.textContent = answer.status === "ok" ? `Answer: ${answer.choice ? answer.choice + ": " : ""}${answer.text}`
+                                               : `No answer: ${answer.reason}`;
+  const evidence = document.createElement("ol");
+  evidence.id = "evidence";
+  for (const path of answer.evidence || []) {
+    const item = document.createElement("li");
+    item.textContent = path.triples.map((t) => t.join(" ")).join("; ");
+    evidence.append(item);
+  }
+  const usage = document.createElement("p");
+  usage.textContent = `${answer.strategy}: ${answer.usage.llm_calls} LLM calls, retrieval ${Math.round(answer.usage.retrieval_ms)} ms`;
+  box.append(verdict, evidence, usage);
   const trace = document.getElementById("trace");
-  const button = document.getElementById("ask-button");
-  box.textContent = "answering...";
-  trace.innerHTML = "";
-  button.disabled = true;
-  const choices = document.getElementById("choices").value.split("\n").map((c) => c.trim()).filter(Boolean);
-  try {
-    const answer = await api("api/ask", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ question: document.getElementById("question").value, choices,
-                             use_llm: document.getElementById("use-llm").checked }),
-    });
-    box.innerHTML = "";
-    const verdict = document.createElement("p");
-    verdict.className = "verdict";
-    verdict.textContent = answer.status === "ok" ? `Answer: ${answer.choice ? answer.choice + ": " : ""}${answer.text}`
-                                                 : `No answer: ${answer.reason}`;
-    const evidence = document.createElement("ol");
-    evidence.id = "evidence";
-    for (const path of answer.evidence || []) {
-      const item = document.createElement("li");
-      item.textContent = path.triples.map((t) => t.join(" ")).join("; ");
-      evidence.append(item);
-    }
-    const usage = document.createElement("p");
-    usage.textContent = `${answer.strategy}: ${answer.usage.llm_calls} LLM calls, retrieval ${Math.round(answer.usage.retrieval_ms)} ms`;
-    box.append(verdict, evidence, usage);
+  if (!trace.children.length) { // a strategy that reports no steps: its short trace instead
     for (const line of answer.trace_lines || []) {
       const item = document.createElement("li");
       item.textContent = line;
       trace.append(item);
     }
-    drawEvidence(answer);
+  }
+  drawEvidence(answer);
+}
+
+// POST /api/ask/stream: server-sent events, each step as it is taken, then the answer (or an error).
+async function askStreaming(body, onStep) {
+  const response = await fetch("api/ask/stream", {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(errorText(await response.json().catch(() => ({})), response.status));
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the server closed the stream before the answer");
+    buffered += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffered.indexOf("\n\n")) >= 0) {
+      const block = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const kind = (block.match(/^event: (.*)$/m) || [])[1];
+      const data = JSON.parse((block.match(/^data: (.*)$/m) || [])[1] || "{}");
+      if (kind === "step") onStep(data);
+      else if (kind === "answer") return data;
+      else if (kind === "error") throw new Error(data.error);
+    }
+  }
+}
+
+document.getElementById("ask-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const box = document.getElementById("answer");
+  const button = document.getElementById("ask-button");
+  box.textContent = "answering...";
+  document.getElementById("trace").innerHTML = "";
+  button.disabled = true;
+  const choices = document.getElementById("choices").value.split("\n").map((c) => c.trim()).filter(Boolean);
+  try {
+    const answer = await askStreaming({ question: document.getElementById("question").value, choices,
+                                        use_llm: document.getElementById("use-llm").checked }, addStep);
+    showAnswer(answer);
   } catch (error) {
     box.innerHTML = `<p class="error"></p>`;
     box.firstChild.textContent = error.message;
@@ -156,9 +250,21 @@ document.getElementById("ask-form").addEventListener("submit", async (event) => 
   }
 });
 
-api("api/graph").then((info) => {
-  document.getElementById("graph-info").textContent = `${info.counts.nodes} nodes, ${info.counts.edges} edges`;
-  if (info.validation && info.validation.ok !== null && info.validation.ok !== undefined) {
-    document.getElementById("report-link").hidden = false; // a validated bundle has its report at /report
-  }
-}).catch(() => {});
+if (SNAPSHOT) { // the answer this file was written for; no server behind it
+  const question = SNAPSHOT.question;
+  document.getElementById("question").value = question.text;
+  document.getElementById("choices").value = question.choices.join("\n");
+  document.getElementById("ask-form").classList.add("offline");
+  for (const field of document.querySelectorAll("#ask-form textarea, #ask-form input, #ask-form button")) field.disabled = true;
+  document.getElementById("graph-info").textContent =
+    `one answer over a graph of ${SNAPSHOT.counts.nodes} nodes and ${SNAPSHOT.counts.edges} edges (written by metakg ask --html)`;
+  for (const step of SNAPSHOT.steps) addStep(step);
+  showAnswer(SNAPSHOT.answer);
+} else {
+  api("api/graph").then((info) => {
+    document.getElementById("graph-info").textContent = `${info.counts.nodes} nodes, ${info.counts.edges} edges`;
+    if (info.validation && info.validation.ok !== null && info.validation.ok !== undefined) {
+      document.getElementById("report-link").hidden = false; // a validated bundle has its report at /report
+    }
+  }).catch(() => {});
+}

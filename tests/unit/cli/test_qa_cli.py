@@ -49,7 +49,13 @@ def test_ask_retrieval_only_with_an_evidence_page(bundle: Path, tmp_path: Path) 
         assert set(path["nodes"]) <= ids and set(path["edges"]) <= edges
     assert payload["trace"]["start_entities"][0]["name"] == "aspirin"
     text = page.read_text()
-    assert "<svg" in text and "aspirin" in text and "<script" not in text
+    literal = text.split("window.METAKG_SNAPSHOT = ", 1)[1].split(";</script>", 1)[0]
+    snapshot = json.loads(literal)  # the answer, its steps and the evidence nodes' records, for offline use
+    assert snapshot["answer"]["evidence"] == payload["evidence"]
+    assert [step["kind"] for step in snapshot["steps"]][:1] == ["concepts"]
+    evidence_nodes = {n for path in payload["evidence"] for n in path["nodes"]}
+    assert evidence_nodes <= set(snapshot["nodes"]) and evidence_nodes == set(snapshot["neighbours"])
+    assert "</script" not in literal and 'src="static/' not in text  # one file: nothing to fetch
 
 
 def test_ask_with_an_llm(server: FaultServer, bundle: Path) -> None:

@@ -194,3 +194,23 @@ def test_the_monitoring_calls_list_cost_is_in_the_trace() -> None:
     answer = asyncio.run(REGISTRY.create("medcog", settings).answer(MC, ctx))
     monitor_prompt = client.calls[0].messages[-1].content
     assert answer.trace["monitor_cost_usd"] == len(monitor_prompt.split())  # $1 per prompt word here
+
+
+def test_the_route_and_each_verification_round_are_reported_as_they_happen() -> None:
+    from metakg.qa_engine.events import listening
+
+    replies = {
+        "rate the question": scores(0.2, 0.2, 0.9),
+        "query | hypothesis": "alpha | beta",
+        "do not fit the question": "none",
+        "Are these paths enough": "no: the dose is missing",
+        "Work in three parts": SCOT,
+    }
+    heard: list[dict[str, object]] = []
+    with listening(heard.append):
+        answer, _ = ask(replies, max_refinements=1)
+    kinds = [step["kind"] for step in heard]
+    assert kinds[0] == "route" and kinds.count("verification") == 2
+    assert heard[0]["route"] == "scot_kg" and heard[0]["routed_by"] == "scores"
+    rounds = [step for step in heard if step["kind"] == "verification"]
+    assert [r["round"] for r in rounds] == [1, 2] and rounds[0]["paths"] == answer.trace["verification"][0]["paths"]

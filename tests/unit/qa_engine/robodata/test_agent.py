@@ -229,3 +229,15 @@ def test_the_same_walk_through_function_calling_over_http() -> None:
         "local_evaluation",
     ]
     assert "tools" not in server.requests[-1] and "response_format" in server.requests[-1]  # the answer: a schema
+
+
+def test_each_turn_of_the_walk_is_reported_as_it_is_taken() -> None:
+    from metakg.qa_engine.events import listening
+
+    heard: list[dict[str, Any]] = []
+    with listening(heard.append):
+        result, _, _ = run(walker())
+    assert [step["kind"] for step in heard] == ["state"] * len(result.trace["steps"])
+    assert [(s["state"], s.get("next_state")) for s in heard] == [
+        (s["state"], s.get("next_state")) for s in result.trace["steps"]
+    ]
