@@ -5,10 +5,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from pydantic import SecretStr
 
 from metakg import api
 from metakg.cli._common import err, guarded, settings
+from metakg.config import Settings
 from metakg.errors import UsageError
+
+
+def with_server(cfg: Settings, host: str | None, port: int | None, api_key: str | None) -> Settings:
+    """``cfg`` with the command line's host, port and key in its ``[server]`` section.
+
+    Raises:
+        UsageError: a port outside 1-65535.
+    """
+    update: dict[str, object] = {}
+    if host is not None:
+        update["host"] = host
+    if port is not None:
+        if not 1 <= port <= 65535:
+            raise UsageError(f"--port must be from 1 to 65535, got {port}.")
+        update["port"] = port
+    if api_key:
+        update["api_key"] = SecretStr(api_key)
+    return cfg.model_copy(update={"server": cfg.server.model_copy(update=update)})
 
 
 def serve(
@@ -35,18 +55,7 @@ def serve(
     with guarded("serve", False):
         if bundle is None and not neo4j:
             raise UsageError("give --bundle DIR or --neo4j.")
-        update: dict[str, object] = {}
-        if host is not None:
-            update["host"] = host
-        if port is not None:
-            if not 1 <= port <= 65535:
-                raise UsageError(f"--port must be from 1 to 65535, got {port}.")
-            update["port"] = port
-        if api_key:
-            from pydantic import SecretStr
-
-            update["api_key"] = SecretStr(api_key)
-        cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update=update)})
+        cfg = with_server(cfg, host, port, api_key)
         err.print(
             f"[dim]serving {bundle or 'the configured Neo4j database'} on http://{cfg.server.host}:{cfg.server.port}[/]"
         )
@@ -56,15 +65,35 @@ def serve(
 def mcp(
     bundle: Path | None = typer.Option(None, "--bundle", "-b", help="Serve this bundle (embedded store)."),
     neo4j: bool = typer.Option(False, "--neo4j", help="Serve the configured Neo4j database."),
+    http: bool = typer.Option(False, "--http", help="Serve over streamable HTTP at /mcp instead of stdio."),
+    host: str | None = typer.Option(
+        None, help="With --http: address to bind (default server.host, 127.0.0.1); any other needs an API key."
+    ),
+    port: int | None = typer.Option(None, help="With --http: TCP port (default server.port, 8000)."),
+    api_key: str | None = typer.Option(
+        None,
+        "--api-key",
+        envvar="METAKG_SERVER__API_KEY",
+        show_envvar=False,
+        help="With --http: require this key in the X-API-Key header (default server.api_key; never printed).",
+    ),
 ) -> None:
-    """A Model Context Protocol server on stdio with read-only tools over the graph: search, node,
-    neighbours, paths and ask. Point an MCP client (an agent, an IDE) at `metakg mcp --bundle DIR`."""
-    from metakg.server.mcp_tools import run_stdio
+    """A Model Context Protocol server with read-only tools over the graph: search, node, neighbours, paths
+    and ask. On stdio by default (point an MCP client at `metakg mcp --bundle DIR`); with --http, streamable
+    HTTP at http://127.0.0.1:8000/mcp."""
+    from metakg.server.mcp_tools import run_http, run_stdio
 
     cfg = settings()
     with guarded("mcp", False):
         if bundle is None and not neo4j:
             raise UsageError("give --bundle DIR or --neo4j.")
+        if not http and (host is not None or port is not None):
+            raise UsageError("--host and --port are for --http; stdio needs neither.")
         if bundle is not None:
             api.bundle_info(bundle)  # a missing or broken bundle is explained before the protocol starts
-        run_stdio(cfg, bundle=bundle, neo4j=neo4j)
+        if not http:
+            run_stdio(cfg, bundle=bundle, neo4j=neo4j)
+            return
+        cfg = with_server(cfg, host, port, api_key)
+        err.print(f"[dim]MCP over HTTP at http://{cfg.server.host}:{cfg.server.port}/mcp[/]")
+        run_http(cfg, bundle=bundle, neo4j=neo4j)

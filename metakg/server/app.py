@@ -72,6 +72,29 @@ class EvaluationRequest(BaseModel):
     use_llm: bool = Field(default=True, description="False: retrieval only, the evidence metrics.")
 
 
+KEY_REQUIRED = "a valid X-API-Key header is required"
+
+
+def key_matches(given: str | None, key: str) -> bool:
+    """Whether a request's key is the server's (always, when the server has none); constant time."""
+    return not key or hmac.compare_digest((given or "").encode(), key.encode())
+
+
+def with_key(app: Any, key: str) -> Any:
+    """An ASGI app that answers 401 to any HTTP request whose ``X-API-Key`` header is not ``key``."""
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            given = headers.get(b"x-api-key", b"").decode("latin-1")
+            if not key_matches(given, key):
+                await JSONResponse(status_code=401, content={"error": KEY_REQUIRED})(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": message})
 
@@ -110,8 +133,8 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         return state["store"]
 
     def authorised(x_api_key: Annotated[str | None, Header()] = None) -> None:
-        if key and not hmac.compare_digest((x_api_key or "").encode(), key.encode()):
-            raise HTTPException(status_code=401, detail="a valid X-API-Key header is required")
+        if not key_matches(x_api_key, key):
+            raise HTTPException(status_code=401, detail=KEY_REQUIRED)
 
     app = FastAPI(
         title="metakg",
@@ -321,6 +344,32 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def check_binding(settings: Settings) -> None:
+    """Refuse a host other than loopback without an API key.
+
+    Raises:
+        UsageError: saying how to set the key.
+    """
+    limits = settings.server
+    if limits.host not in LOOPBACK and not limits.api_key.get_secret_value():
+        raise UsageError(
+            f"serving on {limits.host} (not loopback) needs an API key: set server.api_key "
+            "(METAKG_SERVER__API_KEY) or --api-key; clients send it in the X-API-Key header."
+        )
+
+
+def run_asgi(app: Any, settings: Settings) -> None:
+    """Run an ASGI app with uvicorn on ``server.host``:``server.port`` until interrupted.
+
+    Raises:
+        UsageError: a host other than loopback without an API key.
+    """
+    import uvicorn
+
+    check_binding(settings)
+    uvicorn.run(app, host=settings.server.host, port=settings.server.port, log_level="info", server_header=False)
+
+
 def serve(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:
     """Run the app with uvicorn on ``server.host``:``server.port`` until interrupted; the store is closed on
     the way out.
@@ -329,15 +378,7 @@ def serve(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False
         UsageError: a host other than loopback without an API key, or neither/both of bundle and Neo4j.
         BundleError: the bundle cannot be read.
     """
-    import uvicorn
-
-    limits = settings.server
-    if limits.host not in LOOPBACK and not limits.api_key.get_secret_value():
-        raise UsageError(
-            f"serving on {limits.host} (not loopback) needs an API key: set server.api_key "
-            "(METAKG_SERVER__API_KEY) or --api-key; clients send it in the X-API-Key header."
-        )
+    check_binding(settings)
     if bundle is not None:
         api.bundle_info(bundle)  # a missing or broken bundle is explained before anything listens
-    app = create_app(settings, bundle=bundle, neo4j=neo4j)
-    uvicorn.run(app, host=limits.host, port=limits.port, log_level="info", server_header=False)
+    run_asgi(create_app(settings, bundle=bundle, neo4j=neo4j), settings)

@@ -124,3 +124,23 @@ def run_stdio(settings: Settings, *, bundle: Path | None = None, neo4j: bool = F
         raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
     with api.open_store(settings, bundle, neo4j=neo4j) as store:
         build(settings, store).run("stdio")
+
+
+def run_http(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:
+    """Serve the tools over streamable HTTP at ``/mcp`` on ``server.host``:``server.port`` until
+    interrupted, with the HTTP API's rules: loopback by default, any other host only with an API key, which
+    every request then carries in ``X-API-Key``; bodies up to ``server.max_body_bytes``.
+
+    Raises:
+        UsageError: neither or both of a bundle and Neo4j, or a host other than loopback without a key.
+    """
+    from metakg.server.app import check_binding, run_asgi, with_key
+
+    if (bundle is None) == (not neo4j):
+        raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
+    check_binding(settings)
+    limits = settings.server
+    with api.open_store(settings, bundle, neo4j=neo4j) as store:
+        app = build(settings, store).streamable_http_app(host=limits.host, max_request_body_size=limits.max_body_bytes)
+        key = limits.api_key.get_secret_value()
+        run_asgi(with_key(app, key) if key else app, settings)

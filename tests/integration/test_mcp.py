@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
@@ -67,3 +70,56 @@ def test_mcp_without_a_graph_is_a_usage_or_data_error(args: list[str]) -> None:
     done = subprocess.run([str(METAKG), *args], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode in (1, 2) and done.stdout == ""  # stdout is the protocol's: nothing else goes there
     assert "--bundle" in done.stderr or "not a KG bundle" in done.stderr
+
+
+def test_the_sdk_client_over_streamable_http_with_the_api_key(tmp_path: Path, any_embedder: None) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tools.neo4j_server import free_port
+
+    bundle = tmp_path / "kg"
+    api.write_validated(bundle, small_bundle(), load_settings())
+    aspirin, migraine = node_id(small_bundle(), "aspirin"), node_id(small_bundle(), "migraine")
+    refused = subprocess.run(
+        [str(METAKG), "mcp", "--bundle", str(bundle), "--http", "--host", "0.0.0.0"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "METAKG_SERVER__API_KEY": ""},
+    )  # fmt: skip
+    assert refused.returncode == 2 and "needs an API key" in refused.stderr
+    port = free_port()
+    log = tmp_path / "mcp-http.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(METAKG), "mcp", "--bundle", str(bundle), "--http", "--port", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "METAKG_SERVER__API_KEY": "mcp-key-123"},
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                without_key = httpx.post(url, json={}, timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        else:
+            raise AssertionError(log.read_text())
+        assert without_key.status_code == 401
+
+        async def session() -> dict[str, Any]:
+            keyed = create_mcp_http_client(headers={"X-API-Key": "mcp-key-123"})
+            async with keyed, Client(streamable_http_client(url, http_client=keyed)) as client:
+                tools = await client.list_tools()
+                found = await client.call_tool("search", {"text": "pyrexia", "mode": "exact"})
+                paths = await client.call_tool("paths", {"src": aspirin, "dst": migraine, "k": 2})
+                return {"tools": tools, "found": found, "paths": paths}
+
+        got = asyncio.run(session())
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert {t.name for t in got["tools"].tools} == {"search", "node", "neighbours", "paths", "ask"}
+    assert payload(got["found"])[0]["node"]["name"] == "fever"
+    assert payload(got["paths"])[0]["nodes"][-1] == migraine
+    assert "mcp-key-123" not in log.read_text(encoding="utf-8")
