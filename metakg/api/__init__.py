@@ -40,7 +40,7 @@ from metakg.api.ingest import (
     rejects_tolerated,
     synthetic_primekg,
 )
-from metakg.api.llm import llm_reply, llm_session, run_with, start_local_server, stop_local_server
+from metakg.api.llm import SharedLLM, llm_reply, llm_session, run_with, start_local_server, stop_local_server
 from metakg.api.local_graph import local_graph, with_local_kg
 from metakg.api.qa import (
     COLUMNS,
@@ -100,6 +100,7 @@ __all__ = [
     "Question",
     "RunSpec",
     "RunStats",
+    "SharedLLM",
     "answer_over",
     "answer_snapshot",
     "ask",

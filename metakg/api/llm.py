@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import threading
 import uuid
-from collections.abc import Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 from metakg.api._shared import Progress, quiet
+from metakg.api.local_graph import local_graph
 from metakg.config import Settings
 from metakg.llm import local_server
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import Completion, Message, request
 from metakg.llm.openai_client import OpenAICompatibleClient
 from metakg.llm.usage import MeteredClient, UsageMeter, UsageSummary
+from metakg.schemas.graph_store import GraphStore
 
 T = TypeVar("T")
 
@@ -94,3 +99,83 @@ def start_local_server(port: int) -> local_server.LocalServer:
 def stop_local_server(server: local_server.LocalServer) -> None:
     """Stop a server started by :func:`start_local_server`."""
     local_server.stop(server)
+
+
+class SharedLLM:
+    """One LLM session for a long-lived process (``metakg serve``, ``metakg mcp``): started on first use (the
+    local SmolLM2 server too, once), its client driven by one event loop in its own thread, so the client's
+    concurrency bound (``llm.concurrency``) holds across every question the process answers at once. Work
+    is submitted from any thread with :meth:`run`; each question's usage is still metered apart. Close it
+    to stop the loop, the client and the local server."""
+
+    def __init__(self, settings: Settings, *, progress: Progress | None = None) -> None:
+        self._settings = settings
+        self._progress = progress or quiet
+        self._lock = threading.Lock()
+        self._stack: ExitStack | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self.client: MeteredClient | None = None
+        self.local: GraphStore | None = None
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is not None:
+                return self._loop
+            stack = ExitStack()
+            try:
+                self.client = stack.enter_context(llm_session(self._settings, progress=self._progress))
+                self.local = stack.enter_context(local_graph(self._settings, self._progress))
+            except BaseException:
+                stack.close()
+                raise
+            loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=loop.run_forever, name="metakg-llm", daemon=True)
+            self._thread.start()
+            self._stack, self._loop = stack, loop
+            return loop
+
+    def run(self, work: Callable[[MeteredClient, GraphStore | None], Coroutine[Any, Any, T]]) -> T:
+        """Run ``work(client, local graph)`` on the session's loop and wait for its result; the caller's
+        context variables (a step listener, a usage scope) go with it.
+
+        Raises:
+            ConfigError: the LLM cannot be started (the next call tries again).
+        """
+        loop = self._start()
+        assert self.client is not None
+        context = contextvars.copy_context()
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        coroutine = work(self.client, self.local)
+
+        def begin() -> None:
+            task = loop.create_task(coroutine, context=context)
+            task.add_done_callback(lambda t: _settle(t, done))
+
+        loop.call_soon_threadsafe(begin)
+        return done.result()
+
+    def close(self) -> None:
+        """Close the client on its loop, stop the loop, then the session (and the local server)."""
+        with self._lock:
+            loop, stack, client = self._loop, self._stack, self.client
+            self._loop = self._stack = self.client = None
+            self.local = None
+        if loop is None or stack is None:
+            return
+        if client is not None:
+            asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        loop.close()
+        stack.close()
+
+
+def _settle(task: asyncio.Task[T], done: concurrent.futures.Future[T]) -> None:
+    if task.cancelled():
+        done.cancel()
+    elif (error := task.exception()) is not None:
+        done.set_exception(error)
+    else:
+        done.set_result(task.result())

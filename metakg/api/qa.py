@@ -18,7 +18,7 @@ from typing import Any
 
 from metakg.api._shared import Progress, at_least_one, quiet
 from metakg.api.bundles import embed_bundle
-from metakg.api.llm import llm_session, run_with
+from metakg.api.llm import SharedLLM, llm_session, run_with
 from metakg.api.local_graph import local_graph
 from metakg.api.stores import open_store
 from metakg.api.wikidata import sparql_client
@@ -235,18 +235,26 @@ def answer_over(
     use_llm: bool = True,
     progress: Progress | None = None,
     steps: Callable[[dict[str, Any]], None] | None = None,
+    llm: SharedLLM | None = None,
 ) -> Answer:
     """Answer ``question`` with ``strategy`` over a store the caller holds open (``metakg serve`` keeps one
     for the process). Without ``use_llm`` only retrieval runs (concepts by rules). ``steps`` receives each
-    step of the trace as the strategy takes it (concepts found, a start's refined path, ...). Runs its own
-    event loop: call it from a thread, not from a running loop."""
+    step of the trace as the strategy takes it (concepts found, a start's refined path, ...). ``llm``: a
+    session the caller keeps across questions (else one is opened for this question). Runs its own event
+    loop: call it from a thread, not from a running loop."""
     if steps is not None:
         with listening(steps):
-            return answer_over(settings, store, question, strategy, use_llm=use_llm, progress=progress)
+            return answer_over(settings, store, question, strategy, use_llm=use_llm, progress=progress, llm=llm)
     say = progress or quiet
     if not use_llm:
         rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
         return asyncio.run(strategy.answer(question, qa_context(rules, store, None, progress=say)))
+    if llm is not None:
+        return llm.run(
+            lambda client, local: strategy.answer(
+                question, qa_context(settings, store, client, progress=say, local=local)
+            )
+        )
     with llm_session(settings, progress=say) as client, local_graph(settings, say) as local:
         ctx = qa_context(settings, store, client, progress=say, local=local)
         say(f"answering with {strategy.label}")
@@ -348,6 +356,7 @@ def evaluate_benchmark(
     iie_reference: str | None = None,
     graphless: bool = False,
     store: GraphStore | None = None,
+    llm: SharedLLM | None = None,
     registry: StrategyRegistry | None = None,
     progress: Progress | None = None,
     tick: Callable[[str, int, int], None] | None = None,
@@ -361,7 +370,8 @@ def evaluate_benchmark(
     ``iie_reference`` the run IIE is measured against (both are checked before any question is asked).
     ``graphless`` runs over an empty graph, with no bundle or database (for runs that read none, such as
     MedCoG's SCoT route building a case bank). ``store``: a store the caller holds open (``metakg serve``),
-    used instead of ``bundle``/``neo4j`` and left open.
+    used instead of ``bundle``/``neo4j`` and left open; ``llm``: an LLM session the caller keeps (else one is
+    opened for the run).
     Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason. A re-run resumes
     from the answers in ``out_dir`` (failed ones are asked again unless ``keep_failed``). Without
     ``use_llm`` only the graph strategies run, retrieval only (concepts by rules): the report then holds
@@ -428,7 +438,9 @@ def evaluate_benchmark(
         else _store_for(settings, bundle, neo4j, graphless=graphless, progress=say)
     )
     with opened as graph:
-        if use_llm:
+        if use_llm and llm is not None:
+            summary = llm.run(lambda client, local: run(qa_context(settings, graph, client, progress=say, local=local)))
+        elif use_llm:
             with llm_session(settings, progress=say) as client, local_graph(settings, say) as local:
                 summary = run_with(client, run(qa_context(settings, graph, client, progress=say, local=local)))
         else:

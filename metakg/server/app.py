@@ -116,9 +116,13 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         with api.open_store(settings, bundle, neo4j=neo4j) as store:
             state["store"] = store
+            # one LLM session for every question (started by the first that needs it): one local server,
+            # and llm.concurrency bounds the requests of all questions together
+            state["llm"] = api.SharedLLM(settings)
             state["evaluations"] = Evaluations(
                 settings,
                 store,
+                llm=state["llm"],
                 benchmarks_dir=limits.benchmarks_dir or settings.paths.data_dir,
                 runs_dir=settings.paths.cache_dir / "evaluations",
                 max_queued=limits.max_queued_evaluations,
@@ -127,6 +131,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                 yield
             finally:
                 state["evaluations"].close()  # before the store closes under a running evaluation
+                state["llm"].close()
         state.clear()
 
     def store() -> Any:
@@ -265,7 +270,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         if not slots.acquire(timeout=ASK_WAIT_S):
             raise HTTPException(status_code=503, detail="the server is answering as many questions as it allows")
         try:
-            answer = api.answer_over(cfg, store(), question, strategy, use_llm=request.use_llm)
+            answer = api.answer_over(cfg, store(), question, strategy, use_llm=request.use_llm, llm=state["llm"])
         finally:
             slots.release()
         return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
@@ -284,7 +289,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                 return
             try:
                 answer = api.answer_over(
-                    cfg, store(), question, strategy, use_llm=request.use_llm,
+                    cfg, store(), question, strategy, use_llm=request.use_llm, llm=state["llm"],
                     steps=lambda step: events.put(("step", step)),
                 )  # fmt: skip
                 events.put(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))

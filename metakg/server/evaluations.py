@@ -62,10 +62,18 @@ class Evaluations:
     comparison into ``runs_dir/<id>`` (the same folder ``metakg eval`` writes)."""
 
     def __init__(
-        self, settings: Settings, store: Any, *, benchmarks_dir: Path | None, runs_dir: Path, max_queued: int = 8
+        self,
+        settings: Settings,
+        store: Any,
+        *,
+        benchmarks_dir: Path | None,
+        runs_dir: Path,
+        llm: api.SharedLLM | None = None,
+        max_queued: int = 8,
     ) -> None:
         self._settings = settings
         self._store = store
+        self._llm = llm
         self._benchmarks = benchmarks_dir.resolve() if benchmarks_dir is not None else None
         self._runs_dir = runs_dir
         self._max_queued = max_queued
@@ -168,6 +176,7 @@ class Evaluations:
             budget=request["budget"],
             use_llm=request["use_llm"],
             store=self._store,
+            llm=self._llm,
             tick=tick,
         )
         run.summary = result["summary"]

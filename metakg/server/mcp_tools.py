@@ -8,6 +8,7 @@ import asyncio
 import functools
 import inspect
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
@@ -54,8 +55,8 @@ def _told(tool: Callable[..., Any]) -> Callable[..., Any]:
     return told
 
 
-def build(settings: Settings, store: Any) -> Any:
-    """The MCP server over an open store (the caller closes the store after the server stops)."""
+def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> Any:
+    """The MCP server over an open store and LLM session (the caller closes both after the server stops)."""
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer(
@@ -107,7 +108,7 @@ def build(settings: Settings, store: Any) -> Any:
         asked = api.make_question(question, choices or [])
         chosen = api.create_strategy(settings, strategy)
         # the answer runs its own event loop: in a worker thread, off the server's loop
-        answer = await asyncio.to_thread(api.answer_over, settings, store, asked, chosen, use_llm=use_llm)
+        answer = await asyncio.to_thread(api.answer_over, settings, store, asked, chosen, use_llm=use_llm, llm=llm)
         return {k: v for k, v in answer.to_dict().items() if k != "trace"} | {"trace": api.trace_lines(answer)}
 
     return server
@@ -122,8 +123,8 @@ def run_stdio(settings: Settings, *, bundle: Path | None = None, neo4j: bool = F
     """
     if (bundle is None) == (not neo4j):
         raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
-    with api.open_store(settings, bundle, neo4j=neo4j) as store:
-        build(settings, store).run("stdio")
+    with api.open_store(settings, bundle, neo4j=neo4j) as store, closing(api.SharedLLM(settings)) as llm:
+        build(settings, store, llm).run("stdio")
 
 
 def run_http(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:
@@ -140,7 +141,9 @@ def run_http(settings: Settings, *, bundle: Path | None = None, neo4j: bool = Fa
         raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
     check_binding(settings)
     limits = settings.server
-    with api.open_store(settings, bundle, neo4j=neo4j) as store:
-        app = build(settings, store).streamable_http_app(host=limits.host, max_request_body_size=limits.max_body_bytes)
+    with api.open_store(settings, bundle, neo4j=neo4j) as store, closing(api.SharedLLM(settings)) as llm:
+        app = build(settings, store, llm).streamable_http_app(
+            host=limits.host, max_request_body_size=limits.max_body_bytes
+        )
         key = limits.api_key.get_secret_value()
         run_asgi(with_key(app, key) if key else app, settings)

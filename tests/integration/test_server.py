@@ -287,3 +287,31 @@ def test_evaluations_run_in_the_background_and_cors_is_off_unless_configured(
         assert served.get("/api/evaluations/0123456789ab").status_code == 404
     finally:
         stop(served)
+
+
+def llama_children(pid: int) -> int:
+    """How many llama-cpp servers the process ``pid`` has started and still runs."""
+    count = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        count += int(fields[1]) == pid and b"llama_cpp.server" in cmdline
+    return count
+
+
+def test_questions_with_the_local_llm_share_one_local_server(bundle: Path, tmp_path: Path) -> None:
+    env = {"METAKG_QA__CONCEPTS": "rules", "METAKG_PATHS__CACHE_DIR": str(tmp_path)}  # the local SmolLM2
+    served = start(["--bundle", str(bundle)], tmp_path / "llm.log", env=env)
+    try:
+        assert llama_children(served.process.pid) == 0  # started by the first question that needs it
+        bodies = [{"question": f"What does aspirin treat? ({n})", "choices": ["A: headache", "B: warfarin"],
+                   "strategy": "kg_rag"} for n in range(3)]  # fmt: skip
+        answers = [served.post("/api/ask", json=body) for body in bodies]
+        assert all(a.status_code == 200 and a.json()["usage"]["llm_calls"] >= 1 for a in answers), answers
+        assert llama_children(served.process.pid) == 1  # one local server for every question
+    finally:
+        stop(served)
+    assert llama_children(served.process.pid) == 0
