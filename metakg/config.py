@@ -384,6 +384,9 @@ class ServerSettings(Section):
         "None: paths.data_dir.",
     )
     max_queued_evaluations: int = Field(default=8, ge=1, le=1000, description="Evaluation runs waiting at most.")
+    allow_writes: bool = Field(
+        default=False, description="Allow POST /api/triples to add triples to the served graph (--allow-writes)."
+    )
 
     @field_validator("benchmarks_dir")
     @classmethod

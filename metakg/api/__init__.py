@@ -34,6 +34,7 @@ from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog,
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, extracted_dataset, link_target
 from metakg.api.ingest import (
+    add_triples,
     ingest_primekg,
     ingest_triples,
     primekg_download,
@@ -101,6 +102,7 @@ __all__ = [
     "RunSpec",
     "RunStats",
     "SharedLLM",
+    "add_triples",
     "answer_over",
     "answer_snapshot",
     "ask",

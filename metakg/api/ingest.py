@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from metakg.api._shared import Progress, quiet
-from metakg.api.bundles import earlier_version, record_update
+from metakg.api.bundles import earlier_version, record_update, write_validated
 from metakg.config import Settings
 from metakg.errors import ConfigError, InputDataError, UsageError
 from metakg.fetch import download
@@ -13,6 +16,7 @@ from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_o
 from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
 from metakg.ingest.triples import TripleIngestReport, read_triples
 from metakg.schemas.bundle import Bundle, write_bundle
+from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.locks import exclusive
 from metakg.schemas.vocabulary import default_vocabulary
 
@@ -164,3 +168,57 @@ def rejects_tolerated(rejected: int, read: int, max_rejects: str = "0") -> bool:
         return rejected <= count
     except ValueError:
         raise UsageError(f"--max-rejects {max_rejects!r} must be a count (25) or a percentage (0.5%).") from None
+
+
+def add_triples(
+    settings: Settings,
+    store: GraphStore,
+    triples: Sequence[tuple[str, str, str]],
+    dataset: str,
+    *,
+    bundle: Path | None = None,
+) -> dict[str, Any]:
+    """Add ``(head, relation, tail)`` triples to an open store, read as ``metakg ingest triples`` reads a
+    file (ids ``kg:<dataset>/<name>``; the same checks, each failing triple rejected with its reason). With
+    ``bundle`` (the folder the store was read from), the whole graph is then validated and written back to
+    it, under its lock, with the diff against the version it replaces (and its history when it keeps one),
+    so the change outlives the process; a database store keeps it itself.
+
+    Returns:
+        ``read``, ``accepted``, ``rejected`` (one entry per rejected triple: its number from 1 and the
+        reason), ``nodes`` and ``edges`` (the ids written).
+
+    Raises:
+        UsageError: a dataset name that cannot scope ids, or a field holding a tab or line break.
+        BundleError: the bundle cannot be read or written.
+    """
+    for number, triple in enumerate(triples, start=1):
+        if any(ch in field for field in triple for ch in "\t\r\n"):
+            raise UsageError(f"triple {number}: a field holds a tab or a line break.")
+    with tempfile.TemporaryDirectory(prefix="metakg-triples-") as folder:
+        path = Path(folder) / "triple"
+        path.write_text("".join("\t".join(t) + "\n" for t in triples), encoding="utf-8")
+        new, report = read_triples(path, dataset, max_field_chars=settings.ingest.max_field_chars)
+    rejected = [
+        {"triple": int(str(r["record"]).rsplit(":", 1)[1]), "check": r["check"], "reason": r["reason"]}
+        for r in new.rejects.iter_rows(named=True)
+    ]
+    if new.nodes.height or new.edges.height:
+        if bundle is None:
+            store.upsert(new.nodes, new.edges)
+        else:
+            whole = getattr(store, "bundle", None)
+            if whole is None:
+                raise UsageError("only a store read from a bundle can be written back to it.")
+            with exclusive(bundle, "the bundle"):
+                previous = earlier_version(bundle)
+                store.upsert(new.nodes, new.edges)
+                graph = whole()
+                write_validated(bundle, Bundle(graph.nodes, graph.edges), settings, previous=previous)
+    return {
+        "read": report.read,
+        "accepted": report.accepted,
+        "rejected": rejected,
+        "nodes": new.nodes["id"].to_list(),
+        "edges": new.edges["id"].to_list(),
+    }

@@ -45,10 +45,16 @@ def serve(
         show_envvar=False,
         help="Require this key in the X-API-Key header (default server.api_key; never printed).",
     ),
+    allow_writes: bool = typer.Option(
+        False,
+        "--allow-writes",
+        help="Allow POST /api/triples to add triples to the graph (a served bundle is written back). Default: "
+        "read-only (server.allow_writes).",
+    ),
 ) -> None:
     """Serve the graph over HTTP until interrupted: health, graph info, nodes, neighbours, search, paths,
-    strategies and ask, with OpenAPI docs at /docs. Binds to 127.0.0.1 by default; the store is opened
-    once and closed on shutdown."""
+    strategies, ask (also streamed), evaluation runs and the web page, with OpenAPI docs at /docs. Binds to
+    127.0.0.1 by default; read-only unless --allow-writes; the store is opened once and closed on shutdown."""
     from metakg.server import serve as run
 
     cfg = settings()
@@ -56,6 +62,8 @@ def serve(
         if bundle is None and not neo4j:
             raise UsageError("give --bundle DIR or --neo4j.")
         cfg = with_server(cfg, host, port, api_key)
+        if allow_writes:
+            cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"allow_writes": True})})
         err.print(
             f"[dim]serving {bundle or 'the configured Neo4j database'} on http://{cfg.server.host}:{cfg.server.port}[/]"
         )

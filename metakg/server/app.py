@@ -9,7 +9,7 @@ import json
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -55,6 +55,22 @@ class AskRequest(BaseModel):
     )
 
 
+Field_ = Annotated[str, Field(min_length=1, max_length=1000)]
+
+
+class TriplesRequest(BaseModel):
+    """Triples to add to the served graph (only on a server started with ``--allow-writes``)."""
+
+    triples: list[tuple[Field_, Field_, Field_]] = Field(
+        min_length=1, max_length=10_000, description="(head, relation, tail) triples, as a triple file holds them."
+    )
+    dataset: str = Field(
+        default="api",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        description="Scopes the new nodes' ids, kg:<dataset>/<name>.",
+    )
+
+
 class EvaluationRequest(BaseModel):
     """An evaluation run over the served graph, as ``metakg eval`` runs it."""
 
@@ -70,6 +86,43 @@ class EvaluationRequest(BaseModel):
     skip: int = Field(default=0, ge=0, le=1_000_000)
     budget: int = Field(default=10, ge=1, le=1000, description="Evidence budget of recall@budget.")
     use_llm: bool = Field(default=True, description="False: retrieval only, the evidence metrics.")
+
+
+class ReadWriteLock:
+    """Many readers or one writer: reads of the served graph go together, a write waits for them to end and
+    holds off new ones (used only when the server allows writes)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._writing)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def writing(self, timeout: float) -> Iterator[bool]:
+        """Yields whether the write may go ahead (False: the readers did not finish within ``timeout``)."""
+        with self._cond:
+            ready = self._cond.wait_for(lambda: not self._writing and not self._readers, timeout)
+            if ready:
+                self._writing = True
+        try:
+            yield ready
+        finally:
+            if ready:
+                with self._cond:
+                    self._writing = False
+                    self._cond.notify_all()
 
 
 KEY_REQUIRED = "a valid X-API-Key header is required"
@@ -111,6 +164,11 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     key = limits.api_key.get_secret_value()
     slots = threading.BoundedSemaphore(limits.max_concurrent_asks)
     state: dict[str, Any] = {}
+    lock = ReadWriteLock()
+
+    def reading() -> AbstractContextManager[None]:
+        """Hold off writes while the graph is read (nothing to hold off on a read-only server)."""
+        return lock.reading() if limits.allow_writes else nullcontext()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -202,7 +260,8 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     @app.get("/api/nodes/{node_id:path}")
     def node(node_id: str) -> dict[str, Any]:
         """One node by id."""
-        found = store().get_node(node_id)
+        with reading():
+            found = store().get_node(node_id)
         if found is None:
             raise NodeNotFound(f"no node with id {node_id!r}; find ids with /api/search.")
         return asdict(found)
@@ -215,7 +274,8 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
     ) -> list[dict[str, Any]]:
         """The node's neighbours: outgoing first, then incoming, each side in edge-id order."""
-        found = store().neighbours(id, relations=relation, direction=direction, limit=limit)
+        with reading():
+            found = store().neighbours(id, relations=relation, direction=direction, limit=limit)
         return [asdict(nb) for nb in found]
 
     @app.get("/api/search")
@@ -225,7 +285,8 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
     ) -> list[dict[str, Any]]:
         """Nodes matching the text: exact name or alias, normalised, then by name embedding (``auto``)."""
-        return [asdict(hit) for hit in store().search(q, mode=mode, k=k)]
+        with reading():
+            return [asdict(hit) for hit in store().search(q, mode=mode, k=k)]
 
     @app.get("/api/paths")
     def paths(
@@ -236,7 +297,8 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         directed: bool = False,
     ) -> list[dict[str, Any]]:
         """Up to ``k`` shortest simple paths between two node ids, shortest first."""
-        found = store().shortest_paths(src, dst, k=k, max_hops=max_hops, directed=directed)
+        with reading():
+            found = store().shortest_paths(src, dst, k=k, max_hops=max_hops, directed=directed)
         return [asdict(path) | {"hops": path.hops} for path in found]
 
     @app.get("/api/strategies")
@@ -270,7 +332,8 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         if not slots.acquire(timeout=ASK_WAIT_S):
             raise HTTPException(status_code=503, detail="the server is answering as many questions as it allows")
         try:
-            answer = api.answer_over(cfg, store(), question, strategy, use_llm=request.use_llm, llm=state["llm"])
+            with reading():
+                answer = api.answer_over(cfg, store(), question, strategy, use_llm=request.use_llm, llm=state["llm"])
         finally:
             slots.release()
         return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
@@ -288,10 +351,11 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                 events.put(("error", {"error": "the server is answering as many questions as it allows"}))
                 return
             try:
-                answer = api.answer_over(
-                    cfg, store(), question, strategy, use_llm=request.use_llm, llm=state["llm"],
-                    steps=lambda step: events.put(("step", step)),
-                )  # fmt: skip
+                with reading():
+                    answer = api.answer_over(
+                        cfg, store(), question, strategy, use_llm=request.use_llm, llm=state["llm"],
+                        steps=lambda step: events.put(("step", step)),
+                    )  # fmt: skip
                 events.put(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))
             except MetakgError as e:
                 events.put(("error", {"error": str(e)}))
@@ -307,6 +371,18 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                     return
 
         return StreamingResponse(stream(), media_type="text/event-stream")
+
+    @app.post("/api/triples")
+    def add_triples(request: TriplesRequest) -> dict[str, Any]:
+        """Add triples to the graph, read as ``metakg ingest triples`` reads a file (each failing triple
+        rejected with its reason); a served bundle is validated and written back. Only on a server started
+        with ``--allow-writes`` (403 otherwise)."""
+        if not limits.allow_writes:
+            raise HTTPException(status_code=403, detail="this server is read-only; start it with --allow-writes")
+        with lock.writing(timeout=ASK_WAIT_S) as ready:
+            if not ready:
+                raise HTTPException(status_code=503, detail="the graph is being read; try again shortly")
+            return api.add_triples(settings, store(), request.triples, request.dataset, bundle=bundle)
 
     def evaluations() -> Evaluations:
         found: Evaluations = state["evaluations"]

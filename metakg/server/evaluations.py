@@ -7,6 +7,8 @@ import queue
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -69,11 +71,13 @@ class Evaluations:
         benchmarks_dir: Path | None,
         runs_dir: Path,
         llm: api.SharedLLM | None = None,
+        guard: Callable[[], AbstractContextManager[None]] = nullcontext,
         max_queued: int = 8,
     ) -> None:
         self._settings = settings
         self._store = store
         self._llm = llm
+        self._guard = guard
         self._benchmarks = benchmarks_dir.resolve() if benchmarks_dir is not None else None
         self._runs_dir = runs_dir
         self._max_queued = max_queued
@@ -157,14 +161,20 @@ class Evaluations:
             run.finished = time.time()
 
     def _run(self, run: EvaluationRun) -> None:
-        request = run.request
-
         def tick(label: str, done: int, total: int) -> None:
             if run.cancel.is_set():
                 raise Cancelled
             run.progress = {"run": label, "done": done, "total": total}
 
-        result = api.evaluate_benchmark(
+        with self._guard():  # no write changes the graph under a run
+            result = self._evaluate(run, tick)
+        run.summary = result["summary"]
+        run.comparison = api.comparison_table(result["summary"], result["columns"][len(api.COLUMNS) :])
+        run.progress |= {"questions": result["questions"], "rejected": result["rejected"]}
+
+    def _evaluate(self, run: EvaluationRun, tick: Callable[[str, int, int], None]) -> dict[str, Any]:
+        request = run.request
+        return api.evaluate_benchmark(
             self._settings,
             self.benchmark_path(request["benchmark"]),
             request["format"],
@@ -179,6 +189,3 @@ class Evaluations:
             llm=self._llm,
             tick=tick,
         )
-        run.summary = result["summary"]
-        run.comparison = api.comparison_table(result["summary"], result["columns"][len(api.COLUMNS) :])
-        run.progress |= {"questions": result["questions"], "rejected": result["rejected"]}

@@ -154,6 +154,8 @@ def test_bad_bodies_unknown_ids_and_unicode_never_get_a_500(embedded: Served) ->
     unknown = embedded.post("/api/ask", json={"question": "q?", "strategy": "graphrag", "use_llm": False})
     assert unknown.status_code == 400 and "graphrag" in unknown.json()["error"]
     assert embedded.post("/api/nodes/kg:test/0").status_code == 405  # nothing writes
+    read_only = embedded.post("/api/triples", json={"triples": [["a", "links", "b"]]})
+    assert read_only.status_code == 403 and "--allow-writes" in read_only.text
 
 
 def test_an_api_key_is_required_when_set_and_off_loopback(bundle: Path, tmp_path: Path) -> None:
@@ -315,3 +317,41 @@ def test_questions_with_the_local_llm_share_one_local_server(bundle: Path, tmp_p
     finally:
         stop(served)
     assert llama_children(served.process.pid) == 0
+
+
+def test_triples_are_added_only_with_allow_writes_and_the_bundle_keeps_them(bundle: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "kg"
+    shutil.copytree(bundle, copy)
+    served = start(["--bundle", str(copy), "--allow-writes"], tmp_path / "writes.log")
+    try:
+        body = {"dataset": "notes", "triples": [["ibuprofen", "treats", "headache"], ["ibuprofen", "123", "x"],
+                                                ["ibuprofen", "interacts with", "warfarin"]]}  # fmt: skip
+        added = served.post("/api/triples", json=body)
+        assert added.status_code == 200, added.text
+        result = added.json()
+        assert (result["read"], result["accepted"]) == (3, 2)
+        assert [(r["triple"], r["check"]) for r in result["rejected"]] == [(2, "bad_relation")]
+        assert "kg:notes/ibuprofen" in result["nodes"]
+        found = served.get("/api/search", params={"q": "ibuprofen", "mode": "exact"}).json()
+        assert found[0]["node"]["id"] == "kg:notes/ibuprofen"
+        around = served.get("/api/neighbours", params={"id": "kg:notes/ibuprofen"}).json()
+        assert {nb["node"]["name"] for nb in around} == {"headache", "warfarin"}
+        asked = served.post("/api/ask", json={"question": "What does ibuprofen treat?", "use_llm": False,
+                                              "strategy": "kg_rag"})  # fmt: skip
+        assert "ibuprofen" in json.dumps(asked.json()["evidence"])  # questions see the new triples at once
+        for bad in ({"triples": [["a\tb", "links", "c"]]}, {"triples": [["a", "links"]]}, {"triples": []},
+                    {"triples": [["a", "links", "b"]], "dataset": "../x"}):  # fmt: skip
+            refused = served.post("/api/triples", json=bad)
+            assert refused.status_code in (400, 422), bad
+    finally:
+        stop(served)
+    kept = api.bundle_info(copy)  # written back, validated, with the change recorded
+    assert kept["counts"]["nodes"] == small_bundle().nodes.height + 3  # ibuprofen, headache, warfarin (notes)
+    assert kept["diff"]["nodes"]["added"] == 3 and kept["validation"]["ok"] is not None
+    again = start(["--bundle", str(copy)], tmp_path / "again.log")
+    try:
+        assert again.get("/api/nodes/kg:notes/ibuprofen").json()["name"] == "ibuprofen"
+    finally:
+        stop(again)
