@@ -4,15 +4,18 @@ The server is the real ``metakg serve`` over the pilot's CommonsenseQA KG (with 
 port of 127.0.0.1; the clients post the first 100 pilot questions in turn to ``/api/ask`` with
 ``use_llm: false`` (no LLM time: what is measured is the server and retrieval). Figures: requests, errors,
 throughput, latency p50/p95 (queueing included: the server answers ``server.max_concurrent_asks`` at a
-time), and the server's resident memory sampled every 5 s (flat when nothing leaks).
+time), and the server's resident memory sampled every 5 s. The load runs ``--rounds`` times back to back
+(the same questions again): memory that grows in the first round (caches, allocator arenas) and stays put
+in the later ones is a plateau; growth that repeats round after round is a leak.
 
-Run: ``make bench`` or ``python -m benchmarks.bench_serve [--clients 50 --seconds 30]``.
+Run: ``make bench`` or ``python -m benchmarks.bench_serve [--clients 50 --seconds 30 --rounds 3]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import subprocess
 import sys
@@ -89,6 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rounds", type=int, default=3, help="Load rounds back to back (memory plateau vs leak).")
     args = parser.parse_args()
     settings, data_dir = settings_and_data()
     from metakg import api
@@ -116,16 +120,21 @@ def main() -> None:
                     raise RuntimeError("metakg serve did not start") from None
                 time.sleep(0.3)
         httpx.post(url + "/api/ask", json=questions[0], timeout=120)  # the first answer loads the models
-        figures = asyncio.run(load(url, questions, args.clients, args.seconds, server.pid))
+        before = round(rss_mib(server.pid), 1)
+        rounds = [asyncio.run(load(url, questions, args.clients, args.seconds, server.pid)) for _ in range(args.rounds)]
     finally:
         server.terminate()
         server.wait(timeout=30)
-    print(
-        f"metakg serve, {figures['clients']} clients for {figures['seconds']} s: {figures['requests']} answers, "
-        f"errors {figures['errors'] or 0}, {figures['throughput_per_s']}/s, p50 {figures['p50_ms']} ms, "
-        f"p95 {figures['p95_ms']} ms; server memory {figures['server_rss_mib']} MiB"
-    )
-    record("serve", figures)
+    for number, figures in enumerate(rounds, start=1):
+        print(
+            f"metakg serve, round {number}, {figures['clients']} clients for {figures['seconds']} s: "
+            f"{figures['requests']} answers, errors {figures['errors'] or 0}, {figures['throughput_per_s']}/s, "
+            f"p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms; server memory {figures['server_rss_mib']} MiB"
+        )
+    ends = [before] + [figures["server_rss_mib"][-1] for figures in rounds]
+    growth = [round(b - a, 1) for a, b in itertools.pairwise(ends)]
+    print(f"server memory after warm-up {before} MiB, growth per round {growth} MiB")
+    record("serve", rounds[0] | {"rounds": rounds, "rss_after_warmup_mib": before, "rss_growth_per_round_mib": growth})
 
 
 if __name__ == "__main__":

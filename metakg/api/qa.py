@@ -42,6 +42,7 @@ from metakg.qa_engine.evaluate import (
 )
 from metakg.qa_engine.events import listening
 from metakg.qa_engine.registry import StrategyRegistry
+from metakg.qa_engine.services import QAServices
 from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
 from metakg.qa_engine.strategy import Strategy
 from metakg.schemas.bundle import read_manifest
@@ -66,6 +67,7 @@ __all__ = [
     "evaluate_benchmark",
     "make_question",
     "qa_context",
+    "qa_services",
     "qa_store",
     "read_questions",
     "trace_lines",
@@ -90,6 +92,7 @@ def qa_context(
     *,
     progress: Progress | None = None,
     local: GraphStore | None = None,
+    services: QAServices | None = None,
 ) -> QAContext:
     """A QA context over ``store``: the configured embedder, ``[qa]`` settings, temperature, prices, the SPARQL
     knowledge source, an empty-store factory and the ``local`` graph kept across questions (the caller owns
@@ -111,7 +114,15 @@ def qa_context(
         graph_factory=empty_store_factory(embedder),
         local_graph=local,
         cache_dir=settings.paths.cache_dir,
+        reuse=services,
     )
+
+
+def qa_services(settings: Settings, store: GraphStore) -> QAServices:
+    """Services (caches, the phrase index) to share between the questions a long-lived process answers over
+    ``store`` (pass them to :func:`answer_over`); make new ones when the graph changes."""
+    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, quiet)
+    return QAServices(store, embedder, max_entries=settings.qa.cache_entries, cache_dir=settings.paths.cache_dir)
 
 
 def make_question(text: str, choices: Sequence[str] = (), *, question_id: str = "q1") -> Question:
@@ -236,27 +247,31 @@ def answer_over(
     progress: Progress | None = None,
     steps: Callable[[dict[str, Any]], None] | None = None,
     llm: SharedLLM | None = None,
+    services: QAServices | None = None,
 ) -> Answer:
     """Answer ``question`` with ``strategy`` over a store the caller holds open (``metakg serve`` keeps one
     for the process). Without ``use_llm`` only retrieval runs (concepts by rules). ``steps`` receives each
     step of the trace as the strategy takes it (concepts found, a start's refined path, ...). ``llm``: a
-    session the caller keeps across questions (else one is opened for this question). Runs its own event
-    loop: call it from a thread, not from a running loop."""
+    session the caller keeps across questions (else one is opened for this question); ``services``: caches
+    shared with other questions over this store (:func:`qa_services`). Runs its own event loop: call it from
+    a thread, not from a running loop."""
     if steps is not None:
         with listening(steps):
-            return answer_over(settings, store, question, strategy, use_llm=use_llm, progress=progress, llm=llm)
+            return answer_over(
+                settings, store, question, strategy, use_llm=use_llm, progress=progress, llm=llm, services=services
+            )
     say = progress or quiet
     if not use_llm:
         rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
-        return asyncio.run(strategy.answer(question, qa_context(rules, store, None, progress=say)))
+        return asyncio.run(strategy.answer(question, qa_context(rules, store, None, progress=say, services=services)))
     if llm is not None:
         return llm.run(
             lambda client, local: strategy.answer(
-                question, qa_context(settings, store, client, progress=say, local=local)
+                question, qa_context(settings, store, client, progress=say, local=local, services=services)
             )
         )
     with llm_session(settings, progress=say) as client, local_graph(settings, say) as local:
-        ctx = qa_context(settings, store, client, progress=say, local=local)
+        ctx = qa_context(settings, store, client, progress=say, local=local, services=services)
         say(f"answering with {strategy.label}")
         return run_with(client, strategy.answer(question, ctx))
 

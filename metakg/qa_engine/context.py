@@ -37,7 +37,10 @@ class QAContext:
         local_graph: a local graph kept across questions (``[qa] local_kg``), owned by whoever made the
             context; strategies that grow a graph grow this one instead of a new one per question.
         cache_dir: where services keep what outlives a process (the graph's phrase index); None: nothing kept.
-        services: caches and helpers shared across questions (made from the store and embedder).
+        reuse: the services of another context over the same store, to share (their caches and phrase index
+            outlive this context; a long-lived process keeps one for all its questions).
+        services: caches and helpers shared across questions (``reuse``, else made from the store and
+            embedder).
     """
 
     store: GraphStore
@@ -50,10 +53,11 @@ class QAContext:
     graph_factory: GraphStoreFactory | None = None
     local_graph: GraphStore | None = None
     cache_dir: Path | None = None
+    reuse: QAServices | None = field(default=None, repr=False)
     services: QAServices = field(init=False)
 
     def __post_init__(self) -> None:
-        self.services = QAServices(
+        self.services = self.reuse or QAServices(
             self.store, self.embedder, max_entries=self.settings.cache_entries, cache_dir=self.cache_dir
         )
         if self.llm is not None:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,7 +28,8 @@ V = TypeVar("V")
 
 
 class LRUCache(Generic[K, V]):
-    """At most ``max_entries`` entries; adding one more evicts the least recently read or written."""
+    """At most ``max_entries`` entries; adding one more evicts the least recently read or written. Safe to
+    share between threads (a server answering questions at once over one set of services)."""
 
     def __init__(self, max_entries: int) -> None:
         """An empty cache bounded by ``max_entries`` (at least 1)."""
@@ -35,20 +37,23 @@ class LRUCache(Generic[K, V]):
             raise ValueError(f"max_entries must be at least 1, got {max_entries}")
         self.max_entries = max_entries
         self._data: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
         """The value of ``key`` (now the most recently used), or None."""
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
 
     def put(self, key: K, value: V) -> None:
         """Store ``value`` under ``key``, evicting the least recently used entry when full."""
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self.max_entries:
-            self._data.popitem(last=False)
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
 
     def __contains__(self, key: object) -> bool:
         return key in self._data
@@ -122,7 +127,9 @@ class Similarity:
 class QAServices:
     """The shared services of one QA context; each is made on first use.
 
-    Caches are bounded by ``max_entries`` each and evict the least recently used entries.
+    Caches are bounded by ``max_entries`` each and evict the least recently used entries. One instance may
+    serve many contexts over the same store, from many threads (``metakg serve``); a change to the graph
+    needs new services (the caches would be stale).
     """
 
     def __init__(

@@ -177,6 +177,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             # one LLM session for every question (started by the first that needs it): one local server,
             # and llm.concurrency bounds the requests of all questions together
             state["llm"] = api.SharedLLM(settings)
+            state["services"] = api.qa_services(settings, store)  # caches and phrase index for every question
             state["evaluations"] = Evaluations(
                 settings,
                 store,
@@ -195,7 +196,9 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     def store() -> Any:
         return state["store"]
 
-    def authorised(x_api_key: Annotated[str | None, Header()] = None) -> None:
+    def authorised(request: Request, x_api_key: Annotated[str | None, Header()] = None) -> None:
+        if request.url.path == "/":  # the page itself holds no data; it asks for the key, then sends it
+            return
         if not key_matches(x_api_key, key):
             raise HTTPException(status_code=401, detail=KEY_REQUIRED)
 
@@ -333,7 +336,15 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             raise HTTPException(status_code=503, detail="the server is answering as many questions as it allows")
         try:
             with reading():
-                answer = api.answer_over(cfg, store(), question, strategy, use_llm=request.use_llm, llm=state["llm"])
+                answer = api.answer_over(
+                    cfg,
+                    store(),
+                    question,
+                    strategy,
+                    use_llm=request.use_llm,
+                    llm=state["llm"],
+                    services=state["services"],
+                )
         finally:
             slots.release()
         return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
@@ -354,7 +365,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                 with reading():
                     answer = api.answer_over(
                         cfg, store(), question, strategy, use_llm=request.use_llm, llm=state["llm"],
-                        steps=lambda step: events.put(("step", step)),
+                        services=state["services"], steps=lambda step: events.put(("step", step)),
                     )  # fmt: skip
                 events.put(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))
             except MetakgError as e:
@@ -382,7 +393,9 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         with lock.writing(timeout=ASK_WAIT_S) as ready:
             if not ready:
                 raise HTTPException(status_code=503, detail="the graph is being read; try again shortly")
-            return api.add_triples(settings, store(), request.triples, request.dataset, bundle=bundle)
+            added = api.add_triples(settings, store(), request.triples, request.dataset, bundle=bundle)
+            state["services"] = api.qa_services(settings, store())  # the old caches know the old graph
+            return added
 
     def evaluations() -> Evaluations:
         found: Evaluations = state["evaluations"]

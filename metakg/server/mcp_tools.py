@@ -59,6 +59,7 @@ def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> A
     """The MCP server over an open store and LLM session (the caller closes both after the server stops)."""
     from mcp.server.mcpserver import MCPServer
 
+    services = api.qa_services(settings, store)  # shared by every ask of the session
     server = MCPServer(
         name="metakg",
         instructions="Read a knowledge graph built with metakg: find nodes by name, read a node and its "
@@ -108,7 +109,9 @@ def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> A
         asked = api.make_question(question, choices or [])
         chosen = api.create_strategy(settings, strategy)
         # the answer runs its own event loop: in a worker thread, off the server's loop
-        answer = await asyncio.to_thread(api.answer_over, settings, store, asked, chosen, use_llm=use_llm, llm=llm)
+        answer = await asyncio.to_thread(
+            api.answer_over, settings, store, asked, chosen, use_llm=use_llm, llm=llm, services=services
+        )
         return {k: v for k, v in answer.to_dict().items() if k != "trace"} | {"trace": api.trace_lines(answer)}
 
     return server

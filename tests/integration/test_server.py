@@ -177,7 +177,13 @@ def test_an_api_key_is_required_when_set_and_off_loopback(bundle: Path, tmp_path
 def test_every_route_on_neo4j(
     bundle: Path, clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path, any_embedder: None
 ) -> None:
-    env = {"NEO4J_URI": neo4j_settings.uri, "NEO4J_DATABASE": neo4j_settings.database}
+    pilot_questions(tmp_path / "three.jsonl", 3)
+    env = {
+        "NEO4J_URI": neo4j_settings.uri,
+        "NEO4J_DATABASE": neo4j_settings.database,
+        "METAKG_SERVER__BENCHMARKS_DIR": str(tmp_path),
+        "METAKG_PATHS__CACHE_DIR": str(tmp_path / "cache"),
+    }
     settings = load_settings().model_copy(update={"neo4j": neo4j_settings})
     api.load_neo4j(bundle, settings)
     served = start(["--neo4j"], tmp_path / "neo4j.log", env=env)
@@ -185,14 +191,20 @@ def test_every_route_on_neo4j(
         assert served.get("/api/health").json()["store"] == "neo4j"
         check_routes(served, small_bundle().nodes.height)
         assert served.get("/report").status_code == 404  # a database has no bundle report
+        kinds = [kind for kind, _ in streamed(served, {"question": "What does aspirin treat?", "use_llm": False})]
+        assert kinds[0] == "step" and kinds[-1] == "answer"
+        run = served.post("/api/evaluations", json={"benchmark": "three.jsonl", "format": "pilot", "use_llm": False,
+                                                    "strategies": ["kg_rag"]})  # fmt: skip
+        done = finished(served, run.json()["id"])
+        assert done["status"] == "done" and done["summary"]["kg_rag"]["questions"] == 3, done
     finally:
         stop(served)
 
 
-def test_the_streaming_ask_sends_the_trace_as_it_happens_then_the_answer(embedded: Served) -> None:
-    body = {"question": "What does aspirin treat?", "choices": ["A: headache", "B: warfarin"], "use_llm": False}
+def streamed(served: Served, body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The (event, data) pairs of a streamed answer, in the order they came."""
     events: list[tuple[str, Any]] = []
-    with httpx.stream("POST", embedded.url + "/api/ask/stream", json=body, timeout=120) as response:
+    with httpx.stream("POST", served.url + "/api/ask/stream", json=body, timeout=120) as response:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
         kind = ""
         for line in response.iter_lines():
@@ -200,6 +212,12 @@ def test_the_streaming_ask_sends_the_trace_as_it_happens_then_the_answer(embedde
                 kind = line[len("event: ") :]
             elif line.startswith("data: "):
                 events.append((kind, json.loads(line[len("data: ") :])))
+    return events
+
+
+def test_the_streaming_ask_sends_the_trace_as_it_happens_then_the_answer(embedded: Served) -> None:
+    body = {"question": "What does aspirin treat?", "choices": ["A: headache", "B: warfarin"], "use_llm": False}
+    events = streamed(embedded, body)
     kinds = [kind for kind, _ in events]
     assert kinds[-1] == "answer" and set(kinds[:-1]) == {"step"}
     steps = [data["kind"] for _, data in events[:-1]]

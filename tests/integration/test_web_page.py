@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
@@ -74,7 +75,22 @@ def test_ask_draws_the_evidence_and_a_clicked_node_expands(chromium: Browser, se
     page.screenshot(path=str(ARTIFACTS / "web-expanded.png"))
     with page.expect_popup() as report:
         page.click("#report-link")
-    assert "Validation" in report.value.content()  # the bundle's validation report, served beside the page
+    report.value.wait_for_function("document.body && document.body.innerText.includes('Validation')")
+    report.value.close()  # the bundle's validation report, served beside the page
+    # MedCoG's and RoboData's steps get their own timeline lines (their strategies need an LLM to run)
+    page.evaluate("""() => {
+        addStep({kind: "route", route: "scot_kg", routed_by: "scores", complexity: 0.2, familiarity: 0.3,
+                 knowledge_density: 0.9});
+        addStep({kind: "verification", round: 1, pairs: [["a", "b"]], paths: ["a -[x]-> b"], evaluation: "yes"});
+        addStep({kind: "state", turn: 2, state: "remote_exploration", next_state: "remote_evaluation",
+                 tool_calls: [{tool: "entity_info"}]});
+    }""")
+    timeline = page.inner_text("#trace")
+    assert (
+        "Route scot_kg (scores: complexity 0.2" in timeline
+        and "Verification round 1: 1 check(s), 1 path(s)" in timeline
+    )
+    assert "Turn 2: remote_exploration → remote_evaluation, 1 tool call(s)" in timeline
     page.fill("#search-text", "pyrexia")
     page.click("#search-form button")
     page.wait_for_selector("#search-results li")
@@ -131,3 +147,29 @@ def test_ask_html_writes_the_same_page_as_one_file_that_works_offline(chromium: 
     assert all(url.startswith(("file:", "data:")) for url in requests), requests  # nothing from a network
     assert not errors, errors
     page.close()
+
+
+def test_the_page_asks_for_the_api_key_and_sends_it(chromium: Browser, tmp_path: Path) -> None:
+    bundle = tmp_path / "kg"
+    api.write_validated(bundle, small_bundle(), load_settings())
+    server = start(["--bundle", str(bundle)], tmp_path / "keyed.log", env={"METAKG_SERVER__API_KEY": "page-key-42"})
+    try:
+        assert server.get("/api/graph").status_code == 401
+        page = chromium.new_page()
+        asked: list[str] = []
+
+        def answer(dialog: Any) -> None:
+            asked.append(dialog.message)
+            dialog.accept("page-key-42")
+
+        page.on("dialog", answer)
+        page.goto(server.url + "/")
+        page.wait_for_function("document.getElementById('graph-info').textContent.includes('nodes')")
+        assert asked == ["This metakg server needs its API key:"]  # asked once, then kept for the tab
+        page.fill("#search-text", "pyrexia")
+        page.click("#search-form button")
+        page.wait_for_selector("#search-results li")
+        assert "fever" in page.inner_text("#search-results") and len(asked) == 1
+        page.close()
+    finally:
+        stop(server)

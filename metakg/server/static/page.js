@@ -23,8 +23,24 @@ window.metakgGraph = cy; // for tests and for the curious
 // Offline (`metakg ask --html`): one answer's snapshot is embedded in the file and stands in for the API.
 const SNAPSHOT = window.METAKG_SNAPSHOT || null;
 
+// A server started with an API key wants it in X-API-Key on every data request: asked for once, kept for
+// this tab only (sessionStorage), never put in a URL.
+async function keyed(path, options) {
+  const send = () => fetch(path, { ...(options || {}), headers: { ...((options || {}).headers || {}),
+    ...(sessionStorage.getItem("metakgKey") ? { "X-API-Key": sessionStorage.getItem("metakgKey") } : {}) } });
+  let response = await send();
+  if (response.status === 401) {
+    const key = window.prompt("This metakg server needs its API key:");
+    if (key) {
+      sessionStorage.setItem("metakgKey", key);
+      response = await send();
+    }
+  }
+  return response;
+}
+
 async function api(path, options) {
-  const response = await fetch(path, options);
+  const response = await keyed(path, options);
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(errorText(body, response.status));
   return body;
@@ -206,7 +222,7 @@ function showAnswer(answer) {
 
 // POST /api/ask/stream: server-sent events, each step as it is taken, then the answer (or an error).
 async function askStreaming(body, onStep) {
-  const response = await fetch("api/ask/stream", {
+  const response = await keyed("api/ask/stream", {
     method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
   });
   if (!response.ok) throw new Error(errorText(await response.json().catch(() => ({})), response.status));
@@ -261,6 +277,15 @@ if (SNAPSHOT) { // the answer this file was written for; no server behind it
   for (const step of SNAPSHOT.steps) addStep(step);
   showAnswer(SNAPSHOT.answer);
 } else {
+  document.getElementById("report-link").addEventListener("click", async (event) => {
+    event.preventDefault(); // fetched with the key, then shown from memory
+    const opened = window.open("", "_blank");
+    const response = await keyed("report");
+    const html = await response.text();
+    opened.document.open();
+    opened.document.write(response.ok ? html : `<p>${response.status}: no validation report</p>`);
+    opened.document.close();
+  });
   api("api/graph").then((info) => {
     document.getElementById("graph-info").textContent = `${info.counts.nodes} nodes, ${info.counts.edges} edges`;
     if (info.validation && info.validation.ok !== null && info.validation.ok !== undefined) {

@@ -241,3 +241,35 @@ def test_steps_reach_a_listener_only_while_it_listens() -> None:
         asyncio.run(inside_a_loop())  # the loop a strategy runs in inherits the listener
     emit("after")
     assert heard == [{"kind": "concepts", "concepts": ["a"]}, {"kind": "path", "start": "a"}]
+
+
+def test_services_are_shared_between_contexts_and_their_caches_between_threads() -> None:
+    import sys
+    import threading
+
+    graph = store()
+    first = QAContext(store=graph, embedder=AxisEmbedder())
+    second = QAContext(store=graph, embedder=AxisEmbedder(), reuse=first.services)
+    assert second.services is first.services and first.services.phrases is second.services.phrases
+    cache: LRUCache[int, int] = LRUCache(8)
+    failures: list[BaseException] = []
+
+    def hammer(offset: int) -> None:
+        try:
+            for i in range(5000):
+                cache.put(offset + i % 50, i)
+                cache.get(offset + (i * 7) % 50)
+        except BaseException as e:  # an unlocked OrderedDict raises KeyError under this
+            failures.append(e)
+
+    threads = [threading.Thread(target=hammer, args=(n * 10,)) for n in range(8)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so a race shows (it does without the cache's lock)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures and len(cache) == 8
