@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -26,6 +27,8 @@ from metakg import api
 from metakg.config import Settings
 from metakg.errors import ConfigError, MetakgError, NodeNotFound, UsageError
 from metakg.server.evaluations import EvaluationRun, Evaluations
+
+logger = logging.getLogger("metakg.server")
 
 #: the most results a route returns, whatever it is asked for
 MAX_K = 100
@@ -370,6 +373,9 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                 events.put(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))
             except MetakgError as e:
                 events.put(("error", {"error": str(e)}))
+            except Exception as e:  # a bug: the stream must still end, with an error event
+                logger.exception("streamed answer failed")
+                events.put(("error", {"error": f"internal error ({type(e).__name__}); see the server log"}))
             finally:
                 slots.release()
 
