@@ -384,6 +384,11 @@ class ServerSettings(Section):
         "None: paths.data_dir.",
     )
     max_queued_evaluations: int = Field(default=8, ge=1, le=1000, description="Evaluation runs waiting at most.")
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names requests may address besides loopback and the bound address (e.g. "
+        "kg.example.org behind a proxy); others get 400, which stops DNS-rebinding pages.",
+    )
     allow_writes: bool = Field(
         default=False, description="Allow POST /api/triples to add triples to the served graph (--allow-writes)."
     )

@@ -38,8 +38,18 @@ class BundleError(MetakgError):
     exit_code = 1
 
 
+class BundleChanged(BundleError):
+    """The bundle holds another version than the one a writer read: the write is refused, nothing written."""
+
+
 class ResourceBusy(MetakgError):
     """Another metakg process is writing the same bundle, folder or state file."""
+
+    exit_code = 1
+
+
+class OutputError(MetakgError):
+    """An output cannot be written at all: a folder without write permission, a path that is a file."""
 
     exit_code = 1
 

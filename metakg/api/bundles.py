@@ -23,9 +23,9 @@ from metakg.schemas.bundle import (
     write_bundle,
     write_embeddings,
 )
+from metakg.schemas.bundle_dir import bundle_path, token_of, writing
 from metakg.schemas.diff import BundleDiff, diff_bundles
 from metakg.schemas.history import History, advance, attach, read_history
-from metakg.schemas.locks import exclusive
 from metakg.schemas.rdf_mapping import bundle_quads, expected_history_count, expected_triple_count, history_quads
 from metakg.schemas.validation import REPORT_HTML, REPORT_JSON, ValidationReport, validate, write_reports
 from metakg.schemas.vocabulary import default_vocabulary
@@ -35,6 +35,7 @@ __all__ = [
     "REPORT_JSON",
     "Earlier",
     "bundle_info",
+    "bundle_token",
     "diff",
     "earlier_version",
     "embed_bundle",
@@ -64,7 +65,7 @@ def validate_bundle(
     say = progress or quiet
     say("reading bundle")
     read_manifest(path)  # a missing bundle is explained as such, before any lock file is made
-    with exclusive(path, "the bundle"):
+    with writing(path):
         return write_validated(path, read_bundle(path, verify=not accept_changes), settings, progress=say)
 
 
@@ -126,8 +127,11 @@ def write_validated(
         say("comparing with the previous version")
         record_update(checked, previous, history=history)
     say("writing bundle")
-    write_bundle(out, checked)
-    write_reports(report, checked.rejects, out, html_report=settings.validation.html_report)
+
+    def reports(folder: Path) -> None:
+        write_reports(report, checked.rejects, folder, html_report=settings.validation.html_report)
+
+    write_bundle(out, checked, extras=reports, expect=bundle.token)
     return report
 
 
@@ -146,15 +150,19 @@ def recorded_diff(path: Path) -> dict[str, Any] | None:
     return diff
 
 
+def bundle_token(path: Path) -> str | None:
+    """The token of the version the bundle at ``path`` holds now (None: no bundle there): a writer that read
+    this version passes it as ``expect`` so that a newer version is never overwritten."""
+    return token_of(bundle_path(path))
+
+
 def bundle_info(path: Path) -> dict[str, Any]:
     """The manifest of the bundle at ``path`` (counts, sources, hashes, validation summary).
 
     Raises:
         BundleError: no bundle there, or a table changed since the bundle was written.
     """
-    manifest = read_manifest(path)
-    verify_bundle(path, manifest)
-    return manifest
+    return verify_bundle(path)
 
 
 def diff(old: Path, new: Path, *, examples: int = 5) -> BundleDiff:
@@ -175,7 +183,7 @@ def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:
     """
     if any(p.resolve() == out.resolve() for p in paths):
         raise UsageError(f"the output {out} is also an input; merge into a new directory.")
-    with exclusive(out, "the bundle"):
+    with writing(out):
         merged = merge_bundles([read_bundle(p) for p in paths])
         return write_bundle(out, merged)
 
@@ -234,7 +242,7 @@ def embed_bundle(
         EmbeddingError: the model cannot be found or run.
     """
     read_manifest(path)
-    with exclusive(path, "the bundle"):
+    with writing(path):
         bundle = read_bundle(path)
         embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
         vectors = embed_in_blocks(embedder, bundle.nodes["name"].to_list(), counter)

@@ -30,8 +30,8 @@ from metakg.schemas.bundle import (
     read_side_table,
     source_entry,
 )
+from metakg.schemas.bundle_dir import writes_bundle
 from metakg.schemas.curie import check_dataset_name
-from metakg.schemas.locks import locked
 from metakg.schemas.vocabulary import default_vocabulary
 
 __all__ = ["FORMATS", "DatasetFormat", "RunStats", "extract", "extracted_dataset", "link_target"]
@@ -60,7 +60,7 @@ def link_target(
     return LinkTarget.from_nodes(bundle.nodes, embed_in_blocks(embedder, names), bundle.nodes["id"].to_list())
 
 
-@locked("out", "the bundle")
+@writes_bundle("out")
 def extract(
     path: Path,
     fmt: DatasetFormat,

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import tempfile
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from metakg.api._shared import Progress, quiet
 from metakg.api.bundles import earlier_version, record_update, write_validated
 from metakg.config import Settings
-from metakg.errors import ConfigError, InputDataError, UsageError
+from metakg.errors import BundleChanged, ConfigError, InputDataError, UsageError
 from metakg.fetch import download
 from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_of, read_primekg
 from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
 from metakg.ingest.triples import TripleIngestReport, read_triples
-from metakg.schemas.bundle import Bundle, write_bundle
+from metakg.llm.embedder import Embedder, embed_in_blocks
+from metakg.schemas.bundle import EMBEDDINGS_FILE, Bundle, merge_bundles, read_embeddings, source_entry, write_bundle
+from metakg.schemas.bundle_dir import writing
 from metakg.schemas.graph_store import GraphStore
-from metakg.schemas.locks import exclusive
 from metakg.schemas.vocabulary import default_vocabulary
 
 
@@ -52,7 +56,7 @@ def ingest_triples(
         raise UsageError(f"confidence must be in [0, 1], got {confidence}.")
     if not path.is_file():
         raise InputDataError(f"triple file {path} does not exist or is not a file.")
-    with exclusive(out, "the bundle"):
+    with writing(out):
         bundle, report = read_triples(
             path,
             dataset,
@@ -122,7 +126,7 @@ def ingest_primekg(
         if not download_missing:
             raise UsageError("give the path of kg.csv (or its folder), or --download to fetch it.")
         path = primekg_download(settings, progress)
-    with exclusive(out, "the bundle"):
+    with writing(out):
         bundle, report = read_primekg(path, progress=progress)
         _record_previous(bundle, previous, history, progress)
         (progress or quiet)("writing bundle")
@@ -177,20 +181,27 @@ def add_triples(
     dataset: str,
     *,
     bundle: Path | None = None,
+    expect: str | None = None,
 ) -> dict[str, Any]:
     """Add ``(head, relation, tail)`` triples to an open store, read as ``metakg ingest triples`` reads a
     file (ids ``kg:<dataset>/<name>``; the same checks, each failing triple rejected with its reason). With
-    ``bundle`` (the folder the store was read from), the whole graph is then validated and written back to
-    it, under its lock, with the diff against the version it replaces (and its history when it keeps one),
-    so the change outlives the process; a database store keeps it itself.
+    ``bundle`` (the folder the store was read from), the graph with the triples is validated and written to it
+    first, under its lock, as a new version with the diff against the one it replaces (its sources, history
+    and name embeddings kept, the write listed among its sources), and the store takes the rows only once that
+    version is written; a database store keeps them itself.
+
+    Args:
+        expect: the token of the bundle version the store holds (``token`` in the result of the previous
+            write, or of the bundle read): when the bundle now holds another one, nothing is written.
 
     Returns:
         ``read``, ``accepted``, ``rejected`` (one entry per rejected triple: its number from 1 and the
-        reason), ``nodes`` and ``edges`` (the ids written).
+        reason), ``nodes`` and ``edges`` (the ids written), and for a bundle its new ``token``.
 
     Raises:
         UsageError: a dataset name that cannot scope ids, or a field holding a tab or line break.
-        BundleError: the bundle cannot be read or written.
+        BundleError: the bundle cannot be read or written; BundleChanged: it holds another version than
+            ``expect`` (the store is left unchanged either way).
     """
     for number, triple in enumerate(triples, start=1):
         if any(ch in field for field in triple for ch in "\t\r\n"):
@@ -203,22 +214,80 @@ def add_triples(
         {"triple": int(str(r["record"]).rsplit(":", 1)[1]), "check": r["check"], "reason": r["reason"]}
         for r in new.rejects.iter_rows(named=True)
     ]
-    if new.nodes.height or new.edges.height:
-        if bundle is None:
-            store.upsert(new.nodes, new.edges)
-        else:
-            whole = getattr(store, "bundle", None)
-            if whole is None:
-                raise UsageError("only a store read from a bundle can be written back to it.")
-            with exclusive(bundle, "the bundle"):
-                previous = earlier_version(bundle)
-                store.upsert(new.nodes, new.edges)
-                graph = whole()
-                write_validated(bundle, Bundle(graph.nodes, graph.edges), settings, previous=previous)
-    return {
+    result: dict[str, Any] = {
         "read": report.read,
         "accepted": report.accepted,
         "rejected": rejected,
         "nodes": new.nodes["id"].to_list(),
         "edges": new.edges["id"].to_list(),
     }
+    if bundle is None:
+        if new.nodes.height or new.edges.height:
+            store.upsert(new.nodes, new.edges)
+        return result
+    whole = getattr(store, "bundle", None)
+    if whole is None:
+        raise UsageError("only a store read from a bundle can be written back to it.")
+    if not (new.nodes.height or new.edges.height):
+        return result | {"token": expect}
+    with writing(bundle):
+        previous = earlier_version(bundle)
+        if expect is not None and previous.bundle.token != expect:
+            raise BundleChanged(
+                f"{bundle} changed since this server read it (another process wrote a new version); nothing was "
+                "written. Restart the server to serve the new version, then repeat the change."
+            )
+        graph = whole()
+        merged = merge_bundles([Bundle(graph.nodes, graph.edges), Bundle(new.nodes, new.edges)])
+        run_id = uuid.uuid4().hex
+        kept = previous.bundle.manifest
+        manifest = {k: v for k, v in kept.items() if k not in _RECOMPUTED} | {
+            "sources": [
+                *kept.get("sources", []),
+                source_entry(f"api:{dataset}", "serve", run_id, triples=report.read, accepted=report.accepted),
+            ]
+        }
+        rejects = pl.concat([previous.bundle.rejects, new.rejects], how="vertical_relaxed")
+        written = Bundle(merged.nodes, merged.edges, rejects=rejects, manifest=manifest)
+        _carry_embeddings(bundle, previous.bundle, written, getattr(store, "embedder", None))
+        write_validated(bundle, written, settings, previous=previous)
+    added_nodes = set(result["nodes"])
+    added_edges = set(result["edges"])
+    store.upsert(
+        written.nodes.filter(pl.col("id").is_in(added_nodes)), written.edges.filter(pl.col("id").is_in(added_edges))
+    )
+    return result | {"token": written.token}
+
+
+#: manifest keys a new version computes afresh (the others are kept from the version it replaces)
+_RECOMPUTED = frozenset(
+    {
+        "counts",
+        "content_hashes",
+        "content_sizes",
+        "written_at",
+        "schema_version",
+        "validation",
+        "diff",
+        "embeddings",
+        "history",
+    }
+)
+
+
+def _carry_embeddings(path: Path, previous: Bundle, written: Bundle, embedder: Embedder | None) -> None:
+    """Give ``written`` the name embeddings ``previous`` kept, with the new nodes' names embedded by
+    ``embedder`` (of the same model); without such an embedder the new version keeps none."""
+    entry: dict[str, Any] = previous.manifest.get("embeddings") or {}
+    stored = read_embeddings(path, previous) if entry else None
+    if stored is None or embedder is None or embedder.name != entry.get("model"):
+        return
+    ids = written.nodes["id"]
+    fresh = written.nodes.filter(~pl.col("id").is_in(stored["id"].implode()))
+    kept = stored.filter(pl.col("id").is_in(ids.implode()))
+    if fresh.height:
+        vectors = embed_in_blocks(embedder, fresh["name"].to_list())
+        added = pl.DataFrame({"id": fresh["id"], "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32))})
+        kept = pl.concat([kept.cast({"vector": pl.List(pl.Float32)}), added], how="vertical")
+    written.side[EMBEDDINGS_FILE] = kept
+    written.manifest["embeddings"] = dict(entry) | {"nodes": kept.height}

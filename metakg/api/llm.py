@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import logging
 import threading
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
@@ -22,6 +23,7 @@ from metakg.llm.usage import MeteredClient, UsageMeter, UsageSummary
 from metakg.schemas.graph_store import GraphStore
 
 T = TypeVar("T")
+logger = logging.getLogger("metakg.llm")
 
 #: the usage ledger: one JSON line per LLM request of every run, under the cache directory
 LEDGER_FILE = "ledger.jsonl"
@@ -106,7 +108,11 @@ class SharedLLM:
     local SmolLM2 server too, once), its client driven by one event loop in its own thread, so the client's
     concurrency bound (``llm.concurrency``) holds across every question the process answers at once. Work
     is submitted from any thread with :meth:`run`; each question's usage is still metered apart. Close it
-    to stop the loop, the client and the local server."""
+    to stop the loop, the client and the local server.
+
+    The session is opened on the loop's own thread, which lives until :meth:`close`: a local server is tied
+    to the thread that started it (it stops when that thread ends), so a short-lived request thread must not
+    start it. A local server that died anyway is started again by the next question."""
 
     def __init__(self, settings: Settings, *, progress: Progress | None = None) -> None:
         self._settings = settings
@@ -115,24 +121,53 @@ class SharedLLM:
         self._stack: ExitStack | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._server: local_server.LocalServer | None = None
         self.client: MeteredClient | None = None
         self.local: GraphStore | None = None
+        self.restarts = 0
+
+    def _open(self, stack: ExitStack) -> None:
+        """Open the session (on the loop's thread): the local server when no endpoint is set, the client."""
+        settings = self._settings
+        if not settings.llm.base_url:
+            self._progress("starting the local SmolLM2 server")
+            server = local_server.start()
+            stack.callback(local_server.stop, server)
+            self._server = server
+            settings = settings.model_copy(
+                update={"llm": settings.llm.model_copy(update={"base_url": server.base_url, "model": server.model})}
+            )
+        self.client = stack.enter_context(llm_session(settings, progress=self._progress))
+        self.local = stack.enter_context(local_graph(self._settings, self._progress))
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
+            if self._loop is not None and self._server is not None and self._server.process.poll() is not None:
+                logger.warning(
+                    "the local LLM server exited (status %s); starting it again", self._server.process.returncode
+                )
+                self._shut()
+                self.restarts += 1
             if self._loop is not None:
                 return self._loop
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="metakg-llm", daemon=True)
+            thread.start()
             stack = ExitStack()
+
+            async def open_here() -> None:
+                self._open(stack)
+
             try:
-                self.client = stack.enter_context(llm_session(self._settings, progress=self._progress))
-                self.local = stack.enter_context(local_graph(self._settings, self._progress))
+                asyncio.run_coroutine_threadsafe(open_here(), loop).result()
             except BaseException:
                 stack.close()
+                self._server = self.client = self.local = None
+                loop.call_soon_threadsafe(loop.stop)
+                thread.join(timeout=30)
+                loop.close()
                 raise
-            loop = asyncio.new_event_loop()
-            self._thread = threading.Thread(target=loop.run_forever, name="metakg-llm", daemon=True)
-            self._thread.start()
-            self._stack, self._loop = stack, loop
+            self._thread, self._stack, self._loop = thread, stack, loop
             return loop
 
     def run(self, work: Callable[[MeteredClient, GraphStore | None], Coroutine[Any, Any, T]]) -> T:
@@ -158,16 +193,22 @@ class SharedLLM:
     def close(self) -> None:
         """Close the client on its loop, stop the loop, then the session (and the local server)."""
         with self._lock:
-            loop, stack, client = self._loop, self._stack, self.client
-            self._loop = self._stack = self.client = None
-            self.local = None
+            self._shut()
+
+    def _shut(self) -> None:
+        loop, stack, client, thread = self._loop, self._stack, self.client, self._thread
+        self._loop = self._stack = self.client = self._thread = self._server = None
+        self.local = None
         if loop is None or stack is None:
             return
         if client is not None:
-            asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(timeout=30)
+            try:
+                asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(timeout=30)
+            except Exception:  # closing connections to a server that is gone may fail; the rest must still close
+                logger.debug("closing the LLM client failed", exc_info=True)
         loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        if thread is not None:
+            thread.join(timeout=30)
         loop.close()
         stack.close()
 

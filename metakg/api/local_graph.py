@@ -3,7 +3,6 @@ directory, or the configured Neo4j database."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,8 +17,9 @@ from metakg.errors import ConfigError
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.schemas.bundle import MANIFEST_FILE, Bundle, read_bundle, write_bundle
+from metakg.schemas.bundle_dir import bundle_path, recover
 from metakg.schemas.graph_store import GraphStore
-from metakg.schemas.locks import exclusive, unique_temp_name
+from metakg.schemas.locks import exclusive
 from metakg.schemas.tables import empty_edges, empty_nodes
 
 
@@ -42,19 +42,14 @@ class BundleLocalGraph(EmbeddedStore):
         self._dirty = True
 
     def checkpoint(self) -> None:
-        """Write the graph when it changed since the last write (or was never written)."""
+        """Write the graph when it changed since the last write (or was never written): a new version swapped
+        in whole (:func:`~metakg.schemas.bundle.write_bundle`)."""
         if not self._dirty and (self.path / MANIFEST_FILE).exists():
             return
-        fresh = unique_temp_name(self.path)
         whole = self.bundle()
-        write_bundle(fresh, Bundle(whole.nodes, whole.edges, manifest=self._manifest))
-        if self.path.exists():
-            old = unique_temp_name(self.path)
-            self.path.rename(old)
-            fresh.rename(self.path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            fresh.rename(self.path)
+        written = Bundle(whole.nodes, whole.edges, manifest=self._manifest)
+        write_bundle(self.path, written)
+        self._manifest = dict(written.manifest)
         self._dirty = False
 
     def close(self) -> None:
@@ -95,8 +90,9 @@ def local_graph(settings: Settings, progress: Progress = quiet) -> Iterator[Grap
         with open_store(settings, None, neo4j=True, progress=progress) as store:
             yield store
         return
-    path = Path(where).expanduser()
+    path = bundle_path(Path(where))
     with exclusive(path, "the local graph", directory=False):
+        recover(path)
         progress(f"opening the local graph {path}")
         store = BundleLocalGraph(path, embedder=LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress))
         try:

@@ -24,11 +24,11 @@ from metakg.loaders.neo4j_loader import graph_as_of as neo4j_graph_as_of
 from metakg.loaders.neo4j_loader import versions_of as neo4j_versions_of
 from metakg.loaders.neo4j_store import Neo4jStore, connect
 from metakg.schemas.bundle import Bundle, read_bundle, read_embeddings, source_entry, write_bundle
+from metakg.schemas.bundle_dir import writing
 from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord, SearchHit, SearchMode
 from metakg.schemas.history import as_of as history_as_of
 from metakg.schemas.history import read_history
 from metakg.schemas.history import versions as history_versions
-from metakg.schemas.locks import exclusive
 
 
 def open_store(
@@ -150,7 +150,7 @@ def snapshot(settings: Settings, graph: str | Path | None, at: datetime, out: Pa
         "as_of": at.isoformat(),
         "sources": [source_entry("snapshot", "snapshot", uuid.uuid4().hex, input=str(graph or "neo4j"))],
     }
-    with exclusive(out, "the bundle"):
+    with writing(out):
         return write_bundle(out, bundle)
 
 

@@ -13,7 +13,8 @@ from metakg.config import Settings
 from metakg.errors import BundleError, UsageError
 from metakg.ingest import wikidata
 from metakg.schemas.bundle import MANIFEST_FILE, source_entry
-from metakg.schemas.locks import exclusive, locked
+from metakg.schemas.bundle_dir import writes_bundle
+from metakg.schemas.locks import exclusive
 from metakg.schemas.vocabulary import default_vocabulary
 
 
@@ -34,7 +35,7 @@ def sparql_client(settings: Settings, endpoint: str | None = None) -> wikidata.S
     )
 
 
-@locked("out", "the bundle")
+@writes_bundle("out")
 def sync_wikidata(
     spec_path: Path,
     out: Path,

@@ -171,6 +171,11 @@ class EmbeddedStore(ClosingStore):
         """A store over a bundle already read."""
         return cls(bundle.nodes, bundle.edges, embedder=embedder, embeddings=embeddings)
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder names are embedded with (None: embedding search uses precomputed vectors only)."""
+        return self._embedder
+
     # ------------------------------------------------------------------ indexing
     def _index(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
         if nodes["id"].n_unique() != nodes.height or nodes["id"].null_count():

@@ -1,7 +1,9 @@
 """The KG bundle: a directory with nodes, edges, rejects (Parquet) and ``manifest.json``.
 
-Files are written to a temporary name and renamed, and the manifest is written last, so a bundle whose
-manifest exists is complete; a half-written one is reported as incomplete and can be written again.
+A bundle is written as a whole new version beside the old one and swapped in with one rename
+(:mod:`metakg.schemas.bundle_dir`), the manifest written last, so a crash leaves one version or the other and
+a reader sees one or the other. The manifest records a SHA-256 for every table; a reader checks them, and
+reads no file but the bundle's own tables, whatever the manifest names.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import BundleError
-from metakg.schemas.locks import unique_temp_name
+from metakg.schemas.bundle_dir import Version, bundle_path, readable, replace, sha256_of, token
 from metakg.schemas.tables import (
     SCHEMA_VERSION,
     conform_edges,
@@ -34,6 +38,7 @@ EXTRACTION_FILE = "extraction.parquet"
 HISTORY_NODES_FILE = "history_nodes.parquet"
 HISTORY_EDGES_FILE = "history_edges.parquet"
 MANIFEST_FILE = "manifest.json"
+CORE_TABLES = (NODES_FILE, EDGES_FILE, REJECTS_FILE)
 #: optional tables, each listed in the manifest (hashed, verified) while the manifest has its key
 SIDE_TABLES = {
     EMBEDDINGS_FILE: "embeddings",
@@ -41,6 +46,11 @@ SIDE_TABLES = {
     HISTORY_NODES_FILE: "history",
     HISTORY_EDGES_FILE: "history",
 }
+#: the only files a manifest may list: a bundle's tables, inside its folder
+TABLE_FILES = frozenset(CORE_TABLES) | frozenset(SIDE_TABLES)
+#: how often a read starts again when a writer swaps in a new version under it
+READ_ATTEMPTS = 5
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass
@@ -48,7 +58,9 @@ class Bundle:
     """A KG bundle in memory: the three tables and the manifest.
 
     ``side`` holds optional tables to write with it (file name in :data:`SIDE_TABLES` -> frame); reading a
-    bundle leaves them on disk (:func:`read_embeddings`, :func:`read_side_table`).
+    bundle leaves them on disk (:func:`read_embeddings`, :func:`read_side_table`). ``token`` names the version
+    it was read from (None: not read from disk); a writer that gives it back as ``expect`` refuses to replace
+    another version. ``verified``: its tables were checked against the manifest's hashes when read.
     """
 
     nodes: pl.DataFrame
@@ -56,6 +68,8 @@ class Bundle:
     rejects: pl.DataFrame = field(default_factory=empty_rejects)
     manifest: dict[str, Any] = field(default_factory=dict)
     side: dict[str, pl.DataFrame] = field(default_factory=dict)
+    token: str | None = None
+    verified: bool = True
 
 
 def _sha256(path: Path) -> str:
@@ -67,12 +81,7 @@ def _sha256(path: Path) -> str:
 
 
 def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
-    tmp = unique_temp_name(path)
-    try:
-        frame.write_parquet(tmp, compression="zstd", statistics=False)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    frame.write_parquet(path, compression="zstd", statistics=False)
 
 
 def counts_of(nodes: pl.DataFrame, edges: pl.DataFrame, rejects: pl.DataFrame) -> dict[str, Any]:
@@ -95,76 +104,105 @@ def counts_of(nodes: pl.DataFrame, edges: pl.DataFrame, rejects: pl.DataFrame) -
     }
 
 
-def write_bundle(path: Path, bundle: Bundle) -> dict[str, Any]:
-    """Write ``bundle`` to the directory ``path`` (created if needed) and return the manifest written.
+def write_bundle(
+    path: Path,
+    bundle: Bundle,
+    *,
+    keep: Collection[str] = (),
+    expect: str | None = None,
+    extras: Callable[[Path], None] | None = None,
+) -> dict[str, Any]:
+    """Write ``bundle`` as the new version of the bundle directory ``path`` and return the manifest written.
 
-    The manifest keeps the keys already in ``bundle.manifest`` (sources, validation, ...) and refreshes
-    schema version, counts, content hashes and the time of writing.
+    The new version is built beside the old one and swapped in whole (the writer holds
+    :func:`~metakg.schemas.bundle_dir.writing`, as every command does). The manifest keeps the keys already in
+    ``bundle.manifest`` (sources, validation, ...) and refreshes schema version, counts, content hashes and
+    the time of writing.
+
+    Args:
+        path: the bundle directory (created when missing).
+        bundle: what to write; its ``side`` tables are written too.
+        keep: files of the current version the new one keeps as they are (a table the writer did not change,
+            the validation reports); their hashes are taken from ``bundle.manifest``.
+        expect: the token of the version ``bundle`` was read from: another version there refuses the write.
+        extras: writes further files (reports) into the new version's folder before its manifest.
 
     Raises:
-        BundleError: the directory cannot be written.
+        BundleError: the directory cannot be written (the old version is left whole), or (BundleChanged)
+            ``expect`` is not the current version.
     """
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        manifest_path = path / MANIFEST_FILE
-        if manifest_path.exists():  # the bundle is being rewritten: mark it incomplete until done
-            manifest_path.unlink()
-        nodes = conform_nodes(bundle.nodes)
-        edges = conform_edges(bundle.edges)
-        rejects = conform_rejects(bundle.rejects)
-        _write_parquet(nodes, path / NODES_FILE)
-        _write_parquet(edges, path / EDGES_FILE)
-        _write_parquet(rejects, path / REJECTS_FILE)
-        for name, frame in bundle.side.items():
-            _write_parquet(frame, path / name)
-        files = [NODES_FILE, EDGES_FILE, REJECTS_FILE]
-        files += [name for name, key in SIDE_TABLES.items() if key in bundle.manifest and (path / name).exists()]
-        manifest = dict(bundle.manifest)
+    real = bundle_path(path)
+    # side tables the manifest still lists but the writer did not load stay as they are (validate in place)
+    keep = set(keep) | {n for n, key in SIDE_TABLES.items() if key in bundle.manifest and n not in bundle.side}
+    nodes = conform_nodes(bundle.nodes)
+    edges = conform_edges(bundle.edges)
+    rejects = conform_rejects(bundle.rejects)
+    old_hashes = bundle.manifest.get("content_hashes") or {}
+    old_sizes = bundle.manifest.get("content_sizes") or {}
+    manifest = dict(bundle.manifest)
+
+    def build(folder: Path) -> None:
+        frames = dict(zip(CORE_TABLES, (nodes, edges, rejects), strict=True)) | bundle.side
+        for name, frame in frames.items():
+            if name not in keep:
+                _write_parquet(frame, folder / name)
+        if extras is not None:
+            extras(folder)
+        files = [*CORE_TABLES]
+        files += [name for name, key in SIDE_TABLES.items() if key in manifest and (folder / name).is_file()]
+        # a kept file keeps the hash recorded when it was written (a file changed behind the manifest stays
+        # detectable), unless the bundle was read without checks to record its files as they are now
+        reused = {n for n in files if bundle.verified and n in keep and n in old_hashes and n in old_sizes}
         manifest.update(
             schema_version=SCHEMA_VERSION,
             written_at=datetime.now(UTC).isoformat(timespec="seconds"),
             counts=counts_of(nodes, edges, rejects),
-            content_hashes={name: _sha256(path / name) for name in files},
-            content_sizes={name: (path / name).stat().st_size for name in files},
+            content_hashes={name: old_hashes[name] if name in reused else _sha256(folder / name) for name in files},
+            content_sizes={
+                name: old_sizes[name] if name in reused else (folder / name).stat().st_size for name in files
+            },
         )
         manifest.setdefault("created_at", manifest["written_at"])
         manifest.setdefault("sources", [])
-        tmp = unique_temp_name(manifest_path)
-        try:
-            tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
-            os.replace(tmp, manifest_path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+
+    try:
+        replace(real, build, keep=keep, expect=expect)
     except OSError as e:
-        raise BundleError(f"cannot write the bundle at {path}: {e}. Check the path and its permissions.") from e
+        raise BundleError(
+            f"cannot write the bundle at {path}: {e.strerror or e}; the previous version is unchanged. Check the "
+            "free space, the path and its permissions."
+        ) from e
     bundle.manifest = manifest
+    bundle.token = token((real / MANIFEST_FILE).read_bytes()) if (real / MANIFEST_FILE).is_file() else None
     return manifest
 
 
 def write_embeddings(
     path: Path, bundle: Bundle, ids: pl.Series, vectors: Any, *, model: str, dim: int
 ) -> dict[str, Any]:
-    """Store name embeddings (one row per node id) in the bundle at ``path`` and record them in its manifest.
-
-    The table is written like every other one (temporary name, then rename) and the manifest last, so an
-    interrupted write leaves the bundle marked incomplete, never pointing at a torn file.
+    """Store name embeddings (one row per node id) in the bundle at ``path`` (read as ``bundle``) and record
+    them in its manifest: a new version that keeps every other file of the one read.
 
     Returns:
         The manifest's ``embeddings`` entry (model, dim, field, nodes).
 
     Raises:
-        BundleError: the bundle cannot be written.
+        BundleError: the bundle cannot be written, or changed since it was read.
     """
     frame = pl.DataFrame({"id": ids, "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32))})
-    try:
-        manifest_path = path / MANIFEST_FILE
-        if manifest_path.exists():
-            manifest_path.unlink()
-        _write_parquet(frame, path / EMBEDDINGS_FILE)
-    except OSError as e:
-        raise BundleError(f"cannot write the embeddings of the bundle at {path}: {e}.") from e
-    bundle.manifest["embeddings"] = {"model": model, "dim": dim, "field": "name", "nodes": frame.height}
-    write_bundle(path, bundle)
+    keep = [name for name in (*CORE_TABLES, *SIDE_TABLES) if name != EMBEDDINGS_FILE]
+    keep += ["validation.json", "validation.html"]
+    updated = Bundle(
+        bundle.nodes,
+        bundle.edges,
+        bundle.rejects,
+        manifest=dict(bundle.manifest)
+        | {"embeddings": {"model": model, "dim": dim, "field": "name", "nodes": frame.height}},
+        side={EMBEDDINGS_FILE: frame},
+    )
+    write_bundle(path, updated, keep=keep, expect=bundle.token)
+    bundle.manifest, bundle.token = updated.manifest, updated.token
     return dict(bundle.manifest["embeddings"])
 
 
@@ -179,17 +217,36 @@ def read_embeddings(path: Path, bundle: Bundle) -> pl.DataFrame | None:
 
 def read_side_table(path: Path, bundle: Bundle, name: str) -> pl.DataFrame | None:
     """The optional table ``name`` (a :data:`SIDE_TABLES` file) of the bundle at ``path``, or None when its
-    manifest does not list it.
+    manifest does not list it; checked against the hash the manifest of ``bundle`` recorded.
 
     Raises:
-        BundleError: the manifest lists the table but it cannot be read.
+        BundleError: the manifest lists the table but it cannot be read, or it is not the version ``bundle``
+            was read from (the bundle changed since: read it again).
     """
-    if SIDE_TABLES[name] not in bundle.manifest or not (path / name).is_file():
+    if SIDE_TABLES[name] not in bundle.manifest:
         return None
-    try:
-        return pl.read_parquet(path / name)
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise BundleError(f"cannot read {path / name}: {e}. Write the bundle again.") from e
+    expected = (bundle.manifest.get("content_hashes") or {}).get(name)
+    with Version(bundle_path(path)) as version:
+        if not version.has(name):
+            if expected is None:
+                return None
+            raise BundleError(f"{path / name} is missing although {MANIFEST_FILE} lists it: write the bundle again.")
+        try:
+            with version.open(name) as fh:
+                if bundle.verified:
+                    if expected is None:
+                        raise BundleError(
+                            f"{path / MANIFEST_FILE} records no hash for {name}: run `metakg validate {path} "
+                            "--accept-changes` to check the bundle and record them."
+                        )
+                    if sha256_of(fh) != expected:
+                        raise BundleError(
+                            f"{path / name} is not the version of the bundle that was read (it changed since, or "
+                            f"behind {MANIFEST_FILE}): run the command again."
+                        )
+                return pl.read_parquet(readable(fh))
+        except (OSError, pl.exceptions.PolarsError) as e:
+            raise BundleError(f"cannot read {path / name}: {e}. Write the bundle again.") from e
 
 
 def source_entry(name: str, importer: str, run_id: str, **details: Any) -> dict[str, Any]:
@@ -205,77 +262,207 @@ def source_entry(name: str, importer: str, run_id: str, **details: Any) -> dict[
     return entry
 
 
-def read_manifest(path: Path) -> dict[str, Any]:
-    """The manifest of the bundle at ``path``.
+#: manifest keys read by metakg and the JSON type each must have
+_MANIFEST_TYPES: dict[str, type | tuple[type, ...]] = {
+    "schema_version": str,
+    "written_at": str,
+    "created_at": str,
+    "sources": list,
+    "counts": dict,
+    "content_hashes": dict,
+    "content_sizes": dict,
+    "validation": dict,
+    "embeddings": dict,
+    "extraction": dict,
+    "history": dict,
+    "diff": dict,
+    "merged_from": list,
+}
+
+
+def check_manifest(manifest: Any, path: Path, *, hashes: bool = True) -> dict[str, Any]:
+    """``manifest`` (parsed JSON) when it is a manifest metakg can trust, for the bundle at ``path``.
+
+    Args:
+        manifest: the parsed ``manifest.json``.
+        path: the bundle directory (for messages).
+        hashes: require the content hashes of the three tables (False: ``validate --accept-changes``, which
+            records them anew).
 
     Raises:
-        BundleError: no bundle there, an incomplete one, or one of another schema major version.
+        BundleError: not an object, a field of the wrong type, a listed file that is not one of the bundle's
+            tables (``../`` or an absolute path), or (with ``hashes``) no hash for a table; the message names it.
     """
-    if not path.is_dir():
-        raise BundleError(f"{path} is not a KG bundle directory (it does not exist or is a file).")
-    manifest_path = path / MANIFEST_FILE
-    if not manifest_path.is_file():
-        raise BundleError(
-            f"{path} has no {MANIFEST_FILE}: it is not a bundle, or writing it was interrupted. "
-            "Run the command that produced it again."
-        )
-    try:
-        manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise BundleError(f"{manifest_path} is not readable JSON: {e}.") from e
+    where = path / MANIFEST_FILE
+    if not isinstance(manifest, dict):
+        raise BundleError(f"{where} holds a JSON {type(manifest).__name__}, not an object: write the bundle again.")
+    for key, kind in _MANIFEST_TYPES.items():
+        if key in manifest and not isinstance(manifest[key], kind):
+            raise BundleError(
+                f"{where}: field {key!r} is a JSON {type(manifest[key]).__name__}, not "
+                f"{'an object' if kind is dict else 'a list' if kind is list else 'a string'}: write the bundle again."
+            )
     version = str(manifest.get("schema_version", ""))
     if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
         raise BundleError(
             f"{path} was written with schema version {version or 'unknown'}; this metakg reads "
             f"{SCHEMA_VERSION}. Re-create the bundle with this version."
         )
+    for key in ("content_hashes", "content_sizes"):
+        for name, value in (manifest.get(key) or {}).items():
+            if name not in TABLE_FILES:
+                raise BundleError(
+                    f"{where}: {key} lists {name!r}, which is not one of a bundle's tables "
+                    f"({', '.join(sorted(TABLE_FILES))}); metakg reads no other file. The manifest was altered: do "
+                    "not use this bundle."
+                )
+            valid = _HEX64.match(value) if key == "content_hashes" and isinstance(value, str) else None
+            if (key == "content_hashes" and not valid) or (key == "content_sizes" and type(value) is not int):
+                raise BundleError(
+                    f"{where}: {key}[{name!r}] is not a valid {'SHA-256' if key == 'content_hashes' else 'size'}."
+                )
+    if "embeddings" in manifest:
+        entry = manifest["embeddings"]
+        if not isinstance(entry.get("model"), str) or type(entry.get("dim")) is not int:
+            raise BundleError(f"{where}: field 'embeddings' needs a string 'model' and a whole number 'dim'.")
+    if hashes:
+        recorded = manifest.get("content_hashes") or {}
+        missing = [name for name in (NODES_FILE, EDGES_FILE) if name not in recorded]
+        if missing:
+            raise BundleError(
+                f"{where} records no content hash for {', '.join(missing)}, so the tables cannot be checked. If the "
+                f"bundle is yours, run `metakg validate {path} --accept-changes` to check it and record them."
+            )
     return manifest
 
 
-def verify_bundle(path: Path, manifest: dict[str, Any]) -> None:
-    """Check every table of the bundle at ``path`` against the size and SHA-256 its manifest recorded.
+def _parse_manifest(raw: bytes, path: Path, *, hashes: bool) -> dict[str, Any]:
+    try:
+        parsed = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BundleError(f"{path / MANIFEST_FILE} is not readable JSON: {e}.") from e
+    return check_manifest(parsed, path, hashes=hashes)
+
+
+def _no_manifest(path: Path) -> BundleError:
+    return BundleError(
+        f"{path} has no {MANIFEST_FILE}: it is not a bundle. Give a folder a metakg command wrote, or write it "
+        "with the command that produces it."
+    )
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The manifest of the bundle at ``path`` (checked as :func:`check_manifest` checks it, hashes aside).
 
     Raises:
-        BundleError: a table is missing or changed since the bundle was written; the message names it.
+        BundleError: no bundle there, an untrustworthy manifest, or one of another schema major version.
     """
-    sizes = manifest.get("content_sizes", {})
-    for name, expected in manifest.get("content_hashes", {}).items():
-        table = path / name
-        if not table.is_file():
-            raise BundleError(f"{table} is missing although {MANIFEST_FILE} lists it: write the bundle again.")
-        changed = (name in sizes and table.stat().st_size != sizes[name]) or _sha256(table) != expected
-        if changed:
-            raise BundleError(
-                f"{table} changed since the bundle was written (its size or hash differs from {MANIFEST_FILE}). "
-                f"If the change is deliberate, run `metakg validate {path} --accept-changes`; otherwise write "
-                "the bundle again."
-            )
+    with Version(bundle_path(path)) as version:
+        try:
+            raw = version.read_bytes(MANIFEST_FILE)
+        except FileNotFoundError:
+            raise _no_manifest(path) from None
+        except OSError as e:
+            raise BundleError(f"cannot read {path / MANIFEST_FILE}: {e.strerror or e}.") from e
+    return _parse_manifest(raw, path, hashes=False)
+
+
+def _read_version(version: Version, path: Path, *, verify: bool, tables: bool, every: bool) -> Bundle:
+    """The manifest and (with ``tables``) the tables of one opened version; ``every``: verify the side tables
+    too. Raises FileNotFoundError when a file is missing (the caller tells a swap from a damaged bundle)."""
+    raw = version.read_bytes(MANIFEST_FILE)
+    manifest = _parse_manifest(raw, path, hashes=verify)
+    hashes = manifest.get("content_hashes") or {}
+    sizes = manifest.get("content_sizes") or {}
+    if every:
+        names = sorted(set(hashes) | {NODES_FILE, EDGES_FILE})
+    elif tables:
+        names = [NODES_FILE, EDGES_FILE] + (
+            [REJECTS_FILE] if REJECTS_FILE in hashes or version.has(REJECTS_FILE) else []
+        )
+    else:
+        names = []
+    handles = {}
+    try:
+        for name in names:
+            handles[name] = version.open(name)
+        if verify:
+            for name, fh in handles.items():
+                size = sizes.get(name)
+                if name not in hashes:
+                    continue  # a table the manifest does not list (check_manifest made sure nodes and edges are)
+                if (size is not None and os.fstat(fh.fileno()).st_size != size) or sha256_of(fh) != hashes[name]:
+                    raise BundleError(
+                        f"{path / name} changed since the bundle was written (its size or hash differs from "
+                        f"{MANIFEST_FILE}). If the change is deliberate, run `metakg validate {path} "
+                        "--accept-changes`; otherwise write the bundle again."
+                    )
+        frames: dict[str, pl.DataFrame] = {}
+        if tables:
+            for name in CORE_TABLES:
+                if name in handles:
+                    try:
+                        frames[name] = pl.read_parquet(readable(handles[name]))
+                    except (OSError, pl.exceptions.PolarsError) as e:
+                        raise BundleError(f"cannot read {path / name}: {e}. Write the bundle again.") from e
+    finally:
+        for fh in handles.values():
+            fh.close()
+    if not tables:
+        return Bundle(pl.DataFrame(), pl.DataFrame(), manifest=manifest, token=token(raw), verified=verify)
+    return Bundle(
+        nodes=conform_nodes(frames[NODES_FILE], strict=True, where=path / NODES_FILE),
+        edges=conform_edges(frames[EDGES_FILE], strict=True, where=path / EDGES_FILE),
+        rejects=conform_rejects(frames[REJECTS_FILE], strict=True, where=path / REJECTS_FILE)
+        if REJECTS_FILE in frames
+        else empty_rejects(),
+        manifest=manifest,
+        token=token(raw),
+        verified=verify,
+    )
+
+
+def _read(path: Path, *, verify: bool, tables: bool, every: bool = False) -> Bundle:
+    real = bundle_path(path)
+    for _ in range(READ_ATTEMPTS):
+        with Version(real) as version:
+            try:
+                return _read_version(version, path, verify=verify, tables=tables, every=every)
+            except FileNotFoundError as e:
+                if version.replaced():
+                    continue  # a writer swapped in a new version between our opens: read that one
+                name = Path(str(e.filename or MANIFEST_FILE)).name
+                if name == MANIFEST_FILE:
+                    raise _no_manifest(path) from None
+                raise BundleError(
+                    f"{path / name} is missing although {MANIFEST_FILE} lists it: write the bundle again."
+                ) from None
+    raise BundleError(f"{path} kept changing while it was read ({READ_ATTEMPTS} new versions); try again.")
+
+
+def verify_bundle(path: Path) -> dict[str, Any]:
+    """The manifest of the bundle at ``path`` after checking every table it lists (side tables included)
+    against the size and SHA-256 it recorded.
+
+    Raises:
+        BundleError: no bundle, an untrustworthy manifest, or a table missing or changed since it was written.
+    """
+    return _read(path, verify=True, tables=False, every=True).manifest
 
 
 def read_bundle(path: Path, *, verify: bool = True) -> Bundle:
-    """Read the bundle at ``path``.
+    """Read the bundle at ``path``: one version, even while a writer swaps in another.
 
     Args:
         path: the bundle directory.
-        verify: check each table against the size and hash the manifest recorded (once per read); False
-            reads tables changed behind the manifest's back (``validate --accept-changes``).
+        verify: check each table against the size and hash the manifest recorded (once per read; a manifest
+            without hashes is refused); False reads tables changed behind the manifest's back
+            (``validate --accept-changes``).
 
     Raises:
         BundleError: missing, incomplete, corrupt, or (with ``verify``) altered since it was written.
     """
-    manifest = read_manifest(path)
-    if verify:
-        verify_bundle(path, manifest)
-    try:
-        nodes = pl.read_parquet(path / NODES_FILE)
-        edges = pl.read_parquet(path / EDGES_FILE)
-        rejects_path = path / REJECTS_FILE
-        rejects = pl.read_parquet(rejects_path) if rejects_path.exists() else empty_rejects()
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise BundleError(f"cannot read the tables of bundle {path}: {e}.") from e
-    return Bundle(
-        nodes=conform_nodes(nodes), edges=conform_edges(edges), rejects=conform_rejects(rejects), manifest=manifest
-    )
+    return _read(path, verify=verify, tables=True)
 
 
 def merge_bundles(bundles: list[Bundle]) -> Bundle:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from metakg.errors import ResourceBusy
+from metakg.errors import OutputError, ResourceBusy
 
 LOCK_FILE = ".metakg.lock"
 P = ParamSpec("P")
@@ -29,17 +29,22 @@ R = TypeVar("R")
 @contextmanager
 def exclusive(target: Path, what: str, *, directory: bool = True) -> Iterator[None]:
     """Hold an exclusive lock on ``target`` for the block: a directory (created if needed; the lock file is
-    inside it) or, with ``directory=False``, a file (the lock file is beside it).
+    inside it) or, with ``directory=False``, a file or a folder replaced whole (the lock file is beside it,
+    ``.<name>.lock``).
 
     Raises:
-        ResourceBusy: another process holds the lock, or the lock file cannot be made.
+        ResourceBusy: another process holds the lock.
+        OutputError: the lock file cannot be made (a folder without write permission, a file on the way).
     """
-    lock_path = target / LOCK_FILE if directory else target.with_name(f"{target.name}.lock")
+    lock_path = target / LOCK_FILE if directory else target.with_name(f".{target.name}.lock")
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
-        raise ResourceBusy(f"cannot lock {what} {target}: {e.strerror or e}.") from e
+        raise OutputError(
+            f"cannot make the lock file {lock_path} for {what} {target}: {e.strerror or e}. Check that the folder "
+            "can be written."
+        ) from e
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from pathlib import Path
 
 import polars as pl
 import polars_hash as plh
@@ -64,40 +65,67 @@ _REQUIRED_EDGE = ("src", "dst", "rel", "source")
 
 
 def _conform(
-    frame: pl.DataFrame, schema: Mapping[str, pl.DataType], required: tuple[str, ...], what: str
+    frame: pl.DataFrame,
+    schema: Mapping[str, pl.DataType],
+    required: tuple[str, ...],
+    what: str,
+    *,
+    strict: bool = False,
+    where: Path | None = None,
 ) -> pl.DataFrame:
+    place = f"{where}: " if where is not None else ""
     missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise BundleError(f"{what} table lacks required column(s) {missing}; it has {frame.columns}.")
+        raise BundleError(f"{place}{what} table lacks required column(s) {missing}; it has {frame.columns}.")
     exprs = []
     for name, dtype in schema.items():
         if name in frame.columns:
-            exprs.append(pl.col(name).cast(dtype, strict=False).alias(name))
+            exprs.append(pl.col(name).cast(dtype, strict=strict).alias(name))
         else:
             exprs.append(pl.lit(None, dtype=dtype).alias(name))
-    return frame.select(exprs)
+    try:
+        return frame.select(exprs)
+    except pl.exceptions.PolarsError:
+        for name, dtype in schema.items():  # name the first column that does not hold its type
+            if name in frame.columns:
+                try:
+                    frame.select(pl.col(name).cast(dtype, strict=strict))
+                except pl.exceptions.PolarsError:
+                    raise BundleError(
+                        f"{place}{what} column {name!r} holds {frame.schema[name]}, which cannot be read as {dtype}: "
+                        "write the table again with the right types."
+                    ) from None
+        raise
 
 
-def conform_nodes(frame: pl.DataFrame) -> pl.DataFrame:
+def conform_nodes(frame: pl.DataFrame, *, strict: bool = False, where: Path | None = None) -> pl.DataFrame:
     """Return ``frame`` with exactly the node columns, in order, with their dtypes.
 
+    Args:
+        frame: a node table.
+        strict: a value that cannot be cast to its column's type is an error, not a null (tables read from disk).
+        where: the file the table came from, for messages.
+
     Raises:
-        BundleError: a required column (id, name, type, source) is missing.
+        BundleError: a required column (id, name, type, source) is missing, or (``strict``) a column of the
+            wrong type.
     """
-    out = _conform(frame, NODE_SCHEMA, _REQUIRED_NODE, "node")
+    out = _conform(frame, NODE_SCHEMA, _REQUIRED_NODE, "node", strict=strict, where=where)
     return out.with_columns(
         pl.col("aliases").fill_null(pl.lit([], dtype=pl.List(pl.String()))),
         pl.col("xrefs").fill_null(pl.lit([], dtype=pl.List(pl.String()))),
     )
 
 
-def conform_edges(frame: pl.DataFrame) -> pl.DataFrame:
-    """Return ``frame`` with exactly the edge columns; ``id`` is computed where it is missing.
+def conform_edges(frame: pl.DataFrame, *, strict: bool = False, where: Path | None = None) -> pl.DataFrame:
+    """Return ``frame`` with exactly the edge columns; ``id`` is computed where it is missing (``strict`` and
+    ``where`` as for :func:`conform_nodes`).
 
     Raises:
-        BundleError: a required column (src, dst, rel, source) is missing.
+        BundleError: a required column (src, dst, rel, source) is missing, or (``strict``) a column of the
+            wrong type.
     """
-    out = _conform(frame, EDGE_SCHEMA, _REQUIRED_EDGE, "edge")
+    out = _conform(frame, EDGE_SCHEMA, _REQUIRED_EDGE, "edge", strict=strict, where=where)
     out = out.with_columns(
         pl.col("count").fill_null(1),
         pl.col("record_ids").fill_null(pl.lit([], dtype=pl.List(pl.String()))),
@@ -109,9 +137,9 @@ def conform_edges(frame: pl.DataFrame) -> pl.DataFrame:
     return out
 
 
-def conform_rejects(frame: pl.DataFrame) -> pl.DataFrame:
-    """Return ``frame`` with exactly the reject columns."""
-    return _conform(frame, REJECT_SCHEMA, ("check", "reason"), "reject")
+def conform_rejects(frame: pl.DataFrame, *, strict: bool = False, where: Path | None = None) -> pl.DataFrame:
+    """Return ``frame`` with exactly the reject columns (``strict`` and ``where`` as for :func:`conform_nodes`)."""
+    return _conform(frame, REJECT_SCHEMA, ("check", "reason"), "reject", strict=strict, where=where)
 
 
 def empty_nodes() -> pl.DataFrame:

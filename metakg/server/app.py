@@ -4,12 +4,13 @@ when one is set."""
 
 from __future__ import annotations
 
+import copy
 import hmac
 import json
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import asdict
 from pathlib import Path
@@ -18,14 +19,15 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi import Path as Path_
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
 import metakg
 from metakg import api
 from metakg.config import Settings
-from metakg.errors import ConfigError, MetakgError, NodeNotFound, UsageError
+from metakg.errors import BundleChanged, ConfigError, MetakgError, NodeNotFound, UsageError
+from metakg.redact import mask_query
 from metakg.server.evaluations import EvaluationRun, Evaluations
 
 logger = logging.getLogger("metakg.server")
@@ -139,7 +141,7 @@ def key_matches(given: str | None, key: str) -> bool:
 def with_key(app: Any, key: str) -> Any:
     """An ASGI app that answers 401 to any HTTP request whose ``X-API-Key`` header is not ``key``."""
 
-    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def keyed(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             headers = dict(scope.get("headers") or [])
             given = headers.get(b"x-api-key", b"").decode("latin-1")
@@ -148,7 +150,80 @@ def with_key(app: Any, key: str) -> Any:
                 return
         await app(scope, receive, send)
 
-    return guarded
+    return keyed
+
+
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def allowed_hosts(settings: Settings) -> list[str] | None:
+    """The names a request's ``Host`` header may carry: loopback names, the address the server binds and
+    ``server.allowed_hosts``; None (any) only for a server bound to every address with no names configured,
+    which needs an API key. A page on another site whose name an attacker points at 127.0.0.1 (DNS rebinding)
+    sends its own name, which is refused."""
+    limits = settings.server
+    names = ["127.0.0.1", "localhost", "::1", "[::1]", *limits.allowed_hosts]
+    if limits.host in WILDCARD_HOSTS:
+        return names if limits.allowed_hosts else None
+    return [*names, limits.host]
+
+
+def _host_of(scope: dict[str, Any]) -> str:
+    headers = dict(scope.get("headers") or [])
+    host: str = headers.get(b"host", b"").decode("latin-1").strip().lower()
+    if host.startswith("["):  # [::1]:8000
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class RequestGuard:
+    """ASGI middleware for the checks every request of ``metakg serve`` and ``metakg mcp --http`` passes
+    first: its ``Host`` among :func:`allowed_hosts` (400 otherwise), and a body of at most
+    ``server.max_body_bytes``, counted as it is read whether or not it declares its length (413 otherwise)."""
+
+    def __init__(self, app: Any, settings: Settings) -> None:
+        self.app = app
+        self.hosts = allowed_hosts(settings)
+        self.limit = settings.server.max_body_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.hosts is not None and _host_of(scope) not in self.hosts:
+            refused = _error(400, "this server does not answer for that host name (server.allowed_hosts)")
+            await refused(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        too_large = _error(413, f"the request body is larger than {self.limit} bytes")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await too_large(scope, receive, send)
+            return
+        if scope.get("method") in ("GET", "HEAD", "OPTIONS") and length is None:
+            await self.app(scope, receive, send)
+            return
+        # read the whole body first (at most ``limit`` bytes), then hand it to the app as one message
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                await too_large(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        delivered = False
+
+        async def replay() -> Any:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -175,7 +250,11 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # the version served: a write refuses to replace a version this process has not read
+        state["token"] = api.bundle_token(bundle) if bundle is not None else None
         with api.open_store(settings, bundle, neo4j=neo4j) as store:
+            if bundle is not None and api.bundle_token(bundle) != state["token"]:
+                state["token"] = None  # it changed while being opened: which version is served is unknown
             state["store"] = store
             # one LLM session for every question (started by the first that needs it): one local server,
             # and llm.concurrency bounds the requests of all questions together
@@ -188,6 +267,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                 benchmarks_dir=limits.benchmarks_dir or settings.paths.data_dir,
                 runs_dir=settings.paths.cache_dir / "evaluations",
                 max_queued=limits.max_queued_evaluations,
+                guard=reading,  # a write waits for a running evaluation, as for a question
             )
             try:
                 yield
@@ -213,16 +293,17 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         dependencies=[Depends(authorised)],
     )
 
-    @app.middleware("http")
-    async def bounded_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > limits.max_body_bytes):
-            return _error(413, f"the request body is larger than {limits.max_body_bytes} bytes")
-        return await call_next(request)
-
     @app.exception_handler(MetakgError)
     async def metakg_error(_request: Request, error: MetakgError) -> JSONResponse:
-        status = 404 if isinstance(error, NodeNotFound) else 503 if isinstance(error, ConfigError) else 400
+        status = (
+            404
+            if isinstance(error, NodeNotFound)
+            else 409
+            if isinstance(error, BundleChanged)
+            else 503
+            if isinstance(error, ConfigError)
+            else 400
+        )
         return _error(status, str(error))
 
     if limits.cors_origins:  # off unless configured: only the server's own page calls the API
@@ -233,6 +314,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             allow_headers=["Content-Type", "X-API-Key"],
         )
 
+    app.add_middleware(RequestGuard, settings=settings)  # added last: the outermost, before anything else
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/", include_in_schema=False)
@@ -399,7 +481,14 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         with lock.writing(timeout=ASK_WAIT_S) as ready:
             if not ready:
                 raise HTTPException(status_code=503, detail="the graph is being read; try again shortly")
-            added = api.add_triples(settings, store(), request.triples, request.dataset, bundle=bundle)
+            if bundle is not None and state["token"] is None:
+                raise BundleChanged(
+                    f"{bundle} changed while this server opened it; restart the server, then repeat the change."
+                )
+            added = api.add_triples(
+                settings, store(), request.triples, request.dataset, bundle=bundle, expect=state["token"]
+            )
+            state["token"] = added.pop("token", None)
             state["services"] = api.qa_services(settings, store())  # the old caches know the old graph
             return added
 
@@ -444,18 +533,28 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+#: the shortest API key accepted for a server reachable from other machines
+MIN_KEY_CHARS = 16
+
+
 def check_binding(settings: Settings) -> None:
-    """Refuse a host other than loopback without an API key.
+    """Refuse a host other than loopback without an API key of at least :data:`MIN_KEY_CHARS` characters,
+    and a key that is only blanks anywhere.
 
     Raises:
         UsageError: saying how to set the key.
     """
     limits = settings.server
-    if limits.host not in LOOPBACK and not limits.api_key.get_secret_value():
-        raise UsageError(
-            f"serving on {limits.host} (not loopback) needs an API key: set server.api_key "
-            "(METAKG_SERVER__API_KEY) or --api-key; clients send it in the X-API-Key header."
-        )
+    key = limits.api_key.get_secret_value()
+    how = (
+        "set server.api_key (METAKG_SERVER__API_KEY) or --api-key, e.g. the output of "
+        "`python -c 'import secrets; print(secrets.token_urlsafe(24))'`; clients send it in the X-API-Key header."
+    )
+    if key and not key.strip():
+        raise UsageError(f"the API key is blank: {how}")
+    if limits.host not in LOOPBACK and len(key.strip()) < MIN_KEY_CHARS:
+        shown = "an API key" if not key else f"an API key of at least {MIN_KEY_CHARS} characters"
+        raise UsageError(f"serving on {limits.host} (not loopback) needs {shown}: {how}")
 
 
 def run_asgi(app: Any, settings: Settings) -> None:
@@ -465,9 +564,31 @@ def run_asgi(app: Any, settings: Settings) -> None:
         UsageError: a host other than loopback without an API key.
     """
     import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
 
     check_binding(settings)
-    uvicorn.run(app, host=settings.server.host, port=settings.server.port, log_level="info", server_header=False)
+    log_config = copy.deepcopy(LOGGING_CONFIG)
+    log_config.setdefault("filters", {})["secrets"] = {"()": "metakg.server.app.AccessLogSecrets"}
+    log_config["handlers"]["access"]["filters"] = ["secrets"]
+    uvicorn.run(
+        app,
+        host=settings.server.host,
+        port=settings.server.port,
+        log_level="info",
+        log_config=log_config,
+        server_header=False,
+    )
+
+
+class AccessLogSecrets(logging.Filter):
+    """Masks the values of secret-looking query parameters (``?api_key=...``) in uvicorn's access log: a key
+    sent in the URL is refused, and must not be written to the log either."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], mask_query(args[2]), *args[3:])
+        return True
 
 
 def serve(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:

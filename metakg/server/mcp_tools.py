@@ -138,7 +138,7 @@ def run_http(settings: Settings, *, bundle: Path | None = None, neo4j: bool = Fa
     Raises:
         UsageError: neither or both of a bundle and Neo4j, or a host other than loopback without a key.
     """
-    from metakg.server.app import check_binding, run_asgi, with_key
+    from metakg.server.app import RequestGuard, check_binding, run_asgi, with_key
 
     if (bundle is None) == (not neo4j):
         raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
@@ -149,4 +149,4 @@ def run_http(settings: Settings, *, bundle: Path | None = None, neo4j: bool = Fa
             host=limits.host, max_request_body_size=limits.max_body_bytes
         )
         key = limits.api_key.get_secret_value()
-        run_asgi(with_key(app, key) if key else app, settings)
+        run_asgi(RequestGuard(with_key(app, key) if key else app, settings), settings)

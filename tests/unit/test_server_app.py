@@ -24,7 +24,7 @@ def test_a_bug_while_streaming_ends_the_stream_with_an_error_event(
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(api, "answer_over", broken)
-    with TestClient(create_app(load_settings(), bundle=bundle)) as client:
+    with TestClient(create_app(load_settings(), bundle=bundle), base_url="http://127.0.0.1") as client:
         response = client.post("/api/ask/stream", json={"question": "What does aspirin treat?", "use_llm": False})
         assert response.status_code == 200
         assert "event: error" in response.text and "internal error (RuntimeError)" in response.text
