@@ -129,6 +129,13 @@ class WikidataSettings(Section):
     backoff_s: float = Field(default=2.0, ge=0, description="First retry delay; doubles (Retry-After wins).")
     batch_size: int = Field(default=50, ge=1, le=1000, description="Entities per VALUES batch (halved on timeouts).")
     max_queries: int = Field(default=10_000, ge=1, description="Query budget of one sync.")
+    max_removed_share: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="The largest share of the subset's entities one sync may remove; a sync that would remove "
+        "more, or any seed, stops without writing (sync --allow-removals lets it).",
+    )
     search_api: str = Field(
         default="auto",
         description="MediaWiki API used for entity search by label (wbsearchentities): `auto` uses "

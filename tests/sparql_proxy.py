@@ -1,7 +1,8 @@
 """A real HTTP proxy on 127.0.0.1 in front of a SPARQL endpoint that injects faults on demand.
 
 Each request takes the next scripted action (then ``ok`` for ever): ``ok`` (forward), ``429:<s>`` (with
-Retry-After), ``500``, ``slow:<s>`` (wait, then forward), ``malformed`` (a 200 with broken JSON).
+Retry-After), ``500``, ``slow:<s>`` (wait, then forward), ``malformed`` (a 200 with broken JSON). With
+``empty`` set, every request is answered 200 with no results, as an endpoint that lost its data would.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ class SparqlProxy(ScriptedHTTP):
         super().__init__()
         self.upstream = upstream
         self.requests = 0
+        self.empty = False
 
     @property
     def url(self) -> str:
@@ -32,7 +34,9 @@ class SparqlProxy(ScriptedHTTP):
                     proxy.requests += 1
                 action = proxy.next_action()
                 name, _, arg = action.partition(":")
-                if name == "429":
+                if proxy.empty:
+                    self._send(200, b'{"head": {"vars": []}, "results": {"bindings": []}}', {})
+                elif name == "429":
                     self._send(429, b"slow down", {"Retry-After": arg or "0"})
                 elif name == "500":
                     self._send(500, b"internal error")

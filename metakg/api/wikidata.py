@@ -10,6 +10,7 @@ from typing import Any
 from metakg.api._shared import Progress, quiet
 from metakg.api.bundles import Earlier, earlier_version, recorded_diff, write_validated
 from metakg.config import Settings
+from metakg.redact import mask_url
 from metakg.errors import BundleError, UsageError
 from metakg.ingest import wikidata
 from metakg.schemas.bundle import MANIFEST_FILE, source_entry
@@ -44,17 +45,23 @@ def sync_wikidata(
     endpoint: str | None = None,
     state_path: Path | None = None,
     history: bool | None = None,
+    allow_removals: bool = False,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Sync the Wikidata subset of ``spec_path`` into a validated bundle at ``out``, incrementally.
     ``history``: keep the versions entities had (default: when the bundle already keeps them).
+
+    A sync that would remove a seed, or more than ``wikidata.max_removed_share`` of the entities the subset
+    held, stops before writing anything (an endpoint answering empty results looks exactly like that), unless
+    ``allow_removals``; so does a first sync that finds none of its seeds.
 
     The state file (default ``<cache_dir>/wikidata/<name>-<endpoint hash>.json``) remembers each entity's
     revision and content; the bundle, then the state, are written only when the sync succeeded.
 
     Raises:
         InputDataError: the spec or the state file is unreadable.
-        SyncError: the endpoint failed after retries, answered malformed data, or the query budget ran out.
+        SyncError: the endpoint failed after retries, answered malformed data, or the query budget ran out;
+            or the sync would remove seeds or too many entities.
         BundleError: ``out`` cannot be written.
     """
     say = progress or quiet
@@ -67,7 +74,7 @@ def sync_wikidata(
         state_path = settings.paths.cache_dir / "wikidata" / f"{spec.name}-{digest}.json"
     client = sparql_client(settings, url)
     with exclusive(state_path, "the Wikidata state file", directory=False):
-        return _sync(spec, spec_path, out, settings, client, url, state_path, say, progress, history)
+        return _sync(spec, spec_path, out, settings, client, url, state_path, say, progress, history, allow_removals)
 
 
 def _sync(
@@ -81,12 +88,15 @@ def _sync(
     say: Progress,
     progress: Progress | None,
     history: bool | None,
+    allow_removals: bool = False,
 ) -> dict[str, Any]:
     """The sync itself, under the locks of the bundle and the state file."""
     state = wikidata.read_state(state_path)
     new_state, report = wikidata.sync_state(
         spec, state, client, batch_size=settings.wikidata.batch_size, progress=progress
     )
+    if not allow_removals:
+        check_removals(spec, state, new_state, report, settings.wikidata.max_removed_share, url)
     run_id = uuid.uuid4().hex
     bundle = wikidata.build_bundle(spec, new_state, default_vocabulary(), run_id)
     report.nodes, report.edges = bundle.nodes.height, bundle.edges.height
@@ -109,6 +119,44 @@ def _sync(
     if previous is not None:
         figures["diff"] = recorded_diff(out)
     return figures
+
+
+def check_removals(
+    spec: wikidata.SubsetSpec,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    report: wikidata.SyncReport,
+    max_share: float,
+    url: str,
+) -> None:
+    """Stop a sync whose removals look like a failing endpoint rather than edits to Wikidata.
+
+    Raises:
+        SyncError: a seed would be removed, more than ``max_share`` of the entities held would be, or a first
+            sync of a subset with seeds found none of them; the message gives the figures and the way round.
+    """
+    held = len(old.get("entities", {}))
+    removed = report.removed_ids
+    seeds = [q for q in removed if q in set(spec.seeds)]
+    way_round = (
+        f"Check the endpoint ({mask_url(url)}); if Wikidata really changed so, run again with --allow-removals "
+        "(or raise wikidata.max_removed_share). Nothing was written."
+    )
+    if seeds:
+        raise wikidata.SyncError(
+            f"the sync would remove {len(seeds)} seed(s) of the subset ({', '.join(seeds[:5])}): the endpoint says "
+            f"they are gone. {way_round}"
+        )
+    if held and len(removed) > max_share * held:
+        raise wikidata.SyncError(
+            f"the sync would remove {len(removed)} of the {held} entities the subset holds "
+            f"({len(removed) / held:.0%}, more than wikidata.max_removed_share {max_share:.0%}). {way_round}"
+        )
+    if not held and spec.seeds and not new.get("entities"):
+        raise wikidata.SyncError(
+            f"the endpoint returned none of the subset's {len(spec.seeds)} seeds, so the bundle would be empty. "
+            f"{way_round}"
+        )
 
 
 def _previous_version(out: Path) -> Earlier | None:

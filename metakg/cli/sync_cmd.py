@@ -27,6 +27,12 @@ def wikidata(
         None, help="Sync state file (default: <cache_dir>/wikidata/<name>-<endpoint hash>.json)."
     ),
     history: bool | None = typer.Option(None, "--history/--no-history", help=HISTORY_HELP),
+    allow_removals: bool = typer.Option(
+        False,
+        "--allow-removals",
+        help="Apply removals of seeds, or of more than wikidata.max_removed_share of the subset, which otherwise "
+        "stop the sync before it writes (an endpoint answering empty results removes everything).",
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Sync a Wikidata subset. The first run fetches every entity; later runs check revisions in batches,
@@ -38,7 +44,14 @@ def wikidata(
     with guarded("sync wikidata", json_mode):
         with progress(f"syncing {spec}") as say:
             summary = api.sync_wikidata(
-                spec, output, cfg, endpoint=endpoint, state_path=state, history=history, progress=say
+                spec,
+                output,
+                cfg,
+                endpoint=endpoint,
+                state_path=state,
+                history=history,
+                allow_removals=allow_removals,
+                progress=say,
             )
         if not json_mode:
             out.print(

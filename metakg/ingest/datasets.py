@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -278,8 +279,16 @@ def _refuse_json_array(path: Path, fmt: str) -> None:
     if head.startswith(b"["):
         raise InputDataError(
             f"{path} is a JSON array; the {fmt} format reads JSON Lines, one object per line. "
-            f"Convert it first, e.g. `jq -c '.[]' {path} > {path.with_suffix('.jsonl')}`."
+            f"Convert it first into a new file, e.g. `jq -c '.[]' {shlex.quote(str(path))} > "
+            f"{shlex.quote(str(converted_name(path)))}`, and read that."
         )
+
+
+def converted_name(path: Path) -> Path:
+    """A name for the JSON Lines copy of ``path`` that is never ``path`` itself (following a printed fix must
+    not truncate the input before it is read): ``x.json`` -> ``x.jsonl``, ``x.jsonl`` -> ``x.lines.jsonl``."""
+    target = path.with_suffix(".jsonl")
+    return target if target != path else path.with_suffix(".lines.jsonl")
 
 
 def read_dataset(

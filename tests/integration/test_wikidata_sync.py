@@ -117,6 +117,31 @@ def test_faults_are_survived_or_stop_cleanly_without_writing(
         proxy.stop()
 
 
+def test_an_endpoint_answering_nothing_removes_nothing(sparql_endpoint: Server, spec: Path, tmp_path: Path) -> None:
+    proxy = SparqlProxy(sparql_endpoint.endpoint).start()
+    try:
+        out = tmp_path / "b"
+        first = sync(spec, out, proxy.url)
+        manifest = (out / "manifest.json").read_bytes()
+        state = Path(first["state"])
+        saved = state.read_bytes()
+        proxy.empty = True  # 200 with no results for every query: every entity, Q42 the seed included, "gone"
+        stopped = sync(spec, out, proxy.url, code=1)
+        assert stopped["error_type"] == "SyncError" and "seed" in stopped["error"]
+        assert "Q42" in stopped["error"] and "--allow-removals" in stopped["error"]
+        assert (out / "manifest.json").read_bytes() == manifest and state.read_bytes() == saved  # untouched
+        assert read_bundle(out).nodes.height == first["nodes"]
+        fresh = sync(spec, tmp_path / "c", proxy.url, "--state", str(tmp_path / "fresh.json"), code=1)
+        assert "none of the subset's 1 seeds" in fresh["error"] and not (tmp_path / "c").exists()
+        assert not (tmp_path / "fresh.json").exists()
+        # told, the removals are applied (an empty node table then fails validation: exit 1, bundle written)
+        emptied = sync(spec, out, proxy.url, "--allow-removals", code=1)
+        assert emptied["removed"] == first["nodes"] and emptied["validation_ok"] is False
+        assert read_bundle(out).nodes.height == 0
+    finally:
+        proxy.stop()
+
+
 def test_bad_specs_are_clear_errors(sparql_endpoint: Server, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nseeds: [Q42, douglas]\n")

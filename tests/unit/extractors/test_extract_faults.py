@@ -121,6 +121,12 @@ def test_bad_arguments_are_usage_errors(server: FaultServer, csqa: Path, tmp_pat
     array.write_text('[{"text": "Aspirin treats headache."}]')
     _, out = run("extract", str(array), "-f", "jsonl", "-o", str(tmp_path / "b"), "--json", code=1)
     assert "is a JSON array" in out["error"] and "jq -c" in out["error"]
+    named_lines = tmp_path / "array.jsonl"  # the printed fix must never name the input as its own output
+    named_lines.write_text('[{"text": "Aspirin treats headache."}]')
+    _, out = run("extract", str(named_lines), "-f", "jsonl", "-o", str(tmp_path / "b"), "--json", code=1)
+    command = out["error"].split("`")[1]
+    source, target = (part.strip() for part in command.removeprefix("jq -c '.[]' ").split(">"))
+    assert source == str(named_lines) and target == str(tmp_path / "array.lines.jsonl")
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_text("not json\n{}\n")
     _, out = run("extract", str(garbage), "-f", "jsonl", "-o", str(tmp_path / "b"), "--json", code=1)

@@ -1,0 +1,45 @@
+"""A sync stops before writing when its removals look like a failing endpoint, not edits to Wikidata."""
+
+from __future__ import annotations
+
+import pytest
+
+from metakg.api.wikidata import check_removals
+from metakg.ingest.wikidata import SubsetSpec, SyncError, SyncReport
+
+
+def state(*qids: str) -> dict[str, object]:
+    return {"entities": {q: {"revision": "1"} for q in qids}}
+
+
+def report(removed: list[str]) -> SyncReport:
+    return SyncReport(removed_ids=removed)
+
+
+SPEC = SubsetSpec(name="t", seeds=["Q1"])
+HELD = state(*(f"Q{i}" for i in range(1, 11)))  # ten entities, Q1 the seed
+
+
+def test_removals_up_to_the_share_pass_and_beyond_it_stop() -> None:
+    check_removals(SPEC, HELD, state(), report(["Q2", "Q3"]), 0.2, "http://x/sparql")  # 2 of 10 = the share
+    with pytest.raises(SyncError, match=r"remove 3 of the 10 entities .*30%.*max_removed_share 20%"):
+        check_removals(SPEC, HELD, state(), report(["Q2", "Q3", "Q4"]), 0.2, "http://x/sparql")
+
+
+def test_a_seed_removed_stops_even_under_the_share() -> None:
+    with pytest.raises(SyncError, match=r"remove 1 seed\(s\) of the subset \(Q1\).*--allow-removals"):
+        check_removals(SPEC, HELD, state(), report(["Q1"]), 0.5, "http://x/sparql")
+
+
+def test_a_first_sync_that_finds_no_seed_stops_and_one_without_seeds_may_be_empty() -> None:
+    with pytest.raises(SyncError, match="none of the subset's 1 seeds"):
+        check_removals(SPEC, state(), state(), report([]), 0.2, "http://x/sparql")
+    check_removals(
+        SubsetSpec(name="t", sparql="SELECT ?item WHERE { ?item ?p ?o }"), state(), state(), report([]), 0.2, "u"
+    )
+
+
+def test_the_endpoint_password_never_reaches_the_message() -> None:
+    with pytest.raises(SyncError) as raised:
+        check_removals(SPEC, HELD, state(), report(["Q1"]), 0.2, "http://me:hunter2@x/sparql")
+    assert "hunter2" not in str(raised.value)
