@@ -23,7 +23,7 @@ from metakg.api.local_graph import local_graph
 from metakg.api.stores import open_store
 from metakg.api.wikidata import sparql_client
 from metakg.config import Settings
-from metakg.errors import BundleError, InputDataError, UsageError
+from metakg.errors import BundleError, InputDataError, OutputError, ResourceBusy, UsageError
 from metakg.ingest.datasets import DatasetFormat, DatasetRead, read_dataset
 from metakg.ingest.wikidata import WikidataFragments
 from metakg.llm.client import LLMClient
@@ -304,7 +304,7 @@ def embedded_names(bundle: Path, settings: Settings, progress: Progress) -> None
     progress("embedding the node names once for QA; they are stored in the bundle (metakg embed)")
     try:
         embed_bundle(bundle, settings, progress=progress)
-    except (BundleError, OSError) as e:
+    except (BundleError, OutputError, ResourceBusy, OSError) as e:  # read-only, or being written: read as it is
         progress(f"the bundle keeps no name embeddings ({e}); the first question embeds them in memory")
 
 

@@ -168,10 +168,11 @@ def write_bundle(
 
     try:
         replace(real, build, keep=keep, expect=expect)
-    except OSError as e:
+    except (OSError, pl.exceptions.PolarsError) as e:  # polars reports a full disk as a ComputeError
+        cause = (e.strerror if isinstance(e, OSError) else None) or str(e)
         raise BundleError(
-            f"cannot write the bundle at {path}: {e.strerror or e}; the previous version is unchanged. Check the "
-            "free space, the path and its permissions."
+            f"cannot write the bundle at {path}: {cause}; the previous version is unchanged. Check the free space, "
+            "the path and its permissions."
         ) from e
     bundle.manifest = manifest
     bundle.token = token((real / MANIFEST_FILE).read_bytes()) if (real / MANIFEST_FILE).is_file() else None
@@ -295,12 +296,15 @@ def check_manifest(manifest: Any, path: Path, *, hashes: bool = True) -> dict[st
     """
     where = path / MANIFEST_FILE
     if not isinstance(manifest, dict):
-        raise BundleError(f"{where} holds a JSON {type(manifest).__name__}, not an object: write the bundle again.")
+        raise BundleError(f"{where} holds a JSON {_json_type(manifest)}, not an object: write the bundle again.")
     for key, kind in _MANIFEST_TYPES.items():
-        if key in manifest and not isinstance(manifest[key], kind):
+        if manifest.get(key) is None and key in ("content_hashes", "content_sizes"):
+            manifest.pop(key, None)  # null: none recorded (refused below when hashes are required)
+        elif key in manifest and not isinstance(manifest[key], kind):
             raise BundleError(
-                f"{where}: field {key!r} is a JSON {type(manifest[key]).__name__}, not "
-                f"{'an object' if kind is dict else 'a list' if kind is list else 'a string'}: write the bundle again."
+                f"{where}: field {key!r} is a JSON {_json_type(manifest[key])}, not "
+                f"{'an object' if kind is dict else 'an array' if kind is list else 'a string'}: write the bundle "
+                "again."
             )
     version = str(manifest.get("schema_version", ""))
     if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
@@ -334,6 +338,16 @@ def check_manifest(manifest: Any, path: Path, *, hashes: bool = True) -> dict[st
                 f"bundle is yours, run `metakg validate {path} --accept-changes` to check it and record them."
             )
     return manifest
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type (object, array, string, number, boolean, null)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    names = {dict: "object", list: "array", str: "string", int: "number", float: "number"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _parse_manifest(raw: bytes, path: Path, *, hashes: bool) -> dict[str, Any]:
