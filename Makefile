@@ -77,6 +77,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_retrieval
 	$(PY) -m benchmarks.bench_medcog
 	$(PY) -m benchmarks.bench_robodata
+	$(PY) -m benchmarks.bench_crash
 
 # A fresh venv without constraints gets the newest versions pyproject.toml allows; their freeze becomes
 # constraints.txt. Run `make test` afterwards, and commit both only when it passes.

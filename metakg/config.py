@@ -9,6 +9,7 @@ Nothing is read at import time: call :func:`load_settings`.
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from pathlib import Path
@@ -22,6 +23,7 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from pydantic_settings.exceptions import SettingsError
 
 from metakg.errors import ConfigError
 from metakg.redact import mask_url
@@ -248,6 +250,27 @@ class QASettings(Section):
             if not path.parent.is_dir():
                 raise ValueError(f"qa.local_kg {value}: its parent folder {path.parent} does not exist")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_in_sections(cls, data: Any) -> Any:
+        """Values of strategy sections given in the environment arrive as text: a JSON list or table there
+        (``METAKG_QA__MEDCOG__NODE_TYPES='["disease", "drug"]'``) is read as JSON, as for the other settings."""
+        if not isinstance(data, dict):
+            return data
+        parsed = dict(data)
+        for name, section in data.items():
+            if name in cls.model_fields or not isinstance(section, dict):
+                continue
+            values = dict(section)
+            for key, value in section.items():
+                if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
+                    try:
+                        values[key] = json.loads(value)
+                    except ValueError as e:
+                        raise ValueError(f"qa.{name}.{key} is not valid JSON ({e})") from None
+            parsed[name] = values
+        return parsed
 
     @model_validator(mode="after")
     def _sections_are_tables(self) -> QASettings:
@@ -488,6 +511,15 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**overrides)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{_config_file()} is not valid TOML: {e}. Fix the file or unset METAKG_CONFIG.") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{_config_file()} is not UTF-8 text (byte {e.start} is {e.object[e.start : e.start + 1]!r}); TOML files "
+            "are UTF-8. Fix the file or unset METAKG_CONFIG."
+        ) from e
+    except OSError as e:
+        raise ConfigError(f"cannot read the settings file {_config_file()}: {e.strerror or e}.") from e
+    except SettingsError as e:
+        raise ConfigError(f"{_malformed_env() or e}. Check the METAKG_* environment variables.") from e
     except ValidationError as e:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors(include_url=False)
@@ -495,6 +527,18 @@ def load_settings(**overrides: Any) -> Settings:
         raise ConfigError(
             f"invalid metakg settings ({problems}). Check the METAKG_* environment variables and the TOML config file."
         ) from e
+
+
+def _malformed_env() -> str | None:
+    """Which METAKG_* variable holds malformed JSON for a list or table setting (the environment gives lists and
+    tables as JSON), named with the parser's complaint."""
+    for name, value in sorted(os.environ.items()):
+        if name.upper().startswith("METAKG_") and value.lstrip()[:1] in ("[", "{"):
+            try:
+                json.loads(value)
+            except ValueError as e:
+                return f"{name} is not valid JSON ({e}); lists and tables are given as JSON, e.g. '[\"a\", \"b\"]'"
+    return None
 
 
 def describe_settings(settings: Settings) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from typer._click.globals import get_current_context  # the click typer bundles
 
 from metakg.config import Settings, load_settings
 from metakg.errors import MetakgError, UsageError
@@ -37,11 +38,15 @@ QUESTION_FORMAT_HELP = "medagents | csqa | pilot | metaqa | simplequestions | ro
 
 
 def settings() -> Settings:
-    """The settings (environment, TOML file); a bad setting exits with status 2."""
+    """The settings (environment, TOML file); a bad setting exits with status 2 (with the JSON line when the
+    running command was given --json)."""
     try:
         return load_settings()
     except MetakgError as e:
-        fail(e, json_mode=False)
+        context = get_current_context(silent=True)
+        json_mode = bool(context is not None and context.params.get("json_mode"))
+        command = context.command_path.split(" ", 1)[-1] if context is not None else ""
+        fail(e, json_mode=json_mode, command=command)
 
 
 def with_rel_types(cfg: Settings, rel_types: str | None) -> Settings:

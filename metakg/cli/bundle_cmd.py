@@ -67,7 +67,7 @@ def validate(
 
 def info(
     bundle: Path = typer.Argument(..., help="Bundle directory."),
-    top: int = typer.Option(10, help="How many node types and relations to list."),
+    top: int = typer.Option(10, min=0, help="How many node types and relations to list."),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Summarise a bundle: counts per type and relation, sources, validation status, content hashes (every

@@ -64,8 +64,8 @@ def medcog(
         ",".join(str(g) for g in api.DEFAULT_GRID), help="Threshold values tried for each of tau_c, tau_f, tau_k."
     ),
     objective: str = typer.Option("accuracy", help="accuracy (ties: the cheapest) | budget (best within --budget)."),
-    budget: float | None = typer.Option(None, help="USD per question the budget objective stays within."),
-    limit: int | None = typer.Option(None, help="Only the first N questions."),
+    budget: float | None = typer.Option(None, min=0.0, help="USD per question the budget objective stays within."),
+    limit: int | None = typer.Option(None, min=1, help="Only the first N questions."),
     bundle: Path | None = typer.Option(None, "--bundle", "-b", help="Bundle directory (embedded store)."),
     neo4j: bool = typer.Option(False, "--neo4j", help="Use the configured Neo4j database instead."),
     output: Path = typer.Option(..., "--output", "-o", help="Folder for the evaluation and calibration.json."),

@@ -18,7 +18,9 @@ def demo(
     concept: str = typer.Option("car", help="Concept whose neighbours are shown."),
     path_from: str = typer.Option("dog", "--from", help="Start of the path query."),
     path_to: str = typer.Option("cat", "--to", help="End of the path query."),
-    questions: int = typer.Option(3, help="CommonsenseQA questions answered with metakgrag (0: none, no LLM)."),
+    questions: int = typer.Option(
+        3, min=0, max=1000, help="CommonsenseQA questions answered with metakgrag (0: none, no LLM)."
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Ingest the CommonsenseQA KG of the MetaKGRAG pilot, validate it, load it into the embedded store,

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
+import typer.core
+from typer._click.exceptions import UsageError  # the click typer bundles
 
 from metakg import __version__
 from metakg.cli import (
@@ -25,8 +30,33 @@ from metakg.cli import (
     sync_cmd,
     synthetic_cmd,
 )
+from metakg.cli._common import emit_json
+
+
+class MetakgGroup(typer.core.TyperGroup):
+    """The root command: a usage error (an unknown option, a missing argument, a bad value) keeps the --json
+    contract, one JSON object as the last line of stdout, and exits with status 2."""
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **extra: Any) -> Any:
+        given = list(sys.argv[1:] if args is None else args)
+        extra["standalone_mode"] = False  # errors come back here instead of being printed and exited on
+        try:
+            code = super().main(given, *rest, **extra)
+        except UsageError as e:
+            e.show()
+            if "--json" in given:
+                command = e.ctx.command_path.removeprefix(self.name or "metakg").strip() if e.ctx else ""
+                error = e.format_message()
+                emit_json({"ok": False, "command": command, "error": error, "error_type": "UsageError", "exit_code": 2})
+            sys.exit(2)
+        except typer.Abort:
+            typer.echo("interrupted", err=True)
+            sys.exit(130)
+        sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) comes back as n
+
 
 app = typer.Typer(
+    cls=MetakgGroup,
     rich_markup_mode=None,
     name="metakg",
     help="Build, validate, export and query knowledge graphs. Every command takes --json; exit codes: "

@@ -21,7 +21,7 @@ from metakg.cli._common import (
     progress_bar,
     settings,
 )
-from metakg.errors import UsageError
+from metakg.errors import OutputError, UsageError
 
 BUNDLE_HELP = "Bundle directory to ask (embedded store)."
 NEO4J_HELP = "Ask the configured Neo4j database instead (neo4j.uri, user, password, database)."
@@ -84,12 +84,16 @@ def ask(
     a reply without a choice letter, a failed LLM call."""
     cfg = settings()
     with guarded("ask", json_mode):
+        if html is not None and html.is_dir():
+            raise UsageError(
+                f"--html {html} is a folder; give the path of the page to write, e.g. {html / 'answer.html'}."
+            )
         cfg = api.with_local_kg(cfg, local_kg)
         asked = api.make_question(question, choices or [])
         heard: list[dict[str, Any]] = []
         with progress("ask") as say:
             chosen = api.create_strategy(cfg, strategy, ablation)
-            when = api.parse_time(as_of) if as_of else None
+            when = api.parse_time(as_of) if as_of is not None else None
             with api.qa_store(cfg, chosen, bundle=bundle, neo4j=neo4j, as_of=when, progress=say) as store:
                 answer = api.answer_over(
                     cfg, store, asked, chosen, use_llm=not no_llm, progress=say, steps=heard.append
@@ -98,8 +102,11 @@ def ask(
                     from metakg.server.page import offline_page
 
                     page = offline_page(api.answer_snapshot(store, asked, answer, heard))
-                    html.parent.mkdir(parents=True, exist_ok=True)
-                    html.write_text(page, encoding="utf-8")
+                    try:
+                        html.parent.mkdir(parents=True, exist_ok=True)
+                        html.write_text(page, encoding="utf-8")
+                    except OSError as e:
+                        raise OutputError(f"cannot write the page {html}: {e.strerror or e}.") from e
         if not json_mode:
             print_answer(asked, answer)
             if html is not None:
@@ -124,9 +131,9 @@ def evaluate(
         "no_restart, no_cycle.",
     ),
     limit: int | None = typer.Option(None, help="Only the first N questions (after --skip)."),
-    skip: int = typer.Option(0, help="Leave out the first N questions (e.g. the ones settings were tuned on)."),
+    skip: int = typer.Option(0, min=0, help="Leave out the first N questions (e.g. the ones settings were tuned on)."),
     budget: int = typer.Option(
-        10, help="Evidence budget of recall@budget: the first N evidence entities (and triples) of each run."
+        10, min=1, help="Evidence budget of recall@budget: the first N evidence entities (and triples) of each run."
     ),
     bundle: Path | None = typer.Option(None, "--bundle", "-b", help=BUNDLE_HELP),
     neo4j: bool = typer.Option(False, "--neo4j", help=NEO4J_HELP),
@@ -262,7 +269,7 @@ def tune(
         "max_starts, ...) are shared, others belong to the strategy (path_hops, tau_coverage, preset, ...).",
     ),
     limit: int | None = typer.Option(None, help="Only the first N questions (after --skip)."),
-    skip: int = typer.Option(0, help="Leave out the first N questions."),
+    skip: int = typer.Option(0, min=0, help="Leave out the first N questions."),
     budget: int = typer.Option(10, help="Evidence budget of recall@budget (entities)."),
     bundle: Path | None = typer.Option(None, "--bundle", "-b", help=BUNDLE_HELP),
     neo4j: bool = typer.Option(False, "--neo4j", help=NEO4J_HELP),

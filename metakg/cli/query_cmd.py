@@ -18,8 +18,15 @@ NODE_HELP = "A node id (kg:commonsenseqa/car) or a name; names are matched exact
 REL_HELP = "Only follow this relation (repeat for several)."
 
 
+#: the most a query asks of a store from the command line, as the HTTP API allows (a path search grows fast
+#: with both; a larger ask is a typo more often than a need)
+MAX_PATHS = 100
+MAX_HOPS = 6
+MAX_HITS = 1000
+
+
 def _time(text: str | None) -> datetime | None:
-    return api.parse_time(text) if text else None
+    return api.parse_time(text) if text is not None else None
 
 
 def path_text(path: api.GraphPath) -> str:
@@ -36,7 +43,7 @@ def neighbours(
     graph: str = typer.Argument(..., help=GRAPH_HELP),
     node: str = typer.Argument(..., help=NODE_HELP),
     rel: list[str] | None = typer.Option(None, "--rel", help=REL_HELP),
-    limit: int = typer.Option(20, help="At most this many neighbours."),
+    limit: int = typer.Option(20, min=1, max=100_000, help="At most this many neighbours."),
     as_of: str | None = typer.Option(None, "--as-of", help=AS_OF_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -69,8 +76,10 @@ def path(
     graph: str = typer.Argument(..., help=GRAPH_HELP),
     start: str = typer.Argument(..., help=NODE_HELP),
     end: str = typer.Argument(..., help=NODE_HELP),
-    k: int = typer.Option(1, "--k", "-k", help="How many shortest paths."),
-    max_hops: int | None = typer.Option(None, help="Longest path considered (default: store.max_hops, 3)."),
+    k: int = typer.Option(1, "--k", "-k", min=1, max=MAX_PATHS, help=f"How many shortest paths (at most {MAX_PATHS})."),
+    max_hops: int | None = typer.Option(
+        None, min=1, max=MAX_HOPS, help=f"Longest path considered (default: store.max_hops, 3; at most {MAX_HOPS})."
+    ),
     rel: list[str] | None = typer.Option(None, "--rel", help=REL_HELP),
     as_of: str | None = typer.Option(None, "--as-of", help=AS_OF_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -119,7 +128,7 @@ def search(
     graph: str = typer.Argument(..., help=GRAPH_HELP),
     text: str = typer.Argument(..., help="A name to look for."),
     mode: ModeChoice = typer.Option(ModeChoice.auto, help="auto tries exact, normalised, then embedding."),
-    k: int = typer.Option(10, "--k", "-k", help="At most this many hits."),
+    k: int = typer.Option(10, "--k", "-k", min=1, max=MAX_HITS, help=f"At most this many hits (at most {MAX_HITS})."),
     as_of: str | None = typer.Option(None, "--as-of", help=AS_OF_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

@@ -257,6 +257,15 @@ def _read_gzip(path: Path, *, source: str, run_id: str, progress: Progress | Non
     return bundle, report
 
 
+def _unparsable(path: Path, error: Exception) -> InputDataError:
+    """The error for a file the CSV reader cannot split into rows at all."""
+    return InputDataError(
+        f"cannot parse {path} as CSV ({str(error).splitlines()[0]}). The usual cause is a field that opens a double "
+        "quote and never closes it, which swallows the rest of the file: find the line with an odd number of "
+        f"double quotes (e.g. awk -F'\"' 'NF % 2 == 0 {{print NR}}' {path}), fix it, and ingest again."
+    )
+
+
 def read_primekg(
     path: Path, *, source: str = "primekg", run_id: str | None = None, progress: Progress | None = None
 ) -> tuple[Bundle, PrimeKGReport]:
@@ -279,7 +288,10 @@ def read_primekg(
     record_prefix = path.name if path.is_file() else f"{path.name}/kg.csv"
     # One streaming pass keeps only what later steps need (the raw text columns are most of the memory);
     # strict UTF-8 is the fast path, and only a file with bad bytes is read again with them replaced.
-    distinct = scan_kg(path, lossy=True).select(pl.col("relation").drop_nulls().unique()).collect()["relation"]
+    try:
+        distinct = scan_kg(path, lossy=True).select(pl.col("relation").drop_nulls().unique()).collect()["relation"]
+    except pl.exceptions.ComputeError as e:
+        raise _unparsable(path, e) from e
     relations = dict(
         zip(distinct.to_list(), pl.select(normalise_relation_expr(pl.lit(distinct))).to_series(), strict=True)
     )
@@ -288,7 +300,7 @@ def read_primekg(
         table = _kept(_checked(scan_kg(path), lossy=False, relations=relations)).collect(engine="streaming")
     except pl.exceptions.ComputeError as e:
         if "utf" not in str(e).lower():
-            raise InputDataError(f"cannot parse {path} as CSV: {e}") from e
+            raise _unparsable(path, e) from e
         lossy = True
         table = _kept(_checked(scan_kg(path, lossy=True), lossy=True, relations=relations)).collect(engine="streaming")
     say("collecting rejected rows")

@@ -135,10 +135,13 @@ def test_query_commands(tmp_path: Path, model_dir: Path) -> None:  # names resol
     assert [h["node"]["name"] for h in hits["hits"]] == ["fever"]
     # impossible counts are usage errors (exit 2), named
     for args, named in (
-        (("path", bundle, "aspirin", "migraine", "--k", "0"), "k must be at least 1"),
-        (("path", bundle, "aspirin", "migraine", "--max-hops", "0"), "max_hops must be at least 1"),
-        (("neighbours", bundle, "aspirin", "--limit", "-5"), "limit must be at least 1"),
-        (("search", bundle, "aspirin", "-k", "0"), "k must be at least 1"),
+        (
+            ("path", bundle, "aspirin", "migraine", "--k", "0"),
+            "'--k' / '-k': Input should be greater than or equal to 1",
+        ),
+        (("path", bundle, "aspirin", "migraine", "--max-hops", "0"), "'--max-hops': Input should be greater than"),
+        (("neighbours", bundle, "aspirin", "--limit", "-5"), "'--limit': Input should be greater than or equal to 1"),
+        (("search", bundle, "aspirin", "-k", "0"), "'--k' / '-k': Input should be greater than or equal to 1"),
     ):
         result, payload = run("query", *args, "--json", code=2)
         assert named in payload["error"]
