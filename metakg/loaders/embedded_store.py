@@ -462,9 +462,14 @@ class EmbeddedStore(ClosingStore):
             mode=mode,
             k=k,
             exact=lambda: self._nodes_at(self._by_id(self._name_indexes()[0].get(text.strip(), []))[:k]),
-            normalised=lambda: self._nodes_at(self._by_id(self._name_indexes()[1].get(match_key(text), []))[:k]),
+            normalised=lambda: self._by_key(match_key(text), k),
             embedding=self._embedding_search if self._embedder is not None else None,
         )
+
+    def _by_key(self, key: str, k: int) -> list[NodeRecord]:
+        """The nodes whose name or alias has the normalised form ``key`` (none for an empty key: a text without
+        a letter or digit has no normalised form)."""
+        return self._nodes_at(self._by_id(self._name_indexes()[1].get(key, []))[:k]) if key else []
 
     def _by_id(self, rows: list[int]) -> list[int]:
         """Node rows in id order: nodes sharing a name are listed as Neo4j lists them (``ORDER BY n.id``)."""

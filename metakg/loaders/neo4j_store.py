@@ -285,6 +285,8 @@ class Neo4jStore(ClosingStore):
             return [_node(r["node"]) for r in self._run(query, text=text.strip(), phrase=phrase, k=k)]
 
         def normalised() -> list[NodeRecord]:
+            if not key:  # no letter or digit: no normalised form to look up
+                return []
             query = cypher.SEARCH_KEY_INDEXED if indexed else cypher.SEARCH_KEY
             return [_node(r["node"]) for r in self._run(query, key=key, phrase=phrase, k=k)]
 

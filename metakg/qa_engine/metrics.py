@@ -27,7 +27,7 @@ from typing import Any
 
 from metakg.qa_engine.core import Answer, EvidencePath, Question
 from metakg.qa_engine.primitives import evidence_lines
-from metakg.schemas.graph_store import GraphStore
+from metakg.schemas.graph_store import GraphStore, searchable
 from metakg.schemas.tables import match_key
 from metakg.text_processing import lemma_key
 
@@ -136,7 +136,12 @@ class EvidenceScorer:
             return None
         key = (frozenset(starts), question.gold_texts)
         if key not in self._on_path:  # every run of an evaluation asks this of the same question
-            golds = {h.node.id for g in question.gold_texts for h in self.store.search(g, mode="normalised", k=5)}
+            golds = {
+                h.node.id
+                for g in question.gold_texts
+                if searchable(g)
+                for h in self.store.search(g, mode="normalised", k=5)
+            }
             self._on_path[key] = self.shortest_path_nodes(starts, golds) if golds else set()
         on_path = self._on_path[key]
         return round(len(evidence & on_path) / len(evidence), 4) if on_path else None

@@ -23,7 +23,7 @@ from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import EvidencePath, NoEvidence, Question
 from metakg.qa_engine.events import emit
 from metakg.qa_engine.walk import Walker
-from metakg.schemas.graph_store import BatchReads, GraphStore, NodeRecord
+from metakg.schemas.graph_store import BatchReads, GraphStore, NodeRecord, searchable
 from metakg.schemas.tables import match_key
 from metakg.schemas.vocabulary import TypeVocabulary
 from metakg.text_processing import concept_phrases, lemma_key
@@ -178,6 +178,7 @@ def match_entities(concepts: Sequence[str], ctx: QAContext, types: Collection[st
     the store's best ``TYPED_CANDIDATES`` hits are filtered, then its embedding hits when no name match
     is left; the runner-up of the margin is the next hit of an allowed type.
     """
+    concepts = [c for c in concepts if searchable(c)]  # a blank concept names nothing (and a search refuses it)
     best: dict[str, EntityMatch] = {}
     margin = ctx.settings.tau_margin
     k = 2 if margin > 0 else 1

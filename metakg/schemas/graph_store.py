@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Self, runtime_checkable
@@ -10,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from metakg.errors import StoreError
+from metakg.errors import StoreError, UsageError
 
 Direction = Literal["out", "in", "both"]
 Vector = Sequence[float] | npt.NDArray[np.float32]
@@ -220,6 +221,12 @@ def check_path_query(k: int, max_hops: int) -> None:
         raise StoreError(f"k and max_hops must be at least 1 (got k={k}, max_hops={max_hops}).")
 
 
+def searchable(text: str) -> bool:
+    """Whether ``text`` has something to search for: a character that is neither a blank nor a control or
+    format character."""
+    return bool("".join(ch for ch in text if unicodedata.category(ch)[0] != "C").strip())
+
+
 def run_search(
     text: str,
     *,
@@ -239,11 +246,17 @@ def run_search(
         normalised: the store's normalised-key lookup.
         embedding: the store's vector search, or None when it cannot embed.
 
+    A text without a letter or digit (punctuation, control characters, emoji) has no normalised form, so the
+    stores' normalised lookups find nothing for it rather than every node whose name is punctuation.
+
     Raises:
+        UsageError: the text is empty, or only blanks and control characters.
         StoreError: ``k`` < 1, or embedding search asked for without an embedder.
     """
     if k < 1:
         raise StoreError(f"k must be at least 1, got {k}.")
+    if not searchable(text):
+        raise UsageError("nothing to search for: the text is empty, or only blanks and control characters.")
     if mode in ("exact", "auto"):
         hits = [SearchHit(node, 1.0, "exact") for node in exact()]
         if hits or mode == "exact":

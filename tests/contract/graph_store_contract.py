@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from metakg.errors import NodeNotFound
+from metakg.errors import NodeNotFound, UsageError
 from metakg.llm.embedder import Embedder
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.graph_store import GraphStore
@@ -134,6 +134,15 @@ class GraphStoreContract:
         assert hits[0].match == "exact"
         assert [h.node.name for h in store.search("pyrexia", mode="exact")] == ["fever"]
         assert store.search("Aspirin", mode="exact") == []
+
+    def test_a_text_without_anything_to_search_for_is_refused_and_punctuation_has_no_normalised_form(
+        self, store: GraphStore
+    ) -> None:
+        for blank in ("", "   ", "\x01\x02", "\u200b"):
+            with pytest.raises(UsageError, match="nothing to search for"):
+                store.search(blank)
+        for text in ("-", "?!", "\U0001f642"):  # no letter or digit: no node matches by normalised name
+            assert store.search(text, mode="normalised") == []
 
     def test_normalised_search(self, store: GraphStore) -> None:
         hits = store.search("  The ASPIRIN! ", mode="normalised")

@@ -250,3 +250,12 @@ def test_an_upsert_with_a_dangling_edge_changes_nothing() -> None:
     with pytest.raises(StoreError, match="kg:r/nowhere"):
         store.upsert(new_node, dangling)
     assert store.bundle().nodes.equals(before.nodes) and store.get_node("kg:r/new") is None
+
+
+def test_a_name_of_punctuation_is_found_exactly_but_never_as_the_normalised_form_of_nothing() -> None:
+    base = small_bundle()
+    dash = conform_nodes(pl.DataFrame({"id": ["kg:test/dash"], "name": ["-"], "type": ["concept"], "source": ["t"]}))
+    store = EmbeddedStore(pl.concat([base.nodes, dash]), base.edges)
+    assert [h.node.id for h in store.search("-", mode="exact")] == ["kg:test/dash"]
+    for text in ("?", "\U0001f642", "--", "\x01-"):  # once matched the node "-" at 1.0
+        assert store.search(text, mode="normalised") == []
