@@ -19,6 +19,7 @@ import polars as pl
 
 from metakg.errors import InputDataError
 from metakg.llm.embedder import Embedder
+from metakg.schemas.bundle_dir import bundle_path, replace
 
 FORMAT_VERSION = 1
 SCHEMA = {
@@ -105,9 +106,8 @@ class CaseBank:
         return [Case(*rows.row(int(i)), similarity=round(float(sims[int(i)]), 4)) for i in order]  # type: ignore[misc]
 
     def write(self, folder: Path) -> None:
-        """Write ``cases.parquet`` and ``manifest.json`` into ``folder``."""
-        folder.mkdir(parents=True, exist_ok=True)
-        self.cases.write_parquet(folder / "cases.parquet")
+        """Write ``cases.parquet`` and ``manifest.json`` as the new version of ``folder``, swapped in whole (a
+        kill or a full disk leaves the old bank or the new one)."""
         manifest = {
             "format": "metakg-casebank",
             "version": FORMAT_VERSION,
@@ -116,20 +116,48 @@ class CaseBank:
             "cases": len(self),
             "correct": int(self.cases["reward"].sum()) if len(self) else 0,
         }
-        (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+        def build(staging: Path) -> None:
+            self.cases.write_parquet(staging / "cases.parquet")
+            (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        replace(bundle_path(folder), build, writes=("cases.parquet", "manifest.json"))
 
     @classmethod
-    def read(cls, folder: Path) -> CaseBank:
-        """The bank in ``folder``.
+    def read(cls, folder: Path, *, model: str | None = None) -> CaseBank:
+        """The bank in ``folder``; with ``model``, it must have been embedded with that model.
 
         Raises:
-            InputDataError: no bank there, or a format version this metakg does not read.
+            InputDataError: no bank there (a bundle, say), a damaged one, a format version this metakg does not
+                read, or a bank of another embedding model.
         """
         manifest_path = folder / "manifest.json"
         if not manifest_path.is_file() or not (folder / "cases.parquet").is_file():
             raise InputDataError(f"{folder} is not a case bank (no manifest.json and cases.parquet); build one with "
                                  "`metakg casebank build`.")  # fmt: skip
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if manifest.get("format") != "metakg-casebank" or manifest.get("version") != FORMAT_VERSION:
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise InputDataError(f"{manifest_path} is not readable JSON ({e}); build the case bank again.") from e
+        if not isinstance(manifest, dict) or manifest.get("format") != "metakg-casebank":
+            raise InputDataError(
+                f"{folder} is not a case bank: its manifest.json is not a case bank's (a KG bundle?). Point "
+                "[qa.medcog] casebank at a folder `metakg casebank build` wrote."
+            )
+        if manifest.get("version") != FORMAT_VERSION:
             raise InputDataError(f"{folder}: case bank format {manifest.get('version')!r} is not {FORMAT_VERSION}.")
-        return cls(pl.read_parquet(folder / "cases.parquet"), str(manifest.get("model", "")))
+        built_with = str(manifest.get("model", ""))
+        if model is not None and built_with and built_with != model:
+            raise InputDataError(
+                f"the case bank {folder} was embedded with {built_with}, not {model} (the embedder configured now): "
+                "its similarities would mean nothing. Build it again with this embedder, or configure that one."
+            )
+        try:
+            cases = pl.read_parquet(folder / "cases.parquet")
+            missing = [c for c in SCHEMA if c not in cases.columns]
+            if missing:
+                raise InputDataError(f"{folder / 'cases.parquet'} lacks the columns {missing}; build the bank again.")
+            return cls(cases, built_with)
+        except (OSError, pl.exceptions.PolarsError, ValueError, TypeError) as e:
+            raise InputDataError(f"{folder / 'cases.parquet'} cannot be read ({e}); build the case bank again.") from e

@@ -81,6 +81,7 @@ def _sha256(path: Path) -> str:
 
 
 def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
+    path.unlink(missing_ok=True)  # never write through a hard link to the old version's file
     frame.write_parquet(path, compression="zstd", statistics=False)
 
 

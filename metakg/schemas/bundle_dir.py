@@ -28,7 +28,7 @@ import os
 import shutil
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, ParamSpec, TypeVar
@@ -210,17 +210,20 @@ def replace(
     *,
     keep: Iterable[str] = (),
     expect: str | None = None,
+    writes: Collection[str] = (),
 ) -> None:
     """Write a new version of the bundle folder ``path`` (the writer holds :func:`writing`): ``build`` fills a
     staging folder beside it, which then replaces ``path`` in one swap.
 
     Args:
         path: the bundle folder (it may not exist yet).
-        build: writes the new version's files into the folder it is given (the manifest last).
-        keep: names of the current version's files the new one keeps unchanged (hard-linked, not written);
-            files metakg does not manage are always kept.
+        build: writes the new version's files into the folder it is given (the manifest last). The files kept
+            are already there, as hard links to the old version's: ``build`` must not write to those names.
+        keep: names of the current version's files the new one keeps unchanged (hard-linked, not written).
         expect: the token (:func:`token_of`) of the version the writer read; when the bundle now holds
             another one, nothing is written.
+        writes: names ``build`` writes besides a bundle's own files; the other files metakg does not manage (a
+            user's notes in the folder) are kept.
 
     Raises:
         BundleChanged: ``expect`` is not the current version.
@@ -230,7 +233,7 @@ def replace(
     staging.mkdir(parents=False)
     try:
         if path.is_dir():
-            kept = set(keep) | _foreign_entries(path)
+            kept = (set(keep) | _foreign_entries(path)) - set(writes)
             _carry(path, staging, sorted(name for name in kept if (path / name).exists()))
         build(staging)
         for entry in staging.iterdir():

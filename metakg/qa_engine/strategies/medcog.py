@@ -188,7 +188,7 @@ class MedCoG(Strategy[MedCoGSettings]):
             trace["memory"] = f"the case bank {self.settings.casebank} is not built yet: no past cases"
             return []
         if self._bank is None:
-            self._bank = CaseBank.read(self.settings.casebank)
+            self._bank = CaseBank.read(self.settings.casebank, model=ctx.embedder.name)
         vector = ctx.services.similarity.vectors([question.text])[0]
         found = self._bank.top(vector, self.settings.cases)
         trace["cases"] = [{"id": c.id, "similarity": c.similarity, "reward": c.reward} for c in found]

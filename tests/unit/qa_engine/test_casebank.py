@@ -73,3 +73,44 @@ def test_memory_routes_show_the_most_similar_cases(tmp_path: Path) -> None:
     prompt = client.calls[0].messages[-1].content
     assert prompt.index("decoy -> near -> alpha") < prompt.index("bridge -> near -> alpha") < prompt.rindex("Question:")
     assert "Facts: alpha" not in prompt  # the third case is not among the two most similar
+
+
+def test_a_damaged_misplaced_or_foreign_bank_is_a_clear_error(tmp_path: Path) -> None:
+    bank = tmp_path / "bank"
+    CaseBank.build(ROWS, AxisEmbedder(), model="axis").write(bank)
+    with pytest.raises(InputDataError, match="was embedded with axis, not all-MiniLM-L6-v2"):
+        CaseBank.read(bank, model="all-MiniLM-L6-v2")
+    assert len(CaseBank.read(bank, model="axis")) == 3
+    (bank / "cases.parquet").write_bytes(b"PAR1 not a table")
+    with pytest.raises(InputDataError, match=r"cases.parquet cannot be read .*build the case bank again"):
+        CaseBank.read(bank)
+    (bank / "manifest.json").write_text("{broken")
+    with pytest.raises(InputDataError, match="is not readable JSON"):
+        CaseBank.read(bank)
+    bundle = tmp_path / "kg"  # a KG bundle given where a bank belongs
+    bundle.mkdir()
+    (bundle / "manifest.json").write_text('{"schema_version": "1.1", "counts": {}}')
+    (bundle / "cases.parquet").write_bytes(b"")
+    with pytest.raises(InputDataError, match=r"its manifest.json is not a case bank's \(a KG bundle\?\)"):
+        CaseBank.read(bundle)
+
+
+def test_writing_a_bank_swaps_it_in_whole_and_keeps_other_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bank = tmp_path / "bank"
+    CaseBank.build(ROWS[:1], AxisEmbedder(), model="axis").write(bank)
+    (bank / "README").write_text("our bank")
+    before = (bank / "cases.parquet").read_bytes()
+
+    def full_disk(*_args: object, **_kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("polars.DataFrame.write_parquet", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        CaseBank.build(ROWS, AxisEmbedder(), model="axis").write(bank)
+    monkeypatch.undo()
+    assert (bank / "cases.parquet").read_bytes() == before and len(CaseBank.read(bank)) == 1
+    CaseBank.build(ROWS, AxisEmbedder(), model="axis").write(bank)
+    assert len(CaseBank.read(bank)) == 3 and (bank / "README").read_text() == "our bank"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank"]  # no staging folder left beside it
