@@ -120,10 +120,12 @@ class WikidataSettings(Section):
 
     endpoint: str = Field(default="https://query.wikidata.org/sparql", description="SPARQL endpoint URL.")
     user_agent: str = Field(
-        default="metakg/0.1 (https://github.com/metakg/metakg; knowledge-graph toolkit) SPARQLWrapper",
+        default="metakg/0.1 (https://github.com/metakg/metakg; knowledge-graph toolkit) python-urllib",
         description="Sent with every request; WDQS asks for a descriptive agent with a contact.",
     )
-    timeout_s: float = Field(default=70.0, gt=0, description="Client timeout per query (WDQS stops queries at 60 s).")
+    timeout_s: float = Field(
+        default=70.0, gt=0, description="Deadline of each attempt's whole reply (WDQS stops queries at 60 s)."
+    )
     max_retries: int = Field(default=5, ge=0, le=20, description="Retries on 429, 5xx and malformed replies.")
     connect_retries: int = Field(
         default=1, ge=0, le=20, description="Retries when the connection is refused (nothing listens): fail fast."
@@ -306,7 +308,9 @@ class LLMSettings(Section):
     base_url: str | None = Field(default=None, description="e.g. https://api.openai.com/v1; None: local server.")
     api_key: SecretStr = Field(default=SecretStr(""), description="Never printed or logged.")
     model: str = Field(default="smollm2-135m-instruct", description="Model name sent to the endpoint.")
-    timeout_s: float = Field(default=60.0, gt=0, description="Seconds to wait for one reply.")
+    timeout_s: float = Field(
+        default=60.0, gt=0, description="Deadline of each attempt's whole reply (connect, headers, body), then a retry."
+    )
     max_retries: int = Field(default=5, ge=0, le=20, description="Retries on 429, 5xx, timeouts, dropped links.")
     connect_retries: int = Field(
         default=1, ge=0, le=20, description="Retries when the connection is refused (nothing listens): fail fast."
@@ -537,7 +541,7 @@ def _malformed_env() -> str | None:
             try:
                 json.loads(value)
             except ValueError as e:
-                return f"{name} is not valid JSON ({e}); lists and tables are given as JSON, e.g. '[\"a\", \"b\"]'"
+                return f'{name} is not valid JSON ({e}); lists and tables are given as JSON, e.g. \'["a", "b"]\''
     return None
 
 

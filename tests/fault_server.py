@@ -2,9 +2,11 @@
 
 Each request to ``/v1/chat/completions`` takes the next action from a script (then ``ok`` for ever):
 ``ok``, ``429:<seconds>`` (with Retry-After), ``500``, ``slow:<seconds>``, ``drop`` (connection closed
-without a reply), ``truncated`` (a 200 with half a JSON body), ``refuse_json`` (400 naming response_format
-when JSON mode is asked), ``refuse_json_500`` (the same as a 500, as llama-cpp-python's server does).
-Requests are bounded by the script; the server stops with the test.
+without a reply), ``truncated`` (a 200 with half a JSON body), ``drop_mid_body`` (a chunked 200 whose
+connection closes after the first half of the body), ``drip:<seconds>`` (the whole reply, status line and
+headers included, one byte every ``<seconds>``), ``refuse_json`` (400 naming response_format when JSON mode
+is asked), ``refuse_json_500`` (the same as a 500, as llama-cpp-python's server does). The headers of each
+request are kept in :attr:`headers`. Requests are bounded by the script; the server stops with the test.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class FaultServer(ScriptedHTTP):
     def __init__(self) -> None:
         super().__init__()
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # each request's headers (names in lower case)
         self.in_flight = 0
         self.max_in_flight = 0
         self.reply = "ok reply"
@@ -43,6 +46,7 @@ class FaultServer(ScriptedHTTP):
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
                     server.requests.append(body)
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
@@ -81,6 +85,18 @@ class FaultServer(ScriptedHTTP):
                     self.wfile.write(payload[: len(payload) // 2])
                     self.close_connection = True
                     self.connection.shutdown(2)
+                elif name == "drop_mid_body":
+                    payload = json.dumps(self._completion(body)).encode()
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("transfer-encoding", "chunked")
+                    self.end_headers()
+                    half = payload[: len(payload) // 2]
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(half), half))  # the rest never comes
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                elif name == "drip":
+                    self._drip(float(arg), body)
                 elif name == "refuse_json" and "response_format" in body:
                     self._send(400, b'{"error": {"message": "response_format is not supported"}}')
                 elif name == "refuse_tools" and "tools" in body:
@@ -117,6 +133,23 @@ class FaultServer(ScriptedHTTP):
                     ],
                     "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
                 }
+
+            def _drip(self, interval: float, body: dict[str, Any]) -> None:
+                """The whole reply, one byte at a time: every read of the client gets a byte in time."""
+                payload = json.dumps(self._completion(body)).encode()
+                head = (
+                    f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(payload)}\r\n"
+                    "connection: close\r\n\r\n"
+                ).encode()
+                self.close_connection = True
+                for byte in head + payload:
+                    time.sleep(interval)
+                    try:
+                        self.wfile.write(bytes([byte]))
+                    except OSError:
+                        return  # the client gave up
+                    if server.stopped.is_set():
+                        return
 
             def _ok(self, body: dict[str, Any]) -> None:
                 self._send(200, json.dumps(self._completion(body)).encode())

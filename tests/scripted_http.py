@@ -28,6 +28,7 @@ class ScriptedHTTP:
         self.actions: deque[str] = deque()
         self.lock = threading.Lock()
         self.httpd: ThreadingHTTPServer | None = None
+        self.stopped = threading.Event()  # set by stop(): slow handlers (drip) end early
 
     def script(self, *actions: str) -> None:
         with self.lock:
@@ -48,6 +49,7 @@ class ScriptedHTTP:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
+        self.stopped.set()
         if self.httpd is not None:
             self.httpd.shutdown()
             self.httpd.server_close()

@@ -1,4 +1,4 @@
-"""Wikidata subsets over SPARQL (SPARQLWrapper; the only module that imports it), synced incrementally.
+"""Wikidata subsets over SPARQL (the SPARQL 1.1 protocol over urllib), synced incrementally.
 
 A subset spec (YAML) names seed items, the properties to follow and a hop count; and/or class-based
 selections (instances of a class, optionally only those with a given property); and/or a raw SPARQL
@@ -15,9 +15,15 @@ is rebuilt from the state, written atomically, and only then is the new state wr
 
 from __future__ import annotations
 
+import base64
+import functools
+import http.client
+import io
 import json
 import os
 import re
+import socket
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -199,8 +205,11 @@ class _Transient(Exception):
 
 @dataclass
 class SparqlClient:
-    """SELECT queries with retries: 429 honours Retry-After, 5xx and malformed replies back off, timeouts
-    raise :class:`QueryTimeout` (the caller splits the batch). ``max_queries`` bounds a run.
+    """SELECT queries with retries: 429 honours Retry-After, 5xx, malformed replies and connections dropped
+    mid-reply back off, timeouts raise :class:`QueryTimeout` (the caller splits the batch). ``max_queries``
+    bounds a run. ``timeout_s`` is the deadline of each attempt's whole reply (connect, headers and body), not
+    of each read, so an endpoint dripping its reply cannot hold a run for long. A ``user:password@`` in the
+    endpoint URL is sent as HTTP basic auth to the host behind it; messages show the URL masked.
 
     ``search_api``, when set, is a MediaWiki API (``https://www.wikidata.org/w/api.php``) whose
     ``wbsearchentities`` finds items by label and alias (:meth:`search_labels`); its requests share the
@@ -220,34 +229,44 @@ class SparqlClient:
     sleep: Callable[[float], None] = time.sleep
 
     def select(self, query: str, *, timeout_s: float | None = None) -> list[dict[str, dict[str, str]]]:
-        """The bindings of a SELECT query, waiting at most ``timeout_s`` (default: the client's)."""
+        """The bindings of a SELECT query, waiting at most ``timeout_s`` (default: the client's) for the whole
+        reply of each attempt.
+
+        Raises:
+            QueryTimeout: no complete reply in time, or the endpoint's own time limit was hit.
+            SyncError: the endpoint refused the query, or failed (or answered malformed data) after retries.
+        """
         wait = self.timeout_s if timeout_s is None else min(timeout_s, self.timeout_s)
-        from SPARQLWrapper import JSON, POST, SPARQLWrapper
-        from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, QueryBadFormed, SPARQLWrapperException
+        url, authorization = _credentials(self.endpoint)
+        form = {"query": PREFIXES + query, "format": "json", "output": "json", "results": "json"}
+        data = urllib.parse.urlencode(form).encode("ascii")
 
         def attempt() -> list[dict[str, dict[str, str]]]:
-            wrapper = SPARQLWrapper(self.endpoint, agent=self.user_agent)
-            wrapper.setMethod(POST)
-            wrapper.setReturnFormat(JSON)
-            wrapper.setTimeout(int(max(1, wait)))
-            wrapper.setQuery(PREFIXES + query)
+            request = urllib.request.Request(url, data=data, method="POST")
+            request.add_header("Content-Type", "application/x-www-form-urlencoded")
+            request.add_header("Accept", SPARQL_JSON)
+            request.add_header("User-Agent", self.user_agent)
+            if authorization:  # never sent on to another host a redirect names
+                request.add_unredirected_header("Authorization", authorization)
+            deadline = _Deadline(wait)
             try:
-                result = wrapper.query()
-            except QueryBadFormed as e:
-                raise SyncError(f"the endpoint {mask_url(self.endpoint)} refused a query as malformed: {e}") from e
-            except EndPointInternalError as e:
-                said = str(e).lower()
-                if "timeoutexception" in said or "timeout" in said or "exceeds the limit" in said:
-                    # the time limit was hit, or the endpoint refused a query it estimates would exceed it
-                    # (Virtuoso: "estimated execution time ... exceeds the limit"): retrying cannot help
-                    raise QueryTimeout(f"the query hit the endpoint's time limit: {str(e)[:200]}") from e
-                raise _Transient(f"HTTP 500: {str(e)[:200]}") from e
-            except SPARQLWrapperException as e:
-                raise _Transient(f"{type(e).__name__}: {str(e)[:200]}") from e
-            bindings = json.loads(result.response.read())["results"]["bindings"]
-            if not isinstance(bindings, list):
-                raise ValueError("results.bindings is not a list")
-            return bindings
+                with _open(request, deadline) as response:
+                    body = response.read()
+            except urllib.error.HTTPError as e:
+                said = _error_text(e)
+                if e.code == 400:
+                    raise SyncError(
+                        f"the endpoint {mask_url(self.endpoint)} refused a query as malformed: {said}"
+                    ) from e
+                if e.code == 500:
+                    lowered = said.lower()
+                    if "timeoutexception" in lowered or "timeout" in lowered or "exceeds the limit" in lowered:
+                        # the time limit was hit, or the endpoint refused a query it estimates would exceed it
+                        # (Virtuoso: "estimated execution time ... exceeds the limit"): retrying cannot help
+                        raise QueryTimeout(f"the query hit the endpoint's time limit: {said}") from e
+                    raise _Transient(f"HTTP 500: {said}") from e
+                raise
+            return _bindings(json.loads(body))
 
         return self._with_retries(attempt, f"the endpoint {mask_url(self.endpoint)}", wait)
 
@@ -263,9 +282,13 @@ class SparqlClient:
                   "type": "item", "limit": str(max(1, min(int(k), 50))), "format": "json"}  # fmt: skip
         url = f"{self.search_api}?{urllib.parse.urlencode(params)}"
 
+        url, authorization = _credentials(url)
+
         def attempt() -> list[dict[str, str | None]]:
             request = urllib.request.Request(url, headers={"User-Agent": self.user_agent, "Accept": "application/json"})
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            if authorization:
+                request.add_unredirected_header("Authorization", authorization)
+            with _open(request, _Deadline(self.timeout_s)) as response:
                 data = json.loads(response.read())
             if "error" in data:
                 info = data["error"].get("info", data["error"]) if isinstance(data["error"], dict) else data["error"]
@@ -305,13 +328,18 @@ class SparqlClient:
                 elif e.code >= 500:
                     last = f"HTTP {e.code}"
                     wait = _retry_after(e.headers.get("Retry-After"), self.max_retry_after_s)
+                elif e.code in (401, 403):
+                    raise SyncError(
+                        f"{target} answered HTTP {e.code}: {e.reason}; check the user and password "
+                        "(http://user:password@host/... in the URL)"
+                    ) from e
                 else:
                     raise SyncError(f"{target} answered HTTP {e.code}: {e.reason}") from e
             except TimeoutError as e:
-                raise QueryTimeout(f"no answer within {wait_s or self.timeout_s:g} s") from e
+                raise QueryTimeout(_no_answer(wait_s or self.timeout_s)) from e
             except urllib.error.URLError as e:
                 if isinstance(e.reason, TimeoutError):
-                    raise QueryTimeout(f"no answer within {wait_s or self.timeout_s:g} s") from e
+                    raise QueryTimeout(_no_answer(wait_s or self.timeout_s)) from e
                 if isinstance(e.reason, ConnectionRefusedError):
                     # nothing listens there: a refused connection is not a slow server, so give up soon
                     refused += 1
@@ -325,12 +353,185 @@ class SparqlClient:
                 last = f"connection failed: {e.reason}"
             except (ValueError, KeyError, TypeError) as e:  # json errors are ValueErrors
                 last = f"malformed response ({type(e).__name__}: {str(e)[:120]})"
+            except http.client.HTTPException as e:  # IncompleteRead, a bad status line: the link broke mid-reply
+                last = f"connection dropped mid-reply ({type(e).__name__}: {str(e)[:120]})"
             except (ConnectionError, OSError) as e:
                 last = f"{type(e).__name__}: {str(e)[:200]}"
             if number < self.max_retries:
                 self.sleep(wait if wait is not None else delay)
                 delay *= 2
         raise SyncError(f"{target} failed {self.max_retries + 1} times (last: {last}).")
+
+
+SPARQL_JSON = "application/sparql-results+json,application/json;q=0.9"
+
+
+def _no_answer(seconds: float) -> str:
+    return f"no answer within {seconds:g} s (the whole reply; wikidata.timeout_s sets the limit)"
+
+
+def _credentials(url: str) -> tuple[str, str | None]:
+    """``url`` without a ``user:password@`` part, and that part as an HTTP basic ``Authorization`` value
+    (None when the URL has none). Percent-escapes in the user and password are decoded (``%40`` is ``@``)."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+class _Deadline:
+    """The time one request may take in all: connecting, sending, the headers and the whole body."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        """Seconds left; TimeoutError when none are."""
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(_no_answer(self.seconds))
+        return left
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads, each waiting only for what is left of the deadline (a reply dripped byte by byte
+    cannot outlast it, as it outlasts a timeout per read)."""
+
+    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
+        super().__init__()
+        self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)  # keeps the socket open while the body is read
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        """Always: it is a reader."""
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        """Read what arrives within the time left."""
+        self._sock.settimeout(self._deadline.left())
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        """Release the socket (closed once its connection has let go of it too)."""
+        self._raw.close()
+        super().close()
+
+
+def _response_class(deadline: _Deadline) -> type[http.client.HTTPResponse]:
+    class Response(http.client.HTTPResponse):
+        def __init__(self, sock: socket.socket, debuglevel: int = 0, method: str | None = None,
+                     url: str | None = None) -> None:  # fmt: skip
+            super().__init__(sock, debuglevel, method, url)
+            self.fp.close()
+            self.fp = io.BufferedReader(_DeadlineReader(sock, deadline))
+
+    return Response
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    def __init__(self, host: str, *, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(host, **kwargs)
+        self._deadline = deadline
+        self.response_class = _response_class(deadline)
+
+    def connect(self) -> None:
+        self.timeout = self._deadline.left()
+        super().connect()
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, host: str, *, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(host, **kwargs)
+        self._deadline = deadline
+        self.response_class = _response_class(deadline)
+
+    def connect(self) -> None:
+        self.timeout = self._deadline.left()  # the TLS handshake waits at most this long per read
+        super().connect()
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_HTTPConnection, req, deadline=self._deadline)  # type: ignore[arg-type]
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS settings of every HTTPS request (the system's certificates), made once."""
+    return ssl.create_default_context()
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__(context=_tls())
+        self._deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_HTTPSConnection, req, context=_tls(), deadline=self._deadline)  # type: ignore[arg-type]
+
+
+def _open(request: urllib.request.Request, deadline: _Deadline) -> Any:
+    """``urlopen(request)`` (proxies and redirects as urllib does them) within ``deadline``: the reply must
+    be complete, not merely moving, when it runs out (TimeoutError)."""
+    opener = urllib.request.build_opener(_HTTPHandler(deadline), _HTTPSHandler(deadline))
+    return opener.open(request, timeout=deadline.left())
+
+
+def _error_text(error: urllib.error.HTTPError) -> str:
+    """The start of an error reply's body (what the endpoint says went wrong), or its reason."""
+    try:
+        text = error.read(4096).decode("utf-8", "replace").strip()
+    except (OSError, http.client.HTTPException):
+        text = ""
+    return (text or str(error.reason))[:200]
+
+
+def _bindings(reply: Any) -> list[dict[str, dict[str, str]]]:
+    """The rows of a SPARQL JSON results document, checked to be RDF terms (``type`` and ``value``).
+
+    Raises:
+        ValueError: not such a document (a malformed reply: retried).
+    """
+    bindings = (
+        reply["results"]["bindings"] if isinstance(reply, dict) and isinstance(reply.get("results"), dict) else None
+    )
+    if not isinstance(bindings, list):
+        raise ValueError("results.bindings is not a list")
+    for number, row in enumerate(bindings):
+        if not isinstance(row, dict):
+            raise ValueError(f"results.bindings[{number}] is not an object")
+        for name, term in row.items():
+            if not (
+                isinstance(term, dict) and isinstance(term.get("type"), str) and isinstance(term.get("value"), str)
+            ):
+                raise ValueError(f"results.bindings[{number}].{name} is not an RDF term (type and value)")
+    return bindings
+
+
+def _bound(client: SparqlClient, rows: list[dict[str, dict[str, str]]], *names: str) -> list[dict[str, dict[str, str]]]:
+    """``rows``, each checked to bind every variable of ``names`` (those the query always binds).
+
+    Raises:
+        SyncError: a row lacks one of them (the endpoint does not answer the query it was sent).
+    """
+    for row in rows:
+        missing = next((name for name in names if name not in row), None)
+        if missing is not None:
+            raise SyncError(
+                f"the endpoint {mask_url(client.endpoint)} answered a result row without ?{missing}, which the "
+                f"query always binds (it selects {' '.join('?' + n for n in names)}): it does not answer SPARQL "
+                "1.1 queries as expected; check wikidata.endpoint (or --endpoint)."
+            )
+    return rows
 
 
 def _retry_after(value: str | None, cap: float) -> float | None:
@@ -389,6 +590,7 @@ def select_items(spec: SubsetSpec, client: SparqlClient, batch_size: int, page_s
                 "FILTER(isIRI(?o)) }"
             ),
         )
+        _bound(client, rows, "o")
         frontier = [q for q in (_qid(r["o"]["value"]) for r in rows) if q and q not in chosen]
         chosen.update(dict.fromkeys(frontier))
     for selection in spec.classes:
@@ -400,11 +602,12 @@ def select_items(spec: SubsetSpec, client: SparqlClient, batch_size: int, page_s
                 f"SELECT DISTINCT ?item WHERE {{ ?item wdt:P31 wd:{selection.class_} . {having} }} "
                 f"ORDER BY ?item LIMIT {size} OFFSET {offset}"
             )
+            _bound(client, rows, "item")
             chosen.update(dict.fromkeys(q for q in (_qid(r["item"]["value"]) for r in rows) if q))
             if len(rows) < size:
                 break
             offset += size
-    if spec.sparql:
+    if spec.sparql:  # the spec's own query may leave ?item unbound in a row (OPTIONAL, UNION): such rows are skipped
         rows = client.select(_PROLOGUE.sub("", spec.sparql))
         chosen.update(dict.fromkeys(q for q in (_qid(r.get("item", {}).get("value", "")) for r in rows) if q))
     return list(chosen)
@@ -437,6 +640,7 @@ def check_revisions(client: SparqlClient, ids: Sequence[str], batch_size: int) -
             "OPTIONAL { ?item owl:sameAs ?same } BIND(EXISTS { ?item ?anyp ?anyo } AS ?exists) }"
         ),
     )
+    _bound(client, rows, "item", "exists")  # ?rev, ?mod and ?same are OPTIONAL: absent when unbound
     found: dict[str, Revision] = {}
     for row in rows:
         qid = _qid(row["item"]["value"])
@@ -480,6 +684,7 @@ def fetch_entities(
             f"FILTER(LANG(?o) IN ({langs})) }}"
         ),
     )
+    _bound(client, terms, "item", "p", "o")
     kinds = {
         "http://www.w3.org/2000/01/rdf-schema#label": "labels",
         "http://schema.org/description": "descriptions",
@@ -505,6 +710,7 @@ def fetch_entities(
             f"VALUES ?p {{ {_values(props, 'wdt:')} }} ?item ?p ?o }}"
         ),
     )
+    _bound(client, statements, "item", "p", "o")
     for row in statements:
         qid = _qid(row["item"]["value"])
         pid = row["p"]["value"][len(WDT) :] if row["p"]["value"].startswith(WDT) else None
@@ -526,6 +732,7 @@ def property_labels(client: SparqlClient, pids: Sequence[str], language: str) ->
         f"SELECT ?p ?label WHERE {{ VALUES ?p {{ {_values(pids)} }} ?p rdfs:label ?label . "
         f"FILTER(LANG(?label) = {json.dumps(language)}) }}"
     )
+    _bound(client, rows, "p", "label")
     labels = {pid: pid for pid in pids}
     for row in rows:
         uri = row["p"]["value"]

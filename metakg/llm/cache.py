@@ -1,11 +1,14 @@
 """A content-addressed response cache (SQLite): a repeated request costs nothing and a killed run resumes.
 
-Keys are :meth:`ChatRequest.key` (model, messages, parameters). Replies are stored once complete, so an
-interrupted run re-asks only what was never answered.
+Keys are :meth:`ChatRequest.key` (model, messages, parameters), combined with the endpoint that answered
+when the caller names one (``endpoint=``), so a reply of one endpoint is never replayed for another. Replies
+are stored once complete, so an interrupted run re-asks only what was never answered. Files written before
+endpoints were part of the key stay readable: their entries simply do not match a key with an endpoint.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -26,6 +29,15 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
+def cache_key(request: ChatRequest, endpoint: str | None = None) -> str:
+    """The key of ``request``'s reply: :meth:`ChatRequest.key` alone without an endpoint (the keys of older
+    files), else SHA-256 of that key and the endpoint (an identifier free of credentials, e.g. the base URL)."""
+    if endpoint is None:
+        return request.key()
+    scoped = json.dumps({"endpoint": endpoint, "model": request.model, "request": request.key()}, sort_keys=True)
+    return hashlib.sha256(scoped.encode()).hexdigest()
+
+
 class ResponseCache:
     """SQLite-backed cache of completions; safe to share between threads of one process."""
 
@@ -43,14 +55,15 @@ class ResponseCache:
             self._connection.execute(_SCHEMA)
         return self._connection
 
-    def get(self, request: ChatRequest) -> Completion | None:
-        """The cached completion of ``request``, marked ``cached=True``, or None."""
+    def get(self, request: ChatRequest, *, endpoint: str | None = None) -> Completion | None:
+        """The cached completion of ``request`` as ``endpoint`` answered it (see :func:`cache_key`), marked
+        ``cached=True``, or None."""
         with self._lock:
             row = (
                 self._db()
                 .execute(
                     "SELECT model, text, prompt_tokens, completion_tokens, finish_reason FROM responses WHERE key = ?",
-                    (request.key(),),
+                    (cache_key(request, endpoint),),
                 )
                 .fetchone()
             )
@@ -59,14 +72,14 @@ class ResponseCache:
         model, text, prompt, completion, finish = row
         return Completion(text=text, model=model, usage=Usage(prompt, completion), cached=True, finish_reason=finish)
 
-    def put(self, request: ChatRequest, completion: Completion) -> None:
-        """Store a completion (the first answer to a key wins)."""
+    def put(self, request: ChatRequest, completion: Completion, *, endpoint: str | None = None) -> None:
+        """Store a completion ``endpoint`` gave (the first answer to a key wins)."""
         with self._lock:
             self._db().execute(
                 "INSERT OR IGNORE INTO responses (key, model, text, prompt_tokens, completion_tokens, finish_reason) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    request.key(),
+                    cache_key(request, endpoint),
                     completion.model,
                     completion.text,
                     completion.usage.prompt_tokens,

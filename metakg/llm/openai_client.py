@@ -2,20 +2,25 @@
 
 The only module that imports the ``openai`` SDK. The SDK's own retries are off; this client retries 429,
 5xx, timeouts, dropped connections and unreadable replies with exponential backoff, honouring
-``Retry-After``. A semaphore bounds the requests in flight. Replies are cached (content-addressed); a
-completion says how many attempts it took, and a final failure raises LLMError with its attempts, so the
-usage meter (:mod:`metakg.llm.usage`) that wraps this client records every call once. When a server
-refuses JSON mode, the request is sent again as plain text. Tools go out through function calling
-(``llm.function_calling``); the calls come back in the reply's text, and an endpoint that refuses tools, or
-ignores them (no call although one is required), gets them as JSON-in-text instructions (with structured
-output) from then on.
+``Retry-After``. ``llm.timeout_s`` bounds each attempt whole (connect, headers and body), so an endpoint
+that drips its reply byte by byte costs one timeout, not minutes. A ``user:password@`` in the endpoint URL
+is sent as HTTP basic auth to the host behind it, and never shown. A semaphore bounds the requests in
+flight. Replies are cached (content-addressed, per endpoint: the same messages to another endpoint are
+asked again); a completion says how many attempts it took, and a final failure raises LLMError with its
+attempts, so the usage meter (:mod:`metakg.llm.usage`) that wraps this client records every call once.
+When a server refuses JSON mode, the request is sent again as plain text. Tools go out through function
+calling (``llm.function_calling``); the calls come back in the reply's text, and an endpoint that refuses
+tools, or ignores them (no call although one is required), gets them as JSON-in-text instructions (with
+structured output) from then on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
+import urllib.parse
 from dataclasses import replace
 from typing import Any
 
@@ -48,6 +53,18 @@ def _refused(error: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _credentials(url: str) -> tuple[str, str | None]:
+    """``url`` without a ``user:password@`` part, and that part as an HTTP basic ``Authorization`` value
+    (None when the URL has none). Percent-escapes in the user and password are decoded (``%40`` is ``@``)."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 class _ToolsIgnored(Exception):
@@ -84,7 +101,8 @@ class OpenAICompatibleClient:
     ) -> None:
         """Keep the settings; the HTTP client is created on the first request, not here."""
         self._settings = settings
-        self._base_url = base_url
+        self._base_url = base_url  # as configured: shown masked (mask_url) in messages
+        self._url, self._authorization = _credentials(base_url)  # where requests go, and the basic auth
         self._cache = cache
         self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None
@@ -111,10 +129,12 @@ class OpenAICompatibleClient:
             except ImportError as e:  # pragma: no cover - openai is a runtime dependency
                 raise ConfigError("the openai package is missing: pip install openai") from e
             self._client = openai.AsyncOpenAI(
-                base_url=self._base_url,
+                base_url=self._url,
                 api_key=self._settings.api_key.get_secret_value() or "not-needed",
-                timeout=self._settings.timeout_s,
+                timeout=self._settings.timeout_s,  # each read; _with_retries bounds the whole attempt
                 max_retries=0,
+                # the userinfo of the URL as basic auth (it wins over the API key's bearer, as a browser's would)
+                default_headers={"Authorization": self._authorization} if self._authorization else None,
             )
         return self._client
 
@@ -125,7 +145,7 @@ class OpenAICompatibleClient:
             LLMError: no usable reply after ``max_retries`` retries, or the request itself is refused (4xx).
         """
         if self._cache is not None:
-            hit = self._cache.get(request)
+            hit = self._cache.get(request, endpoint=self.cache_scope)
             if hit is not None:
                 return hit
         self._bind_loop()
@@ -133,8 +153,17 @@ class OpenAICompatibleClient:
         async with self._semaphore:
             completion = await self._with_retries(request)
         if self._cache is not None:
-            self._cache.put(request, completion)
+            self._cache.put(request, completion, endpoint=self.cache_scope)
         return completion
+
+    @property
+    def cache_scope(self) -> str:
+        """Whose replies the cache holds for this client: a configured endpoint's URL without credentials, or
+        the local server (started on a free port each run, so its port is not part of it). The model is in
+        each request's key."""
+        if self._settings.base_url is None:
+            return "local-server"
+        return self._url.rstrip("/")
 
     async def _with_retries(self, request: ChatRequest) -> Completion:
         import openai
@@ -148,7 +177,12 @@ class OpenAICompatibleClient:
             tools = self._tools(request)
             style = None if tools is not None else self._response_format(request)
             try:
-                return replace(await self._once(request, style, tools), attempts=attempt)
+                # the deadline is for the whole attempt: the SDK's timeout bounds each read only
+                once = await asyncio.wait_for(self._once(request, style, tools), self._settings.timeout_s)
+                return replace(once, attempts=attempt)
+            except TimeoutError:
+                last = f"no complete reply within {self._settings.timeout_s:g} s (llm.timeout_s)"
+                await asyncio.sleep(delay)
             except _ToolsIgnored:
                 # the endpoint took the tools but made no call although one was required (llama-cpp-python
                 # does this for models it cannot force): ask again with structured output, and from now on

@@ -1,17 +1,29 @@
 """``metakg mcp``: a Model Context Protocol server (the MCP Python SDK; the only module that imports it)
 whose read-only tools are the API's routes: search, node, neighbours, paths and ask, over one store opened
-for the process."""
+for the process.
+
+Over stdio, each line the client writes is checked before the SDK sees it: a line longer than
+``server.max_body_bytes`` is skipped unread and a line the SDK cannot parse (not JSON, not JSON-RPC, or
+holding a lone UTF-16 surrogate such as ``"\ud800"``) is not handed on; both get a JSON-RPC error reply
+instead of silence, and the server goes on serving. Log records are cut to a few hundred characters, so a
+huge argument echoed in a message cannot flood stderr."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import inspect
-from collections.abc import Callable
-from contextlib import closing
+import json
+import logging
+import os
+import re
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal, cast
 
 from metakg import api
 from metakg.config import Settings
@@ -21,6 +33,11 @@ from metakg.errors import MetakgError, NodeNotFound, UsageError
 MAX_K = 100
 MAX_LIMIT = 1000
 MAX_HOPS = 6
+#: the longest log message written (longer ones are cut, with their length said)
+MAX_LOGGED_CHARS = 500
+#: the longest traceback written with a log record
+MAX_LOGGED_TRACEBACK_CHARS = 4000
+logger = logging.getLogger("metakg.mcp")
 
 
 def _bounded(name: str, value: int, upper: int) -> int:
@@ -126,8 +143,12 @@ def run_stdio(settings: Settings, *, bundle: Path | None = None, neo4j: bool = F
     """
     if (bundle is None) == (not neo4j):
         raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
+    import anyio
+
     with api.open_store(settings, bundle, neo4j=neo4j) as store, closing(api.SharedLLM(settings)) as llm:
-        build(settings, store, llm).run("stdio")
+        server = build(settings, store, llm)
+        bound_logs()
+        anyio.run(serve_stdio, server, settings.server.max_body_bytes)
 
 
 def run_http(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:
@@ -148,5 +169,204 @@ def run_http(settings: Settings, *, bundle: Path | None = None, neo4j: bool = Fa
         app = build(settings, store, llm).streamable_http_app(
             host=limits.host, max_request_body_size=limits.max_body_bytes
         )
+        bound_logs()
         key = limits.api_key.get_secret_value()
         run_asgi(RequestGuard(with_key(app, key) if key else app, settings), settings)
+
+
+# ---------------------------------------------------------------------------- bounded logs
+class _Bounded(logging.Filter):
+    """Cuts a record's message to :data:`MAX_LOGGED_CHARS` and its traceback to
+    :data:`MAX_LOGGED_TRACEBACK_CHARS` (a client's 10 MB argument echoed in an error stays out of the log)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Shorten the record in place; never drops it."""
+        message = record.getMessage()
+        shortened = _cut(message)
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            said = "".join(traceback.format_exception_only(type(error), error)).strip()
+            frames = "".join(traceback.format_tb(error.__traceback__))
+            if len(said) > MAX_LOGGED_CHARS or len(said) + len(frames) > MAX_LOGGED_TRACEBACK_CHARS:
+                tail = frames[-(MAX_LOGGED_TRACEBACK_CHARS - MAX_LOGGED_CHARS) :]
+                shortened = f"{shortened}\nTraceback (the last frames):\n{tail}{_cut(said)}"
+                record.exc_info, record.exc_text = None, None
+        if shortened != message:
+            record.msg, record.args = shortened, None
+        return True
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_LOGGED_CHARS else f"{text[:MAX_LOGGED_CHARS]}… ({len(text)} characters)"
+
+
+def bound_logs() -> None:
+    """Bound every record the handlers of the root logger write (the SDK logs there, to stderr)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _Bounded) for f in handler.filters):
+            handler.addFilter(_Bounded())
+
+
+# ---------------------------------------------------------------------------- the stdio transport
+#: the id of a message too long to parse, when it comes first (or after "jsonrpc" and "method")
+_LEADING_ID = re.compile(
+    r'^\s*\{\s*(?:"(?:jsonrpc|method)"\s*:\s*"[^"\\]{0,100}"\s*,\s*){0,2}"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,200}")\s*[,}]'
+)
+
+
+def _leading_id(head: str) -> int | str | None:
+    found = _LEADING_ID.match(head)
+    return cast(int | str, json.loads(found.group(1))) if found else None
+
+
+class ClientLines:
+    """The client's messages (one a line on stdin) for the SDK's stdio transport, checked first: a line over
+    ``max_bytes`` is skipped without being read whole, and a line the SDK cannot parse is kept from it;
+    each gets a JSON-RPC error (id null when it cannot be told) through :meth:`attach`'s stream."""
+
+    def __init__(self, wire: IO[bytes], max_bytes: int) -> None:
+        """Read lines from the binary stream ``wire``; refuse those over ``max_bytes`` (terminator aside)."""
+        import anyio
+
+        self._wire = wire
+        self._max = max_bytes
+        self._replies: Any = None
+        self._attached = anyio.Event()
+
+    def attach(self, replies: Any) -> None:
+        """The stream the SDK writes its messages to stdout from; refusals go there."""
+        self._replies = replies
+        self._attached.set()
+
+    def __aiter__(self) -> ClientLines:
+        return self
+
+    async def __anext__(self) -> str:
+        import anyio
+        from mcp import types
+
+        while True:
+            head, size = await anyio.to_thread.run_sync(self._read_line, abandon_on_cancel=True)
+            if not head:
+                raise StopAsyncIteration
+            text = head.decode("utf-8", errors="replace")  # as the SDK's own reader decodes
+            if size > self._max:
+                message = (
+                    f"the message is {size} bytes, more than server.max_body_bytes ({self._max}); it was not read. "
+                    "Send a smaller request (or raise server.max_body_bytes)."
+                )
+                await self._refuse(_leading_id(text), types.INVALID_REQUEST, message)
+                continue
+            if not text.strip():
+                continue
+            try:
+                types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+            except ValueError as e:  # pydantic's ValidationError is a ValueError
+                refusal = _refusal(text, e)
+                if refusal is not None:
+                    await self._refuse(*refusal)
+                continue
+            return text
+
+    def _read_line(self) -> tuple[bytes, int]:
+        """The next line, at most ``max_bytes`` + 2 of it read into memory, and its size without the line
+        terminator; (b"", 0) at the end of the stream. The rest of a longer line is read and dropped."""
+        head = self._wire.readline(self._max + 2)
+        if not head:
+            return b"", 0
+        size, last = len(head), head
+        while not last.endswith(b"\n"):
+            more = self._wire.readline(1 << 16)
+            if not more:
+                break
+            size, last = size + len(more), more
+        return head, size - (2 if last.endswith(b"\r\n") else 1 if last.endswith(b"\n") else 0)
+
+    async def _refuse(self, request_id: int | str | None, code: int, message: str) -> None:
+        import anyio
+        from mcp import types
+        from mcp.shared.message import SessionMessage
+
+        logger.warning("refused a message from the client (id %s): %s", request_id, message)
+        await self._attached.wait()
+        error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # the server is closing
+            await self._replies.send(SessionMessage(error))
+
+
+def _refusal(text: str, error: ValueError) -> tuple[int | str | None, int, str] | None:
+    """The id, code and message of the error reply to a line the SDK cannot parse; None for a reply of the
+    client's own (a response to the server: answered with nothing, as JSON-RPC wants)."""
+    from mcp import types
+
+    try:
+        parsed = json.loads(text)
+    except ValueError as e:
+        return None, types.PARSE_ERROR, f"the line is not JSON ({e}); send one JSON-RPC message a line."
+    if not isinstance(parsed, dict):
+        return None, types.INVALID_REQUEST, "the line is JSON but not a JSON-RPC message (an object)."
+    if "method" not in parsed and ("result" in parsed or "error" in parsed):
+        logger.warning("dropped a response from the client the SDK cannot parse: %s", error)
+        return None
+    raw_id = parsed.get("id")
+    valid_id = isinstance(raw_id, int | str) and not isinstance(raw_id, bool) and len(str(raw_id)) <= 200
+    if valid_id:
+        try:
+            str(raw_id).encode("utf-8")  # an id that is not Unicode text cannot be echoed
+        except UnicodeEncodeError:
+            valid_id = False
+    request_id = cast(int | str, raw_id) if valid_id else None
+    try:
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return (
+            request_id,
+            types.PARSE_ERROR,
+            (
+                "the message holds a lone UTF-16 surrogate escape (such as \\ud800), which is not Unicode text; "
+                "write characters outside the Basic Multilingual Plane as a surrogate pair or in UTF-8."
+            ),
+        )
+    problems = getattr(error, "errors", None)
+    said = str(problems()[0].get("msg", error)) if callable(problems) and problems() else str(error)
+    return request_id, types.INVALID_REQUEST, _cut(f"not a valid JSON-RPC 2.0 message: {said}")
+
+
+@contextmanager
+def _wire_stdin() -> Iterator[IO[bytes]]:
+    """The client's stdin, read through a private duplicate while fd 0 reads the null device, so neither a
+    tool nor a child process can take the protocol's bytes (what the SDK does for the stdin it opens itself);
+    fd 0 is restored on the way out."""
+    if sys.platform == "win32":  # pragma: no cover - no fcntl
+        yield sys.stdin.buffer
+        return
+    import fcntl
+
+    try:
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        yield sys.stdin.buffer
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    try:
+        # never closed: a worker thread may still wait on it after the server stops
+        yield os.fdopen(private, "rb", closefd=False)
+    finally:
+        os.dup2(private, 0)
+
+
+async def serve_stdio(server: Any, max_bytes: int) -> None:
+    """Serve ``server`` (an MCPServer) over stdin and stdout, as its own ``run("stdio")`` does, with the
+    client's lines checked by :class:`ClientLines` (at most ``max_bytes`` each)."""
+    from mcp.server.stdio import stdio_server
+
+    with _wire_stdin() as wire:
+        lines = ClientLines(wire, max_bytes)
+        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+            lines.attach(write_stream)
+            lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async serves (no public accessor)
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

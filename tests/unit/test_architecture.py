@@ -13,7 +13,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "metakg"
 OWNERS = {
     "great_expectations": {"schemas/expectations.py"},
     "neo4j": {"loaders/neo4j_store.py"},
-    "SPARQLWrapper": {"ingest/wikidata.py"},
     "openai": {"llm/openai_client.py"},
     "spacy": {"text_processing.py"},
     "onnxruntime": {"llm/embedder.py"},

@@ -98,6 +98,18 @@ def statement_pattern(entity: str, predicate: str, direction: str) -> str:
     return f"wd:{entity} {predicate} ?other" if direction == "out" else f"?other {predicate} wd:{entity}"
 
 
+def _value(row: Binding, name: str) -> str:
+    """The value of ``?name`` in a result row.
+
+    Raises:
+        ValueError: the endpoint answered a row without it (the tool then fails with this message).
+    """
+    try:
+        return str(row[name]["value"])
+    except (KeyError, TypeError):
+        raise ValueError(f"the remote endpoint answered a row without ?{name}; its reply cannot be used") from None
+
+
 def _terms(source: KnowledgeSource, entity: str) -> list[Binding]:
     """The English label and description of ``wd:entity`` (a validated id)."""
     return source.select(
@@ -125,13 +137,13 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         )
         if not terms and not claims:
             raise KeyError(f"the remote knowledge base has nothing on {a.id}")
-        label = next((r["o"]["value"] for r in terms if r["p"]["value"].endswith("label")), None)
-        description = next((r["o"]["value"] for r in terms if r["p"]["value"].endswith("description")), None)
+        label = next((_value(r, "o") for r in terms if _value(r, "p").endswith("label")), None)
+        description = next((_value(r, "o") for r in terms if _value(r, "p").endswith("description")), None)
         summary = [
             {
-                "property": _short(r["p"]["value"]),
-                "values": int(r["n"]["value"]),
-                "example": _short(r["example"]["value"]),
+                "property": _short(_value(r, "p")),
+                "values": int(_value(r, "n")),
+                "example": _short(_value(r, "example")),
             }
             for r in claims
         ]
@@ -142,7 +154,7 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         if not rows:
             raise KeyError(f"the remote knowledge base has no label for {a.id}")
         return {"id": a.id} | {
-            _short(r["p"]["value"]).rsplit("#", 1)[-1].rsplit("/", 1)[-1]: r["o"]["value"] for r in rows
+            _short(_value(r, "p")).rsplit("#", 1)[-1].rsplit("/", 1)[-1]: _value(r, "o") for r in rows
         }
 
     def search(a: RemoteSearchArgs) -> Any:
@@ -160,12 +172,12 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         )
         return [
             {
-                "id": _short(r["item"]["value"]),
-                "label": r["label"]["value"],
+                "id": _short(_value(r, "item")),
+                "label": _value(r, "label"),
                 "description": r.get("description", {}).get("value"),
             }
             for r in rows
-            if r["item"]["value"].startswith(WD)
+            if _value(r, "item").startswith(WD)
         ]
 
     def neighbours(a: RemoteNeighbourArgs) -> Any:
@@ -179,8 +191,8 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         )
         return [
             {
-                "property": _short(r["p"]["value"]),
-                "id": _short(r["other"]["value"]),
+                "property": _short(_value(r, "p")),
+                "id": _short(_value(r, "other")),
                 "label": r.get("label", {}).get("value"),
             }
             for r in rows

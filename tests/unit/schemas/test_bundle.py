@@ -44,7 +44,7 @@ def test_missing_or_incomplete_bundles_are_explained(tmp_path: Path) -> None:
         read_bundle(tmp_path / "nothing")
     (tmp_path / "half").mkdir()
     small_bundle().nodes.write_parquet(tmp_path / "half" / NODES_FILE)
-    with pytest.raises(BundleError, match="has no manifest.json: it is not a bundle"):
+    with pytest.raises(BundleError, match=r"has no manifest\.json: it is not a bundle"):
         read_bundle(tmp_path / "half")
     write_bundle(tmp_path / "old", small_bundle())
     manifest = json.loads((tmp_path / "old" / MANIFEST_FILE).read_text())

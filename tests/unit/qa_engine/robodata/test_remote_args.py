@@ -65,3 +65,28 @@ def test_bad_arguments_never_reach_the_endpoint() -> None:
         "less than or equal to 200"
         in tools.call("remote_sparql", {"query": "SELECT * WHERE { ?s ?p ?o }", "limit": 500}).text
     )
+
+
+class Gappy:
+    """A knowledge source whose rows lack the variables the tools' queries bind."""
+
+    endpoint = "http://127.0.0.1:1/sparql"
+
+    def select(self, query: str, *, timeout_s: float | None = None) -> list[Binding]:
+        return [{"o": {"type": "literal", "value": "Douglas Adams"}}]  # no ?p, ?n, ?example, ?item, ?other
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "missing"),
+    [
+        ("remote_entity", {"id": "Q42"}, "?p"),
+        ("remote_property", {"id": "P69"}, "?p"),
+        ("remote_search", {"text": "Douglas Adams"}, "?item"),
+        ("remote_neighbours", {"id": "Q42"}, "?p"),
+    ],
+)
+def test_a_reply_row_without_a_bound_variable_is_a_tool_error_naming_it(
+    tool: str, args: dict[str, str], missing: str
+) -> None:
+    result = remote_tools(Gappy()).call(tool, args)
+    assert not result.ok and f"without {missing}" in result.text
