@@ -64,6 +64,17 @@ class Outcome:
     write_s: float = 0.0
     recovered: bool = True
 
+    def record(self, verdict: str, delay: float, *, writing: bool, left: int) -> None:
+        """Count one kill: what it left of the bundle, whether it came while the command wrote."""
+        self.during_write += int(writing)
+        self.leftovers += int(left > 0)
+        if verdict == "old":
+            self.old += 1
+        elif verdict == "new":
+            self.new += 1
+        else:
+            self.unreadable.append(f"kill at {delay:.3f} s: {verdict}")
+
     def as_dict(self) -> dict[str, Any]:
         """The JSON figures."""
         return {
@@ -121,31 +132,68 @@ def leftovers(bundle: Path) -> int:
     return sum(1 for p in bundle.parent.iterdir() if p.name.startswith(names))
 
 
-def _run(args: list[str], env: dict[str, str], watch: Path | None = None) -> tuple[int, float, float, str]:
-    """Run ``metakg args`` to the end: exit code, wall seconds, seconds a staging folder stood beside ``watch``
-    (0: never seen), stderr."""
-    appeared: list[float] = []
-    gone: list[float] = []
-    start = time.perf_counter()
-    process = subprocess.Popen([*METAKG, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    done = threading.Event()
+class StagingWatch:
+    """Watches, in a thread, for how long a writer's staging folder stands beside ``bundle``."""
 
-    def poll() -> None:
-        while watch is not None and not done.is_set() and not gone:
-            staged = staging_exists(watch)
-            if staged and not appeared:
-                appeared.append(time.perf_counter())
-            elif appeared and not staged:
-                gone.append(time.perf_counter())
+    def __init__(self, bundle: Path) -> None:
+        self._bundle = bundle
+        self._appeared: list[float] = []
+        self._gone: list[float] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> StagingWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        while not self._done.is_set() and not self._gone:
+            staged = staging_exists(self._bundle)
+            if staged and not self._appeared:
+                self._appeared.append(time.perf_counter())
+            elif self._appeared and not staged:
+                self._gone.append(time.perf_counter())
             time.sleep(0.0005)
 
-    poller = threading.Thread(target=poll, daemon=True)
-    poller.start()
-    _, stderr = process.communicate(timeout=600)
-    done.set()
-    poller.join()
-    staged_s = (gone[0] if gone else time.perf_counter()) - appeared[0] if appeared else 0.0
-    return process.returncode, time.perf_counter() - start, staged_s, stderr
+    @property
+    def staged_s(self) -> float:
+        """Seconds the staging folder stood there (0: never seen)."""
+        if not self._appeared:
+            return 0.0
+        return (self._gone[0] if self._gone else time.perf_counter()) - self._appeared[0]
+
+
+def kill_at_random(
+    process: subprocess.Popen[Any], bundle: Path, point: int, rng: random.Random, run_s: float, write_s: float
+) -> tuple[float, bool]:
+    """SIGKILL ``process``: on even points anywhere in its run, on odd ones in its writing phase (once the
+    staging folder appears, a random share of the write later). Returns the delay and whether it was writing."""
+    started = time.perf_counter()
+    if point % 2 == 0:
+        time.sleep(rng.uniform(0, run_s))
+    else:
+        while not staging_exists(bundle) and process.poll() is None and time.perf_counter() - started < 3 * run_s:
+            time.sleep(0.0005)
+        time.sleep(rng.uniform(0, write_s * 1.1))
+    delay = time.perf_counter() - started
+    writing = staging_exists(bundle)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return delay, writing
+
+
+def _run(args: list[str], env: dict[str, str], watch: Path | None = None) -> tuple[int, float, float, str]:
+    """Run ``metakg args`` to the end: exit code, wall seconds, seconds a staging folder stood beside ``watch``
+    (0: never seen or not watched), stderr."""
+    start = time.perf_counter()
+    with StagingWatch(watch) if watch is not None else contextlib.nullcontext() as staged:
+        process = subprocess.Popen([*METAKG, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _, stderr = process.communicate(timeout=600)
+    return process.returncode, time.perf_counter() - start, staged.staged_s if staged else 0.0, stderr
 
 
 def environment(extra: dict[str, str]) -> dict[str, str]:
@@ -179,26 +227,8 @@ def run_case(case: Case, work: Path, points: int, rng: random.Random) -> Outcome
     for point in range(points):
         _restore(pristine, bundle)
         process = subprocess.Popen([*METAKG, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        started = time.perf_counter()
-        if point % 2 == 0:  # anywhere in the run
-            time.sleep(rng.uniform(0, outcome.run_s))
-        else:  # in the writing phase: once the staging folder appears, a random share of the write later
-            while not staging_exists(bundle) and process.poll() is None:
-                time.sleep(0.0005)
-            time.sleep(rng.uniform(0, outcome.write_s * 1.1))
-        delay = time.perf_counter() - started
-        writing = staging_exists(bundle)
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        outcome.during_write += int(writing)
-        outcome.leftovers += int(leftovers(bundle) > 0)
-        verdict = classify(bundle, old, case)
-        if verdict == "old":
-            outcome.old += 1
-        elif verdict == "new":
-            outcome.new += 1
-        else:
-            outcome.unreadable.append(f"kill at {delay:.3f} s: {verdict}")
+        delay, writing = kill_at_random(process, bundle, point, rng, outcome.run_s, outcome.write_s)
+        outcome.record(classify(bundle, old, case), delay, writing=writing, left=leftovers(bundle))
     # after the last kill, the command run again finishes and tidies up what the killed writer left
     code, _wall, _staged, stderr = _run(args, env)
     outcome.recovered = code in (0, 1) and classify(bundle, old, case) == "new" and leftovers(bundle) == 0
@@ -503,32 +533,19 @@ def run_serve_case(work: Path, points: int, rng: random.Random, size: int) -> Ou
     case = Case("POST /api/triples", lambda _w: [], new_check=_posted)
     env = environment({})
     outcome = Outcome(case.name, points=points)
-    with served(bundle, env) as (_process, url):
+    with served(bundle, env) as (_process, url), StagingWatch(bundle) as staged:
         start = time.perf_counter()
         status, reply = _http("POST", f"{url}/api/triples", NEW_TRIPLES)
         outcome.run_s = time.perf_counter() - start
         assert status == 200, reply
+    outcome.write_s = staged.staged_s
     assert classify(bundle, old, case) == "new"
-    for _point in range(points):
+    for point in range(points):
         _restore(pristine, bundle)
         with served(bundle, env) as (process, url):
-            thread = threading.Thread(target=_try_post, args=(url,), daemon=True)
-            delay = rng.uniform(0, outcome.run_s * 1.05)
-            thread.start()
-            time.sleep(delay)
-            writing = staging_exists(bundle)
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-            thread.join(timeout=30)
-        outcome.during_write += int(writing)
-        outcome.leftovers += int(leftovers(bundle) > 0)
-        verdict = classify(bundle, old, case)
-        if verdict == "old":
-            outcome.old += 1
-        elif verdict == "new":
-            outcome.new += 1
-        else:
-            outcome.unreadable.append(f"kill at {delay:.3f} s: {verdict}")
+            threading.Thread(target=_try_post, args=(url,), daemon=True).start()
+            delay, writing = kill_at_random(process, bundle, point, rng, outcome.run_s, outcome.write_s)
+        outcome.record(classify(bundle, old, case), delay, writing=writing, left=leftovers(bundle))
     _restore(pristine, bundle)
     return outcome
 

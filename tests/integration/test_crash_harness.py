@@ -60,8 +60,9 @@ def test_a_killed_sync_leaves_the_old_or_the_new_version(sparql_endpoint: object
 
 
 def test_a_killed_server_writing_triples_leaves_the_old_or_the_new_version(tmp_path: Path) -> None:
-    outcome = harness.run_serve_case(tmp_path, 3, random.Random(3), 2_000)
-    assert outcome.unreadable == [] and outcome.old + outcome.new == 3, outcome.as_dict()
+    outcome = harness.run_serve_case(tmp_path, POINTS, random.Random(3), 2_000)
+    assert outcome.unreadable == [] and outcome.old + outcome.new == POINTS, outcome.as_dict()
+    assert outcome.during_write >= 1, outcome.as_dict()
 
 
 @pytest.fixture(scope="module")
