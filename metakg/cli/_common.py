@@ -33,6 +33,11 @@ HISTORY_HELP = (
     "Keep history: rows this update removes or changes are retired with their times, not lost (default: keep it "
     "when the earlier version does)."
 )
+#: the --max-rejects help of the commands that read records
+TOLERANCE_HELP = (
+    "Rejected records tolerated before the exit status is 1: a count (25) or a share of those read (0.5%) "
+    "(default 0: any reject fails; the bundle is written either way)."
+)
 #: the --format help of the commands that read question sets
 QUESTION_FORMAT_HELP = "medagents | csqa | pilot | metaqa | simplequestions | robodata (the RoboData authors' queries)."
 

@@ -10,7 +10,18 @@ import typer
 from rich.markup import escape
 
 from metakg import api
-from metakg.cli._common import HISTORY_HELP, JSON_HELP, err, finish, guarded, out, progress, progress_bar, settings
+from metakg.cli._common import (
+    HISTORY_HELP,
+    JSON_HELP,
+    TOLERANCE_HELP,
+    err,
+    finish,
+    guarded,
+    out,
+    progress,
+    progress_bar,
+    settings,
+)
 from metakg.errors import UsageError
 
 
@@ -59,6 +70,7 @@ def extract(
         "the earliest time of the records stating it.",
     ),
     history: bool | None = typer.Option(None, "--history/--no-history", help=HISTORY_HELP),
+    max_rejects: str = typer.Option("0", "--max-rejects", help=TOLERANCE_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Extract triples with the configured LLM (the local SmolLM2 server when no endpoint is set).
@@ -71,7 +83,8 @@ def extract(
     With --update BUNDLE (an earlier extraction), records are compared by content: unchanged ones keep
     their stored replies, only changed and new ones are sent to the model, and triples stated only by
     removed or changed records are retracted (edges other records still state keep a lower count).
-    Exit 1 when some prompts failed or were skipped by the budget, or validation rejected rows.
+    Exit 1 when some prompts failed or were skipped by the budget, validation rejected rows, or more input
+    records could not be read than --max-rejects allows (each is in the bundle's rejects with its reason).
     """
     cfg = settings()
     with guarded("extract", json_mode):
@@ -79,6 +92,7 @@ def extract(
             raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(api.FORMATS)}.")
         if output is None and update is None:
             raise UsageError("give --output DIR (or --update BUNDLE to update that bundle in place).")
+        api.rejects_tolerated(0, 0, max_rejects)  # a bad value is a usage error before any work
         output = output or update
         assert output is not None
         name = dataset or (api.extracted_dataset(update) if update else None) or _default_dataset(dataset_file)
@@ -132,8 +146,14 @@ def extract(
             err.print(f"[yellow]failed: {escape(str(error))}[/]", highlight=False)
         if not complete:
             err.print("[yellow]run the same command again to continue; answered prompts come from the cache[/]")
+        tolerated = api.rejects_tolerated(summary["input_rejects"], summary["read"], max_rejects)
+        if not tolerated:
+            err.print(
+                f"[yellow]{summary['input_rejects']} of {summary['read']} input records could not be read "
+                f"(more than --max-rejects {escape(max_rejects)}); see {escape(str(output / 'rejects.parquet'))}[/]"
+            )
         finish(
-            complete and summary["validation_ok"],
+            complete and summary["validation_ok"] and tolerated,
             {"command": "extract", **summary},
             json_mode=json_mode,
         )

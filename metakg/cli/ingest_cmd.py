@@ -7,15 +7,10 @@ from pathlib import Path
 import typer
 
 from metakg import api
-from metakg.cli._common import HISTORY_HELP, JSON_HELP, err, finish, guarded, out, progress, settings
+from metakg.cli._common import HISTORY_HELP, JSON_HELP, TOLERANCE_HELP, err, finish, guarded, out, progress, settings
 
 app = typer.Typer(
     rich_markup_mode=None, help="Read a source into a KG bundle (common schema, Parquet).", no_args_is_help=True
-)
-
-TOLERANCE_HELP = (
-    "Rejected records tolerated before the exit status is 1: a count (25) or a share of those read (0.5%) "
-    "(default 0: any reject fails; the bundle is written either way)."
 )
 
 

@@ -309,10 +309,27 @@ def test_record_times_become_the_valid_from_of_the_edges_they_state(server: Faul
         '{"text": "Rome is Italian."}\n'
     )
     out = tmp_path / "b"
-    _, summary = run("extract", str(docs), "-f", "jsonl", "--time-field", "t", "-o", str(out), "--json")
-    assert summary["records"] == 3 and summary["input_rejects"] == 1
+    _, summary = run("extract", str(docs), "-f", "jsonl", "--time-field", "t", "-o", str(out), "--json", code=1)
+    assert summary["records"] == 3 and summary["input_rejects"] == 1 and summary["ok"] is False  # 1 of 4 lost
+    _, tolerated = run(
+        "extract", str(docs), "-f", "jsonl", "--time-field", "t", "-o", str(out), "--max-rejects", "25%", "--json"
+    )
+    assert tolerated["ok"] is True and tolerated["input_rejects"] == 1
     bundle = read_bundle(out)
     [edge] = bundle.edges.iter_rows(named=True)
     assert edge["count"] == 3 and edge["valid_from"] == datetime(2023, 1, 1, tzinfo=UTC)  # 1672531200
     [rejected] = bundle.rejects.filter(pl.col("record") == "news.jsonl:3").iter_rows(named=True)
     assert "not an ISO 8601 time" in rejected["reason"] and "last spring" in rejected["payload"]
+
+
+def test_records_that_cannot_be_read_fail_the_run_beyond_max_rejects(server: FaultServer, tmp_path: Path) -> None:
+    server.reply_for = lambda body: "Rome\\is in\\Italy"
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"text": "Rome is in Italy."}\n{"text": "Rome again."}\n' + '{"body": "no text"}\n' * 5)
+    args = ("extract", str(docs), "-f", "jsonl", "-o", str(tmp_path / "b"), "--json")
+    _, out = run(*args, code=1)  # 5 of 7 records unreadable: once exit 0
+    assert (out["read"], out["records"], out["input_rejects"]) == (7, 2, 5)
+    assert read_bundle(tmp_path / "b").rejects.filter(pl.col("stage") == "ingest").height == 5  # kept, with reasons
+    assert run(*args, "--max-rejects", "5")[1]["ok"] is True
+    assert run(*args, "--max-rejects", "4", code=1)[1]["ok"] is False
+    assert "--max-rejects" in run(*args, "--max-rejects", "lots", code=2)[1]["error"]
