@@ -35,8 +35,8 @@ class LoadReport:
 
     nodes_in_bundle: int
     edges_in_bundle: int
-    nodes_in_neo4j: int
-    edges_in_neo4j: int
+    nodes_in_neo4j: int | None  # None: not counted (``count=False``)
+    edges_in_neo4j: int | None
     batches_run: int
     batches_skipped: int
     seconds: float
@@ -184,7 +184,7 @@ def load_bundle(
         statement_hook: called before each batch with its id (used by tests to interrupt a load).
         ensure_schema: create the constraints and indexes first (False when the caller knows they exist).
         dynamic: whether the server takes relationship types from parameters (None: ask it).
-        count: count the nodes and edges in Neo4j afterwards (False: the report's Neo4j counts are -1).
+        count: count the nodes and edges in Neo4j afterwards (False: the report's Neo4j counts are None).
             The last three spare round trips to callers making many small loads (a store's upserts).
         recorded_at: the time every written row records as its ``recorded_at`` (default: now).
         rel_types: ``typed`` (a relationship type per relation) or ``generic`` (one type,
@@ -256,8 +256,8 @@ def load_bundle(
     return LoadReport(
         nodes_in_bundle=bundle.nodes.height,
         edges_in_bundle=bundle.edges.height,
-        nodes_in_neo4j=_count(driver, database, cypher.COUNT_NODES) if count else -1,
-        edges_in_neo4j=_count(driver, database, cypher.COUNT_EDGES) if count else -1,
+        nodes_in_neo4j=_count(driver, database, cypher.COUNT_NODES) if count else None,
+        edges_in_neo4j=_count(driver, database, cypher.COUNT_EDGES) if count else None,
         batches_run=ran,
         batches_skipped=skipped,
         seconds=time.perf_counter() - start,

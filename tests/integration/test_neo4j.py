@@ -158,6 +158,13 @@ def test_cli_load_query_and_reload(
     assert (first["nodes"], first["edges"]) == (n_nodes, n_edges)
     second = metakg("load", "neo4j", str(bundle), env=env)
     assert (second["nodes"], second["edges"]) == (n_nodes, n_edges)
+
+    def counts(value: Any, key: str = "") -> list[tuple[str, Any]]:  # every count in the JSON, nested ones too
+        if isinstance(value, dict):
+            return [found for k, v in value.items() for found in counts(v, k)]
+        return [(key, value)] if key.endswith(("_in_neo4j", "_loaded", "_removed")) else []
+
+    assert all(v is None or v >= 0 for _, v in counts(second)), counts(second)  # once a nested -1 for "not counted"
     neighbours = metakg(
         "query", "neighbours", neo4j_settings.uri, "mondo.grouped:10079_16781_16207", "--limit", "5", env=env
     )
