@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
-from metakg.errors import UsageError
+from metakg.config import Settings
+from metakg.errors import ConfigError, UsageError
 
 Progress = Callable[[str], None]
 Counter = Callable[[int, int], None]  # (done, total)
@@ -19,3 +21,20 @@ def at_least_one(name: str, value: int | None) -> None:
     """Raises :class:`UsageError` naming ``name`` when ``value`` is given and below 1."""
     if value is not None and value < 1:
         raise UsageError(f"{name} must be at least 1, got {value}.")
+
+
+def cache_folder(settings: Settings, *parts: str) -> Path:
+    """The folder ``<paths.cache_dir>/<parts>``, made when missing.
+
+    Raises:
+        ConfigError: it cannot be made (a file in the way, no permission, a read-only or missing mount).
+    """
+    folder = settings.paths.cache_dir.joinpath(*parts)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(
+            f"the cache folder {folder} cannot be made ({e.strerror or e}): set paths.cache_dir "
+            "(METAKG_PATHS__CACHE_DIR) to a folder metakg can write."
+        ) from e
+    return folder

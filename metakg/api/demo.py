@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from metakg.api._shared import Progress, quiet
+from metakg.api._shared import Progress, cache_folder, quiet
 from metakg.api.bundles import validate_bundle
 from metakg.api.ingest import ingest_triples
 from metakg.api.llm import llm_session, run_with
@@ -38,7 +38,7 @@ def demo_file(settings: Settings, name: str, url: str, progress: Progress | None
     data_dir = settings.paths.data_dir
     if data_dir is not None and (data_dir / name).is_file():
         return data_dir / name
-    cached = settings.paths.cache_dir / "data" / name
+    cached = cache_folder(settings, "data") / name
     if cached.is_file():
         return cached
     (progress or quiet)(f"downloading {url}")

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from metakg.api._shared import Progress, quiet
+from metakg.api._shared import Progress, cache_folder, quiet
 from metakg.api.bundles import earlier_version, record_update, write_validated
 from metakg.config import Settings
 from metakg.errors import BundleChanged, ConfigError, InputDataError, UsageError
@@ -86,7 +86,7 @@ def primekg_download(settings: Settings, progress: Progress | None = None) -> Pa
     Raises:
         InputDataError: the download fails (offline) or the file's MD5 is not the published one.
     """
-    target = settings.paths.cache_dir / "primekg" / "kg.csv"
+    target = cache_folder(settings, "primekg") / "kg.csv"
     if not target.is_file():
         (progress or quiet)(f"downloading {DATAVERSE_KG_URL} (about 1 GB)")
         download(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
-from metakg.api._shared import Progress, quiet
+from metakg.api._shared import Progress, cache_folder, quiet
 from metakg.api.local_graph import local_graph
 from metakg.config import Settings
 from metakg.llm import local_server
@@ -39,9 +39,10 @@ def llm_session(
     ledger ``<cache_dir>/llm/ledger.jsonl``.
 
     Raises:
-        ConfigError: no endpoint configured and the local model cannot be started.
+        ConfigError: no endpoint configured and the local model cannot be started, or the cache folder cannot
+            be made.
     """
-    folder = settings.paths.cache_dir / "llm"
+    folder = cache_folder(settings, "llm")
     cache = ResponseCache(folder / "responses.sqlite")
     meter = UsageMeter(run_id or uuid.uuid4().hex, settings.llm.prices_per_mtok, path=folder / LEDGER_FILE)
     try:

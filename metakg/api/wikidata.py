@@ -7,12 +7,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from metakg.api._shared import Progress, quiet
+from metakg.api._shared import Progress, cache_folder, quiet
 from metakg.api.bundles import Earlier, earlier_version, recorded_diff, write_validated
 from metakg.config import Settings
-from metakg.redact import mask_url
 from metakg.errors import BundleError, UsageError
 from metakg.ingest import wikidata
+from metakg.redact import mask_url
 from metakg.schemas.bundle import MANIFEST_FILE, source_entry
 from metakg.schemas.bundle_dir import writes_bundle
 from metakg.schemas.locks import exclusive
@@ -71,7 +71,7 @@ def sync_wikidata(
         raise UsageError(f"--endpoint {url!r} must start with http:// or https://.")
     if state_path is None:
         digest = hashlib.sha256(url.encode()).hexdigest()[:10]
-        state_path = settings.paths.cache_dir / "wikidata" / f"{spec.name}-{digest}.json"
+        state_path = cache_folder(settings, "wikidata") / f"{spec.name}-{digest}.json"
     client = sparql_client(settings, url)
     with exclusive(state_path, "the Wikidata state file", directory=False):
         return _sync(spec, spec_path, out, settings, client, url, state_path, say, progress, history, allow_removals)

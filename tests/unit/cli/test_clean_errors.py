@@ -119,3 +119,15 @@ def test_an_untrustworthy_manifest_is_a_data_error(bundle: Path, manifest: objec
     for command in (["info", str(bundle)], ["query", "search", str(bundle), "aspirin"], ["validate", str(bundle)]):
         _, out = run(*command, "--json", code=1)
         assert out["error_type"] == "BundleError" and "manifest.json" in out["error"]
+
+
+def test_a_cache_folder_that_cannot_be_made_is_a_configuration_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("METAKG_PATHS__CACHE_DIR", str(blocker / "cache"))  # a file where a folder must go
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", "http://127.0.0.1:9/v1")
+    _, out = run("llm", "ask", "hi", "--json", code=2)
+    assert out["error_type"] == "ConfigError" and "cannot be made" in out["error"]
+    assert "METAKG_PATHS__CACHE_DIR" in out["error"]
