@@ -38,6 +38,10 @@ class BundleError(MetakgError):
     exit_code = 1
 
 
+class BundleNotWritten(BundleError):
+    """A bundle could not be written (a full disk, no permission); its previous version is unchanged."""
+
+
 class BundleChanged(BundleError):
     """The bundle holds another version than the one a writer read: the write is refused, nothing written."""
 

@@ -132,6 +132,7 @@ def write_validated(
         write_reports(report, checked.rejects, folder, html_report=settings.validation.html_report)
 
     write_bundle(out, checked, extras=reports, expect=bundle.token)
+    bundle.token = checked.token  # the caller's bundle names the version now written
     return report
 
 

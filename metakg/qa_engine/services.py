@@ -10,7 +10,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -21,10 +24,12 @@ import numpy as np
 
 from metakg.llm.embedder import Embedder, Vectors
 from metakg.schemas.graph_store import BatchReads, GraphStore, Neighbour, NodeRecord, Vector
+from metakg.schemas.locks import unique_temp_name
 from metakg.text_processing import PhraseIndex
 
 K = TypeVar("K")
 V = TypeVar("V")
+logger = logging.getLogger("metakg.qa")
 
 
 class LRUCache(Generic[K, V]):
@@ -124,6 +129,22 @@ class Similarity:
         return np.clip(self.node_vectors(nodes) @ self.vectors(texts).T, 0.0, 1.0)
 
 
+def save_phrases(index: PhraseIndex, path: Path) -> None:
+    """Keep ``index`` at ``path`` for the next process: written under a temporary name of its own, then renamed
+    onto ``path``, so that builders of the same index at once (the first questions a server answers) never
+    write into each other's file, and a reader finds a whole file or none. The file only saves time: when it
+    cannot be written, the index in memory serves and the failure is logged."""
+    temporary = unique_temp_name(path)
+    try:
+        index.save(temporary)
+        os.replace(temporary, path)
+    except OSError as e:
+        logger.warning("could not keep the phrase index at %s: %s", path, e)
+        for left in (temporary, temporary.with_name(temporary.name + ".partial")):  # save()'s own temporary
+            with contextlib.suppress(OSError):
+                left.unlink()
+
+
 class QAServices:
     """The shared services of one QA context; each is made on first use.
 
@@ -165,10 +186,12 @@ class QAServices:
             for name in names:
                 digest.update(name.encode("utf-8", "surrogatepass") + b"\0")
             path = self._cache_dir / "phrases" / f"{digest.hexdigest()[:32]}.json"
-            self._phrases = PhraseIndex.load(path)
-            if self._phrases is None:
-                self._phrases = PhraseIndex(names)
-                self._phrases.save(path)
+            found = PhraseIndex.load(path)  # kept local: another question may be setting the attribute meanwhile
+            if found is None:
+                found = PhraseIndex(names)
+                save_phrases(found, path)
+            self._phrases = found
+            return found
         return self._phrases
 
     def neighbours(self, node_id: str, limit: int, read: Callable[[], list[Neighbour]]) -> list[Neighbour]:

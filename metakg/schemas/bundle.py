@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from metakg.errors import BundleError
+from metakg.errors import BundleError, BundleNotWritten
 from metakg.schemas.bundle_dir import Version, bundle_path, readable, replace, sha256_of, token
 from metakg.schemas.tables import (
     SCHEMA_VERSION,
@@ -171,7 +171,7 @@ def write_bundle(
         replace(real, build, keep=keep, expect=expect)
     except (OSError, pl.exceptions.PolarsError) as e:  # polars reports a full disk as a ComputeError
         cause = (e.strerror if isinstance(e, OSError) else None) or str(e)
-        raise BundleError(
+        raise BundleNotWritten(
             f"cannot write the bundle at {path}: {cause}; the previous version is unchanged. Check the free space, "
             "the path and its permissions."
         ) from e

@@ -18,15 +18,18 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi import Path as Path_
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import metakg
 from metakg import api
 from metakg.config import Settings
-from metakg.errors import BundleChanged, ConfigError, MetakgError, NodeNotFound, UsageError
+from metakg.errors import BundleChanged, BundleNotWritten, ConfigError, MetakgError, NodeNotFound, UsageError
 from metakg.redact import mask_query
 from metakg.server.evaluations import EvaluationRun, Evaluations
 
@@ -40,6 +43,60 @@ MAX_HOPS = 6
 STATIC = Path(__file__).with_name("static")
 #: seconds a question waits for one of the ``max_concurrent_asks`` slots before a 503
 ASK_WAIT_S = 60.0
+
+
+class ErrorBody(BaseModel):
+    """Every error but a 422: what went wrong, in a sentence."""
+
+    error: str = Field(description="What went wrong, and what to do about it.")
+
+
+#: what each error status of the API means (the OpenAPI document lists them per route)
+ERROR_STATUSES: dict[int, str] = {
+    400: "A request the server cannot act on, with the reason: a Host header it does not answer for "
+    "(server.allowed_hosts), a bad choice, strategy or benchmark, a body that is not UTF-8.",
+    401: "The server has an API key and the request's X-API-Key header is not it.",
+    403: "Writes are off: the server was not started with --allow-writes.",
+    404: "No such node or evaluation run.",
+    409: "The served bundle was changed by another process since this server read it; restart the server.",
+    413: "The request body is larger than server.max_body_bytes.",
+    507: "The served bundle could not be written (a full disk): nothing was changed, the graph served is as it was.",
+    503: "The server is busy (every question slot taken, or the graph being read for a write) or the LLM "
+    "cannot be started; try again shortly.",
+}
+#: the statuses every route can answer: a Host header refused, a missing or wrong key
+EVERY_ROUTE = (400, 401)
+
+
+def error_responses(*statuses: int, json_route: bool = True) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of a route that can answer ``statuses`` (and those of every route), each
+    with the :class:`ErrorBody` model as JSON; a 422's model is FastAPI's own (``detail`` naming the field).
+    A route whose own answer is not JSON (``json_route=False``) names the model by reference, since FastAPI
+    would give a ``model`` the route's media type."""
+    body: dict[str, Any] = (
+        {"model": ErrorBody}
+        if json_route
+        else {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+    )
+    return {status: body | {"description": ERROR_STATUSES[status]} for status in sorted({*EVERY_ROUTE, *statuses})}
+
+
+def printable(value: Any) -> Any:
+    """``value`` (JSON data) with every string's lone surrogates written as ``\\udXXX`` escapes, so that it
+    can be encoded as UTF-8: a request's invalid text is echoed in its 422 without breaking the answer."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [printable(v) for v in value]
+    return value
+
+
+class EventStream(StreamingResponse):
+    """Server-sent events (the OpenAPI document gives the stream this media type)."""
+
+    media_type = "text/event-stream"
 
 
 class AskRequest(BaseModel):
@@ -300,11 +357,25 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             if isinstance(error, NodeNotFound)
             else 409
             if isinstance(error, BundleChanged)
+            else 507
+            if isinstance(error, BundleNotWritten)
             else 503
             if isinstance(error, ConfigError)
             else 400
         )
         return _error(status, str(error))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, error: StarletteHTTPException) -> JSONResponse:
+        """Errors as ``{"error": "..."}`` like every other; a 422 raised by a route keeps its ``detail`` list."""
+        content = {"error": error.detail} if isinstance(error.detail, str) else {"detail": error.detail}
+        return JSONResponse(status_code=error.status_code, content=printable(content), headers=error.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
+        """FastAPI's 422 (``detail``: each error with the field's ``loc``), with text that is not valid Unicode
+        (a lone surrogate, ``"\\ud800"`` in the JSON) escaped, so that the answer itself can be written."""
+        return JSONResponse(status_code=422, content={"detail": printable(jsonable_encoder(error.errors()))})
 
     if limits.cors_origins:  # off unless configured: only the server's own page calls the API
         app.add_middleware(
@@ -330,12 +401,12 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             raise HTTPException(status_code=404, detail="this graph has no validation report (metakg validate)")
         return FileResponse(found, media_type="text/html")
 
-    @app.get("/api/health")
+    @app.get("/api/health", responses=error_responses())
     def health() -> dict[str, Any]:
         """Liveness, the version, and which store is served."""
         return {"status": "ok", "version": metakg.__version__, "store": "neo4j" if neo4j else "embedded"}
 
-    @app.get("/api/graph")
+    @app.get("/api/graph", responses=error_responses())
     def graph() -> dict[str, Any]:
         """The graph's node and edge counts (and, for a bundle, its sources and validation summary)."""
         info: dict[str, Any] = {"counts": store().counts()}
@@ -345,7 +416,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             info["validation"] = {k: manifest.get("validation", {}).get(k) for k in ("ok", "rejected", "warned")}
         return info
 
-    @app.get("/api/nodes/{node_id:path}")
+    @app.get("/api/nodes/{node_id:path}", responses=error_responses(404))
     def node(node_id: str) -> dict[str, Any]:
         """One node by id."""
         with reading():
@@ -354,7 +425,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             raise NodeNotFound(f"no node with id {node_id!r}; find ids with /api/search.")
         return asdict(found)
 
-    @app.get("/api/neighbours")
+    @app.get("/api/neighbours", responses=error_responses(404))
     def neighbours(
         id: Annotated[str, Query(min_length=1, max_length=1000, description="The node's id.")],
         relation: Annotated[list[str] | None, Query(description="Only these relations.")] = None,
@@ -366,7 +437,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             found = store().neighbours(id, relations=relation, direction=direction, limit=limit)
         return [asdict(nb) for nb in found]
 
-    @app.get("/api/search")
+    @app.get("/api/search", responses=error_responses())
     def search(
         q: Annotated[str, Query(min_length=1, max_length=500, description="A name or description.")],
         mode: Literal["exact", "normalised", "embedding", "auto"] = "auto",
@@ -376,7 +447,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         with reading():
             return [asdict(hit) for hit in store().search(q, mode=mode, k=k)]
 
-    @app.get("/api/paths")
+    @app.get("/api/paths", responses=error_responses(404))
     def paths(
         src: Annotated[str, Query(min_length=1, max_length=1000)],
         dst: Annotated[str, Query(min_length=1, max_length=1000)],
@@ -389,13 +460,13 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             found = store().shortest_paths(src, dst, k=k, max_hops=max_hops, directed=directed)
         return [asdict(path) | {"hops": path.hops} for path in found]
 
-    @app.get("/api/strategies")
+    @app.get("/api/strategies", responses=error_responses())
     def strategies() -> list[dict[str, Any]]:
         """The QA strategies, their settings and switches."""
         return api.describe_strategies()
 
     def invalid(field: str, message: str) -> HTTPException:
-        return HTTPException(status_code=422, detail=[{"loc": ["body", field], "msg": message}])
+        return HTTPException(status_code=422, detail=[{"loc": ["body", field], "msg": message, "type": "value_error"}])
 
     def checked(request: AskRequest) -> tuple[Settings, Any, Any]:
         """The settings for this question, the question and the strategy, or a 4xx naming the field."""
@@ -413,7 +484,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             strategy = api.create_strategy(cfg, chosen, request.switches or None)
         return cfg, question, strategy
 
-    @app.post("/api/ask")
+    @app.post("/api/ask", responses=error_responses(413, 503))
     def ask(request: AskRequest) -> dict[str, Any]:
         """Answer a question over the graph: the answer, its evidence, trace and usage."""
         cfg, question, strategy = checked(request)
@@ -434,8 +505,19 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             slots.release()
         return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
 
-    @app.post("/api/ask/stream")
-    def ask_stream(request: AskRequest) -> StreamingResponse:
+    @app.post(
+        "/api/ask/stream",
+        response_class=EventStream,
+        responses={
+            200: {
+                "description": "Server-sent events: `step` events, then one `answer` (or `error`) event, each "
+                "with JSON data.",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+            **error_responses(413, 503, json_route=False),
+        },
+    )
+    def ask_stream(request: AskRequest) -> EventStream:
         """The same answer as ``/api/ask``, as server-sent events: a ``step`` event for each step of the
         trace as the strategy takes it (the concepts and start entities, each start's refined path, the
         evidence retrieved), then one ``answer`` event (or an ``error`` event)."""
@@ -469,9 +551,9 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                 if kind != "step":
                     return
 
-        return StreamingResponse(stream(), media_type="text/event-stream")
+        return EventStream(stream())
 
-    @app.post("/api/triples")
+    @app.post("/api/triples", responses=error_responses(403, 409, 413, 503, 507))
     def add_triples(request: TriplesRequest) -> dict[str, Any]:
         """Add triples to the graph, read as ``metakg ingest triples`` reads a file (each failing triple
         rejected with its reason); a served bundle is validated and written back. Only on a server started
@@ -502,25 +584,25 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             raise HTTPException(status_code=404, detail=f"no evaluation {run_id!r}; GET /api/evaluations lists them")
         return run
 
-    @app.post("/api/evaluations", status_code=202)
+    @app.post("/api/evaluations", status_code=202, responses=error_responses(413, 503))
     def start_evaluation(request: EvaluationRequest) -> dict[str, Any]:
         """Start an evaluation run in the background (one runs at a time, the others wait): answers and
         metrics as ``metakg eval`` writes them. Poll ``GET /api/evaluations/{id}`` for its status."""
         run = evaluations().start(request.model_dump())
         return run.view(full=False) | {"url": f"/api/evaluations/{run.id}"}
 
-    @app.get("/api/evaluations")
+    @app.get("/api/evaluations", responses=error_responses())
     def list_evaluations() -> list[dict[str, Any]]:
         """Every evaluation run of this process, oldest first: status and progress."""
         return [run.view(full=False) for run in evaluations().all()]
 
-    @app.get("/api/evaluations/{run_id}")
+    @app.get("/api/evaluations/{run_id}", responses=error_responses(404))
     def get_evaluation(run_id: Annotated[str, Path_(max_length=64)]) -> dict[str, Any]:
         """One run: status (queued, running, done, failed, cancelled), progress, and when done its summary
         (per run label) and comparison table."""
         return evaluation(run_id).view()
 
-    @app.delete("/api/evaluations/{run_id}")
+    @app.delete("/api/evaluations/{run_id}", responses=error_responses(404))
     def cancel_evaluation(run_id: Annotated[str, Path_(max_length=64)]) -> dict[str, Any]:
         """Cancel a waiting or running run (a running one stops before its next question; its answers so
         far stay in its folder)."""

@@ -87,6 +87,6 @@ def test_a_full_disk_leaves_the_old_version_and_says_so(
 
 def test_a_full_disk_under_the_server_refuses_the_write_and_serves_the_old_graph(disk: None, tmp_path: Path) -> None:
     found = harness.serve_full_disk(tmp_path, 2_000, 0.3)
-    assert found["status"] >= 400 and "No space left on device" in found["error"], found
+    assert found["status"] == 507 and "No space left on device" in found["error"], found
     assert found["bundle"] == "old" and not found["new_node_served"] and found["server_up"], found
     assert found["leftovers_beside"] == 0

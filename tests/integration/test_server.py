@@ -17,7 +17,7 @@ import pytest
 
 from metakg import api
 from metakg.config import Neo4jSettings, load_settings
-from tests.conftest import node_id, small_bundle
+from tests.conftest import MODEL, node_id, small_bundle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tools.neo4j_server import free_port
@@ -75,9 +75,19 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def isolated_env(cache: Path) -> dict[str, str]:
+    """What ``isolated_settings`` gives a test, for a server a module's fixture starts before it: a cache of its
+    own (not the user's) and the shared embedding model (without it the server would try to download one)."""
+    env = {"METAKG_PATHS__CACHE_DIR": str(cache)}
+    if MODEL.is_dir():
+        env["METAKG_EMBEDDER__MODEL_DIR"] = str(MODEL)
+    return env
+
+
 @pytest.fixture(scope="module")
 def embedded(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    served = start(["--bundle", str(bundle)], tmp_path_factory.mktemp("log") / "serve.log")
+    logs = tmp_path_factory.mktemp("log")
+    served = start(["--bundle", str(bundle)], logs / "serve.log", env=isolated_env(logs / "cache"))
     yield served
     stop(served)
 
@@ -309,17 +319,23 @@ def test_evaluations_run_in_the_background_and_cors_is_off_unless_configured(
         stop(served)
 
 
-def llama_children(pid: int) -> int:
-    """How many llama-cpp servers the process ``pid`` has started and still runs."""
-    count = 0
+def llama_pids(pid: int) -> list[int]:
+    """The process ids of the llama-cpp servers the process ``pid`` has started and still runs (not exited)."""
+    found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        count += int(fields[1]) == pid and b"llama_cpp.server" in cmdline
-    return count
+        if int(fields[1]) == pid and fields[0] not in ("Z", "X") and b"llama_cpp.server" in cmdline:
+            found.append(int(stat.parent.name))
+    return sorted(found)
+
+
+def llama_children(pid: int) -> int:
+    """How many llama-cpp servers the process ``pid`` has started and still runs."""
+    return len(llama_pids(pid))
 
 
 def test_questions_with_the_local_llm_share_one_local_server(bundle: Path, tmp_path: Path) -> None:
@@ -335,6 +351,26 @@ def test_questions_with_the_local_llm_share_one_local_server(bundle: Path, tmp_p
     finally:
         stop(served)
     assert llama_children(served.process.pid) == 0
+
+
+def test_the_local_llm_started_by_a_streamed_question_serves_the_next_ones(bundle: Path, tmp_path: Path) -> None:
+    env = {"METAKG_QA__CONCEPTS": "rules", "METAKG_PATHS__CACHE_DIR": str(tmp_path)}  # the local SmolLM2
+    served = start(["--bundle", str(bundle)], tmp_path / "stream-llm.log", env=env)
+    try:
+        body = {"question": "What does aspirin treat?", "choices": ["A: headache", "B: warfarin"], "strategy": "kg_rag"}
+        kind, first = streamed(served, body)[-1]
+        assert kind == "answer" and first["usage"]["llm_calls"] >= 1 and first["usage"]["failures"] == 0, first
+        started = llama_pids(served.process.pid)
+        assert len(started) == 1
+        time.sleep(2)  # the thread that answered the stream has ended by now; the local server must outlive it
+        assert llama_pids(served.process.pid) == started, served.log.read_text(encoding="utf-8")
+        kind, second = streamed(served, body | {"question": "Which of these does aspirin treat?"})[-1]
+        assert kind == "answer" and second["usage"]["llm_calls"] >= 1 and second["usage"]["failures"] == 0, second
+        assert second["usage"]["cache_hits"] == 0  # answered by the running server, not from the cache
+        assert llama_pids(served.process.pid) == started
+    finally:
+        stop(served)
+    assert llama_pids(served.process.pid) == []
 
 
 def test_triples_are_added_only_with_allow_writes_and_the_bundle_keeps_them(bundle: Path, tmp_path: Path) -> None:

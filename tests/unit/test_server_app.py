@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
 from metakg import api
-from metakg.config import load_settings
+from metakg.config import Settings, load_settings
+from metakg.schemas.bundle import Bundle
 from metakg.server.app import create_app
 from tests.conftest import small_bundle
 
@@ -30,3 +32,141 @@ def test_a_bug_while_streaming_ends_the_stream_with_an_error_event(
         assert "event: error" in response.text and "internal error (RuntimeError)" in response.text
         assert "a bug" not in response.text  # the details stay in the server's log
         assert client.get("/api/health").json()["status"] == "ok"  # the slot was given back
+
+
+def served_settings(**server: Any) -> Settings:
+    """The default settings with these ``server`` settings."""
+    settings = load_settings()
+    if "api_key" in server:
+        server["api_key"] = SecretStr(server["api_key"])
+    return settings.model_copy(update={"server": settings.server.model_copy(update=server)})
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    path = tmp_path / "kg"
+    api.write_validated(path, small_bundle(), load_settings())
+    return path
+
+
+SURROGATE = b"\\ud800"  # a lone surrogate, as a JSON escape: valid JSON, not valid Unicode
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/ask", b'{"question": "' + SURROGATE + b'", "use_llm": false}', "question"),
+        ("/api/ask", b'{"question": "q?", "choices": ["A: ' + SURROGATE + b'"], "use_llm": false}', "choices"),
+        ("/api/ask", b'{"question": "q?", "settings": {"' + SURROGATE + b'": 1}, "use_llm": false}', "settings"),
+        ("/api/ask/stream", b'{"question": "x' + SURROGATE + b'", "use_llm": false}', "question"),
+        ("/api/triples", b'{"triples": [["a", "links", "' + SURROGATE + b'"]]}', "triples"),
+        ("/api/evaluations", b'{"benchmark": "' + SURROGATE + b'.jsonl", "format": "pilot"}', "benchmark"),
+    ],
+)
+def test_a_lone_surrogate_in_a_body_is_a_422_naming_the_field(bundle: Path, path: str, body: bytes, field: str) -> None:
+    app = create_app(served_settings(allow_writes=True), bundle=bundle)
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        answer = client.post(path, content=body, headers={"content-type": "application/json"})
+        assert answer.status_code == 422, answer.text
+        errors = answer.json()["detail"]
+        assert errors[0]["loc"][:2] == ["body", field] and "unicode" in errors[0]["msg"]
+        assert "\\ud800" in answer.text  # the bad text is shown, escaped
+        assert client.get("/api/health").json()["status"] == "ok"
+
+
+#: the error statuses each route can answer (beyond 422, which FastAPI documents itself)
+ROUTE_ERRORS = {
+    ("get", "/api/health"): {400, 401},
+    ("get", "/api/graph"): {400, 401},
+    ("get", "/api/nodes/{node_id}"): {400, 401, 404},
+    ("get", "/api/neighbours"): {400, 401, 404},
+    ("get", "/api/search"): {400, 401},
+    ("get", "/api/paths"): {400, 401, 404},
+    ("get", "/api/strategies"): {400, 401},
+    ("post", "/api/ask"): {400, 401, 413, 503},
+    ("post", "/api/ask/stream"): {400, 401, 413, 503},
+    ("post", "/api/triples"): {400, 401, 403, 409, 413, 503, 507},
+    ("post", "/api/evaluations"): {400, 401, 413, 503},
+    ("get", "/api/evaluations"): {400, 401},
+    ("get", "/api/evaluations/{run_id}"): {400, 401, 404},
+    ("delete", "/api/evaluations/{run_id}"): {400, 401, 404},
+}
+ASPIRIN = "kg:test/0"
+
+
+def operations(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(method, path): op for path, item in document["paths"].items() for method, op in item.items()}
+
+
+def conforms(document: dict[str, Any], method: str, template: str, answer: Any) -> None:
+    """The answer's status is documented for the route, and its body has the documented shape."""
+    responses = operations(document)[(method, template)]["responses"]
+    assert str(answer.status_code) in responses, (method, template, answer.status_code, sorted(responses))
+    body = answer.json()
+    if answer.status_code == 422:
+        assert all({"loc", "msg", "type"} <= set(error) for error in body["detail"]), body
+    else:
+        schema = responses[str(answer.status_code)]["content"]["application/json"]["schema"]
+        assert schema == {"$ref": "#/components/schemas/ErrorBody"}
+        assert set(body) == {"error"} and isinstance(body["error"], str) and body["error"], body
+
+
+def test_the_openapi_document_lists_the_errors_of_each_route_and_the_stream_as_events(bundle: Path) -> None:
+    with TestClient(create_app(load_settings(), bundle=bundle), base_url="http://127.0.0.1") as client:
+        document = client.get("/openapi.json").json()
+    found = operations(document)
+    assert set(found) == set(ROUTE_ERRORS)
+    for (method, path), op in found.items():
+        documented = {int(status) for status in op["responses"] if int(status) >= 400}
+        assert documented - {422} == ROUTE_ERRORS[(method, path)], (method, path)
+        for status in documented - {422}:
+            content = op["responses"][str(status)]["content"]
+            assert content == {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}, path
+    assert document["components"]["schemas"]["ErrorBody"]["required"] == ["error"]
+    stream = found[("post", "/api/ask/stream")]["responses"]["200"]
+    assert set(stream["content"]) == {"text/event-stream"}
+
+
+def test_every_error_a_route_gives_is_documented_with_its_shape(bundle: Path, tmp_path: Path) -> None:
+    key = "k" * 20
+    keyed = create_app(served_settings(api_key=key), bundle=bundle)
+    with TestClient(keyed, base_url="http://127.0.0.1") as client:
+        document = client.get("/openapi.json", headers={"X-API-Key": key}).json()
+        for (method, template), _ in operations(document).items():
+            path = template.replace("{node_id}", ASPIRIN).replace("{run_id}", "0123456789ab")
+            conforms(document, method, template, client.request(method, path))  # 401: no key
+            wrong_host = {"X-API-Key": key, "host": "evil.example"}
+            refused = client.request(method, path, headers=wrong_host)
+            assert refused.status_code == 400
+            conforms(document, method, template, refused)
+    writable = create_app(served_settings(allow_writes=True), bundle=bundle)
+    with TestClient(writable, base_url="http://127.0.0.1") as client:
+        big = {"content": b"{" + b" " * 100_000 + b"}", "headers": {"content-type": "application/json"}}
+        provoked = [
+            ("get", "/api/nodes/{node_id}", "/api/nodes/kg:test/nope", {}, 404),
+            ("get", "/api/neighbours", "/api/neighbours?id=kg:test/nope", {}, 404),
+            ("get", "/api/paths", f"/api/paths?src={ASPIRIN}&dst=kg:test/nope", {}, 404),
+            ("get", "/api/evaluations/{run_id}", "/api/evaluations/0123456789ab", {}, 404),
+            ("delete", "/api/evaluations/{run_id}", "/api/evaluations/0123456789ab", {}, 404),
+            ("get", "/api/search", "/api/search?q=aspirin&k=0", {}, 422),
+            ("post", "/api/ask", "/api/ask", {"json": {"question": "q?", "strategy": "nope", "use_llm": False}}, 400),
+            ("post", "/api/ask", "/api/ask", {"json": {"question": "x" * 3000}}, 422),
+            ("post", "/api/ask", "/api/ask", big, 413),
+            ("post", "/api/ask/stream", "/api/ask/stream", {"json": {"question": "q?", "choices": ["x"]}}, 400),
+            ("post", "/api/ask/stream", "/api/ask/stream", big, 413),
+            ("post", "/api/triples", "/api/triples", big, 413),
+            ("post", "/api/evaluations", "/api/evaluations", {"json": {"benchmark": "../x", "format": "pilot"}}, 400),
+        ]
+        for method, template, path, kwargs, status in provoked:
+            answer = client.request(method, path, **kwargs)
+            assert answer.status_code == status, (path, answer.text)
+            conforms(document, method, template, answer)
+        other = small_bundle()  # another writer: a newer version (other content) on disk
+        api.write_validated(bundle, Bundle(other.nodes, other.edges.head(5)), load_settings())
+        changed = client.post("/api/triples", json={"triples": [["a", "links", "b"]]})
+        assert changed.status_code == 409, changed.text
+        conforms(document, "post", "/api/triples", changed)
+    with TestClient(create_app(load_settings(), bundle=bundle), base_url="http://127.0.0.1") as client:
+        read_only = client.post("/api/triples", json={"triples": [["a", "links", "b"]]})
+        assert read_only.status_code == 403
+        conforms(document, "post", "/api/triples", read_only)

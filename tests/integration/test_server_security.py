@@ -1,0 +1,264 @@
+"""``metakg serve``'s guards, run as a user runs them (the real CLI on a free port, real HTTP): the Host
+allow-list, the body limit on chunked bodies, keys in URLs kept out of the log, short and blank keys refused,
+writes that never overwrite another process's version of the bundle, and writes that wait for a running
+evaluation."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from metakg import api
+from metakg.config import load_settings
+from tests.conftest import small_bundle
+from tests.integration.test_server import METAKG, Served, finished, isolated_env, pilot_questions, start, stop
+from tools.neo4j_server import free_port
+
+ASPIRIN = "kg:test/0"
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("guarded") / "kg"
+    api.write_validated(out, small_bundle(), load_settings())
+    return out
+
+
+@pytest.fixture(scope="module")
+def served(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A key-less server on loopback (the default)."""
+    logs = tmp_path_factory.mktemp("log")
+    running = start(["--bundle", str(bundle)], logs / "serve.log", env=isolated_env(logs / "cache"))
+    yield running
+    stop(running)
+
+
+def port_of(served: Served) -> int:
+    return int(served.url.rsplit(":", 1)[1])
+
+
+def test_a_request_for_another_host_name_is_refused(served: Served, bundle: Path, tmp_path: Path) -> None:
+    port = port_of(served)
+    node = f"/api/nodes/{ASPIRIN}"
+    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example"):  # a DNS-rebinding page
+        refused = served.get(node, headers={"Host": host})
+        assert refused.status_code == 400, host
+        assert "aspirin" not in refused.text and "allowed_hosts" in refused.json()["error"]
+        asked = served.post("/api/ask", headers={"Host": host}, json={"question": "What does aspirin treat?",
+                                                                      "use_llm": False})  # fmt: skip
+        assert asked.status_code == 400 and "evidence" not in asked.text
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
+        assert served.get(node, headers={"Host": host}).json()["name"] == "aspirin", host
+    named = start(
+        ["--bundle", str(bundle)], tmp_path / "named.log", env={"METAKG_SERVER__ALLOWED_HOSTS": '["kg.example"]'}
+    )
+    try:
+        for host in ("kg.example", f"kg.example:{port_of(named)}", f"127.0.0.1:{port_of(named)}"):
+            assert named.get(node, headers={"Host": host}).json()["name"] == "aspirin", host
+        assert named.get(node, headers={"Host": "evil.example"}).status_code == 400
+    finally:
+        stop(named)
+
+
+def chunked_post(served: Served, path: str, chunks: list[bytes]) -> tuple[int, dict[str, Any]]:
+    """POST ``chunks`` as a chunked body (no Content-Length) over a raw socket, sending from a thread while the
+    answer is read (the server may answer before the body ends); returns the status and the JSON body."""
+    sock = socket.create_connection(("127.0.0.1", port_of(served)), timeout=60)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port_of(served)}\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n"
+    ).encode()
+
+    def send() -> None:
+        try:
+            sock.sendall(head)
+            for chunk in chunks:
+                sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+            sock.sendall(b"0\r\n\r\n")
+        except OSError:  # the server answered and closed before the body ended
+            pass
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    received = b""
+    try:
+        while (part := sock.recv(65536)) != b"":
+            received += part
+            headers, _, body = received.partition(b"\r\n\r\n")
+            lengths = [int(line.split(b":")[1]) for line in headers.split(b"\r\n")[1:]
+                       if line.lower().startswith(b"content-length:")]  # fmt: skip
+            if lengths and len(body) >= lengths[0]:
+                break
+    finally:
+        sender.join(timeout=60)
+        sock.close()
+    headers, _, body = received.partition(b"\r\n\r\n")
+    return int(headers.split(b" ")[1]), json.loads(body)
+
+
+def test_a_chunked_body_over_the_limit_gets_a_413_and_the_server_stays_up(served: Served) -> None:
+    limit = load_settings().server.max_body_bytes
+    filler = [b"x" * 1024] * (2 * limit // 1024)  # twice the limit, sent without a Content-Length
+    status, body = chunked_post(served, "/api/ask", [b'{"question": "', *filler, b'", "use_llm": false}'])
+    assert status == 413 and str(limit) in body["error"]
+    status, body = chunked_post(served, "/api/triples", [b'{"triples": [', *[b'["a", "b", "c"],'] * 8000, b"]}"])
+    assert status == 413
+    whole = (
+        b'{"question": "What does aspirin treat?", "choices": ["A: headache"], "strategy": "kg_rag", "use_llm": false}'
+    )
+    small = chunked_post(served, "/api/ask", [whole[i : i + 10] for i in range(0, len(whole), 10)])
+    assert small[0] == 200 and "headache" in json.dumps(small[1]["evidence"])  # a small chunked body is read whole
+    assert served.get("/api/health").json()["status"] == "ok"
+
+
+def test_a_key_sent_in_the_url_never_reaches_the_log(served: Served) -> None:
+    assert served.get("/api/health?api_key=SECRETVALUE").status_code == 200  # a key-less server ignores it
+    assert served.get("/api/search?q=aspirin&token=SECRETTOKEN&k=1").status_code == 200
+    deadline = time.monotonic() + 30
+    while "token=***" not in served.log.read_text(encoding="utf-8"):  # the access log line is written
+        assert time.monotonic() < deadline, served.log.read_text(encoding="utf-8")
+        time.sleep(0.2)
+    log = served.log.read_text(encoding="utf-8")
+    assert "/api/health?api_key=*** HTTP/1.1" in log and "q=aspirin&token=***&k=1" in log
+    assert "SECRETVALUE" not in log and "SECRETTOKEN" not in log
+
+
+def refused_serve(bundle: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(METAKG), "serve", "--bundle", str(bundle), "--port", str(free_port()), *args],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "METAKG_SERVER__API_KEY": ""},
+    )  # fmt: skip
+
+
+def test_short_and_blank_keys_are_refused_and_a_long_one_serves_every_address(bundle: Path, tmp_path: Path) -> None:
+    short = refused_serve(bundle, "--host", "0.0.0.0", "--api-key", "x")
+    assert short.returncode == 2 and "at least 16 characters" in short.stderr, short.stderr
+    assert "--api-key" in short.stderr  # says how to set one
+    for host in ("127.0.0.1", "0.0.0.0"):
+        blank = refused_serve(bundle, "--host", host, "--api-key", "   ")
+        assert blank.returncode == 2 and "blank" in blank.stderr, (host, blank.stderr)
+    key = "a-key-of-20-chars-ok"
+    served = start(["--bundle", str(bundle), "--api-key", key], tmp_path / "wide.log", host="0.0.0.0")
+    try:
+        assert served.process.poll() is None, served.log.read_text()
+        assert served.get("/api/health").status_code == 401
+        assert served.get("/api/health", headers={"X-API-Key": key}).json()["status"] == "ok"
+    finally:
+        stop(served)
+    assert key not in (tmp_path / "wide.log").read_text(encoding="utf-8")
+
+
+def node_names(bundle: Path) -> set[str]:
+    """The names of the nodes of the bundle as it is on disk now."""
+    with api.open_store(load_settings(), bundle) as store:
+        return set(store.names())
+
+
+def test_a_write_never_replaces_a_version_the_server_did_not_read(bundle: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "kg"
+    shutil.copytree(bundle, copy)
+
+    def serving(name: str) -> Served:
+        return start(["--bundle", str(copy), "--allow-writes"], tmp_path / f"{name}.log",
+                     env={"METAKG_PATHS__CACHE_DIR": str(tmp_path / name)})  # fmt: skip
+
+    first, second = serving("first"), serving("second")
+    try:
+        one = {"dataset": "notes", "triples": [["ibuprofen", "treats", "headache"]]}
+        two = {"dataset": "notes", "triples": [["naproxen", "treats", "fever"]]}
+        assert first.post("/api/triples", json=one).status_code == 200
+        again = first.post("/api/triples", json={"dataset": "notes", "triples": [["ibuprofen", "treats", "fever"]]})
+        assert again.status_code == 200, again.text  # a server goes on writing over the versions it wrote
+        refused = second.post("/api/triples", json=two)
+        assert refused.status_code == 409 and "restart the server" in refused.json()["error"].lower(), refused.text
+        names = node_names(copy)
+        assert "ibuprofen" in names and "naproxen" not in names  # the first write is kept, the second not made
+        assert second.get("/api/search", params={"q": "naproxen", "mode": "exact"}).json() == []
+        stop(second)
+        second = serving("again")
+        assert second.get("/api/search", params={"q": "ibuprofen", "mode": "exact"}).json()  # the new version
+        assert second.post("/api/triples", json=two).status_code == 200
+        assert first.post("/api/triples", json=one).status_code == 409  # now the first holds an old version
+    finally:
+        stop(first)
+        stop(second)
+    assert {"ibuprofen", "naproxen", "aspirin"} <= node_names(copy)
+    assert [s["name"] for s in api.bundle_info(copy)["sources"]] == ["api:notes"] * 3
+
+
+def test_a_write_keeps_the_bundles_sources_and_name_embeddings(
+    tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("METAKG_EMBEDDER__MODEL_DIR", str(model_dir))  # the server embeds the new names too
+    triples = tmp_path / "base.tsv"
+    triples.write_text("aspirin\ttreats\theadache\nwarfarin\tinteracts with\taspirin\n", encoding="utf-8")
+    copy = tmp_path / "kg"
+    for command in (["ingest", "triples", str(triples), "-d", "base", "-o", str(copy)], ["embed", str(copy)]):
+        done = subprocess.run([str(METAKG), *command], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    before = api.bundle_info(copy)
+    assert [s["name"] for s in before["sources"]] == ["base"] and before["embeddings"]["nodes"] == 3
+    served = start(["--bundle", str(copy), "--allow-writes"], tmp_path / "writes.log")
+    try:
+        added = served.post("/api/triples", json={"dataset": "notes", "triples": [["ibuprofen", "treats", "fever"]]})
+        assert added.status_code == 200, added.text
+    finally:
+        stop(served)
+    after = api.bundle_info(copy)
+    assert after["sources"][:1] == before["sources"] and [s["name"] for s in after["sources"]] == ["base", "api:notes"]
+    assert after["embeddings"]["model"] == before["embeddings"]["model"]
+    assert after["embeddings"]["nodes"] == after["counts"]["nodes"] == 5  # the new names embedded too
+    again = start(["--bundle", str(copy)], tmp_path / "again.log")
+    try:  # the stored vectors serve embedding search, the new node's too
+        found = again.get("/api/search", params={"q": "ibuprofen", "mode": "embedding", "k": 1}).json()
+        assert found[0]["node"]["name"] == "ibuprofen"
+    finally:
+        stop(again)
+
+
+def test_a_write_waits_for_a_running_evaluation(bundle: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "kg"
+    shutil.copytree(bundle, copy)
+    benchmarks = tmp_path / "benchmarks"
+    benchmarks.mkdir()
+    pilot_questions(benchmarks / "many.jsonl", 5000)
+    env = {"METAKG_SERVER__BENCHMARKS_DIR": str(benchmarks), "METAKG_PATHS__CACHE_DIR": str(tmp_path / "cache")}
+    served = start(["--bundle", str(copy), "--allow-writes"], tmp_path / "eval.log", env=env)
+    try:
+        run = served.post("/api/evaluations", json={"benchmark": "many.jsonl", "format": "pilot", "use_llm": False,
+                                                    "strategies": ["kg_rag"]}).json()  # fmt: skip
+        deadline = time.monotonic() + 120
+        while served.get(f"/api/evaluations/{run['id']}").json()["progress"].get("done", 0) < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        written: dict[str, Any] = {}
+
+        def write() -> None:
+            answer = served.post("/api/triples", json={"dataset": "notes", "triples": [["ibuprofen", "treats", "x"]]})
+            written.update(status=answer.status_code, at=time.time())
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        writer.join(timeout=5)  # a write that did not wait is done well within this
+        assert not written, (written, served.get(f"/api/evaluations/{run['id']}").json())
+        assert served.get(f"/api/evaluations/{run['id']}").json()["status"] == "running"
+        assert "ibuprofen" not in node_names(copy)
+        cancelled_at = time.time()
+        assert served.delete(f"/api/evaluations/{run['id']}").status_code == 200
+        writer.join(timeout=60)
+        stopped = finished(served, run["id"])
+        assert stopped["status"] == "cancelled" and stopped["progress"]["done"] < 5000
+        assert written["status"] == 200 and written["at"] > cancelled_at  # it went ahead once the run stopped
+    finally:
+        stop(served)
+    assert "ibuprofen" in node_names(copy)
