@@ -5,10 +5,12 @@ when one is set."""
 from __future__ import annotations
 
 import copy
+import errno
 import hmac
 import json
 import logging
 import queue
+import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
@@ -639,11 +641,32 @@ def check_binding(settings: Settings) -> None:
         raise UsageError(f"serving on {limits.host} (not loopback) needs {shown}: {how}")
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (the server listens on it), made before the server starts so that a
+    busy port is a clear error, not a log line.
+
+    Raises:
+        UsageError: the port is in use, or the address is not this machine's.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        why = "in use (another server listens there)" if e.errno == errno.EADDRINUSE else (e.strerror or str(e))
+        raise UsageError(f"cannot listen on {host}:{port}: {why}. Choose another with --port (server.port).") from e
+    sock.set_inheritable(True)
+    return sock
+
+
 def run_asgi(app: Any, settings: Settings) -> None:
     """Run an ASGI app with uvicorn on ``server.host``:``server.port`` until interrupted.
 
     Raises:
-        UsageError: a host other than loopback without an API key.
+        UsageError: a host other than loopback without an API key, or a port in use.
+        ConfigError: the app did not start (its store could not be opened; the log says why).
     """
     import uvicorn
     from uvicorn.config import LOGGING_CONFIG
@@ -652,14 +675,18 @@ def run_asgi(app: Any, settings: Settings) -> None:
     log_config = copy.deepcopy(LOGGING_CONFIG)
     log_config.setdefault("filters", {})["secrets"] = {"()": "metakg.server.app.AccessLogSecrets"}
     log_config["handlers"]["access"]["filters"] = ["secrets"]
-    uvicorn.run(
-        app,
-        host=settings.server.host,
-        port=settings.server.port,
-        log_level="info",
-        log_config=log_config,
-        server_header=False,
+    limits = settings.server
+    sock = listening_socket(limits.host, limits.port)
+    config = uvicorn.Config(
+        app, host=limits.host, port=limits.port, log_level="info", log_config=log_config, server_header=False
     )
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    if not server.started:
+        raise ConfigError("the server did not start; the lines above say why.")
 
 
 class AccessLogSecrets(logging.Filter):
@@ -684,4 +711,7 @@ def serve(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False
     check_binding(settings)
     if bundle is not None:
         api.bundle_info(bundle)  # a missing or broken bundle is explained before anything listens
+    elif neo4j:
+        with api.open_store(settings, None, neo4j=True) as store:  # Neo4j down: said now, not as a traceback
+            store.counts()
     run_asgi(create_app(settings, bundle=bundle, neo4j=neo4j), settings)

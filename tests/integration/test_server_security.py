@@ -158,6 +158,21 @@ def test_short_and_blank_keys_are_refused_and_a_long_one_serves_every_address(bu
     assert key not in (tmp_path / "wide.log").read_text(encoding="utf-8")
 
 
+def test_a_busy_port_and_an_unreachable_neo4j_are_clear_errors_not_tracebacks(bundle: Path, served: Served) -> None:
+    busy = refused_serve(bundle, "--port", str(port_of(served)))  # the fixture's server holds that port
+    assert busy.returncode == 2 and "in use" in busy.stderr and "--port" in busy.stderr, busy.stderr
+    assert "Traceback" not in busy.stderr
+    down = subprocess.run(
+        [str(METAKG), "serve", "--neo4j", "--port", str(free_port())],
+        env={**os.environ, "METAKG_SERVER__API_KEY": "", "NEO4J_URI": f"bolt://127.0.0.1:{free_port()}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert down.returncode == 2 and "cannot reach Neo4j" in down.stderr, down.stderr
+    assert "Traceback" not in down.stderr and len(down.stderr.splitlines()) < 10
+
+
 def node_names(bundle: Path) -> set[str]:
     """The names of the nodes of the bundle as it is on disk now."""
     with api.open_store(load_settings(), bundle) as store:
