@@ -64,6 +64,7 @@ def main() -> None:
     else:
         skipped.append("sync wikidata: no Virtuoso or no Wikidata test data")
     kills: list[dict[str, Any]] = []
+    readers: dict[str, Any] = {}
     disks: list[dict[str, Any]] = []
     try:
         print(f"== crash harness: {args.points} SIGKILL points per command", flush=True)
@@ -71,6 +72,12 @@ def main() -> None:
             outcome = harness.run_case(case, work / case.name.replace(" ", "_"), args.points, rng)
             kills.append(outcome.as_dict())
             print(f"  {_line(outcome.as_dict())}", flush=True)
+        readers = harness.readers_during_rewrites(work / "readers", 30.0, 50_000)
+        print(
+            f"  readers during rewrites: {readers['reads']} reads while {readers['rewrites']} rewrites ran, "
+            f"{readers['failed']} failed",
+            flush=True,
+        )
         outcome = harness.run_serve_case(work / "serve", args.points, rng, 20_000)
         kills.append(outcome.as_dict())
         print(f"  {_line(outcome.as_dict())}", flush=True)
@@ -110,7 +117,8 @@ def main() -> None:
           f"{len(disks)} full disks: {len(bad_disks)} not the old version", flush=True)  # fmt: skip
     for reason in skipped:
         print(f"  skipped {reason}")
-    path = record("crash", {"points_per_command": args.points, "kills": kills, "full_disk": disks, "skipped": skipped})
+    figures = {"points_per_command": args.points, "kills": kills, "readers": readers, "full_disk": disks}
+    path = record("crash", figures | {"skipped": skipped})
     print(f"recorded {path}")
 
 

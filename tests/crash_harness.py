@@ -581,3 +581,41 @@ def serve_full_disk(work: Path, size: int, free_share: float) -> dict[str, Any]:
         "bundle": verdict,
         "leftovers_beside": left,
     }
+
+
+def readers_during_rewrites(work: Path, seconds: float, size: int) -> dict[str, Any]:
+    """Read the bundle (every check) in a loop while other processes rewrite it back to back for ``seconds``:
+    how many reads there were, and how many failed or saw a mix of versions (the target is 0)."""
+    work.mkdir(parents=True, exist_ok=True)
+    sources = [triples(work / f"v{i}.txt", size + 1000 * i, f"v{i}") for i in range(2)]
+    bundle = work / "b"
+    _cli("ingest", "triples", str(sources[0]), "-d", "kg", "-o", str(bundle))
+    env = environment({})
+    stop = threading.Event()
+    writes = [0]
+
+    def rewrite() -> None:
+        while not stop.is_set():
+            source = sources[writes[0] % 2]
+            subprocess.run([*METAKG, "ingest", "triples", str(source), "-d", "kg", "-o", str(bundle)], env=env,
+                           capture_output=True, check=False)  # fmt: skip
+            writes[0] += 1
+
+    writer = threading.Thread(target=rewrite, daemon=True)
+    writer.start()
+    reads, failures = 0, []
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            try:
+                read = read_bundle(bundle)
+            except BundleError as e:
+                failures.append(str(e)[:200])
+                continue
+            reads += 1
+            if read.manifest["counts"]["edges"] != read.edges.height:
+                failures.append(f"a mix: {read.edges.height} edges under a manifest counting {read.manifest['counts']}")
+    finally:
+        stop.set()
+        writer.join()
+    return {"reads": reads, "failed": len(failures), "rewrites": writes[0], "examples": failures[:3]}

@@ -90,3 +90,9 @@ def test_a_full_disk_under_the_server_refuses_the_write_and_serves_the_old_graph
     assert found["status"] == 507 and "No space left on device" in found["error"], found
     assert found["bundle"] == "old" and not found["new_node_served"] and found["server_up"], found
     assert found["leftovers_beside"] == 0
+
+
+def test_readers_while_other_processes_rewrite_never_fail(tmp_path: Path) -> None:
+    found = harness.readers_during_rewrites(tmp_path, 8.0, 20_000)
+    assert found["rewrites"] >= 2 and found["reads"] >= 10, found
+    assert found["failed"] == 0, found  # once "not a bundle" for about 0.3 s of every rewrite
