@@ -8,6 +8,7 @@ reads no file but the bundle's own tables, whatever the manifest names.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -171,6 +172,8 @@ def write_bundle(
         replace(real, build, keep=keep, expect=expect)
     except (OSError, pl.exceptions.PolarsError) as e:  # polars reports a full disk as a ComputeError
         cause = (e.strerror if isinstance(e, OSError) else None) or str(e)
+        if isinstance(e, OSError) and e.errno == errno.EBUSY:  # renaming a mount point
+            cause += " (the bundle folder is a mount point, which cannot be replaced: mount the folder above it)"
         raise BundleNotWritten(
             f"cannot write the bundle at {path}: {cause}; the previous version is unchanged. Check the free space, "
             "the path and its permissions."

@@ -230,7 +230,8 @@ def replace(
         OSError: a file cannot be written (the bundle is left as it was).
     """
     staging = sibling(path, _STAGING)
-    staging.mkdir(parents=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging.mkdir()
     try:
         if path.is_dir():
             kept = (set(keep) | _foreign_entries(path)) - set(writes)
