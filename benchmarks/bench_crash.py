@@ -112,9 +112,12 @@ def main() -> None:
             sparql_server.stop(server)
         shutil.rmtree(work, ignore_errors=True)
     unreadable = sum(k["unreadable"] for k in kills)
-    bad_disks = [d for d in disks if d["bundle"] != "old" or d.get("leftovers_beside")]
-    print(f"== {sum(k['points'] for k in kills)} kills: {unreadable} unreadable bundles; "
-          f"{len(disks)} full disks: {len(bad_disks)} not the old version", flush=True)  # fmt: skip
+    full = [d for d in disks if d.get("exit_code", d.get("status")) not in (0, 200)]  # the disk filled up
+    kept = [d for d in full if d["bundle"] == "old" and not d["leftovers_beside"]]
+    roomy = [d for d in disks if d not in full and d["bundle"] == "new"]  # the new version fitted
+    print(f"== {sum(k['points'] for k in kills)} kills: {unreadable} unreadable bundles; {len(disks)} runs on a "
+          f"small disk: {len(kept)} of the {len(full)} that ran out of space left the old version whole, "
+          f"{len(roomy)} had room and wrote the new one", flush=True)  # fmt: skip
     for reason in skipped:
         print(f"  skipped {reason}")
     figures = {"points_per_command": args.points, "kills": kills, "readers": readers, "full_disk": disks}
