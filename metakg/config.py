@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+import urllib.parse
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -26,7 +27,7 @@ from pydantic_settings import (
 from pydantic_settings.exceptions import SettingsError
 
 from metakg.errors import ConfigError
-from metakg.redact import mask_url
+from metakg.redact import check_url, mask_url, split_credentials
 
 DEFAULT_CONFIG_FILE = "metakg.toml"
 MINILM_BASE_URL = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main"
@@ -150,9 +151,7 @@ class WikidataSettings(Section):
     @field_validator("endpoint")
     @classmethod
     def _endpoint(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"wikidata.endpoint {value!r} must start with http:// or https://")
-        return value
+        return check_url(value, "wikidata.endpoint")
 
     @field_validator("search_api")
     @classmethod
@@ -334,9 +333,7 @@ class LLMSettings(Section):
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(f"llm.base_url {value!r} must start with http:// or https://")
-        return value
+        return None if value is None else check_url(value, "llm.base_url")
 
 
 class _AliasEnvSource(PydanticBaseSettingsSource):
@@ -391,9 +388,20 @@ class Neo4jSettings(Section):
     @field_validator("uri")
     @classmethod
     def _uri_scheme(cls, value: str) -> str:
-        if not value.startswith(NEO4J_SCHEMES):
-            raise ValueError(f"neo4j.uri {value!r} must start with one of {', '.join(NEO4J_SCHEMES)}")
-        return value
+        return check_url(value, "neo4j.uri", tuple(scheme.removesuffix("://") for scheme in NEO4J_SCHEMES))
+
+    @model_validator(mode="after")
+    def _credentials_out_of_the_uri(self) -> Neo4jSettings:
+        """A ``bolt://user:password@host`` URI: the user and password become the settings' own, and the URI
+        keeps only the address (the driver would otherwise show it, password included, in its errors)."""
+        bare, authorization = split_credentials(self.uri)
+        if authorization is not None:
+            parts = urllib.parse.urlsplit(self.uri)
+            self.user = urllib.parse.unquote(parts.username or "") or self.user
+            if parts.password is not None:
+                self.password = SecretStr(urllib.parse.unquote(parts.password))
+            self.uri = bare
+        return self
 
 
 class ServerSettings(Section):

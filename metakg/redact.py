@@ -6,22 +6,53 @@ import base64
 import re
 import urllib.parse
 
-_URL_SECRET = re.compile(r"^([a-z][a-z0-9+.-]*://[^/@:\s]*):[^/@\s]*@", re.I)
+# the password runs to the last "@" before the path: an unencoded "@" in it must not leave its tail shown
+_URL_SECRET = re.compile(r"^([a-z][a-z0-9+.-]*://[^/@:\s]*):[^/\s]*@", re.I)
 
 
 def mask_url(value: str) -> str:
-    """``value`` with the password of a ``scheme://user:password@host`` URL replaced by ``***``."""
+    """``value`` with the password of a ``scheme://user:password@host`` URL replaced by ``***`` (any scheme,
+    any case; an unencoded ``@`` in the password is masked with it)."""
     return _URL_SECRET.sub(r"\1:***@", value)
 
 
-#: query parameters whose values are secrets (matched without case): never written to a log
-SECRET_PARAMETERS = ("api_key", "apikey", "api-key", "key", "token", "access_token", "password", "secret")
-_QUERY_SECRET = re.compile(r"([?&](?:" + "|".join(re.escape(p) for p in SECRET_PARAMETERS) + r")=)[^&#\s]*", re.I)
+#: query parameter names whose values are secrets (compared without case, "-" read as "_", percent-escapes
+#: decoded); a name ending in one of them (``x_api_key``) counts too
+SECRET_PARAMETERS = ("api_key", "apikey", "key", "token", "access_token", "password", "secret")
+_PAIR = re.compile(r"([?&;])([^=&;#\s]*)=([^&;#\s]*)")
+
+
+def _secret_name(name: str) -> bool:
+    plain = urllib.parse.unquote_plus(name).strip().lower().replace("-", "_")
+    return any(plain == secret or plain.endswith(f"_{secret}") for secret in SECRET_PARAMETERS)
 
 
 def mask_query(target: str) -> str:
-    """A request target (``/path?query``) with the values of secret-looking parameters replaced by ``***``."""
-    return _QUERY_SECRET.sub(r"\1***", target)
+    """A request target (``/path?query``) with the values of secret-looking parameters replaced by ``***``
+    (``api_key``, ``X-API-Key``, ``api%5Fkey``, ``token``, ...; pairs split by ``&`` or ``;``)."""
+    return _PAIR.sub(lambda m: f"{m[1]}{m[2]}=***" if _secret_name(m[2]) else m[0], target)
+
+
+def check_url(value: str, setting: str, schemes: tuple[str, ...] = ("http", "https")) -> str:
+    """``value`` when it is a URL of one of ``schemes`` with a host and, if any, a numeric port.
+
+    Raises:
+        ValueError: naming ``setting``, never showing a password the URL holds (a ``/`` or ``@`` in a password
+            must be percent-encoded, else the URL is not one).
+    """
+    shown = mask_url(value)
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018 - raises for a port that is not a number (a password with a "/" in it)
+    except ValueError:
+        raise ValueError(  # not shown at all: where its password ends cannot be told
+            f"{setting} is not a valid URL (its port is not a number); a password with / or @ in it must be "
+            "percent-encoded (%2F, %40)"
+        ) from None
+    if parts.scheme.lower() not in schemes or not parts.hostname:
+        wanted = " or ".join(f"{scheme}://" for scheme in schemes)
+        raise ValueError(f"{setting} {shown!r} must start with {wanted} and name a host")
+    return value
 
 
 def split_credentials(url: str) -> tuple[str, str | None]:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from metakg.config import Settings
-from metakg.errors import ConfigError, UsageError
+from metakg.errors import ConfigError, OutputError, UsageError
 
 Progress = Callable[[str], None]
 Counter = Callable[[int, int], None]  # (done, total)
@@ -38,3 +38,19 @@ def cache_folder(settings: Settings, *parts: str) -> Path:
             "(METAKG_PATHS__CACHE_DIR) to a folder metakg can write."
         ) from e
     return folder
+
+
+def output_folder(path: Path, what: str) -> Path:
+    """The folder ``path`` for ``what`` a command writes, made when missing.
+
+    Raises:
+        UsageError: ``path`` is a file.
+        OutputError: it cannot be made (no permission, a missing mount).
+    """
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{path} is a file, not a folder: give a folder for {what}.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot make the folder {path} for {what}: {e.strerror or e}.") from e
+    return path

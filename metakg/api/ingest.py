@@ -10,10 +10,10 @@ from typing import Any
 
 import polars as pl
 
-from metakg.api._shared import Progress, cache_folder, quiet
+from metakg.api._shared import Progress, cache_folder, output_folder, quiet
 from metakg.api.bundles import earlier_version, record_update, write_validated
 from metakg.config import Settings
-from metakg.errors import BundleChanged, ConfigError, InputDataError, UsageError
+from metakg.errors import BundleChanged, ConfigError, InputDataError, OutputError, UsageError
 from metakg.fetch import download
 from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_of, read_primekg
 from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
@@ -149,7 +149,11 @@ def synthetic_primekg(out_dir: Path, settings: Settings, *, scale: float, seed: 
             "the synthetic generator needs the PrimeKG count tables (primekg/primekg_plus_Table*.csv) under the "
             "data directory: set METAKG_PATHS__DATA_DIR."
         )
-    return generate(out_dir, data_dir / "primekg", scale=scale, seed=seed)
+    output_folder(out_dir, "the synthetic PrimeKG file")
+    try:
+        return generate(out_dir, data_dir / "primekg", scale=scale, seed=seed)
+    except OSError as e:
+        raise OutputError(f"cannot write the synthetic PrimeKG file into {out_dir}: {e.strerror or e}.") from e
 
 
 def rejects_tolerated(rejected: int, read: int, max_rejects: str = "0") -> bool:

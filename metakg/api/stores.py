@@ -12,10 +12,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from metakg.api._shared import Counter, Progress, at_least_one, quiet
+from pydantic import ValidationError
+
+from metakg.api._shared import Counter, Progress, at_least_one, output_folder, quiet
 from metakg.api.bundles import validate_bundle
 from metakg.config import NEO4J_SCHEMES, Neo4jSettings, Settings
-from metakg.errors import NodeNotFound, UsageError
+from metakg.errors import NodeNotFound, OutputError, UsageError
 from metakg.llm.embedder import LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_admin import write_admin_import
@@ -85,7 +87,12 @@ def _neo4j_settings(settings: Settings, graph: str | Path | None) -> Neo4jSettin
     """The Neo4j to use for ``graph`` (None: ``graph`` is a bundle directory)."""
     if graph is not None and not str(graph).startswith(NEO4J_SCHEMES):
         return None
-    return settings.neo4j if graph is None else settings.neo4j.model_copy(update={"uri": str(graph)})
+    if graph is None:
+        return settings.neo4j
+    try:  # validated as the setting is: a user and password in the URI become the settings' own
+        return Neo4jSettings.model_validate(settings.neo4j.model_dump() | {"uri": str(graph)})
+    except ValidationError as e:
+        raise UsageError("; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())) from None
 
 
 def graph_as_of(settings: Settings, graph: str | Path | None, at: datetime) -> Bundle:
@@ -283,6 +290,9 @@ def export_neo4j_admin(path: Path, out_dir: Path, settings: Settings) -> dict[st
     Raises:
         BundleError: the bundle cannot be read.
     """
-    return write_admin_import(
-        read_bundle(path), out_dir, database=settings.neo4j.database, rel_types=settings.neo4j.rel_types
-    )
+    bundle = read_bundle(path)
+    output_folder(out_dir, "the neo4j-admin import files")
+    try:
+        return write_admin_import(bundle, out_dir, database=settings.neo4j.database, rel_types=settings.neo4j.rel_types)
+    except OSError as e:
+        raise OutputError(f"cannot write the import files into {out_dir}: {e.strerror or e}.") from e

@@ -12,7 +12,7 @@ from metakg.api.bundles import Earlier, earlier_version, recorded_diff, write_va
 from metakg.config import Settings
 from metakg.errors import BundleError, UsageError
 from metakg.ingest import wikidata
-from metakg.redact import mask_url
+from metakg.redact import check_url, mask_url
 from metakg.schemas.bundle import MANIFEST_FILE, source_entry
 from metakg.schemas.bundle_dir import writes_bundle
 from metakg.schemas.locks import exclusive
@@ -67,8 +67,10 @@ def sync_wikidata(
     say = progress or quiet
     spec = wikidata.load_spec(spec_path)
     url = endpoint or settings.wikidata.endpoint
-    if not url.startswith(("http://", "https://")):
-        raise UsageError(f"--endpoint {url!r} must start with http:// or https://.")
+    try:
+        check_url(url, "--endpoint")
+    except ValueError as e:
+        raise UsageError(f"{e}.") from None
     if state_path is None:
         digest = hashlib.sha256(url.encode()).hexdigest()[:10]
         state_path = cache_folder(settings, "wikidata") / f"{spec.name}-{digest}.json"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -285,10 +286,15 @@ def _refuse_json_array(path: Path, fmt: str) -> None:
 
 
 def converted_name(path: Path) -> Path:
-    """A name for the JSON Lines copy of ``path`` that is never ``path`` itself (following a printed fix must
-    not truncate the input before it is read): ``x.json`` -> ``x.jsonl``, ``x.jsonl`` -> ``x.lines.jsonl``."""
-    target = path.with_suffix(".jsonl")
-    return target if target != path else path.with_suffix(".lines.jsonl")
+    """A name for the JSON Lines copy of ``path`` where nothing is yet (following a printed fix must neither
+    truncate the input before it is read, through a link or not, nor overwrite another file): ``x.json`` ->
+    ``x.jsonl``, else ``x.lines.jsonl``, else ``x.lines-2.jsonl``, and so on."""
+    candidates = [path.with_suffix(".jsonl"), path.with_suffix(".lines.jsonl")]
+    candidates += [path.with_suffix(f".lines-{n}.jsonl") for n in range(2, 100)]
+    for target in candidates:
+        if not target.exists() and not target.is_symlink():
+            return target
+    return path.with_name(f"{path.name}.{uuid.uuid4().hex[:8]}.jsonl")
 
 
 def read_dataset(

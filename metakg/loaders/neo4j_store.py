@@ -48,7 +48,7 @@ def connect(settings: Neo4jSettings) -> Driver:
             password), or has no database ``settings.database``.
     """
     import neo4j
-    from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
+    from neo4j.exceptions import AuthError, ClientError, ConfigurationError, ServiceUnavailable
 
     password = settings.password.get_secret_value()
     auth = (settings.user, password) if password else None
@@ -64,6 +64,11 @@ def connect(settings: Neo4jSettings) -> Driver:
     except AuthError as e:
         raise ConfigError(
             f"Neo4j at {mask_url(settings.uri)} refused user {settings.user!r}: check NEO4J_USER/NEO4J_PASSWORD."
+        ) from e
+    except (ConfigurationError, ValueError) as e:  # the driver's own message may show the URI: never shown
+        raise ConfigError(
+            f"the Neo4j address {mask_url(settings.uri)} is not one the driver accepts ({type(e).__name__}): check "
+            "NEO4J_URI (neo4j.uri)."
         ) from e
     try:
         driver.execute_query(cypher.PING, database_=settings.database)

@@ -329,6 +329,16 @@ def check_manifest(manifest: Any, path: Path, *, hashes: bool = True) -> dict[st
                 raise BundleError(
                     f"{where}: {key}[{name!r}] is not a valid {'SHA-256' if key == 'content_hashes' else 'size'}."
                 )
+    if not all(isinstance(source, dict) for source in manifest.get("sources", [])):
+        raise BundleError(f"{where}: field 'sources' must hold objects (name, importer, ...): write the bundle again.")
+    counts = manifest.get("counts", {})
+    for key in ("nodes", "edges", "rejects"):
+        if key in counts and (type(counts[key]) is not int or counts[key] < 0):
+            raise BundleError(f"{where}: counts.{key} is not a count: write the bundle again.")
+    for key in ("node_types", "relations", "edge_sources", "rejects_by_check"):
+        found = counts.get(key, {})
+        if not isinstance(found, dict) or not all(type(n) is int and n >= 0 for n in found.values()):
+            raise BundleError(f"{where}: counts.{key} must map names to counts: write the bundle again.")
     if "embeddings" in manifest:
         entry = manifest["embeddings"]
         if not isinstance(entry.get("model"), str) or type(entry.get("dim")) is not int:
@@ -359,6 +369,10 @@ def _parse_manifest(raw: bytes, path: Path, *, hashes: bool) -> dict[str, Any]:
         parsed = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BundleError(f"{path / MANIFEST_FILE} is not readable JSON: {e}.") from e
+    except RecursionError:
+        raise BundleError(
+            f"{path / MANIFEST_FILE} nests too deeply to be a manifest: write the bundle again."
+        ) from None
     return check_manifest(parsed, path, hashes=hashes)
 
 

@@ -26,6 +26,7 @@ import hashlib
 import inspect
 import os
 import shutil
+import stat
 import sys
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -320,7 +321,17 @@ class Version:
         """
         if "/" in name or name in ("", ".", ".."):
             raise BundleError(f"{name!r} is not a file name of a bundle.")
-        fd = os.open(name, os.O_RDONLY, dir_fd=self._fd)
+        # non-blocking, so that a FIFO put where a table belongs cannot hang the reader; then it must be a file
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK, dir_fd=self._fd)
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            raise BundleError(f"cannot open {self.path / name}: {e.strerror or e}.") from e
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise BundleError(f"{self.path / name} is not a regular file: write the bundle again.")
+        os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
 
     def read_bytes(self, name: str) -> bytes:

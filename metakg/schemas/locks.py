@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from metakg.errors import OutputError, ResourceBusy
+from metakg.errors import OutputError, ResourceBusy, UsageError
 
 LOCK_FILE = ".metakg.lock"
 P = ParamSpec("P")
@@ -33,9 +33,12 @@ def exclusive(target: Path, what: str, *, directory: bool = True) -> Iterator[No
     ``.<name>.lock``).
 
     Raises:
+        UsageError: ``target`` should be a folder and is a file.
         ResourceBusy: another process holds the lock.
         OutputError: the lock file cannot be made (a folder without write permission, a file on the way).
     """
+    if directory and target.exists() and not target.is_dir():
+        raise UsageError(f"{target} is a file; give a folder (for {what}) instead.")
     lock_path = target / LOCK_FILE if directory else target.with_name(f".{target.name}.lock")
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import metakg
 from metakg import api
 from metakg.config import Settings
-from metakg.errors import BundleChanged, BundleNotWritten, ConfigError, MetakgError, NodeNotFound, UsageError
+from metakg.errors import (
+    BundleChanged,
+    BundleNotWritten,
+    ConfigError,
+    MetakgError,
+    NodeNotFound,
+    ResourceBusy,
+    UsageError,
+)
 from metakg.redact import mask_query
 from metakg.server.evaluations import EvaluationRun, Evaluations
 
@@ -63,8 +71,8 @@ ERROR_STATUSES: dict[int, str] = {
     409: "The served bundle was changed by another process since this server read it; restart the server.",
     413: "The request body is larger than server.max_body_bytes.",
     507: "The served bundle could not be written (a full disk): nothing was changed, the graph served is as it was.",
-    503: "The server is busy (every question slot taken, or the graph being read for a write) or the LLM "
-    "cannot be started; try again shortly.",
+    503: "The server is busy (every question slot taken, the graph being read for a write, or another process "
+    "writing the bundle) or the LLM cannot be started; try again shortly.",
 }
 #: the statuses every route can answer: a Host header refused, a missing or wrong key
 EVERY_ROUTE = (400, 401)
@@ -361,6 +369,8 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             if isinstance(error, BundleChanged)
             else 507
             if isinstance(error, BundleNotWritten)
+            else 503
+            if isinstance(error, ResourceBusy)
             else 503
             if isinstance(error, ConfigError)
             else 400

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from metakg.config import load_settings
+from metakg.config import describe_settings, load_settings
 from metakg.errors import ConfigError
 
 
@@ -100,3 +101,33 @@ def test_config_show_never_prints_a_key_in_a_url(monkeypatch: pytest.MonkeyPatch
     shown = str(describe_settings(load_settings()))
     assert "sk-secret" not in shown and "hunter2" not in shown
     assert "http://user:***@llm.example:8000/v1" in shown
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("METAKG_LLM__BASE_URL", "HTTP://alice:Sup3rSecretPw@127.0.0.1:1/v1"),
+        ("METAKG_LLM__BASE_URL", "ftp://alice:Sup3rSecretPw@example.org/v1"),
+        ("METAKG_LLM__BASE_URL", "http://alice:Sup3r@SecretPw@127.0.0.1:1/v1"),
+        ("METAKG_LLM__BASE_URL", "http://alice:Sup3r/SecretPw@127.0.0.1:1/v1"),
+        ("METAKG_WIKIDATA__ENDPOINT", "gopher://alice:Sup3rSecretPw@example.org/sparql"),
+        ("NEO4J_URI", "http://neo4j:Sup3rSecretPw@127.0.0.1:7687"),
+    ],
+)
+def test_no_password_in_an_endpoint_url_reaches_a_message(
+    variable: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, value)
+    try:
+        settings = load_settings()
+    except ConfigError as e:
+        assert "SecretPw" not in str(e) and "Sup3r" not in str(e)
+        return
+    assert "SecretPw" not in json.dumps(describe_settings(settings))
+
+
+def test_a_user_and_password_in_the_neo4j_uri_become_the_settings_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEO4J_URI", "bolt://reader:p%40ss@db.example:7687")
+    neo4j = load_settings().neo4j
+    assert neo4j.uri == "bolt://db.example:7687" and neo4j.user == "reader"
+    assert neo4j.password.get_secret_value() == "p@ss"

@@ -12,6 +12,7 @@ from pydantic import SecretStr
 from metakg import api
 from metakg.config import Settings, load_settings
 from metakg.schemas.bundle import Bundle
+from metakg.schemas.bundle_dir import writing
 from metakg.server.app import create_app
 from tests.conftest import small_bundle
 
@@ -161,6 +162,10 @@ def test_every_error_a_route_gives_is_documented_with_its_shape(bundle: Path, tm
             answer = client.request(method, path, **kwargs)
             assert answer.status_code == status, (path, answer.text)
             conforms(document, method, template, answer)
+        with writing(bundle):  # another process writing the bundle right now: busy, try again
+            busy = client.post("/api/triples", json={"triples": [["a", "links", "b"]]})
+        assert busy.status_code == 503 and "another metakg process is writing" in busy.json()["error"], busy.text
+        conforms(document, "post", "/api/triples", busy)
         other = small_bundle()  # another writer: a newer version (other content) on disk
         api.write_validated(bundle, Bundle(other.nodes, other.edges.head(5)), load_settings())
         changed = client.post("/api/triples", json={"triples": [["a", "links", "b"]]})

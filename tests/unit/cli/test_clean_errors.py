@@ -131,3 +131,26 @@ def test_a_cache_folder_that_cannot_be_made_is_a_configuration_error(
     _, out = run("llm", "ask", "hi", "--json", code=2)
     assert out["error_type"] == "ConfigError" and "cannot be made" in out["error"]
     assert "METAKG_PATHS__CACHE_DIR" in out["error"]
+
+
+def test_a_password_in_a_neo4j_uri_given_as_the_graph_never_reaches_a_message() -> None:
+    result, out = run("query", "search", "bolt://neo4j:N3o4jSecretPw@127.0.0.1:1", "dog", "--json", code=2)
+    assert out["error_type"] == "ConfigError" and "bolt://127.0.0.1:1" in out["error"]
+    assert "N3o4jSecretPw" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["export", "neo4j-admin", "{b}", "{f}"],
+        ["synthetic", "primekg", "-o", "{f}"],
+        ["eval", "{f}", "-f", "pilot", "-b", "{b}", "-o", "{f}"],
+        ["tune", "{f}", "-f", "pilot", "-b", "{b}", "-o", "{f}", "--grid", "path_hops=2,3"],
+    ],
+)
+def test_an_output_folder_that_is_a_file_is_a_usage_error(bundle: Path, tmp_path: Path, args: list[str]) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("keep me")
+    given = [a.replace("{b}", str(bundle)).replace("{f}", str(taken)) for a in args]
+    _, out = run(*given, "--json", code=2)
+    assert out["error_type"] == "UsageError" and "is a file" in out["error"] and taken.read_text() == "keep me"

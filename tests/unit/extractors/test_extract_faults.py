@@ -127,6 +127,15 @@ def test_bad_arguments_are_usage_errors(server: FaultServer, csqa: Path, tmp_pat
     command = out["error"].split("`")[1]
     source, target = (part.strip() for part in command.removeprefix("jq -c '.[]' ").split(">"))
     assert source == str(named_lines) and target == str(tmp_path / "array.lines.jsonl")
+    # a link to the name the fix would pick, and an unrelated file already there: the fix names a free name
+    real = tmp_path / "sub" / "real.lines.jsonl"
+    real.parent.mkdir()
+    real.write_text('[{"text": "Aspirin treats headache."}]')
+    (tmp_path / "sub" / "real.jsonl").symlink_to("real.lines.jsonl")
+    (tmp_path / "sub" / "real.lines-2.jsonl").write_text("someone else's file")
+    _, out = run("extract", str(real.parent / "real.jsonl"), "-f", "jsonl", "-o", str(tmp_path / "b"), "--json", code=1)
+    target = out["error"].split("`")[1].split(">")[1].strip()
+    assert target == str(tmp_path / "sub" / "real.lines-3.jsonl") and not Path(target).exists()
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_text("not json\n{}\n")
     _, out = run("extract", str(garbage), "-f", "jsonl", "-o", str(tmp_path / "b"), "--json", code=1)

@@ -252,3 +252,35 @@ def test_a_table_column_of_the_wrong_type_is_named(tmp_path: Path) -> None:
     edges.write_parquet(path / EDGES_FILE)
     with pytest.raises(BundleError, match=r"edges.parquet: edge column 'confidence' holds String"):
         read_bundle(path, verify=False)
+
+
+def test_a_manifest_nested_too_deeply_or_with_garbage_sources_or_counts_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "b"
+    write_bundle(path, small_bundle())
+    good = (path / MANIFEST_FILE).read_text()
+    (path / MANIFEST_FILE).write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(BundleError, match="nests too deeply"):
+        read_manifest(path)
+    for change, message in (
+        ({"sources": [1, 2]}, "'sources' must hold objects"),
+        ({"counts": {"nodes": "lots"}}, "counts.nodes is not a count"),
+        ({"counts": {"nodes": -5}}, "counts.nodes is not a count"),
+        ({"counts": {"node_types": [1]}}, "counts.node_types must map names to counts"),
+    ):
+        (path / MANIFEST_FILE).write_text(good)
+        edit_manifest(path, **change)
+        with pytest.raises(BundleError, match=message):
+            read_bundle(path)
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_table_that_is_not_a_file_is_named_and_never_waited_on(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "b"
+    write_bundle(path, small_bundle())
+    (path / NODES_FILE).unlink()
+    if kind == "folder":
+        (path / NODES_FILE).mkdir()
+    else:
+        os.mkfifo(path / NODES_FILE)  # opening it for reading would wait for a writer for ever
+    with pytest.raises(BundleError, match=r"nodes.parquet is not a regular file"):
+        read_bundle(path)

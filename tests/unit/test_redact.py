@@ -1,0 +1,46 @@
+"""Secrets kept out of messages and logs: URLs with passwords, keys in query strings."""
+
+from __future__ import annotations
+
+import pytest
+
+from metakg.redact import check_url, mask_query, mask_url
+
+
+@pytest.mark.parametrize(
+    ("target", "shown"),
+    [
+        ("/api/search?q=dog&api_key=S3cret", "/api/search?q=dog&api_key=***"),
+        ("/api/search?q=dog&X-API-Key=S3cret", "/api/search?q=dog&X-API-Key=***"),
+        ("/api/search?api%5Fkey=S3cret&k=1", "/api/search?api%5Fkey=***&k=1"),
+        ("/api/search?x_api_key=S3cret", "/api/search?x_api_key=***"),
+        ("/api/search?q=dog;api_key=S3cret", "/api/search?q=dog;api_key=***"),
+        ("/api/search?apiKey=S3cret&token=T0k", "/api/search?apiKey=***&token=***"),
+        ("/api/search?q=monkey&keyword=x", "/api/search?q=monkey&keyword=x"),
+    ],
+)
+def test_secret_looking_query_values_are_masked(target: str, shown: str) -> None:
+    assert mask_query(target) == shown
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://alice:pw@host/v1", "http://alice:***@host/v1"),
+        ("HTTP://alice:pw@host/v1", "HTTP://alice:***@host/v1"),
+        ("http://alice:p@ss@host/v1", "http://alice:***@host/v1"),
+        ("bolt://neo4j:pw@host:7687", "bolt://neo4j:***@host:7687"),
+        ("http://host/v1?x=a@b", "http://host/v1?x=a@b"),
+    ],
+)
+def test_a_password_in_a_url_is_masked_to_its_last_at_sign(url: str, shown: str) -> None:
+    assert mask_url(url) == shown
+
+
+def test_a_url_that_cannot_be_told_apart_is_refused_without_being_shown() -> None:
+    with pytest.raises(ValueError, match="is not a valid URL") as refused:
+        check_url("http://alice:pa/ss@host/v1", "llm.base_url")
+    assert "pa/ss" not in str(refused.value) and "alice" not in str(refused.value)
+    with pytest.raises(ValueError, match=r"must start with http:// or https://") as refused:
+        check_url("ftp://alice:secret@host/", "llm.base_url")
+    assert "secret" not in str(refused.value)
