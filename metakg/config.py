@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+import typing
 import urllib.parse
 from pathlib import Path
 from typing import Any, Literal
@@ -545,12 +546,28 @@ def _malformed_env() -> str | None:
     """Which METAKG_* variable holds malformed JSON for a list or table setting (the environment gives lists and
     tables as JSON), named with the parser's complaint."""
     for name, value in sorted(os.environ.items()):
-        if name.upper().startswith("METAKG_") and value.lstrip()[:1] in ("[", "{"):
-            try:
-                json.loads(value)
-            except ValueError as e:
-                return f'{name} is not valid JSON ({e}); lists and tables are given as JSON, e.g. \'["a", "b"]\''
+        if not name.upper().startswith("METAKG_"):
+            continue
+        try:
+            json.loads(value)
+            continue
+        except ValueError as e:
+            complaint = str(e)
+        if value.lstrip()[:1] in ("[", "{") or _takes_json(name):
+            return (
+                f"{name} is not valid JSON ({complaint}); lists and tables are given as JSON, e.g. "
+                f"'[\"{value.strip()[:40] or 'a'}\"]' for a list"
+            )
     return None
+
+
+def _takes_json(variable: str) -> bool:
+    """Whether ``METAKG_<SECTION>__<KEY>`` names a list or table setting (given as JSON in the environment)."""
+    parts = variable.upper().removeprefix("METAKG_").lower().split("__")
+    section = Settings.model_fields.get(parts[0]) if len(parts) == 2 else None
+    model = section.annotation if section is not None else None
+    field = getattr(model, "model_fields", {}).get(parts[1]) if model is not None else None
+    return field is not None and typing.get_origin(field.annotation) in (list, dict)
 
 
 def describe_settings(settings: Settings) -> dict[str, Any]:

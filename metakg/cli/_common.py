@@ -98,6 +98,10 @@ def guarded(command: str, json_mode: bool) -> Iterator[None]:
         fail(e, json_mode=json_mode, command=command)
     except KeyboardInterrupt:
         err.print("interrupted")
+        if json_mode:
+            emit_json(
+                {"ok": False, "command": command, "error": "interrupted", "error_type": "Interrupted", "exit_code": 130}
+            )
         raise typer.Exit(130) from None
 
 

@@ -72,6 +72,7 @@ def info(
 ) -> None:
     """Summarise a bundle: counts per type and relation, sources, validation status, content hashes (every
     table is checked against them; a changed one is an error, exit 1)."""
+    settings()  # a broken settings file or variable is refused by every command (exit 2)
     with guarded("info", json_mode):
         manifest = api.bundle_info(bundle)
         counts = manifest.get("counts", {})
@@ -132,6 +133,7 @@ def diff(
     """What NEW adds, removes and changes against OLD: nodes and edges matched by id; a row is changed when
     a content column differs (the columns are named; run provenance such as created_at is not content).
     Counts per source and per relation, with examples. Exit 0 whether or not they differ."""
+    settings()  # a broken settings file or variable is refused by every command (exit 2)
     with guarded("diff", json_mode):
         result = api.diff(old, new, examples=examples)
         if not json_mode:
@@ -161,6 +163,7 @@ def merge(
     """Merge bundles: union of nodes (dedup by id, aliases and xrefs united) and edges (dedup by edge id,
     record ids united, count = distinct supporting records, so merging an input twice changes nothing).
     Validate the result before use."""
+    settings()  # a broken settings file or variable is refused by every command (exit 2)
     with guarded("merge", json_mode):
         manifest = api.merge(bundles, output)
         counts = manifest["counts"]

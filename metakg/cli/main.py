@@ -31,6 +31,7 @@ from metakg.cli import (
     synthetic_cmd,
 )
 from metakg.cli._common import emit_json
+from metakg.cli.entry import interrupted
 
 
 class MetakgGroup(typer.core.TyperGroup):
@@ -49,9 +50,8 @@ class MetakgGroup(typer.core.TyperGroup):
                 error = e.format_message()
                 emit_json({"ok": False, "command": command, "error": error, "error_type": "UsageError", "exit_code": 2})
             sys.exit(2)
-        except typer.Abort:
-            typer.echo("interrupted", err=True)
-            sys.exit(130)
+        except (typer.Abort, KeyboardInterrupt):
+            interrupted()
         sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) comes back as n
 
 

@@ -554,7 +554,9 @@ def batched(
         except QueryTimeout as e:
             if len(batch) == 1:
                 raise SyncError(
-                    f"the query for {batch[0]} alone hits the time limit; leave it out of the subset."
+                    f"the query for {batch[0]} alone got no complete answer from {mask_url(client.endpoint)} in time "
+                    f"({e}). The endpoint may be slow or failing: raise wikidata.timeout_s (now "
+                    f"{client.timeout_s:g} s), or leave {batch[0]} out of the subset if it is too large to fetch."
                 ) from e
             half = len(batch) // 2
             pending[:0] = [batch[:half], batch[half:]]

@@ -646,6 +646,9 @@ def check_binding(settings: Settings) -> None:
     )
     if key and not key.strip():
         raise UsageError(f"the API key is blank: {how}")
+    if key and not (key.isascii() and key.isprintable() and not any(ch.isspace() for ch in key)):
+        # a header carries Latin-1: a key of other characters could never be sent as typed
+        raise UsageError(f"the API key must be printable ASCII without spaces: {how}")
     if limits.host not in LOOPBACK and len(key.strip()) < MIN_KEY_CHARS:
         shown = "an API key" if not key else f"an API key of at least {MIN_KEY_CHARS} characters"
         raise UsageError(f"serving on {limits.host} (not loopback) needs {shown}: {how}")
@@ -665,8 +668,13 @@ def listening_socket(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as e:
         sock.close()
-        why = "in use (another server listens there)" if e.errno == errno.EADDRINUSE else (e.strerror or str(e))
-        raise UsageError(f"cannot listen on {host}:{port}: {why}. Choose another with --port (server.port).") from e
+        if e.errno == errno.EADDRINUSE:
+            why = "the port is in use (another server listens there). Choose another with --port (server.port)"
+        elif e.errno == errno.EADDRNOTAVAIL:
+            why = "no interface of this machine has that address. Choose another with --host (server.host)"
+        else:
+            why = f"{e.strerror or e}. Check --host and --port"
+        raise UsageError(f"cannot listen on {host}:{port}: {why}.") from e
     sock.set_inheritable(True)
     return sock
 

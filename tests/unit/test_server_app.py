@@ -175,3 +175,23 @@ def test_every_error_a_route_gives_is_documented_with_its_shape(bundle: Path, tm
         read_only = client.post("/api/triples", json={"triples": [["a", "links", "b"]]})
         assert read_only.status_code == 403
         conforms(document, "post", "/api/triples", read_only)
+
+
+@pytest.mark.parametrize(
+    ("host", "key", "message"),
+    [
+        ("0.0.0.0", "", "needs an API key"),
+        ("0.0.0.0", "short", "at least 16 characters"),
+        ("127.0.0.1", "   ", "blank"),
+        ("0.0.0.0", "\u200b" * 17, "printable ASCII without spaces"),
+        ("0.0.0.0", "schlüssel-der-sechzehn", "printable ASCII without spaces"),
+        ("0.0.0.0", "a key with spaces in it", "printable ASCII without spaces"),
+    ],
+)
+def test_a_key_that_cannot_guard_a_server_is_refused(host: str, key: str, message: str) -> None:
+    from metakg.errors import UsageError
+    from metakg.server.app import check_binding
+
+    with pytest.raises(UsageError, match=message):
+        check_binding(served_settings(host=host, api_key=key))
+    check_binding(served_settings(host=host, api_key="a-printable-key-of-24-ch"))

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from metakg.errors import InputDataError
 from metakg.llm.client import LLMClient
 from metakg.llm.usage import MeteredClient, price
 from metakg.qa_engine.casebank import CaseBank
@@ -184,6 +185,8 @@ class MedCoG(Strategy[MedCoGSettings]):
         if self.settings.casebank is None:
             trace["memory"] = "no case bank configured ([qa.medcog] casebank): the route runs without past cases"
             return []
+        if self.settings.casebank.exists() and not self.settings.casebank.is_dir():
+            raise InputDataError(f"[qa.medcog] casebank {self.settings.casebank} is a file; give a case bank folder.")
         if not (self.settings.casebank / "manifest.json").is_file():  # e.g. the first round of `eval --grow`
             trace["memory"] = f"the case bank {self.settings.casebank} is not built yet: no past cases"
             return []

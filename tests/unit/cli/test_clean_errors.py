@@ -57,8 +57,9 @@ def test_invalid_settings_keep_the_json_contract(bundle: Path, monkeypatch: pyte
     assert out["error_type"] == "ConfigError" and "server.port" in out["error"] and out["command"] == "query search"
 
 
-def test_malformed_json_in_an_env_list_is_named(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("METAKG_SERVER__CORS_ORIGINS", "[http://a")
+@pytest.mark.parametrize("value", ["[http://a", "http://a.example"])
+def test_malformed_json_in_an_env_list_is_named(bundle: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("METAKG_SERVER__CORS_ORIGINS", value)
     _, out = run("query", "search", str(bundle), "aspirin", "--json", code=2)
     assert "METAKG_SERVER__CORS_ORIGINS is not valid JSON" in out["error"]
 

@@ -1,0 +1,41 @@
+"""Ctrl-C at any moment of a real process, while the libraries load too: "interrupted", exit 130, the JSON line
+under --json, never a traceback, and the bundle left whole."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from metakg.schemas.bundle import read_bundle, write_bundle
+from tests.conftest import small_bundle
+
+METAKG = [sys.executable, "-c", "from metakg.cli.entry import main; main()"]
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.3, 0.8, 1.5, 3.0])
+def test_ctrl_c_at_any_moment_is_exit_130_with_the_json_line(tmp_path: Path, delay: float) -> None:
+    bundle = tmp_path / "b"
+    write_bundle(bundle, small_bundle())
+    process = subprocess.Popen(
+        [*METAKG, "validate", str(bundle), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    if process.returncode == 130:  # interrupted (a late signal may find the command done: then it exits 0)
+        assert err.strip().splitlines()[-1] == "interrupted"
+        assert json.loads(out.strip().splitlines()[-1])["error_type"] == "Interrupted"
+    else:
+        assert process.returncode == 0, (process.returncode, err)
+    assert read_bundle(bundle).nodes.height == small_bundle().nodes.height
