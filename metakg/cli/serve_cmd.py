@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from pydantic import SecretStr
+from rich.markup import escape
 
 from metakg import api
 from metakg.cli._common import err, guarded, settings
@@ -64,10 +65,7 @@ def serve(
         cfg = with_server(cfg, host, port, api_key)
         if allow_writes:
             cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"allow_writes": True})})
-        err.print(
-            f"[dim]serving {bundle or 'the configured Neo4j database'} on http://{cfg.server.host}:{cfg.server.port}[/]"
-        )
-        run(cfg, bundle=bundle, neo4j=neo4j)
+        run(cfg, bundle=bundle, neo4j=neo4j, announce=lambda line: err.print(f"[dim]{escape(line)}[/]"))
 
 
 def mcp(

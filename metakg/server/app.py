@@ -12,7 +12,7 @@ import logging
 import queue
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import asdict
 from pathlib import Path
@@ -718,9 +718,18 @@ class AccessLogSecrets(logging.Filter):
         return True
 
 
-def serve(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:
+def serve(
+    settings: Settings,
+    *,
+    bundle: Path | None = None,
+    neo4j: bool = False,
+    announce: Callable[[str], None] | None = None,
+) -> None:
     """Run the app with uvicorn on ``server.host``:``server.port`` until interrupted; the store is closed on
     the way out.
+
+    Args:
+        announce: called with a line saying what is served where, once every check before listening passed.
 
     Raises:
         UsageError: a host other than loopback without an API key, or neither/both of bundle and Neo4j.
@@ -732,4 +741,8 @@ def serve(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False
     elif neo4j:
         with api.open_store(settings, None, neo4j=True) as store:  # Neo4j down: said now, not as a traceback
             store.counts()
-    run_asgi(create_app(settings, bundle=bundle, neo4j=neo4j), settings)
+    app = create_app(settings, bundle=bundle, neo4j=neo4j)
+    if announce is not None:  # once the checks passed
+        served = bundle or "the configured Neo4j database"
+        announce(f"serving {served} on http://{settings.server.host}:{settings.server.port}")
+    run_asgi(app, settings)
