@@ -277,3 +277,18 @@ def test_a_write_waits_for_a_running_evaluation(bundle: Path, tmp_path: Path) ->
     finally:
         stop(served)
     assert "ibuprofen" in node_names(copy)
+
+
+def test_a_bundle_whose_manifest_reaches_outside_it_is_never_served(bundle: Path, tmp_path: Path) -> None:
+    hostile = tmp_path / "hostile"
+    shutil.copytree(bundle, hostile)
+    manifest = json.loads((hostile / "manifest.json").read_text())
+    manifest["content_hashes"]["../../etc/passwd"] = "0" * 64  # a received bundle probing files beside it
+    (hostile / "manifest.json").write_text(json.dumps(manifest))
+    refused = refused_serve(hostile)
+    assert refused.returncode == 1 and "'../../etc/passwd', which is not one of a bundle's tables" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    del manifest["content_hashes"]  # a manifest without hashes: refused unless validate --accept-changes
+    (hostile / "manifest.json").write_text(json.dumps(manifest))
+    unhashed = refused_serve(hostile)
+    assert unhashed.returncode == 1 and "records no content hash" in unhashed.stderr, unhashed.stderr
