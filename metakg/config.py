@@ -126,7 +126,10 @@ class WikidataSettings(Section):
         description="Sent with every request; WDQS asks for a descriptive agent with a contact.",
     )
     timeout_s: float = Field(
-        default=70.0, gt=0, description="Deadline of each attempt's whole reply (WDQS stops queries at 60 s)."
+        default=70.0,
+        gt=0,
+        le=86_400,
+        description="Deadline of each attempt's whole reply (WDQS stops queries at 60 s).",
     )
     max_retries: int = Field(default=5, ge=0, le=20, description="Retries on 429, 5xx and malformed replies.")
     connect_retries: int = Field(
@@ -269,7 +272,7 @@ class QASettings(Section):
                 if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
                     try:
                         values[key] = json.loads(value)
-                    except ValueError as e:
+                    except (ValueError, RecursionError) as e:
                         raise ValueError(f"qa.{name}.{key} is not valid JSON ({e})") from None
             parsed[name] = values
         return parsed
@@ -309,7 +312,10 @@ class LLMSettings(Section):
     api_key: SecretStr = Field(default=SecretStr(""), description="Never printed or logged.")
     model: str = Field(default="smollm2-135m-instruct", description="Model name sent to the endpoint.")
     timeout_s: float = Field(
-        default=60.0, gt=0, description="Deadline of each attempt's whole reply (connect, headers, body), then a retry."
+        default=60.0,
+        gt=0,
+        le=86_400,
+        description="Deadline of each attempt's whole reply (connect, headers, body), then a retry.",
     )
     max_retries: int = Field(default=5, ge=0, le=20, description="Retries on 429, 5xx, timeouts, dropped links.")
     connect_retries: int = Field(
@@ -389,7 +395,9 @@ class Neo4jSettings(Section):
     @field_validator("uri")
     @classmethod
     def _uri_scheme(cls, value: str) -> str:
-        return check_url(value, "neo4j.uri", tuple(scheme.removesuffix("://") for scheme in NEO4J_SCHEMES))
+        checked = check_url(value, "neo4j.uri", tuple(scheme.removesuffix("://") for scheme in NEO4J_SCHEMES))
+        scheme = checked.split(":", 1)[0]
+        return scheme.lower() + checked[len(scheme) :]  # the driver knows the schemes in lower case
 
     @model_validator(mode="after")
     def _credentials_out_of_the_uri(self) -> Neo4jSettings:
@@ -523,7 +531,9 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{_config_file()} is not valid TOML: {e}. Fix the file or unset METAKG_CONFIG.") from e
+        raise ConfigError(
+            f"{_config_file()} is not valid TOML: {e}. Fix the file, or give another (--config, METAKG_CONFIG)."
+        ) from e
     except UnicodeDecodeError as e:
         raise ConfigError(
             f"{_config_file()} is not UTF-8 text (byte {e.start} is {e.object[e.start : e.start + 1]!r}); TOML files "
@@ -533,6 +543,11 @@ def load_settings(**overrides: Any) -> Settings:
         raise ConfigError(f"cannot read the settings file {_config_file()}: {e.strerror or e}.") from e
     except SettingsError as e:
         raise ConfigError(f"{_malformed_env() or e}. Check the METAKG_* environment variables.") from e
+    except RecursionError:
+        raise ConfigError(
+            f"a setting nests too deeply to be read: check the METAKG_* environment variables and the settings file "
+            f"({_config_file() or 'none'})."
+        ) from None
     except ValidationError as e:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors(include_url=False)
@@ -553,10 +568,14 @@ def _malformed_env() -> str | None:
             continue
         except ValueError as e:
             complaint = str(e)
-        if value.lstrip()[:1] in ("[", "{") or _takes_json(name):
+        except RecursionError:
+            complaint = "it nests too deeply"
+        if value.lstrip()[:1] in ("[", "{"):
+            return f"{name} is not valid JSON ({complaint[:120]}); lists and tables are given as JSON"
+        if _takes_json(name):
             return (
-                f"{name} is not valid JSON ({complaint}); lists and tables are given as JSON, e.g. "
-                f"'[\"{value.strip()[:40] or 'a'}\"]' for a list"
+                f"{name} is not valid JSON ({complaint[:120]}); lists and tables are given as JSON, e.g. "
+                '\'["first", "second"]\' for a list, \'{"key": 1.5}\' for a table'
             )
     return None
 

@@ -6,19 +6,29 @@ import base64
 import re
 import urllib.parse
 
-# the password runs to the last "@" before the path: an unencoded "@" in it must not leave its tail shown
-_URL_SECRET = re.compile(r"^([a-z][a-z0-9+.-]*://[^/@:\s]*):[^/\s]*@", re.I)
+# scheme, any slashes, then the user; the password runs to the last "@" before the path (an unencoded "@" or a
+# blank in it must not leave its tail shown)
+_URL_SECRET = re.compile(r"^(\s*[a-z][a-z0-9+.-]*:/*[^/@:]*):[^/]*@", re.I)
+# a user part alone is often a token (https://TOKEN@host): masked whole
+_URL_TOKEN = re.compile(r"^(\s*[a-z][a-z0-9+.-]*:/*)[^/@:]+@", re.I)
 
 
 def mask_url(value: str) -> str:
-    """``value`` with the password of a ``scheme://user:password@host`` URL replaced by ``***`` (any scheme,
-    any case; an unencoded ``@`` in the password is masked with it)."""
-    return _URL_SECRET.sub(r"\1:***@", value)
+    """``value`` with the secrets of a URL replaced by ``***``: the password of ``scheme://user:password@host``
+    (any scheme and case; an unencoded ``@`` or blank in it masked too), a user part alone
+    (``https://TOKEN@host``), and the values of secret-looking query parameters (``?key=...``)."""
+    masked = _URL_SECRET.sub(r"\1:***@", value)
+    if masked == value:
+        masked = _URL_TOKEN.sub(r"\1***@", value)
+    return mask_query(masked) if "?" in masked else masked
 
 
 #: query parameter names whose values are secrets (compared without case, "-" read as "_", percent-escapes
 #: decoded); a name ending in one of them (``x_api_key``) counts too
-SECRET_PARAMETERS = ("api_key", "apikey", "key", "token", "access_token", "password", "secret")
+SECRET_PARAMETERS = (
+    "api_key", "apikey", "key", "token", "access_token", "password", "passwd", "secret", "auth", "authorization",
+    "credential", "credentials", "session", "sig", "signature",
+)  # fmt: skip
 _PAIR = re.compile(r"([?&;])([^=&;#\s]*)=([^&;#\s]*)")
 
 
@@ -41,6 +51,8 @@ def check_url(value: str, setting: str, schemes: tuple[str, ...] = ("http", "htt
             must be percent-encoded, else the URL is not one).
     """
     shown = mask_url(value)
+    if value != value.strip() or any(ch.isspace() for ch in value):
+        raise ValueError(f"{setting} holds blanks; a URL has none (a password with a blank must be percent-encoded)")
     try:
         parts = urllib.parse.urlsplit(value)
         parts.port  # noqa: B018 - raises for a port that is not a number (a password with a "/" in it)

@@ -29,6 +29,7 @@ from metakg.api.bundles import (
     merge,
     recorded_diff,
     validate_bundle,
+    validation_page,
     write_validated,
 )
 from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog, grow_from_report
@@ -163,6 +164,7 @@ __all__ = [
     "tune_benchmark",
     "tune_table",
     "validate_bundle",
+    "validation_page",
     "with_local_kg",
     "with_overrides",
     "write_validated",

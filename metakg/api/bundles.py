@@ -11,7 +11,7 @@ from typing import Any
 
 from metakg.api._shared import Counter, Progress, quiet
 from metakg.config import Settings
-from metakg.errors import UsageError
+from metakg.errors import BundleError, UsageError
 from metakg.llm.embedder import LazyEmbedder, embed_in_blocks
 from metakg.loaders.rdf_export import RdfFormat, write_rdf
 from metakg.schemas.bundle import (
@@ -23,7 +23,7 @@ from metakg.schemas.bundle import (
     write_bundle,
     write_embeddings,
 )
-from metakg.schemas.bundle_dir import bundle_path, token_of, writing
+from metakg.schemas.bundle_dir import Version, bundle_path, token_of, writing
 from metakg.schemas.diff import BundleDiff, diff_bundles
 from metakg.schemas.history import History, advance, attach, read_history
 from metakg.schemas.rdf_mapping import bundle_quads, expected_history_count, expected_triple_count, history_quads
@@ -43,6 +43,7 @@ __all__ = [
     "merge",
     "recorded_diff",
     "validate_bundle",
+    "validation_page",
     "write_validated",
 ]
 
@@ -149,6 +150,18 @@ def recorded_diff(path: Path) -> dict[str, Any] | None:
     reads the manifest only."""
     diff: dict[str, Any] | None = read_manifest(path).get("diff")
     return diff
+
+
+def validation_page(path: Path) -> bytes | None:
+    """The HTML validation report of the bundle at ``path`` (None when it has none). Only a regular file in the
+    bundle's own folder is read: a link put there (to a file outside) is not followed."""
+    try:
+        with Version(bundle_path(path)) as version:
+            if not version.has(REPORT_HTML):
+                return None
+            return version.read_bytes(REPORT_HTML)
+    except (BundleError, OSError):
+        return None
 
 
 def bundle_token(path: Path) -> str | None:

@@ -6,6 +6,7 @@ Whoever opens a store closes it: :func:`open_store` returns a context manager
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -25,6 +26,7 @@ from metakg.loaders.neo4j_loader import follow_bundle, load_bundle
 from metakg.loaders.neo4j_loader import graph_as_of as neo4j_graph_as_of
 from metakg.loaders.neo4j_loader import versions_of as neo4j_versions_of
 from metakg.loaders.neo4j_store import Neo4jStore, connect
+from metakg.redact import mask_url
 from metakg.schemas.bundle import Bundle, read_bundle, read_embeddings, source_entry, write_bundle
 from metakg.schemas.bundle_dir import writing
 from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord, SearchHit, SearchMode
@@ -84,13 +86,22 @@ def open_store(
 
 
 def _neo4j_settings(settings: Settings, graph: str | Path | None) -> Neo4jSettings | None:
-    """The Neo4j to use for ``graph`` (None: ``graph`` is a bundle directory)."""
-    if graph is not None and not str(graph).startswith(NEO4J_SCHEMES):
-        return None
+    """The Neo4j to use for ``graph`` (None: ``graph`` is a bundle directory); any text that looks like a URL
+    (``scheme://``, any case, blanks around) is taken as one, never as a folder name to echo.
+
+    Raises:
+        UsageError: a URL that is not a Neo4j URI, or is malformed (its password never shown).
+    """
     if graph is None:
         return settings.neo4j
+    if isinstance(graph, Path) or not re.match(r"^\s*[a-z][a-z0-9+.-]*://", graph, re.I):
+        return None
+    if not graph.strip().lower().startswith(NEO4J_SCHEMES):
+        raise UsageError(
+            f"{mask_url(graph.strip())} is not a bundle folder nor a Neo4j URI ({', '.join(NEO4J_SCHEMES)})."
+        )
     try:  # validated as the setting is: a user and password in the URI become the settings' own
-        return Neo4jSettings.model_validate(settings.neo4j.model_dump() | {"uri": str(graph)})
+        return Neo4jSettings.model_validate(settings.neo4j.model_dump() | {"uri": graph.strip()})
     except ValidationError as e:
         raise UsageError("; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())) from None
 

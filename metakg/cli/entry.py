@@ -18,6 +18,19 @@ def main() -> None:
         run()
     except KeyboardInterrupt:
         interrupted()
+    except Exception as e:  # Python wraps an interrupt raised while a class is made (in RuntimeError)
+        if _caused_by_interrupt(e):
+            interrupted()
+        raise
+
+
+def _caused_by_interrupt(error: BaseException) -> bool:
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def interrupted() -> None:

@@ -280,9 +280,15 @@ def _refuse_json_array(path: Path, fmt: str) -> None:
     if head.startswith(b"["):
         raise InputDataError(
             f"{path} is a JSON array; the {fmt} format reads JSON Lines, one object per line. "
-            f"Convert it first into a new file, e.g. `jq -c '.[]' {shlex.quote(str(path))} > "
-            f"{shlex.quote(str(converted_name(path)))}`, and read that."
+            f"Convert it first into a new file, e.g. `jq -c '.[]' {_shell_path(path)} > "
+            f"{_shell_path(converted_name(path))}`, and read that."
         )
+
+
+def _shell_path(path: Path) -> str:
+    """``path`` for a shell command line: quoted, and never read as an option (``-x.json`` -> ``./-x.json``)."""
+    text = str(path)
+    return shlex.quote(f"./{text}" if text.startswith("-") else text)
 
 
 def converted_name(path: Path) -> Path:

@@ -329,8 +329,14 @@ def check_manifest(manifest: Any, path: Path, *, hashes: bool = True) -> dict[st
                 raise BundleError(
                     f"{where}: {key}[{name!r}] is not a valid {'SHA-256' if key == 'content_hashes' else 'size'}."
                 )
-    if not all(isinstance(source, dict) for source in manifest.get("sources", [])):
-        raise BundleError(f"{where}: field 'sources' must hold objects (name, importer, ...): write the bundle again.")
+    sources = manifest.get("sources", [])
+    if not all(isinstance(source, dict) for source in sources) or any(
+        not isinstance(source.get(key, ""), str) for source in sources for key in ("name", "importer", "run_id", "at")
+    ):
+        raise BundleError(
+            f"{where}: field 'sources' must hold objects whose name, importer, run_id and at are strings: write the "
+            "bundle again."
+        )
     counts = manifest.get("counts", {})
     for key in ("nodes", "edges", "rejects"):
         if key in counts and (type(counts[key]) is not int or counts[key] < 0):

@@ -12,6 +12,7 @@ import logging
 import queue
 import socket
 import threading
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import asdict
@@ -23,7 +24,7 @@ from fastapi import Path as Path_
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -406,12 +407,13 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         return FileResponse(STATIC / "index.html")
 
     @app.get("/report", include_in_schema=False)
-    def report() -> FileResponse:
-        """The served bundle's validation report (``metakg validate``), when it has one."""
-        found = bundle / "validation.html" if bundle is not None else None
-        if found is None or not found.is_file():
+    def report() -> Response:
+        """The served bundle's validation report (``metakg validate``), when it has one: a regular file in the
+        bundle's folder (a link, to /etc/passwd say, is not followed)."""
+        page = api.validation_page(bundle) if bundle is not None else None
+        if page is None:
             raise HTTPException(status_code=404, detail="this graph has no validation report (metakg validate)")
-        return FileResponse(found, media_type="text/html")
+        return Response(page, media_type="text/html")
 
     @app.get("/api/health", responses=error_responses())
     def health() -> dict[str, Any]:
@@ -679,22 +681,28 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_asgi(app: Any, settings: Settings) -> None:
-    """Run an ASGI app with uvicorn on ``server.host``:``server.port`` until interrupted.
+def run_asgi(app: Any, settings: Settings, *, announce: Callable[[str], None] | None = None) -> None:
+    """Run an ASGI app with uvicorn on ``server.host``:``server.port`` until interrupted; ``announce`` is called
+    with the address once the socket is bound.
 
     Raises:
-        UsageError: a host other than loopback without an API key, or a port in use.
+        UsageError: a host other than loopback without an API key, or an address or port that cannot be bound.
         ConfigError: the app did not start (its store could not be opened; the log says why).
     """
     import uvicorn
     from uvicorn.config import LOGGING_CONFIG
 
     check_binding(settings)
-    log_config = copy.deepcopy(LOGGING_CONFIG)
-    log_config.setdefault("filters", {})["secrets"] = {"()": "metakg.server.app.AccessLogSecrets"}
-    log_config["handlers"]["access"]["filters"] = ["secrets"]
     limits = settings.server
+    log_config = copy.deepcopy(LOGGING_CONFIG)
+    log_config.setdefault("filters", {})["secrets"] = {
+        "()": "metakg.server.app.AccessLogSecrets",
+        "secrets": [limits.api_key.get_secret_value()],
+    }
+    log_config["handlers"]["access"]["filters"] = ["secrets"]
     sock = listening_socket(limits.host, limits.port)
+    if announce is not None:
+        announce(f"http://{limits.host}:{limits.port}")
     config = uvicorn.Config(
         app, host=limits.host, port=limits.port, log_level="info", log_config=log_config, server_header=False
     )
@@ -708,13 +716,26 @@ def run_asgi(app: Any, settings: Settings) -> None:
 
 
 class AccessLogSecrets(logging.Filter):
-    """Masks the values of secret-looking query parameters (``?api_key=...``) in uvicorn's access log: a key
-    sent in the URL is refused, and must not be written to the log either."""
+    """Masks secrets in uvicorn's access log: the values of secret-looking query parameters (``?api_key=...``),
+    and the server's own key wherever a request line holds it (raw or percent-encoded): a key sent in the URL
+    is refused, and must not be written to the log either."""
+
+    def __init__(self, secrets: list[str] | None = None) -> None:
+        super().__init__()
+        found = [s for s in secrets or [] if s]
+        self._secrets = sorted(
+            {form for s in found for form in (s, urllib.parse.quote(s, safe=""), urllib.parse.quote_plus(s))},
+            key=len,
+            reverse=True,
+        )
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
-            record.args = (*args[:2], mask_query(args[2]), *args[3:])
+            line = mask_query(args[2])
+            for secret in self._secrets:
+                line = line.replace(secret, "***")
+            record.args = (*args[:2], line, *args[3:])
         return True
 
 
@@ -741,8 +762,6 @@ def serve(
     elif neo4j:
         with api.open_store(settings, None, neo4j=True) as store:  # Neo4j down: said now, not as a traceback
             store.counts()
-    app = create_app(settings, bundle=bundle, neo4j=neo4j)
-    if announce is not None:  # once the checks passed
-        served = bundle or "the configured Neo4j database"
-        announce(f"serving {served} on http://{settings.server.host}:{settings.server.port}")
-    run_asgi(app, settings)
+    served = bundle or "the configured Neo4j database"
+    said = (lambda address: announce(f"serving {served} on {address}")) if announce is not None else None
+    run_asgi(create_app(settings, bundle=bundle, neo4j=neo4j), settings, announce=said)

@@ -133,6 +133,28 @@ def test_a_key_sent_in_the_url_never_reaches_the_log(served: Served) -> None:
     assert "SECRETVALUE" not in log and "SECRETTOKEN" not in log
 
 
+def test_the_servers_own_key_never_reaches_the_log_wherever_a_url_holds_it(bundle: Path, tmp_path: Path) -> None:
+    key = "Key-Of-The-Server-42x"
+    served = start(["--bundle", str(bundle), "--api-key", key], tmp_path / "keyed.log")
+    try:
+        for target in (
+            f"/api/search?q={key}",
+            f"/api/search?auth=Bearer+{key}",
+            f"/{key}",
+            f"/api/search?x=%26k%3D{key}",
+        ):
+            served.get(target, headers={"X-API-Key": key})
+        served.get("/api/health?marker=done", headers={"X-API-Key": key})
+        deadline = time.monotonic() + 30
+        while "marker=done" not in served.log.read_text(encoding="utf-8"):
+            assert time.monotonic() < deadline, served.log.read_text(encoding="utf-8")
+            time.sleep(0.2)
+    finally:
+        stop(served)
+    log = (tmp_path / "keyed.log").read_text(encoding="utf-8")
+    assert key not in log and "Key-Of-The-Server" not in log and "q=*** HTTP/1.1" in log
+
+
 def refused_serve(bundle: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(METAKG), "serve", "--bundle", str(bundle), "--port", str(free_port()), *args],

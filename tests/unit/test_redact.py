@@ -31,6 +31,12 @@ def test_secret_looking_query_values_are_masked(target: str, shown: str) -> None
         ("http://alice:p@ss@host/v1", "http://alice:***@host/v1"),
         ("bolt://neo4j:pw@host:7687", "bolt://neo4j:***@host:7687"),
         ("http://host/v1?x=a@b", "http://host/v1?x=a@b"),
+        ("http://alice:pa ss@host/v1", "http://alice:***@host/v1"),
+        (" http://alice:pw@host/v1", " http://alice:***@host/v1"),
+        ("http:alice:pw@host/v1", "http:alice:***@host/v1"),
+        ("http:///alice:pw@host/v1", "http:///alice:***@host/v1"),
+        ("https://ghp_TOKEN@host/v1", "https://***@host/v1"),
+        ("http://host/v1?key=S3cret&q=1", "http://host/v1?key=***&q=1"),
     ],
 )
 def test_a_password_in_a_url_is_masked_to_its_last_at_sign(url: str, shown: str) -> None:

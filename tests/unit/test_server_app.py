@@ -195,3 +195,13 @@ def test_a_key_that_cannot_guard_a_server_is_refused(host: str, key: str, messag
     with pytest.raises(UsageError, match=message):
         check_binding(served_settings(host=host, api_key=key))
     check_binding(served_settings(host=host, api_key="a-printable-key-of-24-ch"))
+
+
+def test_the_report_is_never_read_through_a_link_out_of_the_bundle(bundle: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("root:x:0:0")
+    (bundle / "validation.html").unlink(missing_ok=True)
+    (bundle / "validation.html").symlink_to(outside)
+    with TestClient(create_app(load_settings(), bundle=bundle), base_url="http://127.0.0.1") as client:
+        answer = client.get("/report")
+    assert answer.status_code == 404 and "root:x" not in answer.text

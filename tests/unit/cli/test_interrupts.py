@@ -39,3 +39,25 @@ def test_ctrl_c_at_any_moment_is_exit_130_with_the_json_line(tmp_path: Path, del
     else:
         assert process.returncode == 0, (process.returncode, err)
     assert read_bundle(bundle).nodes.height == small_bundle().nodes.height
+
+
+def test_an_interrupt_python_wraps_while_a_class_is_made_is_still_an_interrupt(tmp_path: Path) -> None:
+    """Ctrl-C while a settings class is being made reaches the program as a RuntimeError (Python wraps it):
+    still "interrupted" and 130, reproduced by raising the interrupt exactly there."""
+    bundle = tmp_path / "b"
+    write_bundle(bundle, small_bundle())
+    script = (
+        "import sys\n"
+        "fired = [False]\n"
+        "def at(frame, event, arg):\n"
+        "    if not fired[0] and event == 'call' and frame.f_code.co_name == '__set_name__':\n"
+        "        fired[0] = True\n"
+        "        raise KeyboardInterrupt\n"
+        f"sys.argv = ['metakg', 'validate', {str(bundle)!r}, '--json']\n"
+        "sys.setprofile(at)\n"
+        "from metakg.cli.entry import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["error_type"] == "Interrupted"
