@@ -557,6 +557,11 @@ def load_settings(**overrides: Any) -> Settings:
         ) from e
 
 
+def validation_messages(error: ValidationError) -> str:
+    """A pydantic validation error's messages, joined, without pydantic's "Value error, " prefixes."""
+    return "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in error.errors())
+
+
 def _malformed_env() -> str | None:
     """Which METAKG_* variable holds malformed JSON for a list or table setting (the environment gives lists and
     tables as JSON), named with the parser's complaint."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from metakg.config import Settings
 from metakg.errors import ConfigError, OutputError, UsageError
+from metakg.schemas.locks import require_folder
 
 Progress = Callable[[str], None]
 Counter = Callable[[int, int], None]  # (done, total)
@@ -47,8 +48,7 @@ def output_folder(path: Path, what: str) -> Path:
         UsageError: ``path`` is a file.
         OutputError: it cannot be made (no permission, a missing mount).
     """
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"{path} is a file, not a folder: give a folder for {what}.")
+    require_folder(path, what)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from metakg.api._shared import Progress, quiet
 from metakg.api.stores import open_store
-from metakg.config import QASettings, Settings
+from metakg.config import QASettings, Settings, validation_messages
 from metakg.errors import ConfigError
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
@@ -68,7 +68,7 @@ def with_local_kg(settings: Settings, where: str | Path | None) -> Settings:
     try:
         qa = QASettings.model_validate(settings.qa.model_dump() | {"local_kg": str(where)})
     except ValidationError as e:
-        raise ConfigError("; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())) from None
+        raise ConfigError(validation_messages(e)) from None
     return settings.model_copy(update={"qa": qa})
 
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from metakg.api._shared import Counter, Progress, at_least_one, output_folder, quiet
 from metakg.api.bundles import validate_bundle
-from metakg.config import NEO4J_SCHEMES, Neo4jSettings, Settings
+from metakg.config import NEO4J_SCHEMES, Neo4jSettings, Settings, validation_messages
 from metakg.errors import NodeNotFound, OutputError, UsageError
 from metakg.llm.embedder import LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
@@ -103,7 +103,7 @@ def _neo4j_settings(settings: Settings, graph: str | Path | None) -> Neo4jSettin
     try:  # validated as the setting is: a user and password in the URI become the settings' own
         return Neo4jSettings.model_validate(settings.neo4j.model_dump() | {"uri": graph.strip()})
     except ValidationError as e:
-        raise UsageError("; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())) from None
+        raise UsageError(validation_messages(e)) from None
 
 
 def graph_as_of(settings: Settings, graph: str | Path | None, at: datetime) -> Bundle:

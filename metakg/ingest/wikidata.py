@@ -421,6 +421,8 @@ def _response_class(deadline: _Deadline) -> type[http.client.HTTPResponse]:
 
 
 class _HTTPConnection(http.client.HTTPConnection):
+    """A connection whose connecting (the TLS handshake too, per read) and reading end at one deadline."""
+
     def __init__(self, host: str, *, deadline: _Deadline, **kwargs: Any) -> None:
         super().__init__(host, **kwargs)
         self._deadline = deadline
@@ -431,15 +433,8 @@ class _HTTPConnection(http.client.HTTPConnection):
         super().connect()
 
 
-class _HTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, *, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(host, **kwargs)
-        self._deadline = deadline
-        self.response_class = _response_class(deadline)
-
-    def connect(self) -> None:
-        self.timeout = self._deadline.left()  # the TLS handshake waits at most this long per read
-        super().connect()
+class _HTTPSConnection(_HTTPConnection, http.client.HTTPSConnection):
+    """The same over TLS."""
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):

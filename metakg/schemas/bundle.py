@@ -9,7 +9,6 @@ reads no file but the bundle's own tables, whatever the manifest names.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import re
@@ -22,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import BundleError, BundleNotWritten
-from metakg.schemas.bundle_dir import Version, bundle_path, readable, replace, sha256_of, token
+from metakg.schemas.bundle_dir import Version, bundle_path, readable, replace, sha256_of, token, token_of
 from metakg.schemas.tables import (
     SCHEMA_VERSION,
     conform_edges,
@@ -74,11 +73,8 @@ class Bundle:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return sha256_of(fh)
 
 
 def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
@@ -179,7 +175,7 @@ def write_bundle(
             "the path and its permissions."
         ) from e
     bundle.manifest = manifest
-    bundle.token = token((real / MANIFEST_FILE).read_bytes()) if (real / MANIFEST_FILE).is_file() else None
+    bundle.token = token_of(real)
     return manifest
 
 

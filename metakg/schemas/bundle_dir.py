@@ -21,9 +21,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
-import functools
 import hashlib
-import inspect
 import os
 import shutil
 import stat
@@ -35,7 +33,7 @@ from pathlib import Path
 from typing import BinaryIO, ParamSpec, TypeVar
 
 from metakg.errors import BundleChanged, BundleError, UsageError
-from metakg.schemas.locks import exclusive
+from metakg.schemas.locks import exclusive, holding
 
 #: the swap flag of renameat2 (Linux) and renamex_np (macOS)
 _RENAME_EXCHANGE = 2
@@ -72,8 +70,8 @@ def _owner_alive(folder: Path) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # another user's live process
+        pass
     return True
 
 
@@ -108,10 +106,6 @@ def writing(path: Path) -> Iterator[Path]:
 
 
 #: names a bundle folder may hold that metakg writes itself (kept or replaced by each version)
-def _managed(name: str) -> bool:
-    return name in MANAGED or name.startswith(".metakg.lock") or name.endswith(".tmp")
-
-
 MANAGED = frozenset(
     {
         "manifest.json",
@@ -126,6 +120,10 @@ MANAGED = frozenset(
         "validation.html",
     }
 )
+
+
+def _managed(name: str) -> bool:
+    return name in MANAGED or name.startswith(".metakg.lock") or name.endswith(".tmp")
 
 
 def _foreign_entries(folder: Path) -> set[str]:
@@ -342,7 +340,7 @@ class Version:
     def has(self, name: str) -> bool:
         """Whether this version holds a regular file ``name``."""
         try:
-            return os.stat(name, dir_fd=self._fd, follow_symlinks=False).st_mode & 0o170000 == 0o100000
+            return stat.S_ISREG(os.stat(name, dir_fd=self._fd, follow_symlinks=False).st_mode)
         except OSError:
             return False
 
@@ -373,15 +371,4 @@ def sha256_of(fh: BinaryIO) -> str:
 
 def writes_bundle(param: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """A decorator: the call holds :func:`writing` on the bundle its argument ``param`` names while it runs."""
-
-    def wrap(function: Callable[P, R]) -> Callable[P, R]:
-        signature = inspect.signature(function)
-
-        @functools.wraps(function)
-        def run(*args: P.args, **kwargs: P.kwargs) -> R:
-            with writing(Path(signature.bind(*args, **kwargs).arguments[param])):
-                return function(*args, **kwargs)
-
-        return run
-
-    return wrap
+    return holding(param, writing)

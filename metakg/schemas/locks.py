@@ -15,7 +15,7 @@ import inspect
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
@@ -37,8 +37,8 @@ def exclusive(target: Path, what: str, *, directory: bool = True) -> Iterator[No
         ResourceBusy: another process holds the lock.
         OutputError: the lock file cannot be made (a folder without write permission, a file on the way).
     """
-    if directory and target.exists() and not target.is_dir():
-        raise UsageError(f"{target} is a file; give a folder (for {what}) instead.")
+    if directory:
+        require_folder(target, what)
     lock_path = target / LOCK_FILE if directory else target.with_name(f".{target.name}.lock")
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,21 +63,37 @@ def exclusive(target: Path, what: str, *, directory: bool = True) -> Iterator[No
         os.close(fd)
 
 
-def locked(param: str, what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """A decorator: the call holds :func:`exclusive` on its argument ``param`` (a path) while it runs."""
+def holding(
+    param: str, hold: Callable[[Path], AbstractContextManager[object]]
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A decorator: the call runs inside ``hold(path)``, ``path`` being its argument ``param``."""
 
     def wrap(function: Callable[P, R]) -> Callable[P, R]:
         signature = inspect.signature(function)
 
         @functools.wraps(function)
         def run(*args: P.args, **kwargs: P.kwargs) -> R:
-            target = signature.bind(*args, **kwargs).arguments[param]
-            with exclusive(Path(target), what):
+            with hold(Path(signature.bind(*args, **kwargs).arguments[param])):
                 return function(*args, **kwargs)
 
         return run
 
     return wrap
+
+
+def locked(param: str, what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A decorator: the call holds :func:`exclusive` on its argument ``param`` (a path) while it runs."""
+    return holding(param, lambda target: exclusive(target, what))
+
+
+def require_folder(target: Path, what: str) -> None:
+    """Refuse ``target`` as the folder for ``what`` when it is a file.
+
+    Raises:
+        UsageError: ``target`` is a file.
+    """
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} is a file; give a folder (for {what}) instead.")
 
 
 def unique_temp_name(path: Path) -> Path:
