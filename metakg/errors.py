@@ -9,9 +9,18 @@ from __future__ import annotations
 
 
 class MetakgError(Exception):
-    """Root of every error metakg raises on purpose."""
+    """Root of every error metakg raises on purpose.
+
+    The message says the cause and the fix in the library's terms; ``cli_fix`` is the command line that fixes
+    it, which the ``metakg`` command prints after the message (a library caller may have no command line).
+    """
 
     exit_code: int = 1
+
+    def __init__(self, message: str = "", *, cli_fix: str | None = None) -> None:
+        """``cli_fix``: the ``metakg ...`` command that fixes the cause, when there is one."""
+        super().__init__(message)
+        self.cli_fix = cli_fix
 
 
 class ConfigError(MetakgError):
@@ -85,7 +94,7 @@ class LLMError(MetakgError):
 
     exit_code = 1
 
-    def __init__(self, message: str, *, attempts: int = 1) -> None:
+    def __init__(self, message: str, *, attempts: int = 1, cli_fix: str | None = None) -> None:
         """``attempts``: how many times the request was sent before giving up."""
-        super().__init__(message)
+        super().__init__(message, cli_fix=cli_fix)
         self.attempts = attempts

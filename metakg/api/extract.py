@@ -56,7 +56,7 @@ def link_target(
         vectors = np.asarray(stored["vector"].to_list(), dtype=np.float32).reshape(stored.height, -1)
         return LinkTarget.from_nodes(bundle.nodes, vectors, stored["id"].to_list())
     names = bundle.nodes["name"].to_list()
-    say(f"embedding {len(names)} link-target names (run `metakg embed {path}` once to keep them)")
+    say(f"embedding {len(names)} link-target names (embedding the bundle once keeps them)")
     return LinkTarget.from_nodes(bundle.nodes, embed_in_blocks(embedder, names), bundle.nodes["id"].to_list())
 
 
@@ -233,8 +233,9 @@ def _earlier_run(path: Path, dataset: str) -> tuple[Earlier, pl.DataFrame]:
     if names != [(dataset, IMPORTER)]:
         held = ", ".join(f"{n} ({i})" for n, i in names) or "no source"
         raise UsageError(
-            f"--update {path}: the bundle holds {held}, not only an extraction of dataset {dataset!r}; give the "
-            "bundle an earlier `metakg extract --dataset NAME` wrote, and the same --dataset."
+            f"update {path}: the bundle holds {held}, not only an extraction of dataset {dataset!r}; give the "
+            "bundle an earlier extraction of that dataset wrote, and the same dataset.",
+            cli_fix=f"metakg extract FILE --dataset NAME --update {path} (the NAME its first extraction was given)",
         )
     stored = read_side_table(path, bundle, EXTRACTION_FILE)
     if stored is None:

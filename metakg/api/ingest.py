@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import uuid
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from metakg.llm.embedder import Embedder, embed_in_blocks
 from metakg.schemas.bundle import EMBEDDINGS_FILE, Bundle, merge_bundles, read_embeddings, source_entry, write_bundle
 from metakg.schemas.bundle_dir import writing
 from metakg.schemas.graph_store import GraphStore
+from metakg.schemas.tables import reject_reasons
 from metakg.schemas.vocabulary import default_vocabulary
 
 
@@ -67,6 +69,7 @@ def ingest_triples(
             progress=progress,
             separator=separator,
         )
+        report = dataclasses.replace(report, reject_reasons=tuple(reject_reasons(bundle.rejects)))
         _record_previous(bundle, previous, history, progress)
         (progress or quiet)("writing bundle")
         write_bundle(out, bundle)
@@ -128,6 +131,7 @@ def ingest_primekg(
         path = primekg_download(settings, progress)
     with writing(out):
         bundle, report = read_primekg(path, progress=progress)
+        report = dataclasses.replace(report, reject_reasons=tuple(reject_reasons(bundle.rejects)))
         _record_previous(bundle, previous, history, progress)
         (progress or quiet)("writing bundle")
         write_bundle(out, bundle)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -76,6 +77,8 @@ def emit_json(payload: dict[str, Any]) -> None:
 def fail(error: MetakgError, *, json_mode: bool, command: str = "") -> NoReturn:
     """Report ``error`` (stderr, plus the JSON line with --json) and exit with its code."""
     err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, markup=True)
+    if error.cli_fix:
+        err.print(f"  fix: {escape(error.cli_fix)}", highlight=False)
     if json_mode:
         emit_json(
             {
@@ -85,6 +88,7 @@ def fail(error: MetakgError, *, json_mode: bool, command: str = "") -> NoReturn:
                 "error_type": type(error).__name__,
                 "exit_code": error.exit_code,
             }
+            | ({"fix": error.cli_fix} if error.cli_fix else {})
         )
     raise typer.Exit(error.exit_code)
 
@@ -164,3 +168,16 @@ def finish(ok: bool, payload: dict[str, Any], *, json_mode: bool, fail_on_proble
         emit_json({"ok": ok, **payload})
     if not ok and fail_on_problem:
         raise typer.Exit(1)
+
+
+def print_reject_reasons(rejected: int, unit: str, reasons: Sequence[Mapping[str, object]], where: Path) -> None:
+    """Say on stderr how many records were rejected and why: the most frequent checks with a reason and the
+    first record that failed each (so a wrong file is recognised at once), then where the rest are."""
+    err.print(f"[yellow]{rejected} {unit} rejected; the most frequent reasons:[/]", highlight=False)
+    for reason in reasons:
+        err.print(
+            f"  {reason['count']} x {escape(str(reason['check']))}: {escape(str(reason['reason']))} "
+            f"(first: {escape(str(reason['record']))})",
+            highlight=False,
+        )
+    err.print(f"[yellow]every rejected {unit[:-1]} with its reason: {escape(str(where))}[/]", highlight=False)

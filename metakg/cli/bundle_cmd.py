@@ -104,10 +104,7 @@ def info(
                         table.add_row(name, str(n))
                     out.print(table)
             for src in manifest.get("sources", []):
-                out.print(
-                    f"source {src.get('name')}: {src.get('input')} via {src.get('importer')} "
-                    f"(read {src.get('read')}, accepted {src.get('accepted')}, rejected {src.get('rejected')})"
-                )
+                out.print(_source_line(src), highlight=False)
             if "embeddings" in manifest:
                 out.print(f"embeddings: {manifest['embeddings']}")
         finish(
@@ -122,6 +119,24 @@ def info(
             },
             json_mode=json_mode,
         )
+
+
+#: the entries of a manifest source every importer writes, shown before its own figures
+_SOURCE_HEAD = ("name", "input", "importer", "run_id", "at")
+
+
+def _source_line(src: dict[str, object]) -> str:
+    """One line per source: what was read, by what, when, then the figures that importer recorded (an ingest
+    counts lines read, accepted and rejected; a Wikidata sync entities and queries; an extraction units and
+    calls), each only when recorded."""
+    figures = ", ".join(
+        f"{key.replace('_', ' ')} {value}"
+        for key, value in src.items()
+        if key not in _SOURCE_HEAD and isinstance(value, int | float | str) and not isinstance(value, bool)
+    )
+    where = f": {src['input']}" if src.get("input") else ""
+    when = f" at {src['at']}" if src.get("at") else ""
+    return f"source {src.get('name')}{where} via {src.get('importer')}{when}" + (f" ({figures})" if figures else "")
 
 
 def diff(

@@ -7,7 +7,17 @@ from pathlib import Path
 import typer
 
 from metakg import api
-from metakg.cli._common import HISTORY_HELP, JSON_HELP, TOLERANCE_HELP, err, finish, guarded, out, progress, settings
+from metakg.cli._common import (
+    HISTORY_HELP,
+    JSON_HELP,
+    TOLERANCE_HELP,
+    finish,
+    guarded,
+    out,
+    print_reject_reasons,
+    progress,
+    settings,
+)
 
 app = typer.Typer(
     rich_markup_mode=None, help="Read a source into a KG bundle (common schema, Parquet).", no_args_is_help=True
@@ -60,7 +70,7 @@ def triples(
                 f"bundle {output}: {report.nodes} nodes, {report.edges} edges"
             )
             if report.rejected:
-                err.print(f"[yellow]{report.rejected} lines rejected; see {output / 'rejects.parquet'}[/]")
+                print_reject_reasons(report.rejected, "lines", report.reject_reasons, output / "rejects.parquet")
         fail = cfg.validation.fail_on_reject and not allow_rejects
         finish(
             api.rejects_tolerated(report.rejected, report.read, max_rejects),
@@ -110,7 +120,7 @@ def primekg(
                 f"bundle {output}: {report.nodes} nodes, {report.edges} edges"
             )
             if report.rejected:
-                err.print(f"[yellow]{report.rejected} rows rejected; see {output / 'rejects.parquet'}[/]")
+                print_reject_reasons(report.rejected, "rows", report.reject_reasons, output / "rejects.parquet")
         fail = cfg.validation.fail_on_reject and not allow_rejects
         finish(
             api.rejects_tolerated(report.rejected, report.read, max_rejects),

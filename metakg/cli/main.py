@@ -33,10 +33,41 @@ from metakg.cli import (
 from metakg.cli._common import emit_json
 from metakg.cli.entry import interrupted
 
+#: the root help's sections, in the order of the work: build, inspect, move, ask, serve, the rest
+COMMAND_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Build a graph", ("ingest", "extract", "sync", "merge", "validate", "embed")),
+    ("Inspect bundles", ("info", "diff", "history", "snapshot")),
+    ("Neo4j and RDF", ("load", "export")),
+    ("Query and ask", ("query", "ask", "eval", "tune", "calibrate", "casebank", "strategies")),
+    ("Serve", ("serve", "mcp", "llm")),
+    ("Other", ("demo", "config", "synthetic")),
+)
+
 
 class MetakgGroup(typer.core.TyperGroup):
     """The root command: a usage error (an unknown option, a missing argument, a bad value) keeps the --json
-    contract, one JSON object as the last line of stdout, and exits with status 2."""
+    contract, one JSON object as the last line of stdout, and exits with status 2. Its help lists the commands
+    in sections, in the order of the work (:data:`COMMAND_SECTIONS`)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        known = [name for _title, names in COMMAND_SECTIONS for name in names]
+        registered = super().list_commands(ctx)
+        return [n for n in known if n in registered] + sorted(n for n in registered if n not in known)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        registered = set(super().list_commands(ctx))
+        listed = {name for _title, names in COMMAND_SECTIONS for name in names}
+        sections = [*COMMAND_SECTIONS, ("More", tuple(sorted(registered - listed)))]
+        width = max((len(n) for n in registered), default=0)
+        for title, names in sections:
+            rows = []
+            for name in names:
+                command = self.get_command(ctx, name)
+                if command is not None and not command.hidden:
+                    rows.append((name.ljust(width), command.get_short_help_str(limit=formatter.width - width - 6)))
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **extra: Any) -> Any:
         given = list(sys.argv[1:] if args is None else args)
@@ -47,12 +78,30 @@ class MetakgGroup(typer.core.TyperGroup):
             e.show()
             if "--json" in given:
                 command = e.ctx.command_path.removeprefix(self.name or "metakg").strip() if e.ctx else ""
+                command = command or _command_named(given)
                 error = e.format_message()
                 emit_json({"ok": False, "command": command, "error": error, "error_type": "UsageError", "exit_code": 2})
             sys.exit(2)
         except (typer.Abort, KeyboardInterrupt):
             interrupted()
         sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) comes back as n
+
+
+def _command_named(args: Sequence[str]) -> str:
+    """The command the arguments name (``info``, ``ingest triples``), skipping the root options, for a usage
+    error found before the command was reached (a bad ``--config``)."""
+    words: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--config":
+            skip = True
+        elif not arg.startswith("-"):
+            words.append(arg)
+            if len(words) == 2 or words[0] not in {group.name for group in app.registered_groups}:
+                break
+    return " ".join(words)
 
 
 app = typer.Typer(
@@ -105,6 +154,8 @@ def root(
 ) -> None:
     """metakg: knowledge graphs from datasets, PrimeKG and Wikidata, validated, loaded and questioned."""
     if config is not None:
+        if not config.is_file():
+            raise typer.BadParameter(f"{config} is not a file.", param_hint="'--config'")
         os.environ["METAKG_CONFIG"] = str(config)
 
 

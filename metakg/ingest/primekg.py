@@ -74,9 +74,11 @@ class PrimeKGReport:
     mirrored_pairs: int
     exact_duplicates: int
 
-    def as_dict(self) -> dict[str, int]:
+    reject_reasons: tuple[dict[str, object], ...] = ()  # the most frequent checks (see reject_reasons)
+
+    def as_dict(self) -> dict[str, object]:
         """Plain JSON-able data."""
-        return dict(self.__dict__)
+        return {**self.__dict__, "reject_reasons": list(self.reject_reasons)}
 
 
 def _scan(path: Path, columns: list[str], *, lossy: bool = False) -> pl.LazyFrame:
@@ -130,8 +132,8 @@ def scan_kg(path: Path, *, lossy: bool = False) -> pl.LazyFrame:
         raise InputDataError(f"{path} holds neither kg.csv nor nodes.csv + edges.csv.")
     if not path.is_file():
         raise InputDataError(
-            f"PrimeKG file {path} does not exist. Download kg.csv from Harvard Dataverse (doi:10.7910/DVN/IXA7BM) "
-            "or run `metakg ingest primekg --download`."
+            f"PrimeKG file {path} does not exist. Download kg.csv from Harvard Dataverse (doi:10.7910/DVN/IXA7BM).",
+            cli_fix="metakg ingest primekg --download -o BUNDLE",
         )
     return _scan(path, KG_COLUMNS, lossy=lossy)
 

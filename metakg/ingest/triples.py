@@ -46,9 +46,11 @@ class TripleIngestReport:
     nodes: int
     edges: int
 
-    def as_dict(self) -> dict[str, int]:
+    reject_reasons: tuple[dict[str, object], ...] = ()  # the most frequent checks (see reject_reasons)
+
+    def as_dict(self) -> dict[str, object]:
         """The report as plain JSON-able data."""
-        return dict(self.__dict__)
+        return {**self.__dict__, "reject_reasons": list(self.reject_reasons)}
 
 
 def _name(expr: pl.Expr) -> pl.Expr:

@@ -47,7 +47,10 @@ def rel_type(rel: str) -> str:
         StoreError: the relation is not snake_case word characters (validate the bundle first).
     """
     if not _REL_RE.match(rel) or "`" in rel:
-        raise StoreError(f"relation {rel!r} cannot be a relationship type; run `metakg validate` first.")
+        raise StoreError(
+            f"relation {rel!r} cannot be a relationship type; validate the bundle first.",
+            cli_fix="metakg validate BUNDLE",
+        )
     return f"`{rel}`"
 
 

@@ -179,7 +179,9 @@ class EmbeddedStore(ClosingStore):
     # ------------------------------------------------------------------ indexing
     def _index(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
         if nodes["id"].n_unique() != nodes.height or nodes["id"].null_count():
-            raise StoreError("node ids are not unique or some are null; run `metakg validate` on the bundle first.")
+            raise StoreError(
+                "node ids are not unique or some are null; validate the bundle first.", cli_fix="metakg validate BUNDLE"
+            )
         self._nodes = nodes
         self._edges = edges
         ids = nodes["id"].to_list()
@@ -192,7 +194,10 @@ class EmbeddedStore(ClosingStore):
         ends = ends.join(lookup.rename({"id": "src", "_i": "_s"}), on="src", how="left")
         ends = ends.join(lookup.rename({"id": "dst", "_i": "_d"}), on="dst", how="left").sort("_e")
         if ends["_s"].null_count() or ends["_d"].null_count():
-            raise StoreError("some edges point at node ids that do not exist; run `metakg validate` first.")
+            raise StoreError(
+                "some edges point at node ids that do not exist; validate the bundle first.",
+                cli_fix="metakg validate BUNDLE",
+            )
         self._rels: list[str] = sorted(edges["rel"].unique().to_list())
         self._rel_code = {r: i for i, r in enumerate(self._rels)}
         rel = (
@@ -291,7 +296,8 @@ class EmbeddedStore(ClosingStore):
         if self._vectors is None:
             if self._precomputed is None and self._embedder is None:
                 raise StoreError(
-                    "embedding search needs an embedder or precomputed embeddings (run `metakg embed BUNDLE`)."
+                    "embedding search needs an embedder or the bundle's name embeddings.",
+                    cli_fix="metakg embed BUNDLE",
                 )
             names = self._nodes["name"]
             if self._precomputed is None:
@@ -308,7 +314,10 @@ class EmbeddedStore(ClosingStore):
                 )  # a writable copy: nodes added later are filled in below
             if len(missing):  # nodes added after the embeddings were computed (upsert) are embedded now
                 if self._embedder is None:
-                    raise StoreError("the bundle's embeddings do not cover every node; run `metakg embed` again.")
+                    raise StoreError(
+                        "the bundle's name embeddings do not cover every node; embed the bundle again.",
+                        cli_fix="metakg embed BUNDLE",
+                    )
                 fresh = self._embedder.embed(names.gather(missing).to_list())
                 if vectors.shape[1] == 0:
                     vectors = np.zeros((self._nodes.height, fresh.shape[1]), dtype=np.float32)
@@ -376,7 +385,8 @@ class EmbeddedStore(ClosingStore):
             return self._idx[node_id]
         except KeyError:
             raise NodeNotFound(
-                f"no node with id {node_id!r} in this graph; find ids with `metakg query search`."
+                f"no node with id {node_id!r} in this graph; find ids by searching the names.",
+                cli_fix="metakg query search GRAPH TEXT",
             ) from None
 
     def _rel_filter(self, relations: Sequence[str] | None) -> IntArray | None:

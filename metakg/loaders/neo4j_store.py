@@ -218,7 +218,10 @@ class Neo4jStore(ClosingStore):
 
     def _require(self, node_id: str) -> None:
         if not self._run(cypher.GET_NODES, ids=[node_id]):
-            raise NodeNotFound(f"no node with id {node_id!r} in this graph; find ids with `metakg query search`.")
+            raise NodeNotFound(
+                f"no node with id {node_id!r} in this graph; find ids by searching the names.",
+                cli_fix="metakg query search GRAPH TEXT",
+            )
 
     def counts(self) -> dict[str, int]:
         """Entity nodes and the relationships between them."""
@@ -247,7 +250,10 @@ class Neo4jStore(ClosingStore):
         ``relations``; one query."""
         found, _ = self.neighbours_of([node_id], relations=relations, direction=direction, limit=limit)
         if node_id not in found:
-            raise NodeNotFound(f"no node with id {node_id!r} in this graph; find ids with `metakg query search`.")
+            raise NodeNotFound(
+                f"no node with id {node_id!r} in this graph; find ids by searching the names.",
+                cli_fix="metakg query search GRAPH TEXT",
+            )
         return found[node_id]
 
     def neighbours_of(
@@ -344,7 +350,7 @@ class Neo4jStore(ClosingStore):
             return (
                 f"this database's name embeddings were made by {model or 'an unrecorded model'} ({dims} dimensions); "
                 f"the configured embedder is {name} ({embedder.dim}): configure that model (embedder.model_dir), "
-                "or run `metakg embed BUNDLE` with this one and load the bundle again."
+                "or embed the bundle with this one and load it again."
             )
         return ""
 
@@ -352,7 +358,10 @@ class Neo4jStore(ClosingStore):
         if self._embedder is None:
             raise StoreError("embedding search needs an embedder to embed the query; configure the embedder.")
         if cypher.VECTOR_INDEX not in self._indexes():
-            raise StoreError("this database has no name embeddings: run `metakg embed BUNDLE`, then load it again.")
+            raise StoreError(
+                "this database has no name embeddings: embed the bundle, then load it again.",
+                cli_fix="metakg embed BUNDLE && metakg load neo4j BUNDLE",
+            )
         if self._embedding_checked is None:
             self._embedding_checked = self._check_embedding_model(self._embedder)
         if self._embedding_checked:

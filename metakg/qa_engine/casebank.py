@@ -134,8 +134,10 @@ class CaseBank:
         """
         manifest_path = folder / "manifest.json"
         if not manifest_path.is_file() or not (folder / "cases.parquet").is_file():
-            raise InputDataError(f"{folder} is not a case bank (no manifest.json and cases.parquet); build one with "
-                                 "`metakg casebank build`.")  # fmt: skip
+            raise InputDataError(
+                f"{folder} is not a case bank (no manifest.json and cases.parquet); build one first.",
+                cli_fix="metakg casebank build",
+            )
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as e:
@@ -143,7 +145,8 @@ class CaseBank:
         if not isinstance(manifest, dict) or manifest.get("format") != "metakg-casebank":
             raise InputDataError(
                 f"{folder} is not a case bank: its manifest.json is not a case bank's (a KG bundle?). Point "
-                "[qa.medcog] casebank at a folder `metakg casebank build` wrote."
+                "[qa.medcog] casebank at a folder a case-bank build wrote.",
+                cli_fix="metakg casebank build",
             )
         if manifest.get("version") != FORMAT_VERSION:
             raise InputDataError(f"{folder}: case bank format {manifest.get('version')!r} is not {FORMAT_VERSION}.")

@@ -231,14 +231,15 @@ def read_side_table(path: Path, bundle: Bundle, name: str) -> pl.DataFrame | Non
         if not version.has(name):
             if expected is None:
                 return None
-            raise BundleError(f"{path / name} is missing although {MANIFEST_FILE} lists it: write the bundle again.")
+            raise _missing(path, name)
         try:
             with version.open(name) as fh:
                 if bundle.verified:
                     if expected is None:
                         raise BundleError(
-                            f"{path / MANIFEST_FILE} records no hash for {name}: run `metakg validate {path} "
-                            "--accept-changes` to check the bundle and record them."
+                            f"{path / MANIFEST_FILE} records no hash for {name}: validate the bundle accepting "
+                            "changes to check it and record them.",
+                            cli_fix=f"metakg validate {path} --accept-changes",
                         )
                     if sha256_of(fh) != expected:
                         raise BundleError(
@@ -351,7 +352,8 @@ def check_manifest(manifest: Any, path: Path, *, hashes: bool = True) -> dict[st
         if missing:
             raise BundleError(
                 f"{where} records no content hash for {', '.join(missing)}, so the tables cannot be checked. If the "
-                f"bundle is yours, run `metakg validate {path} --accept-changes` to check it and record them."
+                "bundle is yours, validate it accepting changes to check it and record them.",
+                cli_fix=f"metakg validate {path} --accept-changes",
             )
     return manifest
 
@@ -376,6 +378,17 @@ def _parse_manifest(raw: bytes, path: Path, *, hashes: bool) -> dict[str, Any]:
             f"{path / MANIFEST_FILE} nests too deeply to be a manifest: write the bundle again."
         ) from None
     return check_manifest(parsed, path, hashes=hashes)
+
+
+def _missing(path: Path, name: str) -> BundleError:
+    """A table the manifest lists is not there: the name embeddings can be made again from the nodes; the
+    other tables only by writing the bundle again."""
+    if name == EMBEDDINGS_FILE:
+        return BundleError(
+            f"{path / name} is missing although {MANIFEST_FILE} lists it: embed the bundle again to make it.",
+            cli_fix=f"metakg embed {path}",
+        )
+    return BundleError(f"{path / name} is missing although {MANIFEST_FILE} lists it: write the bundle again.")
 
 
 def _no_manifest(path: Path) -> BundleError:
@@ -428,8 +441,9 @@ def _read_version(version: Version, path: Path, *, verify: bool, tables: bool, e
                 if (size is not None and os.fstat(fh.fileno()).st_size != size) or sha256_of(fh) != hashes[name]:
                     raise BundleError(
                         f"{path / name} changed since the bundle was written (its size or hash differs from "
-                        f"{MANIFEST_FILE}). If the change is deliberate, run `metakg validate {path} "
-                        "--accept-changes`; otherwise write the bundle again."
+                        f"{MANIFEST_FILE}). If the change is deliberate, validate the bundle accepting changes; "
+                        "otherwise write the bundle again.",
+                        cli_fix=f"metakg validate {path} --accept-changes",
                     )
         frames: dict[str, pl.DataFrame] = {}
         if tables:
@@ -468,9 +482,7 @@ def _read(path: Path, *, verify: bool, tables: bool, every: bool = False) -> Bun
                 name = Path(str(e.filename or MANIFEST_FILE)).name
                 if name == MANIFEST_FILE:
                     raise _no_manifest(path) from None
-                raise BundleError(
-                    f"{path / name} is missing although {MANIFEST_FILE} lists it: write the bundle again."
-                ) from None
+                raise _missing(path, name) from None
     raise BundleError(f"{path} kept changing while it was read ({READ_ATTEMPTS} new versions); try again.")
 
 

@@ -267,6 +267,8 @@ def run_search(
             return hits
     if embedding is None:
         if mode == "embedding":
-            raise StoreError("embedding search needs an embedder or precomputed embeddings (run `metakg embed`).")
+            raise StoreError(
+                "embedding search needs an embedder or the bundle's name embeddings.", cli_fix="metakg embed BUNDLE"
+            )
         return []
     return embedding(text, k)

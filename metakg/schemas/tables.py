@@ -142,6 +142,21 @@ def conform_rejects(frame: pl.DataFrame, *, strict: bool = False, where: Path | 
     return _conform(frame, REJECT_SCHEMA, ("check", "reason"), "reject", strict=strict, where=where)
 
 
+def reject_reasons(rejects: pl.DataFrame, top: int = 3) -> list[dict[str, object]]:
+    """The ``top`` most frequent checks among ``rejects``: ``check``, ``count``, and the ``reason`` and ``record``
+    of the first row that failed it, most frequent first (what a person needs to see why a file was refused)."""
+    if rejects.is_empty():
+        return []
+    grouped = (
+        rejects.with_row_index("_order")
+        .group_by("check")
+        .agg(pl.len().alias("count"), pl.col("_order").min(), pl.col("reason").first(), pl.col("record").first())
+        .sort(["count", "_order"], descending=[True, False])
+        .head(top)
+    )
+    return [{k: row[k] for k in ("check", "count", "reason", "record")} for row in grouped.iter_rows(named=True)]
+
+
 def empty_nodes() -> pl.DataFrame:
     """A node table with no rows."""
     return pl.DataFrame(schema=dict(NODE_SCHEMA))

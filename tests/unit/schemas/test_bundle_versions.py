@@ -215,8 +215,9 @@ def test_a_manifest_without_hashes_is_refused_unless_told(tmp_path: Path, hashes
     path = tmp_path / "b"
     write_bundle(path, small_bundle())
     edit_manifest(path, content_hashes=hashes)
-    with pytest.raises(BundleError, match=r"records no content hash .*--accept-changes"):
+    with pytest.raises(BundleError, match=r"records no content hash .*accepting changes") as refused:
         read_bundle(path)
+    assert refused.value.cli_fix == f"metakg validate {path} --accept-changes"
     told = read_bundle(path, verify=False)  # validate --accept-changes reads it, and records the hashes
     write_bundle(path, told)
     assert read_bundle(path).nodes.height == small_bundle().nodes.height
