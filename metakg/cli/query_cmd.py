@@ -120,6 +120,7 @@ class ModeChoice(StrEnum):
     auto = "auto"
     exact = "exact"
     normalised = "normalised"
+    fuzzy = "fuzzy"
     embedding = "embedding"
 
 
@@ -127,13 +128,17 @@ class ModeChoice(StrEnum):
 def search(
     graph: str = typer.Argument(..., help=GRAPH_HELP),
     text: str = typer.Argument(..., help="A name to look for."),
-    mode: ModeChoice = typer.Option(ModeChoice.auto, help="auto tries exact, normalised, then embedding."),
+    mode: ModeChoice = typer.Option(
+        ModeChoice.auto,
+        help="auto: the exact and normalised matches, then typos (fuzzy), then the most similar names (embedding), "
+        "up to -k nodes.",
+    ),
     k: int = typer.Option(10, "--k", "-k", min=1, max=MAX_HITS, help=f"At most this many hits (at most {MAX_HITS})."),
     as_of: str | None = typer.Option(None, "--as-of", help=AS_OF_HELP),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Find nodes by name or alias: exact, normalised (case, punctuation, leading article), or by
-    embedding similarity."""
+    """Find nodes by name or alias: exact, normalised (case, punctuation, leading article), within a few letter
+    edits (typos), or by embedding similarity; auto gives each node once, in the first way that found it."""
     cfg = settings()
     with guarded("query search", json_mode):
         with progress("searching") as say, api.open_store(cfg, graph, as_of=_time(as_of), progress=say) as store:

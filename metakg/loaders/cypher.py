@@ -66,7 +66,7 @@ def schema_statements(vector_dimensions: int | None) -> list[str]:
         f"CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (n:{ENTITY}) REQUIRE n.id IS UNIQUE",
         f"CREATE INDEX entity_name IF NOT EXISTS FOR (n:{ENTITY}) ON (n.name)",
         f"CREATE INDEX entity_name_key IF NOT EXISTS FOR (n:{ENTITY}) ON (n.name_key)",
-        f"CREATE FULLTEXT INDEX entity_names IF NOT EXISTS FOR (n:{ENTITY}) ON EACH [n.name, n.all_names]",
+        f"CREATE FULLTEXT INDEX {NAMES_INDEX} IF NOT EXISTS FOR (n:{ENTITY}) ON EACH [n.name, n.all_names]",
         f"CREATE FULLTEXT INDEX {ALIAS_INDEX} IF NOT EXISTS FOR (n:{ENTITY}) ON EACH [n.alias_key_text] "
         "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
     ]
@@ -198,6 +198,25 @@ SEARCH_NAMES = (
 """The exact (``how`` 0) and normalised (1) name and alias matches of every ``$items`` ``{text, key,
 phrase}`` in one round trip, in match order then id order (:data:`SEARCH_EXACT_INDEXED`,
 :data:`SEARCH_KEY_INDEXED` for many texts)."""
+NAMES_INDEX = "entity_names"
+"""The full-text index over the names and aliases (the standard analyzer): users' text search, and the
+candidates of an edit-distance search."""
+SEARCH_FUZZY = (
+    f"CALL db.index.fulltext.queryNodes('{NAMES_INDEX}', $lucene, {{limit: $candidates}}) YIELD node AS n "
+    f"RETURN {NODE_RETURN} AS node"
+)
+"""Candidates for an edit-distance search: the nodes whose names hold the key's words within Lucene's fuzzy
+edits (``word~1``); the distances of the whole keys are measured by the caller."""
+
+
+def fuzzy_query(key: str) -> str:
+    """The Lucene query of an edit-distance search for a match key: every word, those of five letters or more
+    with up to one edit (``~1``), of nine or more with two. A key is word characters and single spaces, so
+    nothing needs escaping, and being lower case it holds no operator (``AND``, ``OR``)."""
+    words = [w for w in key.split() if w]
+    return " ".join(f"{w}~2" if len(w) >= 9 else f"{w}~1" if len(w) >= 5 else w for w in words)
+
+
 INDEXES = "SHOW INDEXES YIELD name RETURN collect(name) AS names"
 EMBEDDING_META_SET = (
     "MERGE (m:MetakgEmbedding {index: $index}) SET m.model = $model, m.dimensions = $dimensions, "

@@ -16,6 +16,7 @@ import numpy.typing as npt
 import polars as pl
 
 from metakg.errors import NodeNotFound, StoreError
+from metakg.identity.strings import close_keys, similarity
 from metakg.llm.embedder import Embedder
 from metakg.loaders.path_core import PathCore, address, load_library
 from metakg.schemas.bundle import Bundle, merge_bundles
@@ -213,6 +214,7 @@ class EmbeddedStore(ClosingStore):
         self._reset_derived()
         self._names: dict[str, list[int]] | None = None
         self._keys: dict[str, list[int]] | None = None
+        self._key_order: list[str] | None = None  # the keys of ``_keys`` as a list, for edit-distance search
         self._vectors: npt.NDArray[np.float32] | None = None
         self._edge_rows: dict[str, int] | None = None
         self._edge_rank: IntArray | None = None
@@ -473,8 +475,25 @@ class EmbeddedStore(ClosingStore):
             k=k,
             exact=lambda: self._nodes_at(self._by_id(self._name_indexes()[0].get(text.strip(), []))[:k]),
             normalised=lambda: self._by_key(match_key(text), k),
+            fuzzy=lambda: self._fuzzy(match_key(text), k),
             embedding=self._embedding_search if self._embedder is not None else None,
         )
+
+    def _fuzzy(self, key: str, k: int) -> list[SearchHit]:
+        """The nodes whose name or alias key is within a few edits of ``key`` (:func:`close_keys`), closest
+        first, then by id; each node once, scored by its closest key."""
+        keys = self._key_list()
+        hits: dict[int, SearchHit] = {}
+        for position, _distance in close_keys(key, keys):
+            for row in self._by_id(self._name_indexes()[1][keys[position]]):
+                if row not in hits and len(hits) < k:
+                    hits[row] = SearchHit(self._nodes_at([row])[0], similarity(key, keys[position]), "fuzzy")
+        return list(hits.values())
+
+    def _key_list(self) -> list[str]:
+        if self._key_order is None:
+            self._key_order = list(self._name_indexes()[1])
+        return self._key_order
 
     def _by_key(self, key: str, k: int) -> list[NodeRecord]:
         """The nodes whose name or alias has the normalised form ``key`` (none for an empty key: a text without
@@ -750,7 +769,7 @@ class EmbeddedStore(ClosingStore):
         self._n_aliases = _set(self._n_aliases, rows, merged["aliases"].list.len().to_numpy())
         self._n_xrefs = _set(self._n_xrefs, rows, merged["xrefs"].list.len().to_numpy())
         self._node_cols = {name: self._nodes.get_column(name) for name in self._node_cols}
-        self._names = self._keys = None  # a merge adds aliases; the name index is rebuilt on the next lookup
+        self._names = self._keys = self._key_order = None  # a merge adds aliases: rebuilt on the next lookup
 
     def _append_nodes(self, new: pl.DataFrame) -> None:
         start = len(self._ids)

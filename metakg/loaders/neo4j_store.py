@@ -15,6 +15,7 @@ import polars as pl
 
 from metakg.config import Neo4jSettings
 from metakg.errors import ConfigError, NodeNotFound, StoreError
+from metakg.identity.strings import close_distance, max_edits, similarity
 from metakg.llm.embedder import Embedder
 from metakg.loaders import cypher
 from metakg.loaders.neo4j_loader import dynamic_types, load_bundle
@@ -110,6 +111,8 @@ def _edge(data: dict[str, Any]) -> EdgeRecord:
 
 #: nodes the vector index proposes at least, before the exact ranking keeps k (``cypher.SEARCH_VECTOR``)
 VECTOR_CANDIDATES = 200
+#: nodes the full-text index proposes to an edit-distance search, before the distances of whole keys are measured
+FUZZY_CANDIDATES = 100
 #: seconds a read-only query may run (``Neo4jStore.read_query``)
 READ_QUERY_TIMEOUT_S = 10.0
 
@@ -301,13 +304,29 @@ class Neo4jStore(ClosingStore):
             query = cypher.SEARCH_KEY_INDEXED if indexed else cypher.SEARCH_KEY
             return [_node(r["node"]) for r in self._run(query, key=key, phrase=phrase, k=k)]
 
+        def fuzzy() -> list[SearchHit]:
+            if max_edits(key) == 0 or cypher.NAMES_INDEX not in self._indexes():
+                return []
+            rows = self._run(cypher.SEARCH_FUZZY, lucene=cypher.fuzzy_query(key), candidates=FUZZY_CANDIDATES)
+            scored = []
+            for row in rows:
+                node = _node(row["node"])
+                distance, closest = min(
+                    (close_distance(key, match_key(n)), match_key(n)) for n in (node.name, *node.aliases)
+                )
+                if distance <= max_edits(key):
+                    scored.append((distance, node.id, SearchHit(node, similarity(key, closest), "fuzzy")))
+            return [hit for _d, _i, hit in sorted(scored, key=lambda s: s[:2])][:k]
+
+        embeds = self._embedder is not None and (mode == "embedding" or cypher.VECTOR_INDEX in self._indexes())
         return run_search(
             text,
             mode=mode,
             k=k,
             exact=exact,
             normalised=normalised,
-            embedding=self._embedding_search if self._embedder is not None else None,
+            fuzzy=fuzzy,
+            embedding=self._embedding_search if embeds else None,  # auto leaves out what the database lacks
         )
 
     def search_names(self, texts: Sequence[str], *, k: int = 10) -> dict[str, list[SearchHit]]:

@@ -161,11 +161,15 @@ class EntityMatch:
 
 
 def search_node(store: GraphStore, text: str, k: int = 1) -> list[Any]:
-    """The store's search (``auto``); without name embeddings (a Neo4j database not embedded) name matches only."""
-    try:
-        return store.search(text, mode="auto", k=k)
-    except StoreError:
-        return store.search(text, mode="normalised", k=k)
+    """A concept's candidate nodes: its exact name matches, else its normalised ones, else its embedding hits
+    (none without name embeddings). The first way that finds something decides, so the thresholds of
+    grounding (``tau_entity``, ``tau_margin``) compare hits of one kind; typo matches are left to people's
+    searches."""
+    for mode in ("exact", "normalised"):
+        hits = store.search(text, mode=mode, k=k)
+        if hits:
+            return hits
+    return _embedding_hits(store, text, k)
 
 
 def match_entities(concepts: Sequence[str], ctx: QAContext, types: Collection[str] | None = None) -> list[EntityMatch]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Self, runtime_checkable
 
@@ -15,7 +15,8 @@ from metakg.errors import StoreError, UsageError
 
 Direction = Literal["out", "in", "both"]
 Vector = Sequence[float] | npt.NDArray[np.float32]
-SearchMode = Literal["exact", "normalised", "embedding", "auto"]
+SearchMode = Literal["exact", "normalised", "fuzzy", "embedding", "auto"]
+"""How a name search matches; ``auto`` tries every way in that order (see :func:`run_search`)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class SearchHit:
 
     node: NodeRecord
     score: float
-    match: Literal["exact", "normalised", "embedding"]
+    match: Literal["exact", "normalised", "fuzzy", "embedding"]
 
 
 @dataclass(frozen=True)
@@ -234,20 +235,29 @@ def run_search(
     k: int,
     exact: Callable[[], list[NodeRecord]],
     normalised: Callable[[], list[NodeRecord]],
+    fuzzy: Callable[[], list[SearchHit]],
     embedding: Callable[[str, int], list[SearchHit]] | None,
 ) -> list[SearchHit]:
-    """The search policy every store shares: exact, normalised, then (``auto``) embedding similarity.
+    """The search policy every store shares.
+
+    One mode asks one way: ``exact`` (the name or an alias as written), ``normalised`` (the same after case,
+    punctuation and a leading article are ignored), ``fuzzy`` (a match key within a few letter edits: typos)
+    or ``embedding`` (name-embedding similarity). ``auto`` asks them all in that order and returns up to ``k``
+    nodes, each once and in the first way that found it, so a name's exact node comes first and the rest are
+    filled with the nodes most like it (*car* gives car, then automobile, vehicle, ...), and a typo still
+    finds its node (*automobil*).
 
     Args:
         text: what to look for.
-        mode: ``exact``, ``normalised``, ``embedding`` or ``auto``.
+        mode: ``exact``, ``normalised``, ``fuzzy``, ``embedding`` or ``auto``.
         k: at most this many hits.
         exact: the store's exact name/alias lookup.
         normalised: the store's normalised-key lookup.
-        embedding: the store's vector search, or None when it cannot embed.
+        fuzzy: the store's edit-distance lookup (scores in (0, 1], closest first).
+        embedding: the store's vector search, or None when it cannot embed (``auto`` then leaves it out).
 
     A text without a letter or digit (punctuation, control characters, emoji) has no normalised form, so the
-    stores' normalised lookups find nothing for it rather than every node whose name is punctuation.
+    stores' normalised and fuzzy lookups find nothing for it rather than every node whose name is punctuation.
 
     Raises:
         UsageError: the text is empty, or only blanks and control characters.
@@ -257,18 +267,29 @@ def run_search(
         raise StoreError(f"k must be at least 1, got {k}.")
     if not searchable(text):
         raise UsageError("nothing to search for: the text is empty, or only blanks and control characters.")
-    if mode in ("exact", "auto"):
-        hits = [SearchHit(node, 1.0, "exact") for node in exact()]
-        if hits or mode == "exact":
-            return hits
-    if mode in ("normalised", "auto"):
-        hits = [SearchHit(node, 1.0, "normalised") for node in normalised()]
-        if hits or mode == "normalised":
-            return hits
-    if embedding is None:
-        if mode == "embedding":
+    if mode == "exact":
+        return [SearchHit(node, 1.0, "exact") for node in exact()]
+    if mode == "normalised":
+        return [SearchHit(node, 1.0, "normalised") for node in normalised()]
+    if mode == "fuzzy":
+        return fuzzy()[:k]
+    if mode == "embedding":
+        if embedding is None:
             raise StoreError(
                 "embedding search needs an embedder or the bundle's name embeddings.", cli_fix="metakg embed BUNDLE"
             )
-        return []
-    return embedding(text, k)
+        return embedding(text, k)
+    hits: dict[str, SearchHit] = {}
+
+    def add(found: Iterable[SearchHit]) -> None:
+        for hit in found:
+            if len(hits) < k:
+                hits.setdefault(hit.node.id, hit)
+
+    add(SearchHit(node, 1.0, "exact") for node in exact())
+    add(SearchHit(node, 1.0, "normalised") for node in normalised() if len(hits) < k)
+    if len(hits) < k:
+        add(fuzzy())
+    if len(hits) < k and embedding is not None:
+        add(embedding(text, k + len(hits)))  # the nodes already found may come back among them
+    return list(hits.values())

@@ -454,7 +454,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     @app.get("/api/search", responses=error_responses())
     def search(
         q: Annotated[str, Query(min_length=1, max_length=500, description="A name or description.")],
-        mode: Literal["exact", "normalised", "embedding", "auto"] = "auto",
+        mode: Literal["exact", "normalised", "fuzzy", "embedding", "auto"] = "auto",
         k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
     ) -> list[dict[str, Any]]:
         """Nodes matching the text: exact name or alias, normalised, then by name embedding (``auto``)."""

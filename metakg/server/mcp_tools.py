@@ -86,7 +86,7 @@ def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> A
     @server.tool(description="Nodes whose name or alias matches the text (exact, normalised, then by embedding).")
     @_told
     def search(
-        text: str, k: int = 10, mode: Literal["exact", "normalised", "embedding", "auto"] = "auto"
+        text: str, k: int = 10, mode: Literal["exact", "normalised", "fuzzy", "embedding", "auto"] = "auto"
     ) -> list[dict[str, Any]]:
         return [asdict(hit) for hit in store.search(text, mode=mode, k=_bounded("k", k, MAX_K))]
 

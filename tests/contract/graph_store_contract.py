@@ -162,6 +162,24 @@ class GraphStoreContract:
         assert store.search("ASPIRIN")[0].match == "normalised"
         assert store.search("painkiller drug acetylsalicylic")[0].match == "embedding"
 
+    def test_auto_search_fills_k_with_each_node_once_best_way_first(self, store: GraphStore, bundle: Bundle) -> None:
+        hits = store.search("aspirin", k=5)
+        assert len(hits) == 5 and hits[0].node.id == self.nid(bundle, "aspirin") and hits[0].match == "exact"
+        assert len({h.node.id for h in hits}) == 5  # each node once: the exact one is not repeated by embedding
+        assert [h.match for h in hits[1:]] == ["embedding"] * 4
+        order = {"exact": 0, "normalised": 1, "fuzzy": 2, "embedding": 3}
+        assert [order[h.match] for h in hits] == sorted(order[h.match] for h in hits)
+
+    def test_fuzzy_search_finds_typos_of_longer_names_only(self, store: GraphStore, bundle: Bundle) -> None:
+        hits = store.search("sumatriptn", mode="fuzzy")  # one letter dropped
+        assert [h.node.id for h in hits] == [self.nid(bundle, "sumatriptan")] and hits[0].match == "fuzzy"
+        assert hits[0].score == pytest.approx(1 - 1 / 11)
+        assert [h.node.name for h in store.search("Cephalalgai", mode="fuzzy")] == ["headache"]  # an alias, two edits
+        assert store.search("flux", mode="fuzzy") == []  # four letters: one edit is another word
+        assert store.search("aspirinxyz", mode="fuzzy") == []  # three edits
+        typo = store.search("warfarine", k=3)
+        assert typo[0].node.name == "warfarin" and typo[0].match == "fuzzy"
+
     # ---------------------------------------------------------------- paths
     def test_shortest_path_two_hops(self, store: GraphStore, bundle: Bundle) -> None:
         paths = store.shortest_paths(self.nid(bundle, "aspirin"), self.nid(bundle, "migraine"))

@@ -1,0 +1,49 @@
+"""Edit-distance similarity of names (RapidFuzz; the only module that imports it).
+
+Names are compared by their match keys (:func:`metakg.schemas.tables.match_key`: NFKC, lower case,
+punctuation to spaces, no leading article), so a typo is an edit of letters, never of case or punctuation.
+How many edits a name may carry grows with its length, as Lucene's fuzzy ``AUTO`` rule does, but stricter
+for short names: a one-letter edit of a word of four letters or fewer is another word far too often
+(*car*: *cat*, *bar*, *cap*), so short names must match exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
+
+
+def max_edits(key: str) -> int:
+    """Edits a name of this key may differ by and still be the name asked for: 0 up to 4 characters, 1 up to
+    8, 2 beyond."""
+    return 0 if len(key) <= 4 else 1 if len(key) <= 8 else 2
+
+
+def similarity(a: str, b: str) -> float:
+    """1 minus the edit distance over the longer length: 1.0 for equal keys, 0.9 for one edit in ten."""
+    longest = max(len(a), len(b))
+    return 1.0 - Levenshtein.distance(a, b) / longest if longest else 1.0
+
+
+def close_distance(a: str, b: str) -> int:
+    """The edit distance of two keys (insertions, deletions, substitutions)."""
+    return int(Levenshtein.distance(a, b))
+
+
+def close_keys(key: str, keys: Sequence[str], *, exact: bool = True) -> list[tuple[int, int]]:
+    """The positions in ``keys`` of the keys within :func:`max_edits` of ``key``, with their distances, closest
+    first (ties in position order); ``exact=False`` leaves out the key itself (distance 0).
+
+    Args:
+        key: the match key asked for (empty: nothing is close).
+        keys: the match keys to compare with.
+        exact: whether a key equal to ``key`` counts.
+    """
+    edits = max_edits(key)
+    if not key or (edits == 0 and not exact):
+        return []
+    found = process.extract(key, keys, scorer=Levenshtein.distance, score_cutoff=edits, limit=None)
+    hits = [(int(index), int(distance)) for _choice, distance, index in found if exact or distance > 0]
+    return sorted(hits, key=lambda hit: (hit[1], hit[0]))
