@@ -424,6 +424,9 @@ class ServerSettings(Section):
     max_concurrent_asks: int = Field(default=4, ge=1, le=64, description="Questions answered at once; more wait.")
     max_question_chars: int = Field(default=2000, ge=10, le=100_000, description="Longest question accepted.")
     max_body_bytes: int = Field(default=65_536, ge=1024, le=10_000_000, description="Largest request body.")
+    body_idle_s: float = Field(
+        default=30.0, gt=0, le=3600, description="Seconds a request body may pause before the request is a 408."
+    )
     cors_origins: list[str] = Field(
         default_factory=list,
         description="Web origins allowed to call the API from a browser (e.g. http://localhost:3000); "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import urllib.error
 import urllib.request
@@ -37,7 +38,8 @@ def download(url: str, target: Path, *, error: type[MetakgError], hint: str, tim
         with urllib.request.urlopen(request, timeout=timeout) as response, tmp.open("wb") as fh:
             shutil.copyfileobj(response, fh)
     except (urllib.error.URLError, OSError, TimeoutError) as e:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a folder it could not write holds no part to remove
+            tmp.unlink(missing_ok=True)
         raise error(f"the download of {mask_url(url)} failed ({e}). {hint}") from e
     tmp.replace(target)
     return target

@@ -34,7 +34,24 @@ _PAIR = re.compile(r"([?&;])([^=&;#\s]*)=([^&;#\s]*)")
 
 def _secret_name(name: str) -> bool:
     plain = urllib.parse.unquote_plus(name).strip().lower().replace("-", "_")
+    plain = re.sub(r"\[[^\]]*\]$", "", plain)  # an array form: api_key[] or api_key[0]
     return any(plain == secret or plain.endswith(f"_{secret}") for secret in SECRET_PARAMETERS)
+
+
+def secret_pattern(secret: str) -> re.Pattern[str]:
+    """A pattern that finds ``secret`` in a URL however it was written: each character as itself or
+    percent-encoded (every byte of it), in either case of hex digit, once or twice encoded (``%2B``, ``%2b``,
+    ``%252B``), a blank also as ``+``, and every mix of these (a key with ``+`` or ``/`` in it is re-quoted
+    differently by each client and server)."""
+
+    def escaped(byte: int) -> str:
+        return "%(?:25)?" + "".join(f"[{h}{h.lower()}]" if h.isalpha() else h for h in f"{byte:02X}")
+
+    parts = []
+    for ch in secret:
+        forms = [re.escape(ch), "".join(escaped(b) for b in ch.encode("utf-8"))] + ([r"\+"] if ch == " " else [])
+        parts.append("(?:" + "|".join(forms) + ")")
+    return re.compile("".join(parts))
 
 
 def mask_query(target: str) -> str:

@@ -5,7 +5,8 @@ Each request to ``/v1/chat/completions`` takes the next action from a script (th
 without a reply), ``truncated`` (a 200 with half a JSON body), ``drop_mid_body`` (a chunked 200 whose
 connection closes after the first half of the body), ``drip:<seconds>`` (the whole reply, status line and
 headers included, one byte every ``<seconds>``), ``refuse_json`` (400 naming response_format when JSON mode
-is asked), ``refuse_json_500`` (the same as a 500, as llama-cpp-python's server does). The headers of each
+is asked), ``refuse_json_500`` (the same as a 500, as llama-cpp-python's server does), ``shape:<name>`` (a 200
+of valid JSON that is not a chat completion: see :data:`ODD_SHAPES`). The headers of each
 request are kept in :attr:`headers`. Requests are bounded by the script; the server stops with the test.
 """
 
@@ -17,6 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.scripted_http import QuietHandler, ScriptedHTTP
+
+#: 200 replies of valid JSON that are not chat completions, by name (``shape:<name>``)
+ODD_SHAPES: dict[str, object] = {
+    "choices_number": {"choices": 7},
+    "null_message": {"choices": [{"index": 0, "message": None, "finish_reason": "stop"}]},
+    "content_object": {"choices": [{"index": 0, "message": {"role": "assistant", "content": {"a": 1}}}]},
+    "usage_text": {"choices": [{"index": 0, "message": {"content": "x"}}], "usage": {"prompt_tokens": "many"}},
+    "choice_list": {"choices": [[1, 2]]},
+}
 
 
 class FaultServer(ScriptedHTTP):
@@ -97,6 +107,8 @@ class FaultServer(ScriptedHTTP):
                     self.connection.shutdown(2)
                 elif name == "drip":
                     self._drip(float(arg), body)
+                elif name == "shape":
+                    self._send(200, json.dumps(ODD_SHAPES[arg]).encode())
                 elif name == "refuse_json" and "response_format" in body:
                     self._send(400, b'{"error": {"message": "response_format is not supported"}}')
                 elif name == "refuse_tools" and "tools" in body:

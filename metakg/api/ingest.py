@@ -14,15 +14,25 @@ import polars as pl
 from metakg.api._shared import Progress, cache_folder, output_folder, quiet
 from metakg.api.bundles import earlier_version, record_update, write_validated
 from metakg.config import Settings
-from metakg.errors import BundleChanged, ConfigError, InputDataError, OutputError, UsageError
+from metakg.errors import BundleChanged, BundleError, ConfigError, InputDataError, OutputError, UsageError
 from metakg.fetch import download
 from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_of, read_primekg
 from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
 from metakg.ingest.triples import TripleIngestReport, read_triples
 from metakg.llm.embedder import Embedder, embed_in_blocks
-from metakg.schemas.bundle import EMBEDDINGS_FILE, Bundle, merge_bundles, read_embeddings, source_entry, write_bundle
+from metakg.schemas.bundle import (
+    EMBEDDINGS_FILE,
+    MANIFEST_FILE,
+    Bundle,
+    merge_bundles,
+    read_embeddings,
+    read_manifest,
+    source_entry,
+    write_bundle,
+)
 from metakg.schemas.bundle_dir import writing
 from metakg.schemas.graph_store import GraphStore
+from metakg.schemas.history import HISTORY_KEY
 from metakg.schemas.tables import reject_reasons
 from metakg.schemas.vocabulary import default_vocabulary
 
@@ -58,6 +68,7 @@ def ingest_triples(
         raise UsageError(f"confidence must be in [0, 1], got {confidence}.")
     if not path.is_file():
         raise InputDataError(f"triple file {path} does not exist or is not a file.")
+    _keeps_its_history(out, previous, history)
     with writing(out):
         bundle, report = read_triples(
             path,
@@ -74,6 +85,29 @@ def ingest_triples(
         (progress or quiet)("writing bundle")
         write_bundle(out, bundle)
     return report
+
+
+def _keeps_its_history(out: Path, previous: Path | None, history: bool | None) -> None:
+    """Refuse to replace a bundle that keeps history by one that would not: written without ``previous``, the
+    new version would start from nothing and its retired versions would be gone.
+
+    Raises:
+        UsageError: ``out`` keeps history, ``previous`` is not given and ``history`` is not False.
+    """
+    if previous is not None or history is False or not (out / MANIFEST_FILE).is_file():
+        return
+    try:
+        kept = read_manifest(out).get(HISTORY_KEY)
+    except BundleError:
+        return  # not a readable bundle: nothing of it to keep
+    if kept:
+        retired = int(kept.get("retired_nodes", 0)) + int(kept.get("retired_edges", 0))
+        raise UsageError(
+            f"{out} keeps history ({retired} retired versions): replacing it without the version it replaces "
+            "would lose them. Give the bundle as the previous version to update it (its history goes on), or "
+            "say that no history is to be kept to replace it.",
+            cli_fix=f"add --previous {out} to update it, or --no-history to replace it and drop its history",
+        )
 
 
 def _record_previous(bundle: Bundle, previous: Path | None, history: bool | None, progress: Progress | None) -> None:
@@ -129,6 +163,7 @@ def ingest_primekg(
         if not download_missing:
             raise UsageError("give the path of kg.csv (or its folder), or --download to fetch it.")
         path = primekg_download(settings, progress)
+    _keeps_its_history(out, previous, history)
     with writing(out):
         bundle, report = read_primekg(path, progress=progress)
         report = dataclasses.replace(report, reject_reasons=tuple(reject_reasons(bundle.rejects)))

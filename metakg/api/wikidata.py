@@ -72,7 +72,7 @@ def sync_wikidata(
     except ValueError as e:
         raise UsageError(f"{e}.") from None
     if state_path is None:
-        digest = hashlib.sha256(url.encode()).hexdigest()[:10]
+        digest = hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:10]  # one state per endpoint however written
         state_path = cache_folder(settings, "wikidata") / f"{spec.name}-{digest}.json"
     client = sparql_client(settings, url)
     with exclusive(state_path, "the Wikidata state file", directory=False):
@@ -97,10 +97,13 @@ def _sync(
     new_state, report = wikidata.sync_state(
         spec, state, client, batch_size=settings.wikidata.batch_size, progress=progress
     )
+    previous = _previous_version(out)
     if not allow_removals:
         check_removals(spec, state, new_state, report, settings.wikidata.max_removed_share, url)
     run_id = uuid.uuid4().hex
     bundle = wikidata.build_bundle(spec, new_state, default_vocabulary(), run_id)
+    if previous is not None and not allow_removals:
+        check_replaced(spec, previous, bundle.nodes["id"].to_list(), settings.wikidata.max_removed_share, url, out)
     report.nodes, report.edges = bundle.nodes.height, bundle.edges.height
     figures = {**report.as_dict(), "endpoint": url, "state": str(state_path), "run_id": run_id}
     bundle.manifest = {
@@ -114,7 +117,6 @@ def _sync(
             )
         ]
     }
-    previous = _previous_version(out)
     validation = write_validated(out, bundle, settings, previous=previous, history=history, progress=say)
     wikidata.write_state(state_path, new_state)
     figures.update({"bundle": str(out), "validation_ok": validation.ok})
@@ -158,6 +160,42 @@ def check_removals(
         raise wikidata.SyncError(
             f"the endpoint returned none of the subset's {len(spec.seeds)} seeds, so the bundle would be empty. "
             f"{way_round}"
+        )
+
+
+def check_replaced(
+    spec: wikidata.SubsetSpec, previous: Earlier, new_ids: list[str], max_share: float, url: str, out: Path
+) -> None:
+    """Stop a sync that would drop from the bundle it replaces a seed, or more than ``max_share`` of its nodes.
+
+    The state file guards a sync against its own last run; this guards the bundle itself, whatever the state
+    file says: a new cache folder, or the endpoint's URL written otherwise (a trailing slash), starts from
+    an empty state, and a bundle of other sources given as ``-o`` would be replaced by the subset alone.
+
+    Raises:
+        SyncError: the message gives the figures and the way round.
+    """
+    held = previous.bundle.nodes["id"].to_list()
+    kept = set(new_ids)
+    removed = [i for i in held if i not in kept]
+    way_round = (
+        f"Check the endpoint ({mask_url(url)}) and -o; if that is what you want, run again with --allow-removals "
+        "(or raise wikidata.max_removed_share). Nothing was written."
+    )
+    seeds = [f"wd:{q}" for q in spec.seeds if f"wd:{q}" in set(removed)]
+    if seeds:
+        raise wikidata.SyncError(
+            f"the sync would drop {len(seeds)} seed(s) of the subset ({', '.join(seeds[:5])}) from the bundle at "
+            f"{out}. {way_round}"
+        )
+    if held and len(removed) > max_share * len(held):
+        others = sorted(
+            {s.get("name", "?") for s in previous.bundle.manifest.get("sources", [])} - {f"wikidata:{spec.name}"}
+        )
+        holds = f" (it holds {', '.join(map(str, others))})" if others else ""
+        raise wikidata.SyncError(
+            f"the sync would drop {len(removed)} of the {len(held)} nodes of the bundle at {out}{holds} "
+            f"({len(removed) / len(held):.0%}, more than wikidata.max_removed_share {max_share:.0%}). {way_round}"
         )
 
 

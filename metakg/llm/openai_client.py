@@ -280,19 +280,32 @@ class OpenAICompatibleClient:
         latency = time.perf_counter() - start
         if not getattr(response, "choices", None):
             raise ValueError("the reply has no choices")
-        choice = response.choices[0]
-        usage = getattr(response, "usage", None)
-        if tools is not None and not getattr(choice.message, "tool_calls", None):
-            raise _ToolsIgnored()
-        return Completion(
-            text=_with_calls(choice.message.content or "", getattr(choice.message, "tool_calls", None)),
-            model=getattr(response, "model", None) or request.model,
-            usage=Usage(
+        # the SDK builds the reply without checking it: a 200 of another shape ({"choices": 7}, a null message)
+        # is a malformed reply, retried like one, never an exception from deep in the code
+        try:
+            choice = response.choices[0]
+            content = choice.message.content
+            calls = getattr(choice.message, "tool_calls", None)
+            if content is not None and not isinstance(content, str):
+                raise TypeError("content is not text")
+            usage = getattr(response, "usage", None)
+            counts = Usage(
                 prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                 completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            ),
+            )
+            if tools is not None and not calls:
+                raise _ToolsIgnored()
+            text = _with_calls(content or "", calls)
+            model = getattr(response, "model", None)
+            finish = choice.finish_reason
+        except (TypeError, AttributeError, IndexError, KeyError, ValueError) as e:
+            raise ValueError(f"the reply is not a chat completion ({type(e).__name__}: {str(e)[:100]})") from e
+        return Completion(
+            text=text,
+            model=model if isinstance(model, str) and model else request.model,
+            usage=counts,
             latency_s=latency,
-            finish_reason=choice.finish_reason,
+            finish_reason=finish if isinstance(finish, str) else None,
         )
 
     async def aclose(self) -> None:

@@ -6,6 +6,7 @@ whole graph in memory to group statements by subject.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -93,5 +94,6 @@ def write_rdf(
     except OSError as e:
         raise ExportError(f"cannot write {path}: {e.strerror or e}.") from e
     finally:
-        tmp.unlink(missing_ok=True)  # a failed or interrupted export leaves nothing behind
+        with contextlib.suppress(OSError):  # a read-only folder: nothing was made there, nothing to remove
+            tmp.unlink(missing_ok=True)  # a failed or interrupted export leaves nothing behind
     return written

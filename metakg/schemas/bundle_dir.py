@@ -23,6 +23,7 @@ import ctypes.util
 import errno
 import hashlib
 import os
+import re
 import shutil
 import stat
 import sys
@@ -122,8 +123,15 @@ MANAGED = frozenset(
 )
 
 
+#: a temporary file of metakg's (:func:`metakg.schemas.locks.unique_temp_name`: ``<name>.<pid>-<8 hex>.tmp``)
+_OWN_TEMP = re.compile(r"\.\d+-[0-9a-f]{8}\.tmp$")
+
+
 def _managed(name: str) -> bool:
-    return name in MANAGED or name.startswith(".metakg.lock") or name.endswith(".tmp")
+    """Whether metakg wrote the entry: a bundle file, its lock, or a temporary file of its own (``nodes.parquet
+    .tmp`` as earlier versions named them too); a user's ``draft.tmp`` is the user's."""
+    own_temp = bool(_OWN_TEMP.search(name)) or (name.endswith(".tmp") and name[: -len(".tmp")] in MANAGED)
+    return name in MANAGED or name.startswith(".metakg.lock") or own_temp
 
 
 def _foreign_entries(folder: Path) -> set[str]:
@@ -319,12 +327,19 @@ class Version:
         """
         if "/" in name or name in ("", ".", ".."):
             raise BundleError(f"{name!r} is not a file name of a bundle.")
-        # non-blocking, so that a FIFO put where a table belongs cannot hang the reader; then it must be a file
+        # non-blocking, so that a FIFO put where a table belongs cannot hang the reader; then it must be a file.
+        # Never through a symbolic link: a bundle's tables are files of its own folder, and a link would let a
+        # received bundle make metakg read (and hash, and serve) any file of the machine.
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK, dir_fd=self._fd)
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW, dir_fd=self._fd)
         except FileNotFoundError:
             raise
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise BundleError(
+                    f"{self.path / name} is a symbolic link: a bundle's tables must be files of its own folder, so "
+                    "links are never followed. Copy the file in its place, or write the bundle again."
+                ) from None
             raise BundleError(f"cannot open {self.path / name}: {e.strerror or e}.") from e
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)

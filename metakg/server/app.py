@@ -4,15 +4,17 @@ when one is set."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import errno
 import hmac
 import json
 import logging
+import math
 import queue
+import re
 import socket
 import threading
-import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import asdict
@@ -26,7 +28,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import metakg
@@ -41,7 +43,7 @@ from metakg.errors import (
     ResourceBusy,
     UsageError,
 )
-from metakg.redact import mask_query
+from metakg.redact import mask_query, secret_pattern
 from metakg.server.evaluations import EvaluationRun, Evaluations
 
 logger = logging.getLogger("metakg.server")
@@ -69,6 +71,7 @@ ERROR_STATUSES: dict[int, str] = {
     401: "The server has an API key and the request's X-API-Key header is not it.",
     403: "Writes are off: the server was not started with --allow-writes.",
     404: "No such node or evaluation run.",
+    408: "The request body stopped arriving (no part for server.body_idle_s): send it whole.",
     409: "The served bundle was changed by another process since this server read it; restart the server.",
     413: "The request body is larger than server.max_body_bytes.",
     507: "The served bundle could not be written (a full disk): nothing was changed, the graph served is as it was.",
@@ -94,9 +97,12 @@ def error_responses(*statuses: int, json_route: bool = True) -> dict[int | str, 
 
 def printable(value: Any) -> Any:
     """``value`` (JSON data) with every string's lone surrogates written as ``\\udXXX`` escapes, so that it
-    can be encoded as UTF-8: a request's invalid text is echoed in its 422 without breaking the answer."""
+    can be encoded as UTF-8, and every number JSON has no form for (``NaN``, ``Infinity``, which Python's parser
+    accepts) as its text: a request's invalid input is echoed in its 422 without breaking the answer."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if isinstance(value, dict):
         return {printable(k): printable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -112,6 +118,8 @@ class EventStream(StreamingResponse):
 
 class AskRequest(BaseModel):
     """A question to answer over the served graph."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # NaN or Infinity for a number is a 422, never a setting
 
     question: str = Field(min_length=1, description="The question.")
     choices: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
@@ -134,6 +142,8 @@ Field_ = Annotated[str, Field(min_length=1, max_length=1000)]
 class TriplesRequest(BaseModel):
     """Triples to add to the served graph (only on a server started with ``--allow-writes``)."""
 
+    model_config = ConfigDict(allow_inf_nan=False)
+
     triples: list[tuple[Field_, Field_, Field_]] = Field(
         min_length=1, max_length=10_000, description="(head, relation, tail) triples, as a triple file holds them."
     )
@@ -146,6 +156,8 @@ class TriplesRequest(BaseModel):
 
 class EvaluationRequest(BaseModel):
     """An evaluation run over the served graph, as ``metakg eval`` runs it."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     benchmark: str = Field(
         min_length=1, max_length=500, description="A benchmark file, relative to server.benchmarks_dir."
@@ -236,23 +248,30 @@ def allowed_hosts(settings: Settings) -> list[str] | None:
     return [*names, limits.host]
 
 
+#: a Host header: a bracketed IPv6 address or a name without ``@``, ``/`` or ``:``, then at most a numeric port
+_HOST_HEADER = re.compile(r"^(\[[0-9a-f:.]+\]|[^\[\]@/:\s]+)(?::\d{1,5})?$")
+
+
 def _host_of(scope: dict[str, Any]) -> str:
+    """The name a request's ``Host`` header gives, without its port; "" when the header is not one (a port
+    that is not a number, a user part, a second host: ``localhost:evil.example``, ``[::1].evil.example``)."""
     headers = dict(scope.get("headers") or [])
     host: str = headers.get(b"host", b"").decode("latin-1").strip().lower()
-    if host.startswith("["):  # [::1]:8000
-        return host.split("]", 1)[0] + "]"
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    found = _HOST_HEADER.match(host)
+    return found.group(1) if found else ""
 
 
 class RequestGuard:
     """ASGI middleware for the checks every request of ``metakg serve`` and ``metakg mcp --http`` passes
     first: its ``Host`` among :func:`allowed_hosts` (400 otherwise), and a body of at most
-    ``server.max_body_bytes``, counted as it is read whether or not it declares its length (413 otherwise)."""
+    ``server.max_body_bytes``, counted as it is read whether or not it declares its length (413 otherwise),
+    that does not pause for more than ``server.body_idle_s`` (408 otherwise)."""
 
     def __init__(self, app: Any, settings: Settings) -> None:
         self.app = app
         self.hosts = allowed_hosts(settings)
         self.limit = settings.server.max_body_bytes
+        self.idle = settings.server.body_idle_s
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -270,10 +289,16 @@ class RequestGuard:
         if scope.get("method") in ("GET", "HEAD", "OPTIONS") and length is None:
             await self.app(scope, receive, send)
             return
-        # read the whole body first (at most ``limit`` bytes), then hand it to the app as one message
+        # read the whole body first (at most ``limit`` bytes, each part within ``idle`` s of the last: a client
+        # declaring more than it sends must not hold a connection for ever), then hand it on as one message
         body = bytearray()
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), timeout=self.idle)
+            except TimeoutError:
+                slow = _error(408, f"the request body stopped arriving for {self.idle:g} s (server.body_idle_s)")
+                await slow(scope, receive, send)
+                return
             if message["type"] == "http.disconnect":
                 return
             body += message.get("body", b"")
@@ -498,7 +523,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             strategy = api.create_strategy(cfg, chosen, request.switches or None)
         return cfg, question, strategy
 
-    @app.post("/api/ask", responses=error_responses(413, 503))
+    @app.post("/api/ask", responses=error_responses(408, 413, 503))
     def ask(request: AskRequest) -> dict[str, Any]:
         """Answer a question over the graph: the answer, its evidence, trace and usage."""
         cfg, question, strategy = checked(request)
@@ -528,7 +553,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
                 "with JSON data.",
                 "content": {"text/event-stream": {"schema": {"type": "string"}}},
             },
-            **error_responses(413, 503, json_route=False),
+            **error_responses(408, 413, 503, json_route=False),
         },
     )
     def ask_stream(request: AskRequest) -> EventStream:
@@ -567,7 +592,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
 
         return EventStream(stream())
 
-    @app.post("/api/triples", responses=error_responses(403, 409, 413, 503, 507))
+    @app.post("/api/triples", responses=error_responses(403, 408, 409, 413, 503, 507))
     def add_triples(request: TriplesRequest) -> dict[str, Any]:
         """Add triples to the graph, read as ``metakg ingest triples`` reads a file (each failing triple
         rejected with its reason); a served bundle is validated and written back. Only on a server started
@@ -598,7 +623,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             raise HTTPException(status_code=404, detail=f"no evaluation {run_id!r}; GET /api/evaluations lists them")
         return run
 
-    @app.post("/api/evaluations", status_code=202, responses=error_responses(413, 503))
+    @app.post("/api/evaluations", status_code=202, responses=error_responses(408, 413, 503))
     def start_evaluation(request: EvaluationRequest) -> dict[str, Any]:
         """Start an evaluation run in the background (one runs at a time, the others wait): answers and
         metrics as ``metakg eval`` writes them. Poll ``GET /api/evaluations/{id}`` for its status."""
@@ -722,19 +747,14 @@ class AccessLogSecrets(logging.Filter):
 
     def __init__(self, secrets: list[str] | None = None) -> None:
         super().__init__()
-        found = [s for s in secrets or [] if s]
-        self._secrets = sorted(
-            {form for s in found for form in (s, urllib.parse.quote(s, safe=""), urllib.parse.quote_plus(s))},
-            key=len,
-            reverse=True,
-        )
+        self._secrets = [secret_pattern(s) for s in sorted({s for s in secrets or [] if s}, key=len, reverse=True)]
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
             line = mask_query(args[2])
             for secret in self._secrets:
-                line = line.replace(secret, "***")
+                line = secret.sub("***", line)
             record.args = (*args[:2], line, *args[3:])
         return True
 

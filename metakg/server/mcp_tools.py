@@ -266,6 +266,12 @@ class ClientLines:
                 if refusal is not None:
                     await self._refuse(*refusal)
                 continue
+            if _has_bad_id(text):
+                # the SDK would take a request with an id of another type ({}, null, true, 1.5, [1]) for a
+                # notification and answer nothing, leaving the client waiting: refused, as JSON-RPC says
+                message = "the request's id must be a string or an integer; send it again with one."
+                await self._refuse(None, types.INVALID_REQUEST, message)
+                continue
             return text
 
     def _read_line(self) -> tuple[bytes, int]:
@@ -292,6 +298,21 @@ class ClientLines:
         error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # the server is closing
             await self._replies.send(SessionMessage(error))
+
+
+def _has_bad_id(text: str) -> bool:
+    """Whether the message is a request (it has a method) holding an ``id`` that is neither a string nor an
+    integer."""
+    if '"id"' not in text:
+        return False
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(parsed, dict) or "method" not in parsed or "id" not in parsed:
+        return False
+    raw = parsed["id"]
+    return not isinstance(raw, int | str) or isinstance(raw, bool)
 
 
 def _refusal(text: str, error: ValueError) -> tuple[int | str | None, int, str] | None:

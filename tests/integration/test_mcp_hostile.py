@@ -131,3 +131,16 @@ def test_over_large_messages_are_refused_unread_and_huge_fields_never_flood_the_
     logged = log.read_bytes()
     assert len(logged) < 20_000, f"{len(logged)} bytes of stderr: {logged[:300]!r}"
     assert b"zzzzzzzzzz" * 60 not in logged and b"yyyyyyyyyy" * 60 not in logged
+
+
+@pytest.mark.parametrize("bad_id", [{"a": 1}, None, True, 1.5, [1]])
+def test_a_request_whose_id_is_not_a_string_or_integer_gets_an_error_reply(
+    served: tuple[Stdio, Path], bad_id: object
+) -> None:
+    stdio, _ = served
+    stdio.send({"jsonrpc": "2.0", "id": bad_id, "method": "tools/list"})
+    refused = stdio.reply()  # once no reply at all: the SDK took it for a notification
+    assert refused["id"] is None and refused["error"]["code"] == -32600 and "id" in refused["error"]["message"]
+    stdio.send({"jsonrpc": "2.0", "id": "after", "method": "tools/list"})
+    assert stdio.reply()["id"] == "after"  # serving goes on
+    assert stdio.close() == 0

@@ -60,3 +60,26 @@ def test_a_read_only_bundle_is_questioned_as_it_is(tmp_path: Path, any_embedder:
         assert refused["error_type"] == "OutputError" and "cannot make the lock file" in refused["error"]
         assert "busy" not in refused["error"]
     assert sorted(p.name for p in shelf.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("export", "rdf", "{b}", "-o", "{ro}/kg.nt", "--format", "nt"),
+        ("export", "neo4j-admin", "{b}", "{ro}/admin"),
+        ("merge", "{b}", "{b}", "-o", "{ro}/merged"),
+        ("ingest", "triples", "{triples}", "-d", "t", "-o", "{ro}/b2"),
+    ],
+)
+def test_an_output_on_a_read_only_mount_is_a_clean_error(tmp_path: Path, command: tuple[str, ...]) -> None:
+    write_bundle(tmp_path / "b", small_bundle())
+    triples = tmp_path / "kg.txt"
+    triples.write_text("a\tr\tb\n")
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    with read_only(shelf, tmp_path / "ro") as seen:
+        args = [a.format(b=tmp_path / "b", ro=seen, triples=triples) for a in command]
+        _, out = run(*args, "--json", code=1)  # once a traceback from cleaning up what was never made
+        assert out["ok"] is False and out["error_type"] in ("ExportError", "OutputError"), out
+        assert "Read-only file system" in out["error"] or "permission" in out["error"].lower(), out
+    assert not any(shelf.iterdir())

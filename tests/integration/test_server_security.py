@@ -12,6 +12,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,9 @@ def port_of(served: Served) -> int:
 def test_a_request_for_another_host_name_is_refused(served: Served, bundle: Path, tmp_path: Path) -> None:
     port = port_of(served)
     node = f"/api/nodes/{ASPIRIN}"
-    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example"):  # a DNS-rebinding page
+    hostile = ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example")  # a DNS-rebinding page
+    malformed = ("localhost:evil.example", "[::1].evil.example", "127.0.0.1:80@evil.example", f"localhost:{port}x")
+    for host in (*hostile, *malformed):
         refused = served.get(node, headers={"Host": host})
         assert refused.status_code == 400, host
         assert "aspirin" not in refused.text and "allowed_hosts" in refused.json()["error"]
@@ -133,15 +136,23 @@ def test_a_key_sent_in_the_url_never_reaches_the_log(served: Served) -> None:
     assert "SECRETVALUE" not in log and "SECRETTOKEN" not in log
 
 
-def test_the_servers_own_key_never_reaches_the_log_wherever_a_url_holds_it(bundle: Path, tmp_path: Path) -> None:
-    key = "Key-Of-The-Server-42x"
+@pytest.mark.parametrize("key", ["Key-Of-The-Server-42x", "Zm9v+YmFy/YmF6cXV4eHh4="])
+def test_the_servers_own_key_never_reaches_the_log_wherever_a_url_holds_it(
+    bundle: Path, tmp_path: Path, key: str
+) -> None:
     served = start(["--bundle", str(bundle), "--api-key", key], tmp_path / "keyed.log")
+    quoted = urllib.parse.quote(key, safe="")
     try:
         for target in (
             f"/api/search?q={key}",
             f"/api/search?auth=Bearer+{key}",
             f"/{key}",
             f"/api/search?x=%26k%3D{key}",
+            f"/api/nodes/{urllib.parse.quote(key)}",  # a path segment, re-quoted by the server
+            f"/api/search?q={quoted}",
+            f"/api/search?q={quoted.lower()}",  # escapes in lower case
+            f"/api/search?q={urllib.parse.quote(quoted, safe='')}",  # encoded twice
+            f"/api/search?apiKey%5B%5D={quoted}",  # an array form of a secret parameter
         ):
             served.get(target, headers={"X-API-Key": key})
         served.get("/api/health?marker=done", headers={"X-API-Key": key})
@@ -152,7 +163,7 @@ def test_the_servers_own_key_never_reaches_the_log_wherever_a_url_holds_it(bundl
     finally:
         stop(served)
     log = (tmp_path / "keyed.log").read_text(encoding="utf-8")
-    assert key not in log and "Key-Of-The-Server" not in log and "q=*** HTTP/1.1" in log
+    assert key not in log and key[:10] not in log and "q=*** HTTP/1.1" in log
 
 
 def refused_serve(bundle: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -314,3 +325,39 @@ def test_a_bundle_whose_manifest_reaches_outside_it_is_never_served(bundle: Path
     (hostile / "manifest.json").write_text(json.dumps(manifest))
     unhashed = refused_serve(hostile)
     assert unhashed.returncode == 1 and "records no content hash" in unhashed.stderr, unhashed.stderr
+
+
+def test_a_bundle_whose_table_links_out_of_it_is_never_served(bundle: Path, tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    shutil.copytree(bundle, linked)
+    outside = tmp_path / "outside.parquet"
+    shutil.move(linked / "nodes.parquet", outside)  # the same bytes, so its hash and size match the manifest
+    (linked / "nodes.parquet").symlink_to(outside)
+    refused = refused_serve(linked)
+    assert refused.returncode == 1 and "nodes.parquet is a symbolic link" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_a_body_that_stops_arriving_gets_a_408_and_frees_the_connection(bundle: Path, tmp_path: Path) -> None:
+    served = start(["--bundle", str(bundle)], tmp_path / "idle.log", env={"METAKG_SERVER__BODY_IDLE_S": "1"})
+    try:
+        sock = socket.create_connection(("127.0.0.1", port_of(served)), timeout=30)
+        try:
+            sock.sendall(
+                f"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1:{port_of(served)}\r\nContent-Type: application/json\r\n"
+                'Content-Length: 100\r\n\r\n{"question": '.encode()  # declares 100 bytes, sends 13, then waits
+            )
+            started = time.monotonic()
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+                part = sock.recv(65536)
+                if not part:
+                    break
+                answer += part
+            assert answer.startswith(b"HTTP/1.1 408"), answer
+            assert b"server.body_idle_s" in answer and time.monotonic() - started < 20
+        finally:
+            sock.close()
+        assert served.get("/api/health").json()["status"] == "ok"
+    finally:
+        stop(served)

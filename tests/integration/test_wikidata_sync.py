@@ -134,6 +134,16 @@ def test_an_endpoint_answering_nothing_removes_nothing(sparql_endpoint: Server, 
         fresh = sync(spec, tmp_path / "c", proxy.url, "--state", str(tmp_path / "fresh.json"), code=1)
         assert "none of the subset's 1 seeds" in fresh["error"] and not (tmp_path / "c").exists()
         assert not (tmp_path / "fresh.json").exists()
+        # a state file of its own (a new cache folder, the URL written otherwise) knows nothing to lose, but the
+        # bundle being replaced does: the same subset without its hops would keep the seed alone
+        proxy.empty = False
+        narrow = tmp_path / "narrow.yaml"
+        narrow.write_text(spec.read_text().replace("hops: 1", "hops: 0"))
+        assert narrow.read_text() != spec.read_text()
+        lost = sync(narrow, out, proxy.url + "/", "--state", str(tmp_path / "other.json"), code=1)
+        assert "drop" in lost["error"] and "of the bundle at" in lost["error"] and "--allow-removals" in lost["error"]
+        assert (out / "manifest.json").read_bytes() == manifest and not (tmp_path / "other.json").exists()
+        proxy.empty = True
         # told, the removals are applied (an empty node table then fails validation: exit 1, bundle written)
         emptied = sync(spec, out, proxy.url, "--allow-removals", code=1)
         assert emptied["removed"] == first["nodes"] and emptied["validation_ok"] is False

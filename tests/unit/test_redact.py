@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metakg.redact import check_url, mask_query, mask_url
+from metakg.redact import check_url, mask_query, mask_url, secret_pattern
 
 
 @pytest.mark.parametrize(
@@ -50,3 +50,22 @@ def test_a_url_that_cannot_be_told_apart_is_refused_without_being_shown() -> Non
     with pytest.raises(ValueError, match=r"must start with http:// or https://") as refused:
         check_url("ftp://alice:secret@host/", "llm.base_url")
     assert "secret" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "Zm9v+YmFy/YmF6cXV4eHh4=",
+        "Zm9v%2BYmFy%2FYmF6cXV4eHh4%3D",
+        "Zm9v%2bYmFy%2fYmF6cXV4eHh4%3d",
+        "Zm9v%252BYmFy%252FYmF6cXV4eHh4%253D",
+        "%5Am9v+YmFy/YmF6cXV4eHh4=",
+    ],
+)
+def test_a_key_is_found_however_a_url_writes_it(written: str) -> None:
+    line = f"GET /api/search?q={written}&k=1 HTTP/1.1"
+    assert secret_pattern("Zm9v+YmFy/YmF6cXV4eHh4=").sub("***", line) == "GET /api/search?q=***&k=1 HTTP/1.1"
+
+
+def test_array_forms_of_secret_parameters_are_masked() -> None:
+    assert mask_query("/x?apiKey%5B%5D=abc&api_key[0]=d&q=1") == "/x?apiKey%5B%5D=***&api_key[0]=***&q=1"

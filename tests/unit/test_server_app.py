@@ -75,6 +75,28 @@ def test_a_lone_surrogate_in_a_body_is_a_422_naming_the_field(bundle: Path, path
         assert client.get("/api/health").json()["status"] == "ok"
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/ask", b'{"question": NaN}', "question"),
+        ("/api/ask", b'{"question": "q?", "settings": {"tau_entity": NaN}, "use_llm": false}', "settings"),
+        ("/api/ask", b'{"question": "q?", "settings": {"path_hops": Infinity}, "use_llm": false}', "settings"),
+        ("/api/ask/stream", b'{"question": -Infinity}', "question"),
+        ("/api/triples", b'{"triples": [["a", "links", "b"]], "dataset": Infinity}', "dataset"),
+        ("/api/evaluations", b'{"benchmark": NaN, "format": "pilot"}', "benchmark"),
+    ],
+)
+def test_a_number_json_has_no_form_for_is_a_422_naming_the_field(
+    bundle: Path, path: str, body: bytes, field: str
+) -> None:
+    app = create_app(served_settings(allow_writes=True), bundle=bundle)
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        answer = client.post(path, content=body, headers={"content-type": "application/json"})
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["detail"][0]["loc"][:2] == ["body", field]
+        assert client.get("/api/health").json()["status"] == "ok"
+
+
 #: the error statuses each route can answer (beyond 422, which FastAPI documents itself)
 ROUTE_ERRORS = {
     ("get", "/api/health"): {400, 401},
@@ -84,10 +106,10 @@ ROUTE_ERRORS = {
     ("get", "/api/search"): {400, 401},
     ("get", "/api/paths"): {400, 401, 404},
     ("get", "/api/strategies"): {400, 401},
-    ("post", "/api/ask"): {400, 401, 413, 503},
-    ("post", "/api/ask/stream"): {400, 401, 413, 503},
-    ("post", "/api/triples"): {400, 401, 403, 409, 413, 503, 507},
-    ("post", "/api/evaluations"): {400, 401, 413, 503},
+    ("post", "/api/ask"): {400, 401, 408, 413, 503},
+    ("post", "/api/ask/stream"): {400, 401, 408, 413, 503},
+    ("post", "/api/triples"): {400, 401, 403, 408, 409, 413, 503, 507},
+    ("post", "/api/evaluations"): {400, 401, 408, 413, 503},
     ("get", "/api/evaluations"): {400, 401},
     ("get", "/api/evaluations/{run_id}"): {400, 401, 404},
     ("delete", "/api/evaluations/{run_id}"): {400, 401, 404},

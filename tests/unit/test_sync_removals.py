@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import polars as pl
 import pytest
 
-from metakg.api.wikidata import check_removals
+from metakg.api.bundles import Earlier
+from metakg.api.wikidata import check_removals, check_replaced
 from metakg.ingest.wikidata import SubsetSpec, SyncError, SyncReport
+from metakg.schemas.bundle import Bundle
+from metakg.schemas.tables import conform_nodes, empty_edges
 
 
 def state(*qids: str) -> dict[str, object]:
@@ -43,3 +49,24 @@ def test_the_endpoint_password_never_reaches_the_message() -> None:
     with pytest.raises(SyncError) as raised:
         check_removals(SPEC, HELD, state(), report(["Q1"]), 0.2, "http://me:hunter2@x/sparql")
     assert "hunter2" not in str(raised.value)
+
+
+def replaced(*ids: str, sources: tuple[str, ...] = ("wikidata:t",)) -> Earlier:
+    nodes = pl.DataFrame({"id": list(ids), "name": list(ids), "type": "concept", "source": sources[0]})
+    manifest = {"sources": [{"name": s} for s in sources]}
+    return Earlier(Bundle(conform_nodes(nodes), empty_edges(), manifest=manifest), None)
+
+
+def test_the_bundle_being_replaced_is_guarded_whatever_the_state_file_says(tmp_path: Path) -> None:
+    held = replaced(*(f"wd:Q{i}" for i in range(1, 11)))
+    check_replaced(SPEC, held, [f"wd:Q{i}" for i in range(1, 9)], 0.2, "u", tmp_path)  # 2 of 10 dropped: allowed
+    with pytest.raises(SyncError, match=r"drop 1 seed\(s\) .*wd:Q1"):
+        check_replaced(SPEC, held, [f"wd:Q{i}" for i in range(2, 11)], 0.5, "u", tmp_path)
+    with pytest.raises(SyncError, match=r"drop 10 of the 10 nodes .*100%"):
+        check_replaced(SubsetSpec(name="t", seeds=["Q99"]), held, [], 0.2, "u", tmp_path)
+
+
+def test_a_bundle_of_other_sources_given_as_output_is_named(tmp_path: Path) -> None:
+    other = replaced("kg:x/a", "kg:x/b", sources=("commonsenseqa",))
+    with pytest.raises(SyncError, match=r"drop 2 of the 2 nodes .*it holds commonsenseqa"):
+        check_replaced(SPEC, other, ["wd:Q1"], 0.2, "u", tmp_path)

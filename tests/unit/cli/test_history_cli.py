@@ -83,3 +83,18 @@ def test_the_rdf_export_carries_the_versions_in_the_history_graph(tmp_path: Path
     assert len(edge_versions) == 3 and any((v, RDF.object, migraine) in history for v in edge_versions)
     assert isinstance(next(history.objects(node_iri("kg:t/aspirin"), MK["recordedAt"])), Literal)
     assert URIRef(str(HISTORY_GRAPH)) in {g.identifier for g in data.graphs()}
+
+
+def test_a_bundle_keeping_history_is_never_replaced_without_it_unless_told(tmp_path: Path) -> None:
+    b, _ = _versions(tmp_path)
+    v3 = tmp_path / "v3.tsv"
+    v3.write_text("warfarin\ttreats\tthrombosis\n")
+    manifest = (b / "manifest.json").read_bytes()
+    _, refused = run("ingest", "triples", str(v3), "-d", "t", "-o", str(b), "--json", code=2)
+    assert "keeps history" in refused["error"] and "--previous" in refused["fix"]
+    assert (b / "manifest.json").read_bytes() == manifest  # nothing lost, nothing written
+    _, updated = run("ingest", "triples", str(v3), "-d", "t", "-o", str(b), "--previous", str(b), "--json")
+    assert updated["diff"]["edges"]["removed"] == 3  # the update goes on with its history
+    _, gone = run("history", "kg:t/migraine", "--graph", str(b), "--json")
+    assert gone["versions"]
+    run("ingest", "triples", str(v3), "-d", "t", "-o", str(b), "--no-history", "--json")  # told: replaced

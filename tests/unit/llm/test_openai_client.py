@@ -16,7 +16,7 @@ from metakg.llm.cache import ResponseCache
 from metakg.llm.client import Message, request
 from metakg.llm.openai_client import OpenAICompatibleClient
 from metakg.llm.usage import MeteredClient, UsageMeter
-from tests.fault_server import FaultServer
+from tests.fault_server import ODD_SHAPES, FaultServer
 
 
 @pytest.fixture
@@ -78,6 +78,18 @@ def test_every_fault_is_retried_until_a_reply(server: FaultServer, tmp_path: Pat
     assert len(server.requests) == 5
     entry = ledger.records[-1]
     assert entry.attempts == 5 and entry.error is None
+
+
+@pytest.mark.parametrize("shape", sorted(ODD_SHAPES))
+def test_a_200_that_is_not_a_chat_completion_is_retried_then_a_clean_error(
+    server: FaultServer, tmp_path: Path, shape: str
+) -> None:
+    client, _ledger = make_client(server, tmp_path, max_retries=1)
+    server.script(f"shape:{shape}")
+    assert asyncio.run(client.complete(ask(), tag="q")).text == "ok reply"  # retried: the next reply is good
+    server.script(f"shape:{shape}", f"shape:{shape}")
+    with pytest.raises(LLMError, match="not a chat completion"):
+        asyncio.run(client.complete(ask("another question"), tag="q"))
 
 
 def test_persistent_failure_stops_cleanly_and_says_why(server: FaultServer, tmp_path: Path) -> None:

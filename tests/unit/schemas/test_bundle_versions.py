@@ -210,6 +210,18 @@ def test_a_manifest_listing_a_file_outside_the_tables_is_refused_before_anything
             read(path)
 
 
+@pytest.mark.parametrize("name", ["nodes.parquet", MANIFEST_FILE])
+def test_a_table_or_manifest_that_is_a_symbolic_link_is_never_followed(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "b"
+    write_bundle(path, small_bundle())
+    outside = tmp_path / f"outside-{name}"
+    (path / name).rename(outside)  # the very bytes the manifest hashed: only the link tells them apart
+    (path / name).symlink_to(outside)
+    for read in (read_bundle, verify_bundle):
+        with pytest.raises(BundleError, match=f"{name} is a symbolic link"):
+            read(path)
+
+
 @pytest.mark.parametrize("hashes", [None, {}, {"rejects.parquet": "0" * 64}])
 def test_a_manifest_without_hashes_is_refused_unless_told(tmp_path: Path, hashes: object) -> None:
     path = tmp_path / "b"
@@ -285,3 +297,16 @@ def test_a_table_that_is_not_a_file_is_named_and_never_waited_on(tmp_path: Path,
         os.mkfifo(path / NODES_FILE)  # opening it for reading would wait for a writer for ever
     with pytest.raises(BundleError, match=r"nodes.parquet is not a regular file"):
         read_bundle(path)
+
+
+def test_a_users_files_in_a_bundle_folder_survive_rewrites_and_metakgs_temporary_files_do_not(tmp_path: Path) -> None:
+    path = tmp_path / "b"
+    write_bundle(path, small_bundle())
+    (path / "draft.tmp").write_text("the user's")  # named like a temporary file, but not one of metakg's
+    (path / "notes.md").write_text("the user's")
+    (path / "nodes.parquet.tmp").write_text("left by an earlier metakg")
+    (path / f"edges.parquet.{os.getpid()}-0123abcd.tmp").write_text("left by a killed writer")
+    write_bundle(path, read_bundle(path))
+    names = {p.name for p in path.iterdir()}
+    assert {"draft.tmp", "notes.md"} <= names
+    assert not any(n.endswith(".tmp") and n != "draft.tmp" for n in names)
