@@ -32,11 +32,13 @@ help:
 	@echo "make neo4j-up / neo4j-down  start / stop a local Neo4j 5 server (Maven Central jars)"
 	@echo "make sparql-up / sparql-down  start / stop a local Virtuoso SPARQL endpoint with Wikidata test data"
 
-install: $(VENV)/.installed metakg/server/static/vendor/cytoscape.min.js
+install: $(VENV)/.installed metakg/server/static/vendor/.vendored
 
-# the web page's JavaScript, from npm at build time (tools/vendor_js.sh; cached in ~/.cache/metakg/npm)
-metakg/server/static/vendor/cytoscape.min.js: tools/vendor_js.sh
+# the pages' JavaScript and CSS (the graph page, /docs, /redoc), from npm at build time (tools/vendor_js.sh;
+# cached in ~/.cache/metakg/npm)
+metakg/server/static/vendor/.vendored: tools/vendor_js.sh
 	bash tools/vendor_js.sh metakg/server/static/vendor
+	touch $@
 
 $(VENV)/.installed: pyproject.toml constraints.txt metakg/loaders/_paths.c
 	$(PYTHON) -m venv $(VENV)

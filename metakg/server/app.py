@@ -26,7 +26,8 @@ from fastapi import Path as Path_
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -384,6 +385,8 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         description="Read and question a knowledge graph built with metakg.",
         lifespan=lifespan,
         dependencies=[Depends(authorised)],
+        docs_url=None,  # served below from the vendored copies: FastAPI's own pages load from CDNs
+        redoc_url=None,
     )
 
     @app.exception_handler(MetakgError)
@@ -425,6 +428,30 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
 
     app.add_middleware(RequestGuard, settings=settings)  # added last: the outermost, before anything else
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    def swagger(_request: Request) -> HTMLResponse:
+        """The interactive API reference (Swagger UI), from files fetched at build time: it works offline."""
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="metakg API",
+            swagger_js_url="/static/vendor/swagger-ui-bundle.js",
+            swagger_css_url="/static/vendor/swagger-ui.css",
+            swagger_favicon_url="/static/vendor/swagger-favicon.png",
+        )
+
+    def redoc(_request: Request) -> HTMLResponse:
+        """The API reference as one page (ReDoc), from files fetched at build time, without web fonts."""
+        return get_redoc_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="metakg API",
+            redoc_js_url="/static/vendor/redoc.standalone.js",
+            redoc_favicon_url="/static/vendor/swagger-favicon.png",
+            with_google_fonts=False,
+        )
+
+    # as FastAPI serves its own: documentation, readable without the key (the API's routes still need it)
+    app.router.add_route("/docs", swagger, include_in_schema=False)
+    app.router.add_route("/redoc", redoc, include_in_schema=False)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:

@@ -173,3 +173,26 @@ def test_the_page_asks_for_the_api_key_and_sends_it(chromium: Browser, tmp_path:
         page.close()
     finally:
         stop(server)
+
+
+@pytest.mark.parametrize(
+    ("path", "drawn"),
+    [
+        ("/docs", "document.querySelectorAll('.opblock').length"),  # Swagger UI: a block per operation
+        ("/redoc", "document.querySelectorAll('[data-section-id^=\"operation/\"]').length"),  # ReDoc: one per operation
+    ],
+)
+def test_the_api_reference_pages_draw_offline(chromium: Browser, served: Served, path: str, drawn: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.route(  # the machine is offline for the page: anything not from the server fails
+        "**/*", lambda route: route.continue_() if route.request.url.startswith(served.url) else route.abort()
+    )
+    page.goto(served.url + path)
+    page.wait_for_function(f"{drawn} >= 10", timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / f"api-reference{path.replace('/', '-')}.png"))
+    assert page.get_by_text("/api/ask").count() >= 1
+    assert [url for url in asked if not url.startswith(served.url)] == []  # nothing fetched from elsewhere
+    page.close()
