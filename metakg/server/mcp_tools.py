@@ -23,11 +23,13 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any, Literal, cast
+from typing import IO, Annotated, Any, Literal, cast
+
+from pydantic import Field
 
 from metakg import api
 from metakg.config import Settings
-from metakg.errors import MetakgError, NodeNotFound, UsageError
+from metakg.errors import MetakgError, UsageError
 
 #: the most results a tool returns, whatever it is asked for (as the HTTP API)
 MAX_K = 100
@@ -72,54 +74,132 @@ def _told(tool: Callable[..., Any]) -> Callable[..., Any]:
     return told
 
 
+#: what every tool says of a node given to it
+NODE_HELP = (
+    "A node id (kg:commonsenseqa/car, mondo:0005148, wd:Q42) or a name; a name is resolved as the search tool "
+    "resolves it (exact, normalised, a typo, then a close name embedding), and one nothing resembles is an error "
+    "listing the closest names."
+)
+#: a node given to a tool (the tools' signatures are read by the SDK, so their types live at module level)
+NodeRef = Annotated[str, Field(min_length=1, max_length=1000, description=NODE_HELP)]
+
+
 def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> Any:
     """The MCP server over an open store and LLM session (the caller closes both after the server stops)."""
     from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
 
     services = api.qa_services(settings, store)  # shared by every ask of the session
+    strategies = {d["name"]: d["summary"] for d in api.describe_strategies()}
+    listed = "; ".join(f"{name}: {summary}" for name, summary in strategies.items())
     server = MCPServer(
         name="metakg",
-        instructions="Read a knowledge graph built with metakg: find nodes by name, read a node and its "
-        "neighbours, find paths between two nodes, and ask a question answered with evidence from the graph.",
+        instructions="Read a knowledge graph built with metakg: find nodes by name (search), read a node "
+        "(node) and its neighbours (neighbours), find paths between two nodes (paths), and ask a question "
+        "answered with evidence from the graph (ask). Every tool only reads; nodes may be given by id or by "
+        "name. Ids look like kg:<dataset>/<name>, or the source's own CURIE (mondo:0005148, drugbank:DB00945, "
+        "wd:Q42); relations are snake_case words (treats, is_a).",
     )
+    reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
-    @server.tool(description="Nodes whose name or alias matches the text (exact, normalised, then by embedding).")
+    def resolved(ref: str) -> str:
+        return api.resolve_node(store, ref).id
+
+    @server.tool(
+        title="Find nodes by name",
+        description="Nodes whose name or one of its aliases matches the text, best first, each with a score in "
+        "[0, 1] and how it matched. mode auto (the default) gives the exact matches, then the normalised ones "
+        "(case, punctuation and a leading article ignored), then typos (fuzzy: one letter edit from 5 letters, "
+        "two from 9), then the names most like it by embedding, until k nodes are found; the other modes ask "
+        "one way only. Use it to turn a name into the ids the other tools take.",
+        annotations=reads,
+    )
     @_told
     def search(
-        text: str, k: int = 10, mode: Literal["exact", "normalised", "fuzzy", "embedding", "auto"] = "auto"
+        text: Annotated[str, Field(min_length=1, max_length=1000, description="The name to look for.")],
+        k: Annotated[int, Field(ge=1, le=MAX_K, description=f"At most this many nodes (1 to {MAX_K}).")] = 10,
+        mode: Annotated[
+            Literal["exact", "normalised", "fuzzy", "embedding", "auto"],
+            Field(description="How to match: auto (every way, in that order), or one way only."),
+        ] = "auto",
     ) -> list[dict[str, Any]]:
         return [asdict(hit) for hit in store.search(text, mode=mode, k=_bounded("k", k, MAX_K))]
 
-    @server.tool(description="One node's record by its id (e.g. kg:commonsenseqa/car).")
+    @server.tool(
+        title="Read a node",
+        description="One node's record: id, name, type (a vocabulary type: drug, disease, gene_protein, "
+        "concept, ...), source, description, aliases and xrefs (its ids in other sources).",
+        annotations=reads,
+    )
     @_told
-    def node(id: str) -> dict[str, Any]:
-        found = store.get_node(id)
-        if found is None:
-            raise NodeNotFound(f"no node with id {id!r}; find ids with the search tool.")
-        return asdict(found)
+    def node(id: NodeRef) -> dict[str, Any]:
+        return asdict(api.resolve_node(store, id))
 
-    @server.tool(description="A node's neighbours and the edges to them: outgoing first, then incoming.")
+    @server.tool(
+        title="A node's neighbours",
+        description="The nodes one edge away from a node, each with the edge (relation, its display text, "
+        "source, confidence, how many records state it) and its direction: outgoing edges first, then incoming, "
+        "each side in edge-id order, at most limit in all. relations keeps only edges of those relations.",
+        annotations=reads,
+    )
     @_told
     def neighbours(
-        id: str, relations: list[str] | None = None, direction: Literal["out", "in", "both"] = "both", limit: int = 50
+        id: NodeRef,
+        relations: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=200)]] | None,
+            Field(max_length=100, description="Only edges of these relations (snake_case, e.g. treats)."),
+        ] = None,
+        direction: Annotated[
+            Literal["out", "in", "both"], Field(description="out: edges from the node; in: edges to it.")
+        ] = "both",
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"At most this many (1 to {MAX_LIMIT}).")] = 50,
     ) -> list[dict[str, Any]]:
         found = store.neighbours(
-            id, relations=relations, direction=direction, limit=_bounded("limit", limit, MAX_LIMIT)
+            resolved(id), relations=relations, direction=direction, limit=_bounded("limit", limit, MAX_LIMIT)
         )
         return [asdict(nb) for nb in found]
 
-    @server.tool(description="Up to k shortest simple paths between two node ids, of at most max_hops edges.")
+    @server.tool(
+        title="Paths between two nodes",
+        description="Up to k shortest simple paths (no node twice) between two nodes, following edges in either "
+        "direction, of at most max_hops edges; each path lists its node ids and its edges, shortest first. "
+        "An empty list means no path within max_hops.",
+        annotations=reads,
+    )
     @_told
-    def paths(src: str, dst: str, k: int = 3, max_hops: int = 3) -> list[dict[str, Any]]:
+    def paths(
+        src: NodeRef,
+        dst: NodeRef,
+        k: Annotated[int, Field(ge=1, le=MAX_K, description=f"At most this many paths (1 to {MAX_K}).")] = 3,
+        max_hops: Annotated[
+            int, Field(ge=1, le=MAX_HOPS, description=f"The longest path, in edges (1 to {MAX_HOPS}).")
+        ] = 3,
+    ) -> list[dict[str, Any]]:
         found = store.shortest_paths(
-            src, dst, k=_bounded("k", k, MAX_K), max_hops=_bounded("max_hops", max_hops, MAX_HOPS)
+            resolved(src), resolved(dst), k=_bounded("k", k, MAX_K), max_hops=_bounded("max_hops", max_hops, MAX_HOPS)
         )
         return [asdict(path) | {"hops": path.hops} for path in found]
 
-    @server.tool(description="Answer a question over the graph; returns the answer, its evidence and the trace.")
+    @server.tool(
+        title="Ask the graph",
+        description="Answer a question with evidence from the graph: the answer (text, and the chosen letter for "
+        "a multiple-choice question), its evidence (paths and triples whose node and edge ids exist in the "
+        "graph), the strategy's trace and what it cost (LLM calls, tokens). Strategies: " + listed + ". "
+        "use_llm false retrieves the evidence only (concepts by rules, no LLM call); the answer is then "
+        "marked failed with that reason, and the evidence is what it found.",
+        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False),
+    )
     @_told
     async def ask(
-        question: str, choices: list[str] | None = None, strategy: str | None = None, use_llm: bool = True
+        question: Annotated[str, Field(min_length=1, description="The question, in natural language.")],
+        choices: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=500)]] | None,
+            Field(max_length=26, description='Multiple-choice options, each "A: text" (letter, colon, text).'),
+        ] = None,
+        strategy: Annotated[
+            str | None, Field(max_length=64, description="A strategy the description lists (default: metakgrag).")
+        ] = None,
+        use_llm: Annotated[bool, Field(description="False: retrieval only, no LLM call.")] = True,
     ) -> dict[str, Any]:
         if len(question) > settings.server.max_question_chars:
             raise UsageError(f"the question is longer than {settings.server.max_question_chars} characters.")

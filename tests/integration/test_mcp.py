@@ -123,3 +123,39 @@ def test_the_sdk_client_over_streamable_http_with_the_api_key(tmp_path: Path, an
     assert payload(got["found"])[0]["node"]["name"] == "fever"
     assert payload(got["paths"])[0]["nodes"][-1] == migraine
     assert "mcp-key-123" not in log.read_text(encoding="utf-8")
+
+
+def test_the_tools_tell_an_agent_what_they_take_and_that_they_only_read(tmp_path: Path, any_embedder: None) -> None:
+    bundle = tmp_path / "kg"
+    api.write_validated(bundle, small_bundle(), load_settings())
+    server = StdioServerParameters(command=str(METAKG), args=["mcp", "--bundle", str(bundle)], env=dict(os.environ))
+
+    async def session() -> dict[str, Any]:
+        async with Client(server, read_timeout_seconds=120) as client:
+            return {
+                "tools": (await client.list_tools()).tools,
+                "by_name": await client.call_tool("paths", {"src": "aspirin", "dst": "migraine", "k": 1}),
+                "node": await client.call_tool("node", {"id": "sumatriptn"}),  # a typo of a name
+                "unknown": await client.call_tool("neighbours", {"id": "zzzz qqqq"}),
+            }
+
+    got = asyncio.run(session())
+    tools = {t.name: t for t in got["tools"]}
+    for tool in tools.values():
+        assert tool.annotations is not None and tool.annotations.read_only_hint is True, tool.name
+        assert tool.annotations.destructive_hint is False and len(tool.description or "") > 150, tool.name
+        for name, schema in tool.input_schema["properties"].items():
+            assert schema.get("description"), (tool.name, name)  # every parameter says what it is
+    search = tools["search"].input_schema["properties"]
+    assert search["k"]["minimum"] == 1 and search["k"]["maximum"] == 100
+    assert set(search["mode"]["enum"]) == {"exact", "normalised", "fuzzy", "embedding", "auto"}
+    assert tools["paths"].input_schema["properties"]["max_hops"]["maximum"] == 6
+    assert "kg_rag" in (tools["ask"].description or "") and "medcog" in (tools["ask"].description or "")
+    assert '"A: text"' in json.dumps(tools["ask"].input_schema) or "A: text" in json.dumps(tools["ask"].input_schema)
+    path = payload(got["by_name"])[0]  # names, not only ids
+    assert path["nodes"][0] == node_id(small_bundle(), "aspirin") and path["nodes"][-1] == node_id(
+        small_bundle(), "migraine"
+    )
+    assert payload(got["node"])["name"] == "sumatriptan"
+    unknown = got["unknown"].content[0].text
+    assert got["unknown"].is_error and "closest names" in unknown and "metakg " not in unknown  # no CLI command
