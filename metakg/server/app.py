@@ -39,6 +39,8 @@ from metakg.errors import (
     BundleChanged,
     BundleNotWritten,
     ConfigError,
+    EmbeddingError,
+    LLMError,
     MetakgError,
     NodeNotFound,
     ResourceBusy,
@@ -77,7 +79,8 @@ ERROR_STATUSES: dict[int, str] = {
     413: "The request body is larger than server.max_body_bytes.",
     507: "The served bundle could not be written (a full disk): nothing was changed, the graph served is as it was.",
     503: "The server is busy (every question slot taken, the graph being read for a write, or another process "
-    "writing the bundle) or the LLM cannot be started; try again shortly.",
+    "writing the bundle), or cannot answer now: the LLM or the embedding model cannot be reached or loaded; "
+    "try again shortly.",
 }
 #: the statuses every route can answer: a Host header refused, a missing or wrong key
 EVERY_ROUTE = (400, 401)
@@ -401,7 +404,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             else 503
             if isinstance(error, ResourceBusy)
             else 503
-            if isinstance(error, ConfigError)
+            if isinstance(error, ConfigError | EmbeddingError | LLMError)  # the server's problem, not the request's
             else 400
         )
         return _error(status, str(error))
@@ -503,7 +506,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             found = store().neighbours(id, relations=relation, direction=direction, limit=limit)
         return [asdict(nb) for nb in found]
 
-    @app.get("/api/search", responses=error_responses())
+    @app.get("/api/search", responses=error_responses(503))
     def search(
         q: Annotated[str, Query(min_length=1, max_length=500, description="A name or description.")],
         mode: Literal["exact", "normalised", "fuzzy", "embedding", "auto"] = "auto",

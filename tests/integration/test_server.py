@@ -17,7 +17,7 @@ import pytest
 
 from metakg import api
 from metakg.config import Neo4jSettings, load_settings
-from tests.conftest import MODEL, llama_pids, node_id, small_bundle
+from tests.conftest import llama_pids, node_id, real_model, small_bundle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tools.neo4j_server import free_port
@@ -77,10 +77,12 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def isolated_env(cache: Path) -> dict[str, str]:
     """What ``isolated_settings`` gives a test, for a server a module's fixture starts before it: a cache of its
-    own (not the user's) and the shared embedding model (without it the server would try to download one)."""
+    own (not the user's) and the embedding model the tests use (without it the server would build or fetch one
+    into its new cache)."""
     env = {"METAKG_PATHS__CACHE_DIR": str(cache)}
-    if MODEL.is_dir():
-        env["METAKG_EMBEDDER__MODEL_DIR"] = str(MODEL)
+    found = real_model()
+    if found is not None:
+        env["METAKG_EMBEDDER__MODEL_DIR"] = str(found)
     return env
 
 

@@ -103,7 +103,7 @@ ROUTE_ERRORS = {
     ("get", "/api/graph"): {400, 401},
     ("get", "/api/nodes/{node_id}"): {400, 401, 404},
     ("get", "/api/neighbours"): {400, 401, 404},
-    ("get", "/api/search"): {400, 401},
+    ("get", "/api/search"): {400, 401, 503},
     ("get", "/api/paths"): {400, 401, 404},
     ("get", "/api/strategies"): {400, 401},
     ("post", "/api/ask"): {400, 401, 408, 413, 503},
@@ -227,3 +227,15 @@ def test_the_report_is_never_read_through_a_link_out_of_the_bundle(bundle: Path,
     with TestClient(create_app(load_settings(), bundle=bundle), base_url="http://127.0.0.1") as client:
         answer = client.get("/report")
     assert answer.status_code == 404 and "root:x" not in answer.text
+
+
+def test_an_embedding_model_that_cannot_be_loaded_is_the_servers_problem_a_503(bundle: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    settings = served_settings()
+    settings = settings.model_copy(update={"embedder": settings.embedder.model_copy(update={"model_dir": empty})})
+    with TestClient(create_app(settings, bundle=bundle), base_url="http://127.0.0.1") as client:
+        found = client.get("/api/search", params={"q": "aspirin", "mode": "exact"})
+        assert found.status_code == 200 and found.json()[0]["node"]["name"] == "aspirin"  # names need no model
+        refused = client.get("/api/search", params={"q": "a painkiller", "mode": "embedding"})
+        assert refused.status_code == 503 and "lacks" in refused.json()["error"], refused.text

@@ -10,6 +10,7 @@ import pytest
 
 from metakg.config import EmbedderSettings
 from metakg.errors import EmbeddingError
+from metakg.llm import minilm_onnx
 from metakg.llm.embedder import Embedder, LazyEmbedder, OnnxEmbedder, resolve_model_dir
 
 
@@ -46,6 +47,13 @@ def test_resolve_prefers_configured_then_cache(tmp_path: Path, model_dir: Path) 
     assert resolve_model_dir(EmbedderSettings(), tmp_path) == cached
 
 
+@pytest.fixture
+def no_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on an install without the model's package: the model is downloaded."""
+    monkeypatch.setattr(minilm_onnx, "package_folder", lambda: None)
+
+
+@pytest.mark.usefixtures("no_package")
 def test_download_failure_is_explained(tmp_path: Path) -> None:
     settings = EmbedderSettings(model_url="http://127.0.0.1:9/model.onnx", tokenizer_url="http://127.0.0.1:9/t.json")
     with pytest.raises(EmbeddingError, match="download of"):
@@ -53,6 +61,7 @@ def test_download_failure_is_explained(tmp_path: Path) -> None:
     assert not list((tmp_path / "models").rglob("*.part"))
 
 
+@pytest.mark.usefixtures("no_package")
 def test_model_is_downloaded_once_into_the_cache(
     tmp_path: Path, model_dir: Path, serve_dir: Callable[[Path], str]
 ) -> None:
@@ -77,6 +86,7 @@ def test_lazy_embedders_of_one_model_share_its_session(model_dir: Path) -> None:
     assert other._get() is not store_side._get()
 
 
+@pytest.mark.usefixtures("no_package")
 def test_lazy_embedder_remembers_a_failed_download(tmp_path: Path) -> None:
     settings = EmbedderSettings(model_url="http://127.0.0.1:9/model.onnx", tokenizer_url="http://127.0.0.1:9/t.json")
     messages: list[str] = []
