@@ -386,10 +386,11 @@ class Neo4jSettings(Section):
     password: SecretStr = Field(default=SecretStr(""), description="Never printed; empty for a server without auth.")
     database: str = "neo4j"
     batch_size: int = Field(default=5000, ge=1, le=100_000, description="Rows per UNWIND ... MERGE transaction.")
-    rel_types: Literal["typed", "generic"] = Field(
-        default="typed",
+    rel_types: Literal["auto", "typed", "generic"] = Field(
+        default="auto",
         description="How loads write relations: a relationship type per relation (typed), or one type RELATED "
-        "with the relation in r.rel (generic, for open-vocabulary graphs).",
+        "with the relation in r.rel (generic, for open-vocabulary graphs); auto: as the database has them, else "
+        "generic for a graph of more than 64 distinct relations, typed otherwise.",
     )
 
     @field_validator("uri")

@@ -33,6 +33,7 @@ from metakg.schemas.bundle import (
 from metakg.schemas.bundle_dir import writing
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.history import HISTORY_KEY
+from metakg.schemas.locks import require_folder
 from metakg.schemas.tables import reject_reasons
 from metakg.schemas.vocabulary import default_vocabulary
 
@@ -182,6 +183,7 @@ def synthetic_primekg(out_dir: Path, settings: Settings, *, scale: float, seed: 
     """
     if not 0 < scale <= 2:
         raise UsageError(f"scale must be in (0, 2], got {scale}.")
+    require_folder(out_dir, "the synthetic PrimeKG file")  # the arguments first, then the settings
     data_dir = settings.paths.data_dir
     if data_dir is None or not (data_dir / "primekg").is_dir():
         raise ConfigError(

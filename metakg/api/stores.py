@@ -302,8 +302,11 @@ def export_neo4j_admin(path: Path, out_dir: Path, settings: Settings) -> dict[st
         BundleError: the bundle cannot be read.
     """
     bundle = read_bundle(path)
+    embeddings = read_embeddings(path, bundle)
     output_folder(out_dir, "the neo4j-admin import files")
     try:
-        return write_admin_import(bundle, out_dir, database=settings.neo4j.database, rel_types=settings.neo4j.rel_types)
+        return write_admin_import(
+            bundle, out_dir, database=settings.neo4j.database, rel_types=settings.neo4j.rel_types, embeddings=embeddings
+        )
     except OSError as e:
         raise OutputError(f"cannot write the import files into {out_dir}: {e.strerror or e}.") from e

@@ -59,12 +59,12 @@ def with_rel_types(cfg: Settings, rel_types: str | None) -> Settings:
     """``cfg`` with ``neo4j.rel_types`` from ``--rel-types`` (None: as configured).
 
     Raises:
-        UsageError: a value other than typed or generic.
+        UsageError: a value other than auto, typed or generic.
     """
     if rel_types is None:
         return cfg
-    if rel_types not in ("typed", "generic"):
-        raise UsageError(f"unknown --rel-types {rel_types!r}; choose typed or generic.")
+    if rel_types not in ("auto", "typed", "generic"):
+        raise UsageError(f"unknown --rel-types {rel_types!r}; choose auto, typed or generic.")
     return cfg.model_copy(update={"neo4j": cfg.neo4j.model_copy(update={"rel_types": rel_types})})
 
 

@@ -51,18 +51,31 @@ def neo4j_admin(
     bundle: Path = typer.Argument(..., help="Bundle directory."),
     directory: Path = typer.Argument(..., help="Folder for the header and data CSV files."),
     rel_types: str | None = typer.Option(
-        None, "--rel-types", help="typed or generic, as for `metakg load neo4j` (default: neo4j.rel_types)."
+        None,
+        "--rel-types",
+        help="auto, typed or generic, as for `metakg load neo4j` (default: neo4j.rel_types, auto: by the graph).",
     ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Write CSV and header files for `neo4j-admin database import full` (the fastest first load into an
-    empty database) and print the exact command."""
+    empty database) and print the exact command. The files hold the name embeddings when the bundle has
+    them; run `metakg load neo4j BUNDLE` after the import to create the indexes (it rewrites no row)."""
     cfg = settings()
     with guarded("export neo4j-admin", json_mode):
         result = api.export_neo4j_admin(bundle, directory, with_rel_types(cfg, rel_types))
         if not json_mode:
-            out.print(f"wrote {result['nodes']} nodes and {result['edges']} edges to {directory}; run:")
+            out.print(
+                f"wrote {result['nodes']} nodes and {result['edges']} edges ({result['rel_types']} relations"
+                + (", with name embeddings" if result["embeddings"] else "")
+                + f") to {directory}; run:",
+                highlight=False,
+            )
             out.print(result["command"], markup=False, highlight=False)
+            out.print(
+                f"then `metakg load neo4j {bundle}` once: it creates the indexes and rewrites no row",
+                markup=False,
+                highlight=False,
+            )
         finish(
             True,
             {

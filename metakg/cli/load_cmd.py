@@ -36,15 +36,17 @@ def neo4j(
         None,
         "--rel-types",
         help="typed: a relationship type per relation; generic: one type RELATED with the relation in r.rel, "
-        "for open-vocabulary graphs with many relations (default: neo4j.rel_types).",
+        "for open-vocabulary graphs with many relations; auto: as the database has them, else generic beyond 64 "
+        "relations. A layout other than the database's moves the bundle's edges to it (default: neo4j.rel_types, "
+        "auto).",
     ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Load a bundle into Neo4j (NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE, default the
     `make neo4j-up` server): uniqueness constraint on the id, name and full-text indexes, a vector index when
-    the bundle has embeddings; nodes before edges, one relationship type per relation. By default the
-    database follows the bundle: only rows that differ are written, and rows the bundle no longer holds are
-    removed. Loading twice changes nothing; an interrupted load finishes when run again."""
+    the bundle has embeddings; nodes before edges. By default the database follows the bundle: only rows
+    that differ are written, rows the bundle no longer holds are removed, and what an import lacks (name
+    keys, embeddings) is added. Loading twice changes nothing; an interrupted load finishes when run again."""
     cfg = settings()
     with guarded("load neo4j", json_mode):
         if mode not in ("follow", "merge"):
@@ -75,6 +77,21 @@ def neo4j(
                 f"{result['edges_unchanged']} edges unchanged, {result['seconds']:.1f} s"
                 + (f"; history kept (recorded at {result['recorded_at']})" if result["history"] else "")
             )
+            added = [
+                f"{result['edges_relaid']} unchanged edges moved to the {result['rel_types']} layout"
+                if result["edges_relaid"]
+                else "",
+                f"name embeddings written on {result['nodes_embedded']} unchanged nodes"
+                if result["nodes_embedded"]
+                else "",
+                f"name keys added to {result['keys_added']} nodes" if result["keys_added"] else "",
+                "metakg's bookkeeping of an earlier version moved off the graph"
+                if result["load"].get("migrated")
+                else "",
+            ]
+            if any(added):
+                out.print("  " + "; ".join(a for a in added if a), highlight=False)
+            out.print(f"  relations: {result['rel_types']} layout", highlight=False)
             for source, counts in sorted(result["counts_by_source"].items()):
                 out.print(
                     f"  source {escape(source)}: {counts['nodes']} nodes, {counts['edges']} edges", highlight=False

@@ -3,6 +3,14 @@
 Labels and relationship types cannot be parameters in Cypher; they come from the type vocabulary and from
 relation names that passed validation (``RELATION_PATTERN``), are checked again here, and are quoted with
 backticks. Hop limits and k are integers checked here before they are written into a pattern.
+
+The graph's nodes (``:Entity`` plus a label for their type) and relationships carry the bundle's columns only:
+what a person or an LLM writing Cypher reads. What metakg keeps for itself lives where schema readers
+(``apoc.meta.data``, so neo4j-graphrag's ``get_schema`` and LangChain's ``Neo4jGraph.schema``) never look:
+on nodes without a label, reached through relationships between such nodes. Each bookkeeping record is an
+unlabelled node with a self-loop of type :data:`META` (``kind``: ``source``, ``embedding``, ``layout``,
+``load``, ``keys``); the normalised name and alias keys name search uses are relationships of type
+:data:`KEY` looping on the ``keys`` node, ``{key, id}``, with range indexes on both.
 """
 
 from __future__ import annotations
@@ -15,8 +23,6 @@ from metakg.schemas.tables import RELATION_PATTERN
 ENTITY = "Entity"
 VECTOR_INDEX = "entity_embedding"
 """The vector index over the nodes' name embeddings (``n.embedding``)."""
-ALIAS_INDEX = "entity_alias_keys"
-"""The full-text index (whitespace analyzer) over the alias keys, which finds aliases without a label scan."""
 _LABEL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _REL_RE = re.compile(RELATION_PATTERN)
 
@@ -60,15 +66,26 @@ def _positive(name: str, value: int, upper: int) -> int:
     return value
 
 
+META = "METAKG"
+"""The self-loop type that marks an unlabelled node as a bookkeeping record of metakg's."""
+KEY = "METAKG_KEY"
+"""The relationship type of a name key: ``{key, id}`` (a normalised name or alias of the entity ``id``)."""
+KEY_INDEX = "metakg_key"
+KEY_ID_INDEX = "metakg_key_id"
+NAMES_INDEX = "entity_names"
+"""The full-text index over the names and aliases (the standard analyzer): users' text search, and the
+candidates of an edit-distance search."""
+
+
 def schema_statements(vector_dimensions: int | None) -> list[str]:
-    """Constraint and indexes: unique entity id, name lookups, full-text names, optional vector index."""
+    """Constraint and indexes: unique entity id, exact names, full-text names and aliases, the name keys, and
+    (with a dimension) the vector index."""
     statements = [
         f"CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (n:{ENTITY}) REQUIRE n.id IS UNIQUE",
         f"CREATE INDEX entity_name IF NOT EXISTS FOR (n:{ENTITY}) ON (n.name)",
-        f"CREATE INDEX entity_name_key IF NOT EXISTS FOR (n:{ENTITY}) ON (n.name_key)",
-        f"CREATE FULLTEXT INDEX {NAMES_INDEX} IF NOT EXISTS FOR (n:{ENTITY}) ON EACH [n.name, n.all_names]",
-        f"CREATE FULLTEXT INDEX {ALIAS_INDEX} IF NOT EXISTS FOR (n:{ENTITY}) ON EACH [n.alias_key_text] "
-        "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
+        f"CREATE FULLTEXT INDEX {NAMES_INDEX} IF NOT EXISTS FOR (n:{ENTITY}) ON EACH [n.name, n.aliases]",
+        f"CREATE INDEX {KEY_INDEX} IF NOT EXISTS FOR ()-[k:{KEY}]-() ON (k.key)",
+        f"CREATE INDEX {KEY_ID_INDEX} IF NOT EXISTS FOR ()-[k:{KEY}]-() ON (k.id)",
     ]
     if vector_dimensions is not None:
         dims = _positive("vector dimensions", vector_dimensions, 4096)
@@ -79,54 +96,98 @@ def schema_statements(vector_dimensions: int | None) -> list[str]:
     return statements
 
 
-def _recorded(x: str) -> str:
-    """``SET`` the load's time as ``recorded_at`` of a row whose content is new or changed; a row written
-    again with the content it has keeps the time its version was first recorded (a repeated load changes
-    nothing, and ``--as-of`` an earlier time still sees the row). Runs before ``+= row.props`` replaces the
-    stored ``content_hash`` it compares with."""
-    return (
-        f"SET {x}.recorded_at = CASE WHEN {x}.content_hash = row.props.content_hash "
-        f"THEN coalesce({x}.recorded_at, datetime(row.recorded_at)) ELSE datetime(row.recorded_at) END "
-    )
+# ---------------------------------------------------------------------------- bookkeeping (unlabelled nodes)
+META_ENSURE = (
+    f"OPTIONAL MATCH (m)-[:{META}]->(m) WHERE m.kind = $kind AND m.name = $name "
+    f"WITH m WHERE m IS NULL CREATE (n {{kind: $kind, name: $name}})-[:{META}]->(n)"
+)
+"""Make the record ``$kind``/``$name`` when there is none."""
+META_SET = f"MATCH (m)-[:{META}]->(m) WHERE m.kind = $kind AND m.name = $name SET m += $props"
+META_GET = f"MATCH (m)-[:{META}]->(m) WHERE m.kind = $kind RETURN m.name AS name, properties(m) AS p"
+META_DELETE = f"MATCH (m)-[:{META}]->(m) WHERE m.kind = $kind AND m.name = $name DETACH DELETE m"
+KEYS_REPLACE = (
+    f"MATCH (a)-[:{META}]->(a) WHERE a.kind = 'keys' WITH a LIMIT 1 UNWIND $rows AS row "
+    f"CALL (row) {{ MATCH ()-[k:{KEY} {{id: row.id}}]->() DELETE k }} "
+    f"WITH a, row UNWIND row.keys AS key CREATE (a)-[:{KEY} {{key: key, id: row.id}}]->(a)"
+)
+"""Replace the name keys of ``$rows`` (``{id, keys}``) with those given, on the one ``keys`` record (made
+first with :data:`META_ENSURE`)."""
+KEYS_ORPHANED = (
+    f"UNWIND $ids AS id MATCH ()-[k:{KEY} {{id: id}}]->() WHERE NOT EXISTS {{ MATCH (:{ENTITY} {{id: id}}) }} DELETE k"
+)
+"""Remove the keys of ``$ids`` whose node is gone."""
+UNKEYED = (
+    f"MATCH (n:{ENTITY}) WHERE NOT EXISTS {{ MATCH ()-[k:{KEY}]->() WHERE k.id = n.id }} "
+    "RETURN n.id AS id, n.name AS name, n.aliases AS aliases"
+)
+"""Entities without name keys: loaded by ``neo4j-admin database import``, or by an earlier metakg."""
+LEGACY_NODES = (
+    "MATCH (n) WHERE n:MetakgSource OR n:MetakgEmbedding OR n:MetakgLoad RETURN labels(n) AS labels, properties(n) AS p"
+)
+LEGACY_DELETE = "MATCH (n) WHERE n:MetakgSource OR n:MetakgEmbedding OR n:MetakgLoad DETACH DELETE n"
+LEGACY_NODE_PROPS = (
+    f"MATCH (n:{ENTITY}) WHERE n.content_hash IS NOT NULL OR n.name_key IS NOT NULL "
+    "CALL (n) { REMOVE n.name_key, n.alias_keys, n.alias_key_text, n.all_names, n.content_hash } "
+    "IN TRANSACTIONS OF 10000 ROWS"
+)
+LEGACY_EDGE_PROPS = (
+    f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) WHERE r.content_hash IS NOT NULL "
+    "CALL (r) { REMOVE r.content_hash } IN TRANSACTIONS OF 10000 ROWS"
+)
+LEGACY_INDEXES = ("entity_name_key", "entity_alias_keys")
+"""Indexes of the layout before the bookkeeping moved off the graph (dropped when a load finds them)."""
 
 
-#: the times a load sets on every row it writes, from ISO text (``valid_from``: the source's time of
-#: the version, removed when null); ``recorded_at`` is set by :func:`_recorded`
+#: the times a load sets on every row it writes, from ISO text (``valid_from``: the source's time of the
+#: version, removed when null); with history, also ``recorded_at``, the time of the version
 _NODE_TIMES = "n.valid_from = datetime(row.valid_from)"
 _EDGE_TIMES = "r.created_at = datetime(row.created_at), r.valid_from = datetime(row.valid_from)"
 
 
-def merge_nodes(node_type: str) -> str:
-    """Upsert a batch ``$rows`` of ``{id, props, recorded_at, valid_from}`` as :Entity plus the type's label."""
+def _recorded(x: str, history: bool) -> str:
+    """With ``history``, ``SET`` the row's ``recorded_at`` (the load's time for a new or changed row; the time
+    it had for a row only rewritten, such as an edge moved to another relationship layout)."""
+    return f", {x}.recorded_at = datetime(row.recorded_at)" if history else ""
+
+
+def merge_nodes(node_type: str, *, history: bool = False) -> str:
+    """Upsert a batch ``$rows`` of ``{id, props, valid_from[, recorded_at]}`` as :Entity plus the type's label."""
     return (
         f"UNWIND $rows AS row MERGE (n:{ENTITY} {{id: row.id}}) "
-        f"{_recorded('n')}SET n += row.props, n:{label_of(node_type)}, {_NODE_TIMES}"
+        f"SET n += row.props, n:{label_of(node_type)}, {_NODE_TIMES}{_recorded('n', history)}"
     )
 
 
-def merge_edges(rel: str) -> str:
+def merge_edges(rel: str, *, history: bool = False) -> str:
     """Upsert a batch ``$rows`` of ``{id, src, dst, props}`` as relationships of one type, keyed by edge id."""
     return (
         f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
         f"MERGE (a)-[r:{rel_type(rel)} {{id: row.id}}]->(b) "
-        f"{_recorded('r')}SET r += row.props, {_EDGE_TIMES}"
+        f"SET r += row.props, {_EDGE_TIMES}{_recorded('r', history)}"
     )
 
 
-MERGE_EDGES_GENERIC = (
-    f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
-    f"MERGE (a)-[r:{GENERIC_TYPE} {{id: row.id}}]->(b) "
-    f"{_recorded('r')}SET r += row.props, r.rel = row.rel, {_EDGE_TIMES}"
-)
-"""Upsert ``$rows`` of ``{id, src, dst, rel, props}`` as relationships of the one generic type, the relation
-as the ``rel`` property (open-vocabulary graphs: a schema of one relationship type stays readable)."""
-MERGE_EDGES_ANY_TYPE = (
-    f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
-    "MERGE (a)-[r:$(row.rel) {id: row.id}]->(b) "
-    f"{_recorded('r')}SET r += row.props, {_EDGE_TIMES}"
-)
-"""Upsert ``$rows`` of ``{id, src, dst, rel, props}`` of any relationship types in one statement (Neo4j 5.26+
-dynamic types): one query plan for all relations, where per-type statements compile once per relation."""
+def merge_edges_generic(*, history: bool = False) -> str:
+    """Upsert ``$rows`` of ``{id, src, dst, rel, props}`` as relationships of the one generic type, the
+    relation as the ``rel`` property (open-vocabulary graphs: a schema of one relationship type stays
+    readable)."""
+    return (
+        f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
+        f"MERGE (a)-[r:{GENERIC_TYPE} {{id: row.id}}]->(b) "
+        f"SET r += row.props, r.rel = row.rel, {_EDGE_TIMES}{_recorded('r', history)}"
+    )
+
+
+def merge_edges_any_type(*, history: bool = False) -> str:
+    """Upsert ``$rows`` of ``{id, src, dst, rel, props}`` of any relationship types in one statement (Neo4j
+    5.26+ dynamic types): one query plan for all relations, where per-type statements compile once each."""
+    return (
+        f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
+        "MERGE (a)-[r:$(row.rel) {id: row.id}]->(b) "
+        f"SET r += row.props, {_EDGE_TIMES}{_recorded('r', history)}"
+    )
+
+
 SERVER_VERSION = "CALL dbms.components() YIELD versions RETURN versions[0] AS version"
 
 
@@ -138,10 +199,6 @@ def merge_edge_single(rel: str) -> str:
     )
 
 
-LOAD_MARKER_GET = "MATCH (m:MetakgLoad {key: $key}) RETURN m.token AS token"
-"""The token of an unfinished load of this bundle into this database (none when there is none)."""
-LOAD_MARKER_SET = "MERGE (m:MetakgLoad {key: $key}) SET m.token = $token"
-LOAD_MARKER_DELETE = "MATCH (m:MetakgLoad {key: $key}) DELETE m"
 PING = "RETURN 1 AS ok"
 """The first query on a new connection: it fails when the configured database does not exist."""
 NO_LIMIT = 2**62
@@ -163,44 +220,29 @@ NEIGHBOURS = (
 """The neighbours of every node ``$ids`` in one round trip, a row per node (``found``: [node, edge, way,
 name embedding or null] lists): outgoing edges first, then incoming, each side in edge-id order, the first
 ``$limit``. ``ORDER BY ... LIMIT`` plans as a top-k selection, so a hub's whole list is not sorted."""
-SEARCH_EXACT = (
+SEARCH_EXACT_SCAN = (
     f"MATCH (n:{ENTITY}) WHERE n.name = $text OR $text IN n.aliases RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
 )
-"""Exact name or alias, by a label scan: for databases loaded before the alias index existed."""
-SEARCH_KEY = (
-    f"MATCH (n:{ENTITY}) WHERE n.name_key = $key OR $key IN n.alias_keys "
+"""Exact name or alias by a label scan: for a text without a normalised form (punctuation), which has no key."""
+_BY_KEY = f"MATCH ()-[k:{KEY} {{key: $key}}]->() MATCH (n:{ENTITY} {{id: k.id}})"
+SEARCH_EXACT = (
+    f"CALL {{ MATCH (n:{ENTITY} {{name: $text}}) RETURN n UNION {_BY_KEY} WHERE $text IN n.aliases RETURN n }} "
     f"RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
 )
-"""Normalised name or alias key, by a label scan (see ``SEARCH_EXACT``)."""
-_BY_ALIAS = f"CALL db.index.fulltext.queryNodes('{ALIAS_INDEX}', $phrase) YIELD node AS n"
-SEARCH_EXACT_INDEXED = (
-    f"CALL {{ MATCH (n:{ENTITY} {{name: $text}}) RETURN n UNION {_BY_ALIAS} WHERE $text IN n.aliases RETURN n }} "
-    f"RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
-)
-"""Exact name (range index ``entity_name``) or alias (the alias index finds the nodes having the text's key
-as a phrase, ``$phrase``; the exact test follows): no label scan."""
-SEARCH_KEY_INDEXED = (
-    f"CALL {{ MATCH (n:{ENTITY} {{name_key: $key}}) RETURN n UNION {_BY_ALIAS} WHERE $key IN n.alias_keys RETURN n }} "
-    f"RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
-)
-"""Normalised name key (range index ``entity_name_key``) or alias key (alias index): no label scan."""
+"""Exact name (range index ``entity_name``) or alias (the nodes having the text's key, then the exact test)."""
+SEARCH_KEY = f"{_BY_KEY} WITH DISTINCT n RETURN {NODE_RETURN} AS node ORDER BY n.id LIMIT $k"
+"""Normalised name or alias: the nodes of the key (range index ``metakg_key``)."""
 SEARCH_NAMES = (
     "UNWIND $items AS item CALL { WITH item CALL { "
     f"WITH item MATCH (n:{ENTITY} {{name: item.text}}) RETURN n, 0 AS how UNION "
-    f"WITH item CALL db.index.fulltext.queryNodes('{ALIAS_INDEX}', item.phrase) YIELD node AS n "
+    f"WITH item MATCH ()-[k:{KEY} {{key: item.key}}]->() MATCH (n:{ENTITY} {{id: k.id}}) "
     "WITH item, n WHERE item.text IN n.aliases RETURN n, 0 AS how UNION "
-    f"WITH item MATCH (n:{ENTITY} {{name_key: item.key}}) RETURN n, 1 AS how UNION "
-    f"WITH item CALL db.index.fulltext.queryNodes('{ALIAS_INDEX}', item.phrase) YIELD node AS n "
-    "WITH item, n WHERE item.key IN n.alias_keys RETURN n, 1 AS how } "
+    f"WITH item MATCH ()-[k:{KEY} {{key: item.key}}]->() MATCH (n:{ENTITY} {{id: k.id}}) RETURN n, 1 AS how }} "
     f"WITH n, how ORDER BY how, n.id RETURN collect([{NODE_RETURN}, how]) AS found }} "
     "RETURN item.text AS text, found"
 )
-"""The exact (``how`` 0) and normalised (1) name and alias matches of every ``$items`` ``{text, key,
-phrase}`` in one round trip, in match order then id order (:data:`SEARCH_EXACT_INDEXED`,
-:data:`SEARCH_KEY_INDEXED` for many texts)."""
-NAMES_INDEX = "entity_names"
-"""The full-text index over the names and aliases (the standard analyzer): users' text search, and the
-candidates of an edit-distance search."""
+"""The exact (``how`` 0) and normalised (1) name and alias matches of every ``$items`` ``{text, key}`` in one
+round trip, in match order then id order (:data:`SEARCH_EXACT`, :data:`SEARCH_KEY` for many texts)."""
 SEARCH_FUZZY = (
     f"CALL db.index.fulltext.queryNodes('{NAMES_INDEX}', $lucene, {{limit: $candidates}}) YIELD node AS n "
     f"RETURN {NODE_RETURN} AS node"
@@ -218,17 +260,11 @@ def fuzzy_query(key: str) -> str:
 
 
 INDEXES = "SHOW INDEXES YIELD name RETURN collect(name) AS names"
-EMBEDDING_META_SET = (
-    "MERGE (m:MetakgEmbedding {index: $index}) SET m.model = $model, m.dimensions = $dimensions, "
-    "m.field = 'name', m.pooling = 'mean', m.normalised = true, m.similarity = 'cosine'"
-)
-"""What the vector index's vectors are: the model that made them, their dimension and pooling (a node
-beside the data, so a reader such as neo4j-graphrag's retrievers can embed its queries alike)."""
-EMBEDDING_META = "MATCH (m:MetakgEmbedding {index: $index}) RETURN m.model AS model, m.dimensions AS dimensions"
 NAMES = (
     f"MATCH (n:{ENTITY}) UNWIND [n.name] + coalesce(n.aliases, []) AS name "
     "WITH DISTINCT name WHERE name IS NOT NULL RETURN name"
 )
+ANY_EMBEDDING = f"MATCH (n:{ENTITY}) WHERE n.embedding IS NOT NULL RETURN n.id AS id LIMIT 1"
 NAME_VECTORS = (
     f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v"
 )
@@ -273,10 +309,17 @@ def shortest_paths(k: int, max_hops: int, *, directed: bool) -> str:
 
 
 # ---------------------------------------------------------------------------- following a bundle
-SOURCE_NODES = f"MATCH (n:{ENTITY}) WHERE n.source IN $sources RETURN n.id AS id, n.content_hash AS hash"
+NODE_CONTENT_RETURN = "n {.name, .type, .source, .description, .aliases, .xrefs, .properties, .revision}"
+EDGE_CONTENT_RETURN = "r {.display, .source, .confidence, .count, .record_ids, .importer, .model, .prompt_hash}"
+SOURCE_NODES = (
+    f"MATCH (n:{ENTITY}) WHERE n.source IN $sources RETURN n.id AS id, {NODE_CONTENT_RETURN} AS c, "
+    "n.embedding IS NOT NULL AS embedded, n.recorded_at AS recorded_at"
+)
+"""The content of the database's nodes of ``$sources``: a load compares it with the bundle's, hashed alike."""
 SOURCE_EDGES = (
     f"MATCH (a:{ENTITY})-[r]->(b:{ENTITY}) WHERE r.source IN $sources "
-    "RETURN r.id AS id, a.id AS src, b.id AS dst, r.content_hash AS hash"
+    f"RETURN r.id AS id, a.id AS src, b.id AS dst, type(r) = '{GENERIC_TYPE}' AS generic, "
+    f"{EDGE_CONTENT_RETURN} AS c, r.recorded_at AS recorded_at"
 )
 DELETE_EDGES = (
     f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}})-[r]->(b:{ENTITY} {{id: row.dst}}) "
@@ -287,11 +330,6 @@ DELETE_NODES = (
     "WHERE NOT EXISTS { MATCH (n)-[r]-() WHERE NOT r.source IN $sources } DETACH DELETE n"
 )
 """Remove nodes gone from their sources, unless an edge of another source still uses them."""
-SOURCE_MARK = (
-    "UNWIND $sources AS s MERGE (m:MetakgSource {name: s}) "
-    "SET m.bundle = $bundle, m.loaded_at = datetime(), m.nodes = $nodes[s], m.edges = $edges[s], m.history = $history"
-)
-SOURCE_HISTORY = "MATCH (m:MetakgSource) WHERE m.name IN $sources AND m.history RETURN true AS history LIMIT 1"
 # ---------------------------------------------------------------------------- history
 VERSION = "MetakgVersion"
 #: a version recorded before history was kept counts as recorded at the epoch (always there)
@@ -308,7 +346,7 @@ ARCHIVE_NODES = (
     f"UNWIND $rows AS row MATCH (n:{ENTITY} {{id: row.id}}) "
     "WHERE row.changed OR NOT EXISTS { MATCH (n)-[r]-() WHERE NOT r.source IN $sources } "
     f"MERGE (v:{VERSION} {{kind: 'node', id: n.id, recorded_at: coalesce(n.recorded_at, datetime($epoch))}}) "
-    f"ON CREATE SET v += properties(n), v.labels = labels(n), {_RETIRE}"
+    f"ON CREATE SET v += properties(n), v.embedding = null, v.labels = labels(n), {_RETIRE}"
 )
 """Copy the current version of each node ``$rows`` (``{id, changed, valid_to}``) that is changed, or that is
 gone and will be deleted (no edge of another source uses it), into a version node retired at ``$now``."""

@@ -1,8 +1,11 @@
 """Files for ``neo4j-admin database import full``: the fastest first load into an empty database.
 
-Writes header files and data files (nodes, relationships) in the admin-import CSV dialect and returns the
-exact command to run. Nothing talks to a database here. Rows carry the same content hash as a batched load
-writes, so ``load neo4j`` (following the bundle) after an import writes only what changed since.
+Writes header files and data files in the admin-import CSV dialect and returns the exact command to run.
+Nothing talks to a database here. The files hold what a batched load writes: the entities with their labels
+and columns (and their name embeddings, when the bundle has them), the relationships in the chosen layout,
+and metakg's bookkeeping (unlabelled nodes with their self-loops: the name keys search uses, the layout, the
+embedding model). ``load neo4j`` after an import then creates the indexes, records the sources and finds
+every row unchanged, so it writes nothing else.
 """
 
 from __future__ import annotations
@@ -13,10 +16,9 @@ from typing import Any
 
 import polars as pl
 
-from metakg.loaders.cypher import ENTITY, GENERIC_TYPE, label_of
-from metakg.loaders.neo4j_loader import node_rows
+from metakg.loaders.cypher import ENTITY, GENERIC_TYPE, KEY, META, VECTOR_INDEX, label_of
+from metakg.loaders.neo4j_loader import EMBEDDING_META, RelTypes, layout_for, name_keys
 from metakg.schemas.bundle import Bundle
-from metakg.schemas.diff import EDGE_CONTENT, content_hash
 from metakg.schemas.tables import RELATION_PATTERN
 
 ARRAY_DELIMITERS = [";", "|", "¦", "\u241e"]
@@ -29,13 +31,9 @@ NODE_FIELDS = [
     ("description", "description"),
     ("aliases", "aliases:string[]"),
     ("xrefs", "xrefs:string[]"),
-    ("name_key", "name_key"),
-    ("alias_keys", "alias_keys:string[]"),
-    ("alias_key_text", "alias_key_text"),
-    ("all_names", "all_names"),
+    ("properties", "properties"),
     ("revision", "revision"),
     ("valid_from", "valid_from:datetime"),
-    ("content_hash", "content_hash"),
     ("labels", ":LABEL"),
 ]
 EDGE_FIELDS = [
@@ -54,8 +52,22 @@ EDGE_FIELDS = [
     ("run_id", "run_id"),
     ("created_at", "created_at:datetime"),
     ("valid_from", "valid_from:datetime"),
-    ("content_hash", "content_hash"),
 ]
+#: the bookkeeping records (unlabelled nodes; every property a record kind has, empty where it has none)
+META_FIELDS = [
+    ("meta_id", "meta_id:ID(Meta)"),
+    ("kind", "kind"),
+    ("name", "name"),
+    ("rel_types", "rel_types"),
+    ("model", "model"),
+    ("dimensions", "dimensions:long"),
+    ("field", "field"),
+    ("pooling", "pooling"),
+    ("normalised", "normalised:boolean"),
+    ("similarity", "similarity"),
+]
+LOOP_FIELDS = [("start", ":START_ID(Meta)"), ("end", ":END_ID(Meta)"), ("type", ":TYPE")]
+KEY_FIELDS = [*LOOP_FIELDS, ("key", "key"), ("id", "id")]
 
 
 def _delimiter(frames: list[pl.Series]) -> str:
@@ -67,34 +79,69 @@ def _delimiter(frames: list[pl.Series]) -> str:
 
 
 def write_admin_import(
-    bundle: Bundle, out_dir: Path, *, database: str = "neo4j", rel_types: str = "typed"
+    bundle: Bundle,
+    out_dir: Path,
+    *,
+    database: str = "neo4j",
+    rel_types: RelTypes = "auto",
+    embeddings: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """Write ``nodes_header.csv``, ``nodes.csv``, ``edges_header.csv``, ``edges.csv`` into ``out_dir``;
-    with ``rel_types="generic"``, every edge gets the one relationship type ``RELATED`` and its relation as
-    the ``rel`` property (as ``load neo4j --rel-types generic`` writes them).
+    """Write the nodes, relationships and bookkeeping files (each a header and a data file) into ``out_dir``.
+
+    Args:
+        bundle: a validated bundle.
+        out_dir: the folder of the files.
+        database: the database the command imports into.
+        rel_types: ``typed``, ``generic`` (every edge of type ``RELATED``, its relation the ``rel`` property),
+            or ``auto``: as :func:`~metakg.loaders.neo4j_loader.layout_for` picks by the graph.
+        embeddings: the name embeddings (``id``, ``vector``) of ``metakg embed``, written on the nodes.
 
     Returns:
-        The file paths, the counts, the array delimiter and the ``neo4j-admin`` command line.
+        The file paths, the counts, the array delimiter, the layout and the ``neo4j-admin`` command line.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    props = node_rows(bundle.nodes).drop("type").unnest("props")
-    labels = {t: f"{ENTITY};{label_of(t)}" for t in props["type"].unique().to_list()}
-    delimiter = _delimiter([props["aliases"], props["xrefs"], props["alias_keys"], bundle.edges["record_ids"]])
-    nodes = props.with_columns(pl.col("type").replace_strict(labels).alias("labels"))
+    layout = layout_for(bundle.edges["rel"], rel_types)
+    keys = name_keys(bundle.nodes).explode("keys").drop_nulls("keys")
+    delimiter = _delimiter([bundle.nodes["aliases"], bundle.nodes["xrefs"], bundle.edges["record_ids"]])
+    labels = {t: f"{ENTITY};{label_of(t)}" for t in bundle.nodes["type"].unique().to_list()}
+    nodes = bundle.nodes.with_columns(pl.col("type").replace_strict(labels).alias("labels"))
+    node_fields = NODE_FIELDS
+    meta: list[dict[str, Any]] = [{"meta_id": "keys", "kind": "keys", "name": "names"}]
+    if embeddings is not None and embeddings.height:
+        nodes = nodes.join(embeddings.rename({"vector": "embedding"}), on="id", how="left", maintain_order="left")
+        nodes = nodes.with_columns(pl.col("embedding").cast(pl.List(pl.String)))
+        node_fields = [*NODE_FIELDS, ("embedding", "embedding:double[]")]
+        model = bundle.manifest.get("embeddings", {}).get("model")
+        dims = len(embeddings["vector"][0])
+        meta.append({"meta_id": "embedding", "kind": "embedding", "name": VECTOR_INDEX, "model": model,
+                     "dimensions": dims, **EMBEDDING_META})  # fmt: skip
     edges = bundle.edges.filter(pl.col("rel").str.contains(RELATION_PATTERN))
-    edges = edges.with_columns(content_hash(edges, EDGE_CONTENT))  # so a later follow-mode load skips them
     edge_fields = EDGE_FIELDS
-    if rel_types == "generic":
+    if layout == "generic":
         edges = edges.with_columns(pl.col("rel").alias("rel_property"), pl.lit(GENERIC_TYPE).alias("rel"))
         edge_fields = [*EDGE_FIELDS, ("rel_property", "rel")]
+    if edges.height:
+        meta.append({"meta_id": "layout", "kind": "layout", "name": "relations", "rel_types": layout})
+    types = {"dimensions": pl.Int64, "normalised": pl.Boolean}
+    meta_frame = pl.DataFrame(meta, schema={c: types.get(c, pl.String) for c, _ in META_FIELDS})
+    loop = (pl.col("meta_id").alias("start"), pl.col("meta_id").alias("end"), pl.lit(META).alias("type"))
+    loops = meta_frame.select(*loop)
+    anchor = (pl.lit("keys").alias("start"), pl.lit("keys").alias("end"), pl.lit(KEY).alias("type"))
+    key_rows = keys.select(*anchor, pl.col("keys").alias("key"), "id")
     files: dict[str, Path] = {}
-    for name, frame, fields in (("nodes", nodes, NODE_FIELDS), ("edges", edges, edge_fields)):
+    for name, frame, fields in (
+        ("nodes", nodes, node_fields),
+        ("edges", edges, edge_fields),
+        ("meta", meta_frame, META_FIELDS),
+        ("meta_loops", loops, LOOP_FIELDS),
+        ("keys", key_rows, KEY_FIELDS),
+    ):
         header = out_dir / f"{name}_header.csv"
         header.write_text(",".join(h for _, h in fields) + "\n", encoding="utf-8")
         data = out_dir / f"{name}.csv"
         columns = []
         for column, _header in fields:
-            if frame.schema[column] == pl.List(pl.String):
+            if isinstance(frame.schema[column], pl.List):
                 columns.append(pl.col(column).list.join(delimiter))
             elif frame.schema[column] == pl.Datetime("us", "UTC"):
                 columns.append(pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"))
@@ -105,7 +152,10 @@ def write_admin_import(
     command = [
         "neo4j-admin", "database", "import", "full", database,
         f"--nodes={files['nodes_header']},{files['nodes']}",
+        f"--nodes={files['meta_header']},{files['meta']}",
         f"--relationships={files['edges_header']},{files['edges']}",
+        f"--relationships={files['meta_loops_header']},{files['meta_loops']}",
+        f"--relationships={files['keys_header']},{files['keys']}",
         f"--array-delimiter={delimiter}", "--multiline-fields=true", "--overwrite-destination=true",
         f"--report-file={out_dir / 'import.report'}",
     ]  # fmt: skip
@@ -113,7 +163,9 @@ def write_admin_import(
         "files": {k: str(v) for k, v in files.items()},
         "nodes": nodes.height,
         "edges": edges.height,
+        "keys": key_rows.height,
+        "embeddings": embeddings is not None and bool(embeddings.height),
         "array_delimiter": delimiter,
-        "rel_types": rel_types,
+        "rel_types": layout,
         "command": shlex.join(command),
     }

@@ -1,4 +1,11 @@
-"""Load a bundle into Neo4j: constraint and indexes first, then nodes, then edges, in UNWIND ... MERGE batches.
+"""Load a bundle into Neo4j: constraint and indexes first, then nodes, their name keys, then edges, in
+UNWIND ... MERGE batches.
+
+The graph's nodes and relationships carry the bundle's columns only; what metakg keeps for itself (which
+sources were loaded and how, the embedding model, the relationship layout, an unfinished load, the name keys
+search uses) lives on unlabelled bookkeeping nodes that schema readers never list (see
+:mod:`metakg.loaders.cypher`). A load that follows a bundle reads the database's rows back and compares
+their content with the bundle's, hashed alike, so nothing on a row exists for metakg's sake alone.
 
 Loading is idempotent (MERGE on the entity id and on the edge id) and resumable: every committed batch is
 recorded in a checkpoint file next to the bundle, so a re-run after an interruption skips what is done and
@@ -13,7 +20,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +35,32 @@ from metakg.schemas.tables import EDGE_SCHEMA, NODE_SCHEMA, conform_edges, confo
 CHECKPOINT_FILE = "neo4j_load_checkpoint.json"
 Counter = Callable[[int, int], None]
 
+RelTypes = Literal["auto", "typed", "generic"]
+"""How relations become relationships: a type per relation (``typed``), or one generic type with the relation
+as a property (``generic``, :data:`cypher.GENERIC_TYPE`); ``auto``: as the database has them, else by the
+graph (:func:`layout_for`)."""
+GENERIC_ABOVE = 64
+"""A graph of more distinct relations than this is loaded generic by ``auto``: an open vocabulary (an LLM's
+1,685 relations for CommonsenseQA) as relationship types makes a schema of thousands of patterns, which no
+LLM reading it for Text2Cypher can use; PrimeKG's 30 relations or a Wikidata subset's properties stay types."""
+#: the node columns a load writes (the content a follow-mode load compares is :data:`NODE_CONTENT`)
+NODE_PROPERTIES = ["name", "type", "source", "description", "aliases", "xrefs", "properties", "revision"]
+#: the edge columns a load writes besides its endpoints, relation and times
+EDGE_PROPERTIES = [
+    "display",
+    "source",
+    "confidence",
+    "count",
+    "record_ids",
+    "importer",
+    "model",
+    "prompt_hash",
+    "run_id",
+]
+EMBEDDING_META = {"field": "name", "pooling": "mean", "normalised": True, "similarity": "cosine"}
+"""What the vector index's vectors are, besides their model and dimension (kept with them, so a reader such
+as neo4j-graphrag's retrievers can embed its queries alike)."""
+
 
 @dataclass
 class LoadReport:
@@ -41,16 +74,13 @@ class LoadReport:
     batches_skipped: int
     seconds: float
     checkpoint: str = "none"  # "none", "resumed", or why a checkpoint was discarded
-    recorded_at: str = ""  # the time the written rows record (ISO, UTC): an --as-of time for this load
+    recorded_at: str = ""  # the time the written rows record (ISO, UTC), when history is kept
+    rel_types: str = "typed"  # the relationship layout the edges were written in
+    migrated: bool = False  # the database held the bookkeeping of an earlier metakg on its rows; moved off
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able data."""
         return dict(self.__dict__)
-
-
-RelTypes = Literal["typed", "generic"]
-"""How relations become relationships: a type per relation, or one generic type with the relation as a
-property (:data:`cypher.GENERIC_TYPE`)."""
 
 
 def _iso_text(at: datetime) -> str:
@@ -64,21 +94,10 @@ def _iso(column: str) -> pl.Expr:
 
 
 def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl.DataFrame:
-    """``id``, ``type``, ``valid_from`` (ISO text) plus a ``props`` struct per node (name keys for search, the
-    alias keys and all names as texts for the full-text indexes, the content hash)."""
-    frame = nodes.with_columns(
-        content_hash(nodes, NODE_CONTENT),
-        match_key_expr(pl.col("name")).alias("name_key"),
-        pl.col("aliases").list.eval(match_key_expr(pl.element())).alias("alias_keys"),
-        pl.concat_list(pl.col("name"), pl.col("aliases")).list.join(" | ").alias("all_names"),
-    )
-    # the alias keys as one text for the whitespace full-text index ``entity_alias_keys`` (null without aliases)
-    aliased = pl.col("alias_keys").list.len() > 0
-    frame = frame.with_columns(
-        pl.when(aliased).then(pl.col("alias_keys").list.join(" | ")).otherwise(None).alias("alias_key_text")
-    )
-    columns = ["name", "type", "source", "description", "aliases", "xrefs", "revision", "name_key", "alias_keys",
-               "alias_key_text", "all_names", "content_hash"]  # fmt: skip
+    """``id``, ``type``, ``valid_from`` (ISO text) plus a ``props`` struct per node: its columns, and its name
+    embedding when ``embeddings`` has one."""
+    columns = list(NODE_PROPERTIES)
+    frame = nodes
     if embeddings is not None:
         frame = frame.join(embeddings.rename({"vector": "embedding"}), on="id", how="left", maintain_order="left")
         columns.append("embedding")
@@ -86,14 +105,27 @@ def node_rows(nodes: pl.DataFrame, embeddings: pl.DataFrame | None = None) -> pl
 
 
 def edge_rows(edges: pl.DataFrame) -> pl.DataFrame:
-    """``id, src, dst, rel, created_at, valid_from`` (times as ISO text) plus a ``props`` struct per edge
-    (the other properties and the content hash)."""
-    edges = edges.with_columns(content_hash(edges, EDGE_CONTENT))
-    columns = ["display", "source", "confidence", "count", "record_ids", "importer", "model", "prompt_hash", "run_id",
-               "content_hash"]  # fmt: skip
+    """``id, src, dst, rel, created_at, valid_from`` (times as ISO text) plus a ``props`` struct per edge."""
     return edges.select(
-        "id", "src", "dst", "rel", _iso("created_at"), _iso("valid_from"), pl.struct(columns).alias("props")
+        "id", "src", "dst", "rel", _iso("created_at"), _iso("valid_from"), pl.struct(EDGE_PROPERTIES).alias("props")
     )
+
+
+def name_keys(nodes: pl.DataFrame) -> pl.DataFrame:
+    """``id`` and ``keys``: the distinct normalised forms of each node's name and aliases, what the store's
+    name search looks up. A name without a letter or digit has the empty key, which no search asks for; it
+    marks the node as keyed all the same."""
+    names = pl.concat_list(pl.col("name"), pl.col("aliases").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+    keys = names.list.eval(match_key_expr(pl.element())).list.unique(maintain_order=True)
+    return nodes.select("id", keys.alias("keys"))
+
+
+def layout_for(rels: pl.Series, requested: RelTypes = "auto") -> Literal["typed", "generic"]:
+    """The layout ``requested``, or for ``auto`` the one the graph's relations call for: generic beyond
+    :data:`GENERIC_ABOVE` distinct relations, typed otherwise."""
+    if requested != "auto":
+        return requested
+    return "generic" if rels.n_unique() > GENERIC_ABOVE else "typed"
 
 
 def _batches(
@@ -117,6 +149,88 @@ def dynamic_types(driver: Any, database: str) -> bool:
     return len(parts) == 2 and (int(parts[0]), int(parts[1])) >= (5, 26)
 
 
+# ---------------------------------------------------------------------------- bookkeeping
+def read_meta(driver: Any, database: str, kind: str) -> dict[str, dict[str, Any]]:
+    """The bookkeeping records of ``kind``, by name."""
+    records, _s, _k = driver.execute_query(cypher.META_GET, kind=kind, database_=database)
+    return {r["name"]: dict(r["p"]) for r in records}
+
+
+def write_meta(driver: Any, database: str, kind: str, name: str, props: dict[str, Any]) -> None:
+    """Make or update the bookkeeping record ``kind``/``name``."""
+    driver.execute_query(cypher.META_ENSURE, kind=kind, name=name, database_=database)
+    driver.execute_query(cypher.META_SET, kind=kind, name=name, props=props, database_=database)
+
+
+def recorded_layout(driver: Any, database: str) -> Literal["typed", "generic"] | None:
+    """The relationship layout the database's last load wrote (None: never loaded by metakg)."""
+    layout = read_meta(driver, database, "layout").get("relations", {}).get("rel_types")
+    return "typed" if layout == "typed" else "generic" if layout == "generic" else None
+
+
+def keeps_history(driver: Any, database: str) -> bool:
+    """Whether a source of the database keeps history: then every row written records its time, so the graph
+    read as of an earlier time leaves out what arrived later, whatever its source."""
+    return any(bool(meta.get("history")) for meta in read_meta(driver, database, "source").values())
+
+
+def choose_layout(driver: Any, database: str, rels: pl.Series, requested: RelTypes) -> Literal["typed", "generic"]:
+    """The layout a load writes: the one ``requested``, or for ``auto`` the one the database's last load wrote,
+    else the one the graph calls for (:func:`layout_for`)."""
+    if requested != "auto":
+        return requested
+    return recorded_layout(driver, database) or layout_for(rels)
+
+
+def migrate_legacy(driver: Any, database: str) -> bool:
+    """Move the bookkeeping an earlier metakg kept on the graph (``content_hash``, ``name_key``, ``alias_keys``,
+    ``alias_key_text`` and ``all_names`` on rows; ``:MetakgSource``, ``:MetakgEmbedding`` and ``:MetakgLoad``
+    nodes; the indexes on them) off it, keeping what it says; True when there was any. The name keys are
+    written again afterwards by :func:`write_missing_keys`; ``recorded_at`` and ``:MetakgVersion`` stay (they
+    are the history's)."""
+    records, _s, _k = driver.execute_query(cypher.INDEXES, database_=database)
+    indexes = set(records[0]["names"]) if records else set()
+    legacy_indexes = [name for name in cypher.LEGACY_INDEXES if name in indexes]
+    nodes, _s, _k = driver.execute_query(cypher.LEGACY_NODES, database_=database)
+    if not legacy_indexes and not nodes:
+        return False
+    for record in nodes:
+        labels, props = set(record["labels"]), dict(record["p"])
+        if "MetakgSource" in labels and props.get("name"):
+            write_meta(driver, database, "source", str(props.pop("name")), props)
+        elif "MetakgEmbedding" in labels:
+            write_meta(driver, database, "embedding", str(props.pop("index", cypher.VECTOR_INDEX)), props)
+    driver.execute_query(cypher.LEGACY_DELETE, database_=database)
+    for name in [*legacy_indexes, *([cypher.NAMES_INDEX] if legacy_indexes else [])]:
+        driver.execute_query(f"DROP INDEX `{name}` IF EXISTS", database_=database)  # a fixed name, checked above
+    with driver.session(database=database) as session:  # IN TRANSACTIONS needs an auto-commit query
+        session.run(cypher.LEGACY_NODE_PROPS).consume()
+        session.run(cypher.LEGACY_EDGE_PROPS).consume()
+    return True
+
+
+def write_keys(driver: Any, database: str, keys: pl.DataFrame, batch_size: int) -> None:
+    """Replace the name keys of the nodes of ``keys`` (``id``, ``keys``) with those given."""
+    driver.execute_query(cypher.META_ENSURE, kind="keys", name="names", database_=database)
+    rows = keys.to_dicts()
+    for begin in range(0, len(rows), batch_size):
+        chunk = rows[begin : begin + batch_size]
+        with driver.session(database=database) as session:
+            session.execute_write(lambda tx, c=chunk: tx.run(cypher.KEYS_REPLACE, rows=c).consume())
+
+
+def write_missing_keys(driver: Any, database: str, batch_size: int) -> int:
+    """Give every entity without name keys its keys (nodes written by ``neo4j-admin database import`` of
+    other files, or by an earlier metakg); returns how many were missing."""
+    with driver.session(database=database, default_access_mode="READ") as session:
+        rows = [record.values() for record in session.run(cypher.UNKEYED)]
+    if not rows:
+        return 0
+    frame = pl.DataFrame(rows, schema={"id": pl.String, "name": pl.String, "aliases": pl.List(pl.String)}, orient="row")
+    write_keys(driver, database, name_keys(frame), batch_size)
+    return frame.height
+
+
 def _checkpoint_key(bundle: Bundle, target: str) -> str:
     hashes = json.dumps(bundle.manifest.get("content_hashes", {}), sort_keys=True)
     return hashlib.sha256(f"{target}\n{hashes}".encode()).hexdigest()
@@ -131,11 +245,11 @@ def _resume(driver: Any, database: str, key: str, checkpoint_path: Path) -> tupl
     """The batches a checkpoint records as done, what became of it (``none``, ``resumed`` or why it was
     discarded), and the load's token.
 
-    The checkpoint is tied to the database by a marker node the load writes there: a checkpoint whose
-    marker is gone (the database was wiped or replaced) would skip batches that are not in it any more.
+    The checkpoint is tied to the database by a bookkeeping record the load writes there (``load``): a
+    checkpoint whose record is gone (the database was wiped or replaced) would skip batches that are not in
+    it any more.
     """
-    records, _s, _k = driver.execute_query(cypher.LOAD_MARKER_GET, key=key, database_=database)
-    marker = records[0]["token"] if records else None
+    marker = read_meta(driver, database, "load").get(key, {}).get("token")
     status = "none"
     if checkpoint_path.is_file():
         try:
@@ -149,7 +263,7 @@ def _resume(driver: Any, database: str, key: str, checkpoint_path: Path) -> tupl
         else:
             return set(saved.get("done", [])), "resumed", str(marker)
     token = uuid.uuid4().hex
-    driver.execute_query(cypher.LOAD_MARKER_SET, key=key, token=token, database_=database)
+    write_meta(driver, database, "load", key, {"token": token})
     return set(), status, token
 
 
@@ -168,7 +282,8 @@ def load_bundle(
     dynamic: bool | None = None,
     count: bool = True,
     recorded_at: datetime | None = None,
-    rel_types: RelTypes = "typed",
+    kept_times: pl.DataFrame | None = None,
+    rel_types: RelTypes = "auto",
 ) -> LoadReport:
     """Load ``bundle`` into the database.
 
@@ -186,9 +301,11 @@ def load_bundle(
         dynamic: whether the server takes relationship types from parameters (None: ask it).
         count: count the nodes and edges in Neo4j afterwards (False: the report's Neo4j counts are None).
             The last three spare round trips to callers making many small loads (a store's upserts).
-        recorded_at: the time every written row records as its ``recorded_at`` (default: now).
-        rel_types: ``typed`` (a relationship type per relation) or ``generic`` (one type,
-            :data:`cypher.GENERIC_TYPE`, the relation in ``r.rel``: for open-vocabulary graphs).
+        recorded_at: with history, the time every written row records as its ``recorded_at``; None writes no
+            recording time (no history).
+        kept_times: with history, rows (``id``, ``recorded_at`` ISO text) written again without a change of
+            content (an edge moved to another relationship layout), which keep the time they had.
+        rel_types: ``typed``, ``generic`` or ``auto`` (:data:`RelTypes`).
 
     Returns:
         The counts in Neo4j after the load.
@@ -196,6 +313,7 @@ def load_bundle(
     start = time.perf_counter()
     checkpoint_path = checkpoint_dir / CHECKPOINT_FILE if checkpoint_dir is not None else None
     key = _checkpoint_key(bundle, target)
+    migrated = migrate_legacy(driver, database) if ensure_schema else False
     done: set[str] = set()
     checkpoint, token = "none", ""
     if checkpoint_path is not None:
@@ -207,14 +325,19 @@ def load_bundle(
         driver.execute_query(statement, database_=database)
     if dims is not None:
         model = bundle.manifest.get("embeddings", {}).get("model")
-        driver.execute_query(
-            cypher.EMBEDDING_META_SET, index=cypher.VECTOR_INDEX, model=model, dimensions=dims, database_=database
+        write_meta(
+            driver, database, "embedding", cypher.VECTOR_INDEX, {"model": model, "dimensions": dims} | EMBEDDING_META
         )
-    stamp = (recorded_at or datetime.now(UTC)).astimezone(UTC)
-    recorded = pl.lit(_iso_text(stamp)).alias("recorded_at")
-    nodes = node_rows(bundle.nodes, embeddings).with_columns(recorded)
-    edges = edge_rows(bundle.edges).with_columns(recorded)
-    total = nodes.height + edges.height
+    layout = choose_layout(driver, database, bundle.edges["rel"], rel_types)
+    if recorded_at is None and keeps_history(driver, database):
+        recorded_at = datetime.now(UTC)  # a database keeping history records when every row arrived
+    history = recorded_at is not None
+    nodes, edges = node_rows(bundle.nodes, embeddings), edge_rows(bundle.edges)
+    if history:
+        stamp = pl.lit(_iso_text(recorded_at)).alias("recorded_at")  # type: ignore[arg-type]
+        nodes, edges = (_with_times(f.with_columns(stamp), kept_times) for f in (nodes, edges))
+    keys = name_keys(bundle.nodes)
+    total = nodes.height + keys.height + edges.height
     finished = ran = skipped = 0
 
     def run_batches(
@@ -240,19 +363,29 @@ def load_bundle(
             if progress is not None:
                 progress(finished, total)
 
-    run_batches(nodes, "nodes", "type", ["id", "props", "recorded_at", "valid_from"], cypher.merge_nodes)
-    columns = ["id", "src", "dst", "created_at", "recorded_at", "valid_from", "props"]
-    if rel_types == "generic":  # one relationship type: every relation in shared batches
-        run_batches(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: cypher.MERGE_EDGES_GENERIC)
+    times = ["recorded_at"] if history else []
+    run_batches(
+        nodes, "nodes", "type", ["id", "props", "valid_from", *times], lambda t: cypher.merge_nodes(t, history=history)
+    )
+    if keys.height:
+        driver.execute_query(cypher.META_ENSURE, kind="keys", name="names", database_=database)
+    run_batches(keys, "keys", None, ["id", "keys"], lambda _v: cypher.KEYS_REPLACE)
+    columns = ["id", "src", "dst", "created_at", "valid_from", "props", *times]
+    if layout == "generic":  # one relationship type: every relation in shared batches
+        query = cypher.merge_edges_generic(history=history)
+        run_batches(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: query)
     elif dynamic_types(driver, database) if dynamic is None else dynamic:  # every relation in shared batches
         for rel in edges["rel"].unique():
             cypher.rel_type(rel)  # the same check as the per-type statements
-        run_batches(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: cypher.MERGE_EDGES_ANY_TYPE)
+        query = cypher.merge_edges_any_type(history=history)
+        run_batches(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: query)
     else:
-        run_batches(edges, "edges", "rel", columns, cypher.merge_edges)
+        run_batches(edges, "edges", "rel", columns, lambda rel: cypher.merge_edges(rel, history=history))
+    if bundle.edges.height:
+        write_meta(driver, database, "layout", "relations", {"rel_types": layout})
     if checkpoint_path is not None:
         checkpoint_path.unlink(missing_ok=True)  # complete: the next load starts (and merges) from scratch
-        driver.execute_query(cypher.LOAD_MARKER_DELETE, key=key, database_=database)
+        driver.execute_query(cypher.META_DELETE, kind="load", name=key, database_=database)
     return LoadReport(
         nodes_in_bundle=bundle.nodes.height,
         edges_in_bundle=bundle.edges.height,
@@ -262,8 +395,18 @@ def load_bundle(
         batches_skipped=skipped,
         seconds=time.perf_counter() - start,
         checkpoint=checkpoint,
-        recorded_at=_iso_text(stamp),
+        recorded_at=_iso_text(recorded_at) if recorded_at is not None else "",
+        rel_types=layout,
+        migrated=migrated,
     )
+
+
+def _with_times(frame: pl.DataFrame, kept: pl.DataFrame | None) -> pl.DataFrame:
+    """``frame``'s ``recorded_at`` with the times ``kept`` gives for its rows (rows written again unchanged)."""
+    if kept is None or kept.is_empty():
+        return frame
+    joined = frame.join(kept.rename({"recorded_at": "_kept"}), on="id", how="left", maintain_order="left")
+    return joined.with_columns(pl.coalesce("_kept", "recorded_at").alias("recorded_at")).drop("_kept")
 
 
 @dataclass
@@ -283,11 +426,24 @@ class FollowReport:
     seconds: float
     load: dict[str, Any]
     history: bool = False
-    recorded_at: str = ""  # the time the loaded and retired rows record (ISO, UTC)
+    recorded_at: str = ""  # the time the loaded and retired rows record (ISO, UTC), when history is kept
+    rel_types: str = "typed"  # the relationship layout the edges are in now
+    edges_relaid: int = 0  # edges whose content was unchanged, moved to the requested relationship layout
+    nodes_embedded: int = 0  # nodes whose content was unchanged that got their name embedding (an import)
+    keys_added: int = 0  # entities given name keys they lacked (an import, an earlier metakg)
+    details: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able data."""
         return dict(self.__dict__)
+
+
+def _held(rows: list[Any], columns: list[str], schema: dict[str, Any], content: tuple[str, ...]) -> pl.DataFrame:
+    """The rows a database holds (``id``, content map ``c``, extras) as a frame of the bundle's types, with the
+    content hash a bundle's rows get (:func:`content_hash`)."""
+    flat = [{**{c: row[c] for c in columns}, **(row["c"] or {})} for row in rows]
+    frame = pl.DataFrame(flat, schema={**{c: schema[c] for c in columns}, **{c: schema[c] for c in content}})
+    return frame.with_columns(content_hash(frame, content).alias("hash"))
 
 
 def follow_bundle(
@@ -300,15 +456,18 @@ def follow_bundle(
     embeddings: pl.DataFrame | None = None,
     progress: Counter | None = None,
     history: bool | None = None,
-    rel_types: RelTypes = "typed",
+    rel_types: RelTypes = "auto",
 ) -> FollowReport:
     """Make the database hold exactly ``bundle`` for the bundle's sources, touching only what differs.
 
-    The database's rows of those sources are read with their content hashes (kept on every row a load
-    writes). Rows new or changed in the bundle are loaded (MERGE); edges of those sources gone from the
-    bundle are deleted, then their nodes, unless an edge of another source still uses one. Rows of other
-    sources are not touched. Every step is idempotent, so a run killed half-way and run again finishes the
-    job: the rows already loaded then hash equal and are skipped.
+    The database's rows of those sources are read back with their content and hashed as the bundle's rows
+    are. Rows new or changed in the bundle are loaded (MERGE); edges of those sources gone from the bundle
+    are deleted, then their nodes, unless an edge of another source still uses one. Rows of other sources are
+    not touched. Edges in another relationship layout than ``rel_types`` asks (``typed`` or ``generic``;
+    ``auto`` keeps the database's) are moved to it. What a database made outside metakg lacks is added: name
+    embeddings (after ``neo4j-admin database import`` of files without them) and name keys. Every step is
+    idempotent, so a run killed half-way and run again finishes the job: the rows already loaded then hash
+    equal and are skipped.
 
     With ``history`` (None: as the sources' last load did), the version of every row about to be changed or
     deleted is first copied into a ``:MetakgVersion`` node retired now (:data:`cypher.ARCHIVE_EDGES`,
@@ -317,20 +476,37 @@ def follow_bundle(
     """
     start = time.perf_counter()
     now = datetime.now(UTC)
+    migrated = migrate_legacy(driver, database)
     sources = sorted({*bundle.nodes["source"].drop_nulls().to_list(), *bundle.edges["source"].drop_nulls().to_list()})
-    nodes = node_rows(bundle.nodes, embeddings)
-    edges = edge_rows(bundle.edges)
-    held_nodes = _read(driver, database, cypher.SOURCE_NODES, sources, {"id": pl.String, "hash": pl.String})
-    held_edges = _read(
-        driver, database, cypher.SOURCE_EDGES, sources,
-        {"id": pl.String, "src": pl.String, "dst": pl.String, "hash": pl.String},
+    layout = choose_layout(driver, database, bundle.edges["rel"], rel_types)
+    mine = dict(NODE_SCHEMA)
+    held_nodes = _held(
+        _read(driver, database, cypher.SOURCE_NODES, sources), ["id", "embedded", "recorded_at"],
+        {**mine, "embedded": pl.Boolean, "recorded_at": pl.Datetime("us", "UTC")}, NODE_CONTENT,
     )  # fmt: skip
-    node_hash = nodes.select("id", pl.col("props").struct.field("content_hash").alias("hash"))
-    edge_hash = edges.select("id", pl.col("props").struct.field("content_hash").alias("hash"))
-    load_nodes = node_hash.join(held_nodes, on=["id", "hash"], how="anti")["id"]
-    load_edges = edge_hash.join(held_edges, on=["id", "hash"], how="anti")["id"]
+    held_edges = _held(
+        _read(driver, database, cypher.SOURCE_EDGES, sources), ["id", "src", "dst", "generic", "recorded_at"],
+        {**dict(EDGE_SCHEMA), "generic": pl.Boolean, "recorded_at": pl.Datetime("us", "UTC")}, EDGE_CONTENT,
+    )  # fmt: skip
+    node_hash = bundle.nodes.select("id", content_hash(bundle.nodes, NODE_CONTENT).alias("hash"))
+    edge_hash = bundle.edges.select("id", content_hash(bundle.edges, EDGE_CONTENT).alias("hash"))
+    changed_nodes = node_hash.join(held_nodes.select("id", "hash"), on=["id", "hash"], how="anti")["id"]
+    changed_edges = edge_hash.join(held_edges.select("id", "hash"), on=["id", "hash"], how="anti")["id"]
     gone_edges = held_edges.join(edge_hash, on="id", how="anti")
     gone_nodes = held_nodes.join(node_hash, on="id", how="anti")["id"]
+    # unchanged rows written again: edges in the other layout, nodes lacking the name embedding the bundle has
+    relaid = held_edges.filter(
+        pl.col("id").is_in(edge_hash["id"].implode()) & ~pl.col("id").is_in(changed_edges.implode())
+        & (pl.col("generic") != (layout == "generic"))
+    )  # fmt: skip
+    model = bundle.manifest.get("embeddings", {}).get("model")
+    stored_model = read_meta(driver, database, "embedding").get(cypher.VECTOR_INDEX, {}).get("model")
+    unembedded = pl.Series("id", [], dtype=pl.String)
+    if embeddings is not None and embeddings.height:
+        lacking = held_nodes.filter(~pl.col("embedded")) if stored_model == model else held_nodes
+        unembedded = lacking.filter(
+            pl.col("id").is_in(node_hash["id"].implode()) & ~pl.col("id").is_in(changed_nodes.implode())
+        )["id"]
 
     def write(query: str, rows: list[Any], **params: Any) -> None:
         for begin in range(0, len(rows), batch_size):
@@ -338,81 +514,96 @@ def follow_bundle(
             with driver.session(database=database) as session:
                 session.execute_write(lambda tx, c=chunk: tx.run(query, rows=c, ids=c, **params).consume())
 
+    sources_meta = read_meta(driver, database, "source")
     if history is None:
-        records, _s, _k = driver.execute_query(cypher.SOURCE_HISTORY, sources=sources, database_=database)
-        history = bool(records and records[0]["history"])
+        history = any(bool(sources_meta.get(s, {}).get("history")) for s in sources)
     if history:
         driver.execute_query(cypher.VERSION_INDEX, database_=database)
         stamp = {"now": _iso_text(now), "epoch": cypher.EPOCH}
         successors = {
-            "node": nodes.select("id", pl.col("valid_from").alias("valid_to")),
-            "edge": edges.select("id", pl.col("valid_from").alias("valid_to")),
+            "node": bundle.nodes.select(
+                "id", pl.col("valid_from").dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ").alias("valid_to")
+            ),
+            "edge": bundle.edges.select(
+                "id", pl.col("valid_from").dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ").alias("valid_to")
+            ),
         }
         leaving_edges = pl.concat(
             [
                 gone_edges.select("id", "src", "dst"),
-                held_edges.filter(pl.col("id").is_in(load_edges.implode())).select("id", "src", "dst"),
+                held_edges.filter(pl.col("id").is_in(changed_edges.implode())).select("id", "src", "dst"),
             ]
         ).join(successors["edge"], on="id", how="left")
         write(cypher.ARCHIVE_EDGES, leaving_edges.to_dicts(), **stamp)
         leaving_nodes = pl.concat(
             [
                 gone_nodes.to_frame("id").with_columns(changed=pl.lit(False)),
-                held_nodes.filter(pl.col("id").is_in(load_nodes.implode())).select("id", changed=pl.lit(True)),
+                held_nodes.filter(pl.col("id").is_in(changed_nodes.implode())).select("id", changed=pl.lit(True)),
             ]
         ).join(successors["node"], on="id", how="left")
         write(cypher.ARCHIVE_NODES, leaving_nodes.to_dicts(), sources=sources, **stamp)
 
-    write(cypher.DELETE_EDGES, gone_edges.select("id", "src", "dst").to_dicts())
+    write(cypher.DELETE_EDGES, pl.concat([gone_edges, relaid]).select("id", "src", "dst").to_dicts())
     before = _count(driver, database, cypher.COUNT_NODES)
     write(cypher.DELETE_NODES, gone_nodes.to_list(), sources=sources)
+    write(cypher.KEYS_ORPHANED, gone_nodes.to_list())
     removed_nodes = before - _count(driver, database, cypher.COUNT_NODES)
+    load_nodes = pl.concat([changed_nodes, unembedded]).unique()
+    load_edges = pl.concat([changed_edges, relaid["id"]]).unique()
+    kept = None
+    if history or any(bool(m.get("history")) for m in sources_meta.values()):  # rows rewritten unchanged keep theirs
+        rewritten = [
+            relaid.select("id", "recorded_at"),
+            held_nodes.filter(pl.col("id").is_in(unembedded.implode())).select("id", "recorded_at"),
+        ]
+        kept = pl.concat(rewritten).drop_nulls("recorded_at").with_columns(_iso("recorded_at"))
     subset = Bundle(
         bundle.nodes.filter(pl.col("id").is_in(load_nodes.implode())),
         bundle.edges.filter(pl.col("id").is_in(load_edges.implode())),
         manifest=bundle.manifest,
     )
+    stamped = history or any(bool(m.get("history")) for m in sources_meta.values())
     loaded = load_bundle(
-        driver, subset, database=database, target=target, batch_size=batch_size,
-        embeddings=embeddings, progress=progress, count=False, recorded_at=now, rel_types=rel_types,
+        driver, subset, database=database, target=target, batch_size=batch_size, embeddings=embeddings,
+        progress=progress, count=False, recorded_at=now if stamped else None, kept_times=kept, rel_types=layout,
     )  # fmt: skip
+    keys_added = write_missing_keys(driver, database, batch_size)
     counts: dict[str, dict[str, int]] = {}
     for query, key in ((cypher.COUNTS_BY_SOURCE_NODES, "nodes"), (cypher.COUNTS_BY_SOURCE_EDGES, "edges")):
         records, _summary, _keys = driver.execute_query(query, database_=database)
         for record in records:
             counts.setdefault(str(record["source"]), {"nodes": 0, "edges": 0})[key] = int(record["n"])
-    bundle_hash = json.dumps(bundle.manifest.get("content_hashes", {}), sort_keys=True)
-    driver.execute_query(
-        cypher.SOURCE_MARK,
-        sources=sources,
-        bundle=hashlib.sha256(bundle_hash.encode()).hexdigest(),
-        nodes={s: counts.get(s, {}).get("nodes", 0) for s in sources},
-        edges={s: counts.get(s, {}).get("edges", 0) for s in sources},
-        history=history,
-        database_=database,
-    )
+    bundle_hash = hashlib.sha256(json.dumps(bundle.manifest.get("content_hashes", {}), sort_keys=True).encode())
+    for source in sources:
+        write_meta(driver, database, "source", source, {
+            "bundle": bundle_hash.hexdigest(), "loaded_at": _iso_text(now), "history": history,
+            "nodes": counts.get(source, {}).get("nodes", 0), "edges": counts.get(source, {}).get("edges", 0),
+        })  # fmt: skip
     return FollowReport(
         sources=sources,
-        nodes_loaded=subset.nodes.height,
-        edges_loaded=subset.edges.height,
+        nodes_loaded=changed_nodes.len(),
+        edges_loaded=changed_edges.len(),
         nodes_removed=removed_nodes,
         edges_removed=gone_edges.height,
-        nodes_unchanged=bundle.nodes.height - subset.nodes.height,
-        edges_unchanged=bundle.edges.height - subset.edges.height,
+        nodes_unchanged=bundle.nodes.height - changed_nodes.len(),
+        edges_unchanged=bundle.edges.height - changed_edges.len(),
         nodes_kept_for_other_sources=gone_nodes.len() - removed_nodes,
         counts_by_source=counts,
         seconds=time.perf_counter() - start,
-        load=loaded.as_dict(),
+        load=loaded.as_dict() | {"migrated": migrated or loaded.migrated},
         history=history,
-        recorded_at=_iso_text(now),
+        recorded_at=_iso_text(now) if history else "",
+        rel_types=layout,
+        edges_relaid=relaid.height,
+        nodes_embedded=unembedded.len(),
+        keys_added=keys_added,
     )
 
 
-def _read(driver: Any, database: str, query: str, sources: list[str], schema: dict[str, Any]) -> pl.DataFrame:
-    """The rows of a read query as a frame (streamed from one session)."""
+def _read(driver: Any, database: str, query: str, sources: list[str]) -> list[dict[str, Any]]:
+    """The rows of a read query as dicts, driver times as Python ones (streamed from one session)."""
     with driver.session(database=database, default_access_mode="READ") as session:
-        rows = [record.values() for record in session.run(query, sources=sources)]
-    return pl.DataFrame(rows, schema=schema, orient="row")
+        return [{k: _plain(v) for k, v in record.items()} for record in session.run(query, sources=sources)]
 
 
 def _plain(value: Any) -> Any:

@@ -288,21 +288,22 @@ class Neo4jStore(ClosingStore):
         return lists, found_vectors
 
     def search(self, text: str, *, mode: SearchMode = "auto", k: int = 10) -> list[SearchHit]:
-        """Nodes matching ``text``: exact name or alias, normalised, or by the vector index. Name and alias
-        lookups go through the indexes (databases loaded before the alias index existed scan the labels)."""
+        """Nodes matching ``text``: exact name or alias, normalised, within a few edits, or by the vector index.
+        Names go through the range index on ``name``; aliases and normalised names through the name keys
+        (:data:`cypher.KEY`) a load writes."""
         key = match_key(text)
-        indexed = bool(key) and cypher.ALIAS_INDEX in self._indexes()
-        phrase = f'"{key}"'  # a key is word characters and single spaces: nothing to escape in a phrase
 
         def exact() -> list[NodeRecord]:
-            query = cypher.SEARCH_EXACT_INDEXED if indexed else cypher.SEARCH_EXACT
-            return [_node(r["node"]) for r in self._run(query, text=text.strip(), phrase=phrase, k=k)]
+            if not key:  # a name of punctuation has no key: looked for by a label scan (rare)
+                return [_node(r["node"]) for r in self._run(cypher.SEARCH_EXACT_SCAN, text=text.strip(), k=k)]
+            self._require_keys()
+            return [_node(r["node"]) for r in self._run(cypher.SEARCH_EXACT, text=text.strip(), key=key, k=k)]
 
         def normalised() -> list[NodeRecord]:
             if not key:  # no letter or digit: no normalised form to look up
                 return []
-            query = cypher.SEARCH_KEY_INDEXED if indexed else cypher.SEARCH_KEY
-            return [_node(r["node"]) for r in self._run(query, key=key, phrase=phrase, k=k)]
+            self._require_keys()
+            return [_node(r["node"]) for r in self._run(cypher.SEARCH_KEY, key=key, k=k)]
 
         def fuzzy() -> list[SearchHit]:
             if max_edits(key) == 0 or cypher.NAMES_INDEX not in self._indexes():
@@ -330,17 +331,18 @@ class Neo4jStore(ClosingStore):
         )
 
     def search_names(self, texts: Sequence[str], *, k: int = 10) -> dict[str, list[SearchHit]]:
-        """Each text's exact matches, else its normalised ones (at most ``k``), for many texts in one query
-        (one query per text on a database loaded before the alias index existed)."""
+        """Each text's exact matches, else its normalised ones (at most ``k``), for many texts in one query (a
+        text without a normalised form is looked for alone)."""
         found: dict[str, list[SearchHit]] = {}
         items = []
         for text in dict.fromkeys(texts):
             key = match_key(text)
-            if key and cypher.ALIAS_INDEX in self._indexes():
-                items.append({"text": text.strip(), "key": key, "phrase": f'"{key}"', "asked": text})
+            if key:
+                items.append({"text": text.strip(), "key": key, "asked": text})
             else:
-                found[text] = self.search(text, mode="exact", k=k) or self.search(text, mode="normalised", k=k)
+                found[text] = self.search(text, mode="exact", k=k)
         if items:
+            self._require_keys()
             by_text = {r["text"]: r["found"] for r in self._run(cypher.SEARCH_NAMES, items=items)}
             for item in items:
                 rows = by_text.get(item["text"], [])
@@ -357,13 +359,35 @@ class Neo4jStore(ClosingStore):
         """The ``embedding`` property of these nodes (set by loading a bundle with embeddings)."""
         return {r["id"]: list(r["v"]) for r in self._run(cypher.NAME_VECTORS, ids=list(ids))}
 
+    def _require_keys(self) -> None:
+        """Refuse a name search on a database without the index on the name keys (made by ``neo4j-admin
+        database import`` alone, never followed by a load), rather than scan for keys it may not have.
+
+        Raises:
+            StoreError: no key index, with the load that makes it.
+        """
+        if cypher.KEY_INDEX in self._indexes() or not self._run(cypher.COUNT_NODES)[0]["n"]:
+            return
+        raise StoreError(
+            "this database lacks the index on metakg's name keys (it was filled by neo4j-admin import, or by an "
+            "earlier metakg): load the bundle once more, which creates it and adds any missing key, and rewrites "
+            "no row that is unchanged.",
+            cli_fix="metakg load neo4j BUNDLE",
+        )
+
     def _check_embedding_model(self, embedder: Embedder) -> str:
         """Why the database's name embeddings cannot be compared with the embedder's vectors ("" when they
-        can): another dimension, or another model (as recorded by the load, ``:MetakgEmbedding``)."""
-        rows = self._run(cypher.EMBEDDING_META, index=cypher.VECTOR_INDEX)
+        can): none stored, another dimension, or another model (as recorded by the load)."""
+        if not self._run(cypher.ANY_EMBEDDING):
+            return (
+                "this database has a vector index but no name embeddings on its nodes (the import files held "
+                "none): load the bundle once more after `metakg embed`, which writes them."
+            )
+        rows = self._run(cypher.META_GET, kind="embedding")
+        rows = [r["p"] for r in rows if r["name"] == cypher.VECTOR_INDEX]
         if not rows:
             return ""  # loaded before the model was recorded
-        model, dims = rows[0]["model"], rows[0]["dimensions"]
+        model, dims = rows[0].get("model"), rows[0].get("dimensions")
         name = getattr(embedder, "name", None)
         if dims != embedder.dim or (model and name and model != name):
             return (

@@ -70,8 +70,13 @@ class BundleDiff:
 
 def comparable(frame: pl.DataFrame, columns: tuple[str, ...]) -> list[pl.Expr]:
     """``columns`` of ``frame`` in the form rows are compared in: list columns sorted (a merge does not keep
-    their order). A diff compares them; a Neo4j load hashes them."""
-    return [pl.col(c).list.sort() if isinstance(frame.schema[c], pl.List) else pl.col(c) for c in columns]
+    their order), a missing list as an empty one. A diff compares them; a Neo4j load hashes them."""
+    return [
+        pl.col(c).fill_null(pl.lit([], dtype=frame.schema[c])).list.sort()
+        if isinstance(frame.schema[c], pl.List)
+        else pl.col(c)
+        for c in columns
+    ]
 
 
 def content_hash(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Expr:

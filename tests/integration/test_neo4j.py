@@ -50,8 +50,8 @@ class TestNeo4jGenericRelationsContract(GraphStoreContract):
 
     def test_one_relationship_type_holds_every_relation(self, store: GraphStore, bundle: Bundle) -> None:
         assert isinstance(store, Neo4jStore)
-        types = store.read_query("CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS t")
-        relations = store.read_query("MATCH ()-[r]->() RETURN DISTINCT r.rel AS rel ORDER BY rel")
+        types = store.read_query("MATCH (:Entity)-[r]->(:Entity) RETURN DISTINCT type(r) AS t")
+        relations = store.read_query("MATCH (:Entity)-[r]->(:Entity) RETURN DISTINCT r.rel AS rel ORDER BY rel")
         assert [t["t"] for t in types] == ["RELATED"]
         assert [r["rel"] for r in relations] == sorted(bundle.edges["rel"].unique().to_list())
 
@@ -80,7 +80,8 @@ def test_both_edge_statements_load_the_same_graph(
     assert neo4j_loader.dynamic_types(clean_neo4j, db)  # the test server is 5.26
     at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)  # both loads record the same time, so the rows compare equal
     report = load_bundle(clean_neo4j, small_bundle(), database=db, target="t", batch_size=4, recorded_at=at)
-    assert report.batches_run == 4 + 3  # one batch per node type; the 9 edges of 5 relations in 3 shared batches
+    # one batch per node type, the name keys of the 10 nodes in 3, the 9 edges of 5 relations in 3 shared batches
+    assert report.batches_run == 4 + 3 + 3
     dynamic = edges_by_type(clean_neo4j, db)
     clean_neo4j.execute_query("MATCH ()-[r]->() DELETE r", database_=db)
     monkeypatch.setattr(neo4j_loader, "dynamic_types", lambda driver, database: False)
@@ -200,9 +201,10 @@ def test_neo4j_admin_import_files_load_into_a_real_database(tmp_path: Path) -> N
         assert store.shortest_paths("kg:test/0", "kg:test/2")[0].hops == 2
         from metakg.loaders.neo4j_loader import follow_bundle
 
-        # the imported rows carry the content hashes a load writes: following the same bundle writes nothing
+        # the imported rows hold what a load writes: following the same bundle rewrites nothing
         followed = follow_bundle(driver, read_bundle(tmp_path / "b"), database="neo4j", target=server.uri)
         assert (followed.nodes_loaded, followed.edges_loaded, followed.edges_removed) == (0, 0, 0)
+        assert (followed.keys_added, followed.edges_relaid, followed.nodes_embedded) == (0, 0, 0)
         store.close()
         driver.close()
     finally:
@@ -228,7 +230,7 @@ def test_a_checkpoint_outliving_its_database_is_discarded(
     assert report.checkpoint.startswith("discarded: the database no longer holds") and report.batches_skipped == 0
     assert (report.nodes_in_neo4j, report.edges_in_neo4j) == (bundle.nodes.height, bundle.edges.height)
     marker, _, _ = clean_neo4j.execute_query(
-        "MATCH (m:MetakgLoad) RETURN count(m) AS n", database_=neo4j_settings.database
+        "MATCH (m)-[:METAKG]->(m) WHERE m.kind = 'load' RETURN count(m) AS n", database_=neo4j_settings.database
     )
     assert marker[0]["n"] == 0  # a finished load leaves no marker
 

@@ -109,10 +109,12 @@ def test_the_database_records_its_embedding_model_and_a_different_one_is_refused
     made_by = Bundle(bundle.nodes, bundle.edges, manifest={"embeddings": {"model": minilm.name, "dim": minilm.dim}})
     db = neo4j_settings.database
     Neo4jStore(clean_neo4j, database=db).load(made_by, embeddings=vectors)
-    meta, _, _ = clean_neo4j.execute_query("MATCH (m:MetakgEmbedding) RETURN properties(m) AS p", database_=db)
+    meta, _, _ = clean_neo4j.execute_query(  # a bookkeeping record: an unlabelled node with its self-loop
+        "MATCH (m)-[:METAKG]->(m) WHERE m.kind = 'embedding' RETURN properties(m) AS p", database_=db
+    )
     assert meta[0]["p"] == {
-        "index": "entity_embedding", "model": minilm.name, "dimensions": minilm.dim, "field": "name",
-        "pooling": "mean", "normalised": True, "similarity": "cosine",
+        "kind": "embedding", "name": "entity_embedding", "model": minilm.name, "dimensions": minilm.dim,
+        "field": "name", "pooling": "mean", "normalised": True, "similarity": "cosine",
     }  # fmt: skip
     assert Neo4jStore(clean_neo4j, database=db, embedder=minilm).search("headache", mode="embedding", k=1)
     other = HashEmbedder()  # another model (and dimension) than the one that made the vectors

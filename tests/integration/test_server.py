@@ -129,7 +129,7 @@ def test_every_route_on_the_embedded_store(embedded: Served) -> None:
     [
         ("/api/search", {"q": "aspirin", "k": "abc"}, "k"),
         ("/api/search", {"q": "aspirin", "k": 10**12}, "k"),
-        ("/api/search", {"q": "aspirin", "mode": "fuzzy"}, "mode"),
+        ("/api/search", {"q": "aspirin", "mode": "phonetic"}, "mode"),
         ("/api/search", {}, "q"),
         ("/api/neighbours", {"id": "kg:test/0", "limit": -1}, "limit"),
         ("/api/neighbours", {"id": "kg:test/0", "direction": "sideways"}, "direction"),
