@@ -1,12 +1,14 @@
 """Build and run a Neo4j 5.26 Community server from the Maven Central jars (no Docker, no tarball).
 
     python tools/neo4j_server.py up [--port 7687] [--home .neo4j/data]   # start in the background
+    METAKG_NEO4J_PASSWORD=... python tools/neo4j_server.py up           # the same, with authentication on
     python tools/neo4j_server.py down                                   # stop it
     python tools/neo4j_server.py status
 
 The jars are resolved by Maven into ~/.m2 (tools/neo4j/pom.xml); a 30-line Java launcher
 (tools/neo4j/src/MetakgNeo4j.java) starts the database with the Bolt connector on 127.0.0.1 and
-authentication off, serving APOC core's procedures (from Maven Central too) out of ``HOME/plugins``.
+authentication off (on, for the user neo4j, when ``METAKG_NEO4J_PASSWORD`` holds a password), serving APOC
+core's procedures (from Maven Central too) out of ``HOME/plugins``.
 Tests use :func:`start` and :func:`stop` directly.
 """
 
@@ -185,11 +187,15 @@ def main() -> None:
         pid_file.write_text(f"{server.pid}\n{server.uri}\n", encoding="utf-8")
         print(f"Neo4j 5 Community is running (pid {server.pid}, data in {args.home}). Settings that reach it:")
         print(f"export NEO4J_URI={server.uri}")
-        print("export NEO4J_USER=neo4j")
-        print("export NEO4J_PASSWORD=  # authentication is off on this local server")
         print("export NEO4J_DATABASE=neo4j")
-        if args.port == 7687:
-            print("(these are metakg's defaults: the CLI reaches this server without any setting)")
+        if os.environ.get("METAKG_NEO4J_PASSWORD"):
+            print("export NEO4J_USERNAME=neo4j NEO4J_USER=neo4j")
+            print("export NEO4J_PASSWORD=...  # the METAKG_NEO4J_PASSWORD it was started with (never printed)")
+        else:
+            # both empty: how LangChain's Neo4jGraph and neo4j-graphrag are told that authentication is off
+            print("export NEO4J_USERNAME= NEO4J_USER= NEO4J_PASSWORD=  # authentication is off on this server")
+            if args.port == 7687:
+                print("(metakg's defaults: the CLI reaches this server without any setting)")
     elif args.action == "down":
         if not pid_file.exists():
             print("not running")

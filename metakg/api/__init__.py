@@ -7,6 +7,7 @@ stage, everything re-exported here:
 - :mod:`~metakg.api.ingest`: triple files and PrimeKG into bundles.
 - :mod:`~metakg.api.bundles`: validate, describe, merge, embed, export as RDF.
 - :mod:`~metakg.api.stores`: open a store (a context manager), query it, load Neo4j.
+- :mod:`~metakg.api.schema`: the graph's schema for an LLM writing Cypher.
 - :mod:`~metakg.api.llm`: the metered, cached LLM session; the local server.
 - :mod:`~metakg.api.extract`: LLM triple extraction.
 - :mod:`~metakg.api.wikidata`: incremental Wikidata sync.
@@ -66,11 +67,13 @@ from metakg.api.qa import (
     read_questions,
     trace_lines,
 )
+from metakg.api.schema import GraphSchema, graph_schema
 from metakg.api.stores import (
     element_history,
     export_neo4j_admin,
     graph_as_of,
     load_neo4j,
+    name_embedder,
     neighbours_of,
     open_store,
     paths_between,
@@ -100,6 +103,7 @@ __all__ = [
     "DatasetFormat",
     "DemoResult",
     "GraphPath",
+    "GraphSchema",
     "GraphStore",
     "Question",
     "RunSpec",
@@ -128,6 +132,7 @@ __all__ = [
     "extract",
     "extracted_dataset",
     "graph_as_of",
+    "graph_schema",
     "grow_from_report",
     "ingest_primekg",
     "ingest_triples",
@@ -138,6 +143,7 @@ __all__ = [
     "local_graph",
     "make_question",
     "merge",
+    "name_embedder",
     "neighbours_of",
     "open_store",
     "parse_grid",

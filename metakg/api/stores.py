@@ -19,7 +19,7 @@ from metakg.api._shared import Counter, Progress, at_least_one, output_folder, q
 from metakg.api.bundles import validate_bundle
 from metakg.config import NEO4J_SCHEMES, Neo4jSettings, Settings, validation_messages
 from metakg.errors import NodeNotFound, OutputError, UsageError
-from metakg.llm.embedder import LazyEmbedder
+from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_admin import write_admin_import
 from metakg.loaders.neo4j_loader import follow_bundle, load_bundle
@@ -33,6 +33,12 @@ from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRec
 from metakg.schemas.history import as_of as history_as_of
 from metakg.schemas.history import read_history
 from metakg.schemas.history import versions as history_versions
+
+
+def name_embedder(settings: Settings, progress: Progress | None = None) -> Embedder:
+    """The configured name embedder (all-MiniLM-L6-v2 by default), loaded on first use: the model that
+    embedded the nodes' names, so a query embedded with it can be compared with them."""
+    return LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
 
 
 def open_store(

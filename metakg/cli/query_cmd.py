@@ -157,3 +157,21 @@ def search(
             },
             json_mode=json_mode,
         )
+
+
+@app.command("schema")
+def schema(
+    graph: str | None = typer.Argument(None, help=GRAPH_HELP + " Omit for the configured Neo4j."),
+    top: int = typer.Option(50, "--top", min=1, max=10_000, help="Relation patterns in the text, most frequent first."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """The graph's schema as an LLM writing Cypher needs it (Text2Cypher): labels, what each property holds,
+    the relationship layout, and the relation patterns with their counts (for a graph loaded generic, the
+    values of r.rel). Give the text to neo4j-graphrag's Text2CypherRetriever(neo4j_schema=...) or LangChain's
+    Neo4jGraph.schema."""
+    cfg = settings()
+    with guarded("query schema", json_mode):
+        found = api.graph_schema(cfg, graph, top=top)
+        if not json_mode:
+            out.print(found.text, markup=False, highlight=False)
+        finish(True, {"command": "query schema", **found.as_dict()}, json_mode=json_mode)

@@ -1,0 +1,67 @@
+"""The Python blocks of docs/neo4j-tools.md run as written, in order, against the real Neo4j holding a graph
+metakg loaded: neo4j-graphrag and LangChain find what metakg's own search finds."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from metakg.config import Neo4jSettings
+from metakg.llm.embedder import Embedder
+from metakg.loaders.neo4j_store import Neo4jStore
+from metakg.schemas.bundle import Bundle
+from tests.conftest import small_bundle
+from tests.integration.test_neo4j import embeddings_of
+from tests.integration.test_neo4j_layout import INTERNAL
+
+pytestmark = [
+    pytest.mark.integration,
+    # neo4j-graphrag warns that its result records will drop an internal field in its version 2; not ours
+    pytest.mark.filterwarnings("ignore:The default returned 'id' field:DeprecationWarning"),
+]
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "neo4j-tools.md"
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def test_the_neo4j_tools_page_runs_as_written(
+    clean_neo4j: Any, neo4j_settings: Neo4jSettings, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = small_bundle()
+    made = Bundle(bundle.nodes, bundle.edges, manifest={"embeddings": {"model": embedder.name, "dim": embedder.dim}})
+    store = Neo4jStore(clean_neo4j, database=neo4j_settings.database, embedder=embedder)
+    store.load(made, embeddings=embeddings_of(bundle, embedder))
+    # what `make neo4j-up` prints for a server without authentication
+    monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
+    monkeypatch.setenv("NEO4J_USERNAME", "")
+    monkeypatch.setenv("NEO4J_PASSWORD", "")
+    monkeypatch.setenv("NEO4J_DATABASE", neo4j_settings.database)
+    blocks = python_blocks(DOC.read_text(encoding="utf-8"))
+    assert len(blocks) >= 6
+    namespace: dict[str, Any] = {}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        for block in blocks[:-1]:  # the last closes the connections: run after the checks below
+            exec(compile(block, str(DOC), "exec"), namespace)
+    out = printed.getvalue()
+    ours = [h.node.id for h in store.search("a painkiller", mode="embedding", k=3)]
+    assert f"'id': '{ours[0]}'" in out  # neo4j-graphrag's vector search finds what metakg's finds first
+    facts = out[out.index("<Record name='migraine' facts=[") :].split("\n")[0]
+    assert "'treats: sumatriptan'" in facts and "'symptom_of: headache'" in facts
+    schema = namespace["schema"]
+    assert "(:Drug)-[:treats]->" in schema and "Relation patterns" in schema
+    printed_schema = out[out.index("Node properties:") :]
+    assert not [word for word in INTERNAL if word in printed_schema.split("\n\n")[0]]
+    assert namespace["rows"] and {"rel": "treats", "other": "headache"} in namespace["rows"]
+    docs = namespace["vectors"].similarity_search("a painkiller", k=3)
+    assert docs[0].page_content == store.get_node(ours[0]).name  # type: ignore[union-attr]
+    assert namespace["text2cypher"] is not None
+    exec(compile(blocks[-1], str(DOC), "exec"), namespace)
