@@ -65,3 +65,30 @@ def test_the_neo4j_tools_page_runs_as_written(
     assert docs[0].page_content == store.get_node(ours[0]).name  # type: ignore[union-attr]
     assert namespace["text2cypher"] is not None
     exec(compile(blocks[-1], str(DOC), "exec"), namespace)
+
+
+def test_a_server_started_with_a_password_needs_it_and_the_tools_read_it_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_neo4j import Neo4jGraph
+
+    from metakg.errors import ConfigError
+    from metakg.loaders.neo4j_store import connect
+    from tests.integration.conftest import neo4j_server
+
+    monkeypatch.setenv("METAKG_NEO4J_PASSWORD", "a-local-password-1")
+    server = neo4j_server.start(tmp_path / "home", neo4j_server.free_port(), heap="512m", pagecache_mb=64)
+    try:
+        assert "a-local-password-1" not in (tmp_path / "home" / "neo4j.log").read_text()
+        with pytest.raises(ConfigError, match="refused user"):
+            connect(Neo4jSettings(uri=server.uri))  # no password: refused
+        connect(Neo4jSettings(uri=server.uri, password="a-local-password-1")).close()  # type: ignore[arg-type]
+        # what the launcher tells a user to export, read by LangChain's own defaults
+        monkeypatch.setenv("NEO4J_URI", server.uri)
+        monkeypatch.setenv("NEO4J_USERNAME", "neo4j")
+        monkeypatch.setenv("NEO4J_PASSWORD", "a-local-password-1")
+        graph = Neo4jGraph(refresh_schema=False)
+        assert graph.query("RETURN 1 AS one") == [{"one": 1}]
+        graph.close()
+    finally:
+        neo4j_server.stop(server)
