@@ -13,7 +13,7 @@ from metakg.api._shared import Counter, Progress, quiet
 from metakg.config import Settings
 from metakg.errors import BundleError, UsageError
 from metakg.llm.embedder import LazyEmbedder, embed_in_blocks
-from metakg.loaders.rdf_export import RdfFormat, write_rdf
+from metakg.loaders.rdf_export import QUAD_FORMATS, RdfFormat, write_rdf
 from metakg.schemas.bundle import (
     Bundle,
     merge_bundles,
@@ -203,9 +203,22 @@ def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:
 
 
 def export_rdf(
-    path: Path, out: Path, fmt: RdfFormat, *, provenance: bool = True, progress: Counter | None = None
+    path: Path,
+    out: Path,
+    fmt: RdfFormat,
+    *,
+    provenance: bool = True,
+    lang: str | None = "en",
+    progress: Counter | None = None,
 ) -> dict[str, Any]:
     """Export a bundle as RDF; returns the statement counts written and promised by the mapping.
+
+    The history of a bundle that keeps one goes into its own named graph, so only the formats with named
+    graphs (``nq``, ``trig``) carry it; ``ttl`` and ``nt`` hold the current graph alone (``history_left_out``
+    says so), where retired versions would otherwise answer a query of the current graph.
+
+    Args:
+        lang: the language tag of labels, aliases and descriptions (None or empty: plain literals).
 
     Raises:
         BundleError: the bundle cannot be read.
@@ -213,18 +226,19 @@ def export_rdf(
     """
     bundle = read_bundle(path)
     vocabulary = default_vocabulary()
-    kept = read_history(path, bundle)
+    history = read_history(path, bundle)
+    kept = history if fmt in QUAD_FORMATS else None
     expected = expected_triple_count(
-        bundle.nodes, bundle.edges, vocabulary, provenance=provenance, named_graphs=(fmt == "nq")
+        bundle.nodes, bundle.edges, vocabulary, provenance=provenance, named_graphs=fmt in QUAD_FORMATS
     ) + (expected_history_count(kept.nodes, kept.edges) if kept is not None else 0)
 
     def report(done: int) -> None:
         if progress is not None:
             progress(done, expected)
 
-    quads = bundle_quads(bundle.nodes, bundle.edges, vocabulary, provenance=provenance)
+    quads = bundle_quads(bundle.nodes, bundle.edges, vocabulary, provenance=provenance, lang=lang)
     if kept is not None:
-        quads = itertools.chain(quads, history_quads(kept.nodes, kept.edges))
+        quads = itertools.chain(quads, history_quads(kept.nodes, kept.edges, lang))
     written = write_rdf(quads, out, fmt, progress=report)
     return {
         "output": str(out),
@@ -234,6 +248,8 @@ def export_rdf(
         "nodes": bundle.nodes.height,
         "edges": bundle.edges.height,
         "history": kept.summary() if kept is not None else None,
+        "history_left_out": history is not None and kept is None,
+        "lang": lang or None,
     }
 
 

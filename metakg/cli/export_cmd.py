@@ -19,6 +19,7 @@ class RdfFormatChoice(StrEnum):
     ttl = "ttl"
     nt = "nt"
     nq = "nq"
+    trig = "trig"
 
 
 @app.command("rdf")
@@ -29,20 +30,26 @@ def rdf(
         RdfFormatChoice.ttl,
         "--format",
         "-f",
-        help="ttl (Turtle), nt (N-Triples) or nq (N-Quads, a named graph per source).",
+        help="ttl (Turtle), nt (N-Triples), or with named graphs (a graph per source, and the history's): nq "
+        "(N-Quads) or trig (TriG). A bundle's history is written only in these two.",
     ),
     provenance: bool = typer.Option(
         True, "--provenance/--no-provenance", help="Add a reified rdf:Statement with provenance for every edge."
     ),
+    lang: str = typer.Option(
+        "en", "--lang", help="The language tag of labels, aliases and descriptions ('' for plain literals)."
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Export a bundle as RDF with rdflib: labels, types, skos:exactMatch for xrefs, one predicate per
-    relation, provenance kept."""
+    """Export a bundle as RDF with rdflib: labels, types (linked to their Wikidata classes), skos:exactMatch
+    for xrefs, one predicate per relation (linked to its Wikidata property), provenance kept."""
     with guarded("export rdf", json_mode):
         with progress_bar(f"writing {fmt.value} statements") as advance:
-            result = api.export_rdf(bundle, output, fmt.value, provenance=provenance, progress=advance)
+            result = api.export_rdf(bundle, output, fmt.value, provenance=provenance, lang=lang, progress=advance)
         if not json_mode:
             out.print(f"wrote {result['statements_written']} statements ({fmt.value}) to {output}")
+            if result["history_left_out"]:
+                out.print(f"the bundle's history is not in it: {fmt.value} holds one graph; use nq or trig")
         finish(True, {"command": "export rdf", **result}, json_mode=json_mode)
 
 

@@ -893,7 +893,9 @@ def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabu
                         "dst": f"wd:{target}",
                         "relation": labels.get(pid, pid),
                         "pid": pid,
-                        "record_ids": [f"wd:{qid}@{revision[0] or 'unversioned'}"],
+                        # the statement that states it (item and property), not the item's revision: an edit of
+                        # the item elsewhere (its label) leaves its edges as they were
+                        "record_ids": [f"wd:{qid}#{pid}"],
                         "created_at": datetime.fromisoformat(record["retrieved_at"]),
                         "valid_from": modified,
                     }

@@ -1,7 +1,7 @@
-"""RDF export of a bundle with rdflib: Turtle, N-Triples or N-Quads.
+"""RDF export of a bundle with rdflib: Turtle, N-Triples, N-Quads or TriG.
 
-N-Triples and N-Quads are written in chunks, so memory stays flat on large bundles; Turtle needs the
-whole graph in memory to group statements by subject.
+N-Triples and N-Quads are written in chunks, so memory stays flat on large bundles; Turtle and TriG need the
+whole graph in memory to group statements by subject (and graph).
 """
 
 from __future__ import annotations
@@ -13,30 +13,39 @@ from pathlib import Path
 from typing import Literal as TypingLiteral
 
 from rdflib import Dataset, Graph
-from rdflib.namespace import RDF, RDFS, SKOS
+from rdflib.namespace import OWL, RDF, RDFS, SKOS, XSD
 
 from metakg.errors import ExportError
 from metakg.schemas.locks import unique_temp_name
-from metakg.schemas.rdf_mapping import MK, MKE, MKR, MKS, MKT, SCHEMA, Quad
+from metakg.schemas.rdf_mapping import MK, MKE, MKR, MKS, MKT, MKV, SCHEMA, WD, WDT, Quad
 
-RdfFormat = TypingLiteral["ttl", "nt", "nq"]
-FORMATS: dict[str, str] = {"ttl": "turtle", "nt": "nt", "nq": "nquads"}
+RdfFormat = TypingLiteral["ttl", "nt", "nq", "trig"]
+FORMATS: dict[str, str] = {"ttl": "turtle", "nt": "nt", "nq": "nquads", "trig": "trig"}
+#: the formats that keep named graphs (the sources' graphs, and the history's)
+QUAD_FORMATS = frozenset({"nq", "trig"})
 CHUNK = 50_000
 
 
 def _bind(graph: Graph) -> None:
+    """The prefixes of the written file; ``schema`` replaces rdflib's own binding of the prefix (to
+    https://schema.org/), which would otherwise push ours to a stray ``schema1``."""
     for prefix, ns in (
         ("mk", MK),
         ("mkt", MKT),
         ("mkr", MKR),
         ("mke", MKE),
         ("mks", MKS),
+        ("mkv", MKV),
         ("schema", SCHEMA),
         ("skos", SKOS),
+        ("owl", OWL),
+        ("wd", WD),
+        ("wdt", WDT),
+        ("xsd", XSD),
         ("rdfs", RDFS),
         ("rdf", RDF),
     ):
-        graph.bind(prefix, ns, override=True)
+        graph.bind(prefix, ns, override=True, replace=True)
 
 
 def write_rdf(
@@ -51,7 +60,7 @@ def write_rdf(
     Args:
         quads: statements from :func:`metakg.schemas.rdf_mapping.bundle_quads`.
         path: the output file (overwritten).
-        fmt: ``ttl`` and ``nt`` drop graph names; ``nq`` keeps them.
+        fmt: ``ttl`` and ``nt`` drop graph names; ``nq`` and ``trig`` keep them.
         progress: called with the number of statements written so far, once per chunk.
 
     Returns:
@@ -72,6 +81,13 @@ def write_rdf(
                 graph.add((s, p, o))
                 written += 1
             graph.serialize(destination=tmp, format="turtle", encoding="utf-8")
+        elif fmt == "trig":
+            dataset = Dataset()
+            _bind(dataset)
+            for s, p, o, gname in quads:
+                (dataset.default_graph if gname is None else dataset.graph(gname)).add((s, p, o))
+                written += 1
+            dataset.serialize(destination=tmp, format="trig", encoding="utf-8")
         else:
             with tmp.open("wb") as out:
                 iterator = iter(quads)

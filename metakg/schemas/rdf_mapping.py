@@ -6,8 +6,12 @@
 - edge: ``src mkr:<rel> dst`` in the named graph of its source; with provenance, an ``rdf:Statement``
   ``mke:<edge id>`` carrying subject, predicate, object, confidence, count, source, importer, model,
   prompt hash, run id, creation time and one ``mk:record`` per record id (in the same named graph);
-- vocabulary: each type an ``rdfs:Class`` with label and ``rdfs:subClassOf`` its parent; each relation
-  used an ``rdf:Property`` labelled with its display form;
+- vocabulary: each type an ``rdfs:Class`` with label and ``rdfs:subClassOf`` its parent, and its link to the
+  Wikidata classes the vocabulary maps to it (``skos:exactMatch`` for one, ``skos:closeMatch`` for each of
+  several: ``mkt:person skos:exactMatch wd:Q5``); each relation used an ``rdf:Property`` labelled with its
+  display form, ``owl:equivalentProperty`` the Wikidata property it came from (``mkr:educated_at`` and
+  ``wdt:P69``);
+- text: labels, aliases and descriptions in the language given (``"aspirin"@en``; none when it is empty);
 - source times: ``mk:validFrom`` on a node and on an edge's statement where the source gave one;
 - history (a bundle written with ``--history``), all in the named graph ``mk:history`` so that a query of
   the other graphs sees only the current graph: ``mk:recordedAt`` of each current node and edge statement,
@@ -21,12 +25,13 @@ the frames independently of the generator, so a round trip can be checked.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import polars as pl
-from rdflib import RDF, RDFS, SKOS, Literal, Namespace, URIRef
+from rdflib import OWL, RDF, RDFS, SKOS, Literal, Namespace, URIRef
 from rdflib.namespace import XSD
 from rdflib.term import Node
 
@@ -42,6 +47,10 @@ MKV = Namespace("https://w3id.org/metakg/version/")
 #: the named graph of the history: recording times and retired versions
 HISTORY_GRAPH = URIRef("https://w3id.org/metakg/graph/history")
 SCHEMA = Namespace("http://schema.org/")
+WD = Namespace("http://www.wikidata.org/entity/")
+WDT = Namespace("http://www.wikidata.org/prop/direct/")
+#: a Wikidata property named at the end of a relation's display form: "educated at (P69)"
+_WIKIDATA_PROPERTY = re.compile(r"\((P\d+)\)\s*$")
 
 Quad = tuple[Node, Node, Node, URIRef | None]
 
@@ -67,26 +76,42 @@ def _segment(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else f"%{ord(ch):02X}" for ch in text)
 
 
-def vocabulary_quads(vocabulary: TypeVocabulary) -> Iterator[Quad]:
-    """The type classes with labels and subclass links."""
+def _text(value: str, lang: str | None) -> Literal:
+    return Literal(value, lang=lang or None)
+
+
+def wikidata_classes(vocabulary: TypeVocabulary) -> dict[str, list[str]]:
+    """The Wikidata classes the vocabulary maps to each type, by type."""
+    classes: dict[str, list[str]] = {}
+    for qid, name in vocabulary.wikidata.items():
+        classes.setdefault(name, []).append(qid)
+    return classes
+
+
+def vocabulary_quads(vocabulary: TypeVocabulary, lang: str | None = "en") -> Iterator[Quad]:
+    """The type classes with labels, subclass links and their Wikidata classes."""
+    mapped = wikidata_classes(vocabulary)
     for name, parent in vocabulary.parents.items():
         cls = MKT[name]
         yield cls, RDF.type, RDFS.Class, None
-        yield cls, RDFS.label, Literal(vocabulary.labels[name]), None
+        yield cls, RDFS.label, _text(vocabulary.labels[name], lang), None
         if parent is not None:
             yield cls, RDFS.subClassOf, MKT[parent], None
+        qids = mapped.get(name, [])
+        for qid in qids:
+            yield cls, SKOS.exactMatch if len(qids) == 1 else SKOS.closeMatch, WD[qid], None
 
 
-def node_quads(nodes: pl.DataFrame) -> Iterator[Quad]:
+def node_quads(nodes: pl.DataFrame, lang: str | None = "en") -> Iterator[Quad]:
     """The triples of each node (default graph)."""
     for row in nodes.iter_rows(named=True):
         s = node_iri(row["id"])
         yield s, RDF.type, MKT[row["type"]], None
-        yield s, RDFS.label, Literal(row["name"]), None
+        yield s, RDFS.label, _text(row["name"], lang), None
         if row["description"]:
-            yield s, SCHEMA.description, Literal(row["description"]), None
+            yield s, SCHEMA.description, _text(row["description"], lang), None
         for alias in row["aliases"] or []:
-            yield s, SKOS.altLabel, Literal(alias), None
+            yield s, SKOS.altLabel, _text(alias, lang), None
         for xref in row["xrefs"] or []:
             yield (
                 (s, SKOS.exactMatch, URIRef(expand(xref)), None)
@@ -107,11 +132,23 @@ def edge_statement(edge_id: str) -> URIRef:
     return MKE[edge_id.removeprefix("e:")]
 
 
-def relation_quads(edges: pl.DataFrame) -> Iterator[Quad]:
-    """One ``rdf:Property`` per relation used, labelled with its first display form."""
-    for rel, display in edges.group_by("rel", maintain_order=True).agg(pl.col("display").first()).iter_rows():
+def _relations(edges: pl.DataFrame) -> pl.DataFrame:
+    """Each relation used, its first display form and the Wikidata property that display names (or null)."""
+    return (
+        edges.group_by("rel", maintain_order=True)
+        .agg(pl.col("display").first())
+        .with_columns(pl.col("display").str.extract(_WIKIDATA_PROPERTY.pattern, 1).alias("wikidata"))
+    )
+
+
+def relation_quads(edges: pl.DataFrame, lang: str | None = "en") -> Iterator[Quad]:
+    """One ``rdf:Property`` per relation used, labelled with its first display form, and the Wikidata
+    property it stands for when its display names one."""
+    for rel, display, pid in _relations(edges).iter_rows():
         yield MKR[rel], RDF.type, RDF.Property, None
-        yield MKR[rel], RDFS.label, Literal(display or rel), None
+        yield MKR[rel], RDFS.label, _text(display or rel, lang), None
+        if pid:
+            yield MKR[rel], OWL.equivalentProperty, WDT[pid], None
 
 
 def edge_quads(edges: pl.DataFrame, *, provenance: bool = True) -> Iterator[Quad]:
@@ -127,7 +164,8 @@ def edge_quads(edges: pl.DataFrame, *, provenance: bool = True) -> Iterator[Quad
         yield e, RDF.subject, s, g
         yield e, RDF.predicate, p, g
         yield e, RDF.object, o, g
-        yield e, MK["confidence"], Literal(row["confidence"], datatype=XSD.double), g
+        if row["confidence"] is not None:
+            yield e, MK["confidence"], Literal(row["confidence"], datatype=XSD.double), g
         yield e, MK["count"], Literal(row["count"], datatype=XSD.integer), g
         yield e, MK["source"], Literal(row["source"]), g
         for column, predicate in _EDGE_OPTIONAL:
@@ -146,7 +184,7 @@ _VERSION_TIMES = (("recorded_at", "recordedAt"), ("retired_at", "retiredAt"), ("
                   ("valid_to", "validTo"))  # fmt: skip
 
 
-def history_quads(nodes: pl.DataFrame, edges: pl.DataFrame) -> Iterator[Quad]:
+def history_quads(nodes: pl.DataFrame, edges: pl.DataFrame, lang: str | None = "en") -> Iterator[Quad]:
     """The history tables (:mod:`metakg.schemas.history`) in the ``mk:history`` graph: recording times of
     current rows, and each retired version as its own resource."""
     h = HISTORY_GRAPH
@@ -159,11 +197,11 @@ def history_quads(nodes: pl.DataFrame, edges: pl.DataFrame) -> Iterator[Quad]:
         v = MKV[f"node/{_segment(row['id'])}/{int(row['retired_at'].timestamp() * 1_000_000)}"]
         yield v, RDF.type, MK["NodeVersion"], h
         yield v, MK["versionOf"], subject, h
-        yield v, RDFS.label, Literal(row["name"]), h
+        yield v, RDFS.label, _text(row["name"], lang), h
         yield v, MK["nodeType"], MKT[row["type"]], h
         yield v, MK["source"], Literal(row["source"]), h
         if row["description"]:
-            yield v, SCHEMA.description, Literal(row["description"]), h
+            yield v, SCHEMA.description, _text(row["description"], lang), h
         for column, name in _VERSION_TIMES:
             if row[column] is not None:
                 yield v, MK[name], _time(row[column]), h
@@ -180,7 +218,8 @@ def history_quads(nodes: pl.DataFrame, edges: pl.DataFrame) -> Iterator[Quad]:
         yield v, RDF.predicate, MKR[row["rel"]], h
         yield v, RDF.object, node_iri(row["dst"]), h
         yield v, MK["source"], Literal(row["source"]), h
-        yield v, MK["confidence"], Literal(row["confidence"], datatype=XSD.double), h
+        if row["confidence"] is not None:
+            yield v, MK["confidence"], Literal(row["confidence"], datatype=XSD.double), h
         yield v, MK["count"], Literal(row["count"], datatype=XSD.integer), h
         for column, name in _VERSION_TIMES:
             if row[column] is not None:
@@ -191,23 +230,32 @@ def expected_history_count(nodes: pl.DataFrame, edges: pl.DataFrame) -> int:
     """How many statements :func:`history_quads` promises for these history tables (computed apart)."""
     times = [pl.col(c).is_not_null().sum() for c, _ in _VERSION_TIMES]
     total = 0
-    for frame, fixed in ((nodes, 5), (edges, 8)):  # node: type, versionOf, label, nodeType, source
+    # node: type, versionOf, label, nodeType, source; edge: type, versionOf, s, p, o, source, count
+    for frame, fixed in ((nodes, 5), (edges, 7)):
         current = frame.filter(pl.col("retired_at").is_null())
         retired = frame.filter(pl.col("retired_at").is_not_null())
         total += int(current["recorded_at"].is_not_null().sum())
         total += retired.height * fixed + sum(int(retired.select(t).item() or 0) for t in times)
+        if frame is edges:
+            total += int(retired["confidence"].is_not_null().sum())
         if frame is nodes:
             total += int((retired["description"].fill_null("") != "").sum())
     return total
 
 
 def bundle_quads(
-    nodes: pl.DataFrame, edges: pl.DataFrame, vocabulary: TypeVocabulary, *, provenance: bool = True
+    nodes: pl.DataFrame,
+    edges: pl.DataFrame,
+    vocabulary: TypeVocabulary,
+    *,
+    provenance: bool = True,
+    lang: str | None = "en",
 ) -> Iterator[Quad]:
-    """Every quad of a bundle: vocabulary, relations, nodes, edges."""
-    yield from vocabulary_quads(vocabulary)
-    yield from relation_quads(edges)
-    yield from node_quads(nodes)
+    """Every quad of a bundle: vocabulary, relations, nodes, edges; text in the language ``lang`` (None or
+    empty: plain literals)."""
+    yield from vocabulary_quads(vocabulary, lang)
+    yield from relation_quads(edges, lang)
+    yield from node_quads(nodes, lang)
     yield from edge_quads(edges, provenance=provenance)
 
 
@@ -228,8 +276,11 @@ def expected_triple_count(
         provenance: whether reified edge provenance is included.
         named_graphs: True for quad formats, where the same triple in two graphs counts twice.
     """
-    vocab = sum(3 if parent is not None else 2 for parent in vocabulary.parents.values())
-    relations = 2 * edges["rel"].n_unique() if edges.height else 0
+    vocab = sum(3 if parent is not None else 2 for parent in vocabulary.parents.values()) + len(vocabulary.wikidata)
+    relations = 0
+    if edges.height:
+        named = _relations(edges)
+        relations = 2 * named.height + int(named["wikidata"].is_not_null().sum())
     n: dict[str, Any] = nodes.select(
         (pl.len() * 3).alias("base"),  # type, label, source
         (pl.col("description").fill_null("") != "").sum().alias("desc"),
@@ -243,7 +294,8 @@ def expected_triple_count(
     prov = 0
     if provenance and edges.height:
         p: dict[str, Any] = edges.select(
-            (pl.len() * 7).alias("base"),  # type, subject, predicate, object, confidence, count, source
+            (pl.len() * 6).alias("base"),  # type, subject, predicate, object, count, source
+            pl.col("confidence").is_not_null().sum().alias("confidence"),
             *[(pl.col(c).fill_null("") != "").sum().alias(c) for c, _ in _EDGE_OPTIONAL],
             pl.col("created_at").is_not_null().sum().alias("created_at"),
             pl.col("valid_from").is_not_null().sum().alias("valid_from"),

@@ -82,7 +82,7 @@ def test_a_one_hop_subset_around_q42_validates_and_matches_independent_counts(
     assert q42["description"] == "English writer and humorist" and q42["revision"] == "595492361"
     assert q42["retrieved_at"] is not None
     edges = bundle.edges
-    assert set(edges["src"]) == {"wd:Q42"} and all(r[0].startswith("wd:Q42@595492361") for r in edges["record_ids"])
+    assert set(edges["src"]) == {"wd:Q42"} and all(r[0].startswith("wd:Q42#P") for r in edges["record_ids"])
     assert "educated_at" in set(edges["rel"])
 
 
@@ -239,7 +239,7 @@ def test_incremental_resync_fetches_only_what_changed(
     assert edited["added_ids"] == ["Q84"] and edited["entities_fetched"] == 2
     bundle = read_bundle(tmp_path / "b")
     born = bundle.edges.filter(bundle.edges["rel"] == "place_of_birth")
-    assert born["dst"].to_list() == ["wd:Q84"] and born["record_ids"][0][0] == "wd:Q42@595492362"
+    assert born["dst"].to_list() == ["wd:Q84"] and born["record_ids"].to_list() == [["wd:Q42#P19"]]  # the statement
     assert "wd:Q14623683" not in set(bundle.nodes["id"]) and edited["validation_ok"] is True
     neo4j_follows()  # the edit, the deletion and the new entity reach Neo4j; the stale rows leave it
     recorded = bundle.manifest["diff"]  # the diff the sync recorded, checked against the ids it reported
@@ -271,6 +271,39 @@ def test_incremental_resync_fetches_only_what_changed(
     assert [v["revision"] for v in q42][-1] == "595492362" and len(q42) == 2 and q42[-1]["current"]
     in_neo4j = versions_of(clean_neo4j, neo4j_settings.database, "wd:Q42")
     assert [v["revision"] for v in in_neo4j] == [v["revision"] for v in q42]
+
+    # a label edit of Q42 retires Q42's version alone: none of its edges changed (once 23 were retired, each
+    # edge's record ids holding the item's revision)
+    retired = kept.summary()
+    edges_before = read_bundle(tmp_path / "b").edges.select("id", "record_ids").sort("id")
+    update(
+        sparql_endpoint,
+        f'WITH <{GRAPH}> DELETE {{ wd:Q42 rdfs:label ?l }} INSERT {{ wd:Q42 rdfs:label "Douglas Noel Adams"@en }} '
+        "WHERE { wd:Q42 rdfs:label ?l FILTER(lang(?l) = 'en') }",
+    )
+    update(
+        sparql_endpoint,
+        f"WITH <{GRAPH}> DELETE {{ wd:Q42 schema:version ?v }} INSERT {{ wd:Q42 schema:version 595492363 }} "
+        "WHERE { wd:Q42 schema:version ?v }",
+    )
+    relabelled = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
+    assert relabelled["changed_ids"] == ["Q42"]
+    after = read_bundle(tmp_path / "b")
+    assert after.nodes.filter(after.nodes["id"] == "wd:Q42")["name"].to_list() == ["Douglas Noel Adams"]
+    now_kept = read_history(tmp_path / "b", after)
+    assert now_kept is not None
+    assert now_kept.summary()["retired_edges"] == retired["retired_edges"]
+    assert now_kept.summary()["retired_nodes"] == retired["retired_nodes"] + 1
+    assert after.edges.select("id", "record_ids").sort("id").equals(edges_before)
+    assert relabelled["diff"]["edges"]["changed"] == 0
+    neo4j_follows()
+    edge_versions, _, _ = clean_neo4j.execute_query("MATCH (v:MetakgVersion {kind: 'edge'}) RETURN count(v) AS n")
+    assert edge_versions[0]["n"] == retired["retired_edges"]  # Neo4j retired no edge either
+    update(  # the endpoint is the module's: its label as the other tests read it
+        sparql_endpoint,
+        f'WITH <{GRAPH}> DELETE {{ wd:Q42 rdfs:label ?l }} INSERT {{ wd:Q42 rdfs:label "Douglas Adams"@en }} '
+        "WHERE { wd:Q42 rdfs:label ?l FILTER(lang(?l) = 'en') }",
+    )
 
 
 def test_the_qa_context_explores_the_configured_endpoint(

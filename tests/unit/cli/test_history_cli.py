@@ -71,7 +71,7 @@ def test_the_rdf_export_carries_the_versions_in_the_history_graph(tmp_path: Path
     migraine = node_iri("kg:t/migraine")
     [version] = list(history.subjects(MK["versionOf"], migraine))
     assert (version, RDF.type, MK["NodeVersion"]) in history
-    assert (version, RDFS.label, Literal("migraine")) in history
+    assert (version, RDFS.label, Literal("migraine", lang="en")) in history
     assert (
         next(history.objects(version, MK["retiredAt"])).toPython()
         > next(history.objects(version, MK["recordedAt"])).toPython()
