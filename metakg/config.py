@@ -10,6 +10,7 @@ Nothing is read at import time: call :func:`load_settings`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
 import typing
@@ -35,9 +36,17 @@ MINILM_BASE_URL = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2
 
 
 class Section(BaseModel):
-    """A settings section: a key it does not define is refused, with its name, rather than ignored."""
+    """A settings section: a key it does not define is refused, with its name, rather than ignored; so are a
+    number that is not finite (``nan``, ``inf``) and text holding a NUL character, which no setting means."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("holds a NUL character")
+        return value
 
 
 class PathsSettings(Section):
@@ -135,7 +144,7 @@ class WikidataSettings(Section):
     connect_retries: int = Field(
         default=1, ge=0, le=20, description="Retries when the connection is refused (nothing listens): fail fast."
     )
-    backoff_s: float = Field(default=2.0, ge=0, description="First retry delay; doubles (Retry-After wins).")
+    backoff_s: float = Field(default=2.0, ge=0, le=600, description="First retry delay; doubles (Retry-After wins).")
     batch_size: int = Field(default=50, ge=1, le=1000, description="Entities per VALUES batch (halved on timeouts).")
     max_queries: int = Field(default=10_000, ge=1, description="Query budget of one sync.")
     max_removed_share: float = Field(
@@ -189,7 +198,7 @@ class QASettings(Section):
     unknown strategy name is refused there too (`metakg strategies` lists the names and their settings).
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     strategy: str = Field(
         default="metakgrag", description="Default strategy of `ask` (`metakg strategies` lists them)."
@@ -321,7 +330,9 @@ class LLMSettings(Section):
     connect_retries: int = Field(
         default=1, ge=0, le=20, description="Retries when the connection is refused (nothing listens): fail fast."
     )
-    backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each time (Retry-After wins).")
+    backoff_s: float = Field(
+        default=1.0, ge=0, le=600, description="First retry delay; doubles each time (Retry-After wins)."
+    )
     concurrency: int = Field(default=4, ge=1, le=256, description="Requests in flight at once.")
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=512, ge=1, le=32768)
@@ -341,6 +352,21 @@ class LLMSettings(Section):
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         return None if value is None else check_url(value, "llm.base_url")
+
+    @field_validator("api_key")
+    @classmethod
+    def _key(cls, value: SecretStr) -> SecretStr:
+        if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value.get_secret_value()):
+            raise ValueError("holds a blank or a control character, which no API key has (check how it was pasted)")
+        return value
+
+    @field_validator("prices_per_mtok")
+    @classmethod
+    def _prices(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        for model, pair in value.items():
+            if any(not math.isfinite(p) or p < 0 for p in pair):
+                raise ValueError(f"the prices of {model!r} must be finite numbers of 0 or more, got {list(pair)}")
+        return value
 
 
 class _AliasEnvSource(PydanticBaseSettingsSource):

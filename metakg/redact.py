@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import re
 import urllib.parse
+from collections.abc import Sequence
 
 # scheme, any slashes, then the user; the password runs to the last "@" before the path (an unencoded "@" or a
 # blank in it must not leave its tail shown)
@@ -68,6 +69,8 @@ def check_url(value: str, setting: str, schemes: tuple[str, ...] = ("http", "htt
             must be percent-encoded, else the URL is not one).
     """
     shown = mask_url(value)
+    if any((ord(ch) < 32 and not ch.isspace()) or ord(ch) == 127 for ch in value):
+        raise ValueError(f"{setting} holds a control character; a URL has none")
     if value != value.strip() or any(ch.isspace() for ch in value):
         raise ValueError(f"{setting} holds blanks; a URL has none (a password with a blank must be percent-encoded)")
     try:
@@ -94,3 +97,28 @@ def split_credentials(url: str) -> tuple[str, str | None]:
     user, _, password = userinfo.partition(":")
     pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
     return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+def credentials_in(authorization: str | None, *keys: str | None) -> list[str]:
+    """The secrets a client sends, as they may come back in an endpoint's error text: API keys, and an HTTP
+    ``Authorization`` value (``Basic <base64>``) with the token, the ``user:password`` pair and the password it
+    encodes. Blank or one-character values are left out (they would mask every occurrence of a letter)."""
+    found = [k for k in keys if k and len(k.strip()) > 1]
+    if authorization:
+        token = authorization.split(" ", 1)[-1].strip()
+        found.append(token)
+        try:
+            pair = base64.b64decode(token, validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            pair = ""
+        _user, _, password = pair.partition(":")
+        found += [p for p in (pair, password) if len(p) > 1]
+    return found
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every one of ``secrets`` (longest first) written as ``***``: an endpoint's error reply may
+    echo the request's ``Authorization`` header or key, which must not reach a message, a log or an answer."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text

@@ -6,7 +6,8 @@ without a reply), ``truncated`` (a 200 with half a JSON body), ``drop_mid_body``
 connection closes after the first half of the body), ``drip:<seconds>`` (the whole reply, status line and
 headers included, one byte every ``<seconds>``), ``refuse_json`` (400 naming response_format when JSON mode
 is asked), ``refuse_json_500`` (the same as a 500, as llama-cpp-python's server does), ``shape:<name>`` (a 200
-of valid JSON that is not a chat completion: see :data:`ODD_SHAPES`). The headers of each
+of valid JSON that is not a chat completion: see :data:`ODD_SHAPES`), ``echo_auth:<status>`` (an error reply
+whose text repeats the request's Authorization header, as some proxies do). The headers of each
 request are kept in :attr:`headers`. Requests are bounded by the script; the server stops with the test.
 """
 
@@ -26,7 +27,16 @@ ODD_SHAPES: dict[str, object] = {
     "content_object": {"choices": [{"index": 0, "message": {"role": "assistant", "content": {"a": 1}}}]},
     "usage_text": {"choices": [{"index": 0, "message": {"content": "x"}}], "usage": {"prompt_tokens": "many"}},
     "choice_list": {"choices": [[1, 2]]},
+    "lone_surrogate": {"choices": [{"index": 0, "message": {"content": "\ud800 broken"}}]},
+    "usage_infinite": {
+        "choices": [{"index": 0, "message": {"content": "x"}}],
+        "usage": {"prompt_tokens": float("inf")},
+    },
+    "usage_huge": {"choices": [{"index": 0, "message": {"content": "x"}}], "usage": {"completion_tokens": 1e300}},
+    "usage_negative": {"choices": [{"index": 0, "message": {"content": "x"}}], "usage": {"prompt_tokens": -5}},
 }
+#: a 200 whose JSON nests deeper than a parser goes (``deep``)
+DEEP = b'{"choices": ' + b"[" * 5000 + b"]" * 5000 + b"}"
 
 
 class FaultServer(ScriptedHTTP):
@@ -108,7 +118,10 @@ class FaultServer(ScriptedHTTP):
                 elif name == "drip":
                     self._drip(float(arg), body)
                 elif name == "shape":
-                    self._send(200, json.dumps(ODD_SHAPES[arg]).encode())
+                    self._send(200, DEEP if arg == "deep" else json.dumps(ODD_SHAPES[arg]).encode())
+                elif name == "echo_auth":
+                    said = f"bad request; you sent Authorization: {self.headers.get('Authorization')}"
+                    self._send(int(arg), json.dumps({"error": {"message": said}}).encode())
                 elif name == "refuse_json" and "response_format" in body:
                     self._send(400, b'{"error": {"message": "response_format is not supported"}}')
                 elif name == "refuse_tools" and "tools" in body:

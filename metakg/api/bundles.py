@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -152,14 +153,22 @@ def recorded_diff(path: Path) -> dict[str, Any] | None:
     return diff
 
 
+#: the largest validation report served: a report lists its checks and 20 examples of each, so a few hundred KB
+MAX_REPORT_BYTES = 32 * 1024 * 1024
+
+
 def validation_page(path: Path) -> bytes | None:
-    """The HTML validation report of the bundle at ``path`` (None when it has none). Only a regular file in the
-    bundle's own folder is read: a link put there (to a file outside) is not followed."""
+    """The HTML validation report of the bundle at ``path`` (None when it has none, or one larger than
+    :data:`MAX_REPORT_BYTES`, which no validation writes). Only a regular file in the bundle's own folder is
+    read: a link put there (to a file outside) is not followed, and its size is checked before it is read."""
     try:
         with Version(bundle_path(path)) as version:
             if not version.has(REPORT_HTML):
                 return None
-            return version.read_bytes(REPORT_HTML)
+            with version.open(REPORT_HTML) as fh:
+                if os.fstat(fh.fileno()).st_size > MAX_REPORT_BYTES:
+                    return None
+                return fh.read(MAX_REPORT_BYTES + 1)[:MAX_REPORT_BYTES]
     except (BundleError, OSError):
         return None
 

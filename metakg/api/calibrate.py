@@ -23,6 +23,7 @@ from metakg.qa_engine.calibrate import Candidate, Objective, Outcome, search
 from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.evaluate import list_cost_of
 from metakg.qa_engine.metacog import ROUTES, Assessment
+from metakg.schemas.locks import write_output
 
 __all__ = ["DEFAULT_GRID", "build_casebank", "calibrate_medcog", "grow_casebank", "grow_from_report"]
 
@@ -115,14 +116,17 @@ def calibrate_medcog(
             f"cannot calibrate: {e} ({len(meta) - len(scores)} monitoring replies unparseable)."
         ) from e
     best = ranked[0]
-    target = settings_out or out_dir / "medcog.toml"
-    target.write_text(
+    thresholds = (
         "# MedCoG thresholds chosen by `metakg calibrate medcog`\n[qa.medcog]\n"
-        f"tau_c = {best.tau.complexity}\ntau_f = {best.tau.familiarity}\ntau_k = {best.tau.knowledge_density}\n",
-        encoding="utf-8",
+        f"tau_c = {best.tau.complexity}\ntau_f = {best.tau.familiarity}\ntau_k = {best.tau.knowledge_density}\n"
     )
+    target = settings_out or out_dir / "medcog.toml"
+    if settings_out is not None:  # a file the user named
+        settings_out.write_text(thresholds, encoding="utf-8")
+    else:
+        write_output(target, thresholds)
     table = [_as_dict(c) for c in ranked]
-    (out_dir / "calibration.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    write_output(out_dir / "calibration.json", json.dumps(table, indent=1) + "\n")
     answered = sum(1 for q in scores if all(q in outcomes[r] for r in ROUTES))
     return {
         "best": table[0],

@@ -17,7 +17,7 @@ from metakg.errors import ConfigError
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.schemas.bundle import MANIFEST_FILE, Bundle, read_bundle, write_bundle
-from metakg.schemas.bundle_dir import bundle_path, recover
+from metakg.schemas.bundle_dir import bundle_path, check_bundle_folder, recover
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.locks import exclusive
 from metakg.schemas.tables import empty_edges, empty_nodes
@@ -93,6 +93,7 @@ def local_graph(settings: Settings, progress: Progress = quiet) -> Iterator[Grap
     path = bundle_path(Path(where))
     with exclusive(path, "the local graph", directory=False):
         recover(path)
+        check_bundle_folder(Path(where), path)  # a folder of other files is never turned into a bundle
         progress(f"opening the local graph {path}")
         store = BundleLocalGraph(path, embedder=LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress))
         try:

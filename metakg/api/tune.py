@@ -23,7 +23,7 @@ from metakg.config import QASettings, Settings
 from metakg.errors import ConfigError, InputDataError, UsageError
 from metakg.ingest.datasets import DatasetFormat
 from metakg.qa_engine.evaluate import RunSpec, evaluate
-from metakg.schemas.locks import locked
+from metakg.schemas.locks import locked, write_output
 
 __all__ = ["TUNE_COLUMNS", "parse_grid", "tune_benchmark", "tune_table"]
 
@@ -179,8 +179,8 @@ def tune_benchmark(
     )
     result = {"strategy": strategy, "questions": len(questions), "budget": budget, "runs": runs}
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "tune.json").write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
-    (out_dir / "tune.md").write_text(tune_table(runs), encoding="utf-8")
+    write_output(out_dir / "tune.json", json.dumps(result, indent=2, default=str) + "\n")
+    write_output(out_dir / "tune.md", tune_table(runs))
     return result
 
 

@@ -4,7 +4,9 @@ at any moment, while the libraries load too, ends with "interrupted" and exit st
 from __future__ import annotations
 
 import json
+import os
 import sys
+from typing import Any
 
 #: the exit status of a command stopped by Ctrl-C (or SIGINT), as shells report it
 INTERRUPTED = 130
@@ -12,10 +14,18 @@ INTERRUPTED = 130
 
 def main() -> None:
     """Run the ``metakg`` command line."""
+    sys.unraisablehook = _unraisable
     try:
         from metakg.cli.main import main as run
 
         run()
+    except SystemExit:
+        # the command has finished and said so: an interrupt during the interpreter's teardown changes nothing
+        # (imported here: nothing but the standard minimum may load before the interrupt is handled)
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise
     except KeyboardInterrupt:
         interrupted()
     except Exception as e:  # Python wraps an interrupt raised while a class is made (in RuntimeError)
@@ -33,11 +43,26 @@ def _caused_by_interrupt(error: BaseException) -> bool:
     return False
 
 
-def interrupted() -> None:
-    """Say so (with the JSON line under --json) and exit with :data:`INTERRUPTED`."""
+def _unraisable(unraisable: Any) -> None:
+    """An interrupt Python cannot raise where it lands (in a finaliser or a callback while a library loads: it
+    would print "Exception ignored" and go on) ends the process at once, as an interrupt anywhere else does.
+    Nothing has been written then that a later run would not tidy: bundles are replaced whole."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _say_interrupted()
+        os._exit(INTERRUPTED)
+    sys.__unraisablehook__(unraisable)
+
+
+def _say_interrupted() -> None:
     sys.stderr.write("interrupted\n")
     if "--json" in sys.argv[1:]:
         payload = {"ok": False, "command": "", "error": "interrupted", "error_type": "Interrupted", "exit_code": 130}
         sys.stdout.write(json.dumps(payload) + "\n")
-        sys.stdout.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def interrupted() -> None:
+    """Say so (with the JSON line under --json) and exit with :data:`INTERRUPTED`."""
+    _say_interrupted()
     sys.exit(INTERRUPTED)

@@ -38,7 +38,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metakg.errors import InputDataError, MetakgError
-from metakg.redact import mask_url, split_credentials
+from metakg.redact import credentials_in, mask_url, scrub, split_credentials
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.knowledge_source import WIKIDATA_PREFIXES, check_select
 from metakg.schemas.tables import (
@@ -300,9 +300,24 @@ class SparqlClient:
         return self._with_retries(attempt, f"the search API {mask_url(str(self.search_api))}")
 
     def _with_retries(self, attempt: Callable[[], _T], target: str, wait_s: float | None = None) -> _T:
-        # target names what is asked ("the endpoint <url>"); wait_s is the attempt's time limit
         """``attempt()`` within the query budget, retried on 429 (Retry-After honoured), 5xx, dropped or
-        refused connections (a few times only: nothing may listen there) and malformed replies."""
+        refused connections (a few times only: nothing may listen there) and malformed replies. ``target`` names
+        what is asked ("the endpoint <url>"); ``wait_s`` is the attempt's time limit. No message carries the
+        endpoint's credentials, which an error reply may echo."""
+        try:
+            return self._retried(attempt, target, wait_s)
+        except SyncError as e:
+            secrets = [
+                secret
+                for url in (self.endpoint, str(self.search_api or ""))
+                for secret in credentials_in(split_credentials(url)[1])
+            ]
+            said = scrub(str(e), secrets)
+            if said != str(e):
+                raise type(e)(said) from None
+            raise
+
+    def _retried(self, attempt: Callable[[], _T], target: str, wait_s: float | None = None) -> _T:
         delay = self.backoff_s
         last = ""
         refused = 0
@@ -496,6 +511,15 @@ def _bindings(reply: Any) -> list[dict[str, dict[str, str]]]:
                 isinstance(term, dict) and isinstance(term.get("type"), str) and isinstance(term.get("value"), str)
             ):
                 raise ValueError(f"results.bindings[{number}].{name} is not an RDF term (type and value)")
+            for key, part in term.items():  # xml:lang, datatype: text too, and every text valid Unicode
+                if not isinstance(part, str):
+                    raise ValueError(f"results.bindings[{number}].{name}.{key} is not text")
+                try:
+                    part.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError(
+                        f"results.bindings[{number}].{name}.{key} is not Unicode text (a lone surrogate)"
+                    ) from None
     return bindings
 
 

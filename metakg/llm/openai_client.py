@@ -26,7 +26,7 @@ from metakg.config import LLMSettings
 from metakg.errors import ConfigError, LLMError
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import ChatRequest, Completion, Usage
-from metakg.redact import mask_url, split_credentials
+from metakg.redact import credentials_in, mask_url, scrub, split_credentials
 
 MAX_RETRY_AFTER_S = 120.0
 
@@ -51,6 +51,23 @@ def _refused(error: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+#: the most tokens a reply may say it used (a count beyond it is not a count: ``1e300``, ``Infinity``)
+MAX_TOKEN_COUNT = 10**9
+
+
+def _token_count(value: Any) -> int:
+    """A usage count as an int from 0 to :data:`MAX_TOKEN_COUNT`.
+
+    Raises:
+        ValueError: a count that is not one (negative, not finite, absurdly large, or not a number).
+    """
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_TOKEN_COUNT:
+        raise ValueError(f"a token count of {str(value)[:40]!r}")
+    return int(value)
 
 
 class _ToolsIgnored(Exception):
@@ -137,10 +154,20 @@ class OpenAICompatibleClient:
         self._bind_loop()
         assert self._semaphore is not None
         async with self._semaphore:
-            completion = await self._with_retries(request)
+            try:
+                completion = await self._with_retries(request)
+            except LLMError as e:  # an endpoint's error text may echo the key it was sent: never passed on
+                said = scrub(str(e), self._credentials())
+                if said != str(e):
+                    raise LLMError(said, attempts=e.attempts) from None
+                raise
         if self._cache is not None:
             self._cache.put(request, completion, endpoint=self.cache_scope)
         return completion
+
+    def _credentials(self) -> list[str]:
+        """What this client sends that an error text must never show: the API key, the URL's basic auth."""
+        return credentials_in(self._authorization, self._settings.api_key.get_secret_value())
 
     @property
     def cache_scope(self) -> str:
@@ -223,6 +250,7 @@ class OpenAICompatibleClient:
                 openai.APIStatusError,
                 openai.APIResponseValidationError,
                 ValueError,
+                RecursionError,  # a reply nested deeper than a parser goes
             ) as e:
                 last = f"{type(e).__name__}: {str(e)[:200]}"
                 wait = _retry_after(e)
@@ -290,15 +318,16 @@ class OpenAICompatibleClient:
                 raise TypeError("content is not text")
             usage = getattr(response, "usage", None)
             counts = Usage(
-                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                prompt_tokens=_token_count(getattr(usage, "prompt_tokens", 0)),
+                completion_tokens=_token_count(getattr(usage, "completion_tokens", 0)),
             )
             if tools is not None and not calls:
                 raise _ToolsIgnored()
             text = _with_calls(content or "", calls)
+            text.encode("utf-8")  # a lone surrogate is not text: it could not be cached, logged or shown
             model = getattr(response, "model", None)
             finish = choice.finish_reason
-        except (TypeError, AttributeError, IndexError, KeyError, ValueError) as e:
+        except (TypeError, AttributeError, IndexError, KeyError, ValueError, OverflowError, RecursionError) as e:
             raise ValueError(f"the reply is not a chat completion ({type(e).__name__}: {str(e)[:100]})") from e
         return Completion(
             text=text,

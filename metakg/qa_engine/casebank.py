@@ -133,6 +133,12 @@ class CaseBank:
                 read, or a bank of another embedding model.
         """
         manifest_path = folder / "manifest.json"
+        for name in ("manifest.json", "cases.parquet"):
+            if (folder / name).is_symlink():  # never read (or replaced) through a link
+                raise InputDataError(
+                    f"{folder / name} is a symbolic link: a case bank's files are its folder's own. Remove the "
+                    "link, or give another folder."
+                )
         if not manifest_path.is_file() or not (folder / "cases.parquet").is_file():
             raise InputDataError(
                 f"{folder} is not a case bank (no manifest.json and cases.parquet); build one first.",

@@ -30,6 +30,7 @@ from metakg.qa_engine.metrics import EvidenceScorer, answer_match, with_gold_ent
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.strategy import Strategy
 from metakg.schemas.bundle import write_bundle
+from metakg.schemas.locks import open_output, write_output
 
 Tick = Callable[[str, int, int], None]
 
@@ -306,7 +307,7 @@ def _done_rows(path: Path, wanted: set[str], *, keep_failed: bool) -> dict[str, 
     """Rows already written for the wanted question ids (a torn last line is dropped); failed answers only
     with ``keep_failed``, so a re-run asks them again (the LLM may be back)."""
     done: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
+    if path.is_symlink() or not path.is_file():  # a link is refused when the file is written, never read
         return done
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
@@ -381,7 +382,7 @@ async def evaluate(
         path = out_dir / f"answers-{spec.label}.jsonl"
         done = _done_rows(path, ids, keep_failed=keep_failed) if resume else {}
         rows: list[dict[str, Any]] = []
-        with path.open("w", encoding="utf-8") as fh:
+        with open_output(path) as fh:
             for reused in done.values():  # rewrite the reused rows first: the file ends whole
                 fh.write(json.dumps(reused, ensure_ascii=False) + "\n")
             for number, question in enumerate(questions, start=1):
@@ -409,8 +410,8 @@ async def evaluate(
     oracle = oracle_run(answered)
     if oracle is not None and ctx.llm is not None:
         summary["ORACLE"] = oracle
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_output(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     table = comparison_table(summary, metric_columns(specs, registry))
     notes = "".join(f"\n- {line}" for line in efficiency_notes(summary))
-    (out_dir / "comparison.md").write_text(table + (notes + "\n" if notes else ""), encoding="utf-8")
+    write_output(out_dir / "comparison.md", table + (notes + "\n" if notes else ""))
     return summary

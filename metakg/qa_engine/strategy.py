@@ -44,7 +44,7 @@ def switch_setting(switch: str) -> tuple[str, Any]:
 class StrategySettings(BaseModel):
     """Base of a strategy's settings model (its ``[qa.<name>]`` section); unknown keys are refused."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 S = TypeVar("S", bound=StrategySettings)

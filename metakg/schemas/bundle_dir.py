@@ -18,6 +18,7 @@ next writer puts back and a reader names in its error.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -78,8 +79,65 @@ def _owner_alive(folder: Path) -> bool:
 
 def bundle_path(path: Path) -> Path:
     """The real folder a bundle path names (a symbolic link is followed, so the folder it points at is the one
-    swapped), absolute."""
-    return path.expanduser().resolve()
+    swapped), absolute.
+
+    Raises:
+        UsageError: the path cannot be resolved (a loop of symbolic links), or is the root of the file system.
+    """
+    try:
+        real = path.expanduser().resolve()
+    except (RuntimeError, OSError) as e:  # Python's own error for a loop of links is a RuntimeError
+        raise UsageError(f"{path} cannot be a bundle folder: it cannot be resolved ({e}).") from None
+    if real.parent == real:
+        raise UsageError(f"{path} is the root of the file system: give a folder below it for the bundle.")
+    return real
+
+
+def mounts_under(folder: Path) -> list[Path]:
+    """The mount points strictly inside ``folder`` (Linux: every mount of the process, bind mounts included;
+    elsewhere, the entries of the folder that are mount points)."""
+    table = Path("/proc/self/mountinfo")
+    try:
+        lines = table.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        try:
+            return [entry for entry in folder.iterdir() if entry.is_dir() and os.path.ismount(entry)]
+        except OSError:
+            return []
+    found = []
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 4:  # the fifth field is the mount point, with blanks and others as octal escapes
+            point = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+            if point != folder and point.is_relative_to(folder):
+                found.append(point)
+    return sorted(found)
+
+
+def check_bundle_folder(path: Path, real: Path) -> None:
+    """The checks of a folder a bundle is written to: not a file, not a folder of other files without a bundle
+    (a user's data, which a new version would replace), and no mount point inside it (a rewrite builds a whole
+    new version and removes the old one, which must never reach into a mounted file system).
+
+    Raises:
+        UsageError: naming what is in the way.
+    """
+    if real.exists() and not real.is_dir():
+        raise UsageError(f"{path} is a file, not a bundle directory: give a new or existing bundle directory.")
+    if not real.is_dir():
+        return
+    foreign = _foreign_entries(real)
+    if foreign and not (real / "manifest.json").is_file():
+        shown = ", ".join(sorted(foreign)[:3])
+        raise UsageError(
+            f"{path} holds other files ({shown}) and no bundle: give a new or empty directory, or a bundle."
+        )
+    inside = mounts_under(real)
+    if inside:
+        raise UsageError(
+            f"{path} holds a mount point ({inside[0]}): a bundle is rewritten as a whole new version, which cannot "
+            "carry a mounted folder. Unmount it, or move it out of the bundle folder."
+        )
 
 
 @contextmanager
@@ -88,7 +146,8 @@ def writing(path: Path) -> Iterator[Path]:
     checks every writer needs; yields the bundle's real path. An interrupted earlier write is tidied up first.
 
     Raises:
-        UsageError: ``path`` is a file, or a folder that holds other files and no bundle.
+        UsageError: ``path`` is a file, a folder that holds other files and no bundle, or a folder holding a
+            mount point (:func:`check_bundle_folder`).
         ResourceBusy: another metakg process is writing the bundle.
     """
     real = bundle_path(path)
@@ -96,13 +155,7 @@ def writing(path: Path) -> Iterator[Path]:
         raise UsageError(f"{path} is a file, not a bundle directory: give a new or existing bundle directory.")
     with exclusive(real, "the bundle", directory=False):
         recover(real)
-        if real.is_dir():
-            foreign = _foreign_entries(real)
-            if foreign and not (real / "manifest.json").is_file():
-                shown = ", ".join(sorted(foreign)[:3])
-                raise UsageError(
-                    f"{path} holds other files ({shown}) and no bundle: give a new or empty directory, or a bundle."
-                )
+        check_bundle_folder(path, real)
         yield real
 
 
@@ -151,7 +204,7 @@ def recover(path: Path) -> None:
             os.rename(retired[-1], path)
     for folder in _siblings(path, _STAGING) + _siblings(path, _RETIRED):
         if not _owner_alive(folder):
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -191,6 +244,36 @@ def _fsync(path: Path, *, directory: bool = False) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove ``folder`` and what it holds, never crossing into a mounted file system or through a link: a
+    mount point found inside is left in place (with the folders above it), not emptied."""
+    mounts = set(mounts_under(folder))
+
+    def clear(directory: Path) -> bool:
+        whole = True
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return False
+        for entry in entries:
+            target = Path(entry.path)
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if target in mounts or os.path.ismount(target) or not clear(target):
+                        whole = False
+                        continue
+                    target.rmdir()
+                else:
+                    target.unlink()
+            except OSError:
+                whole = False
+        return whole
+
+    if folder.is_dir() and not folder.is_symlink() and folder not in mounts and clear(folder):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _link_or_copy(source: str | Path, target: str | Path) -> None:
@@ -256,15 +339,15 @@ def replace(
         if not path.exists():
             os.rename(staging, path)
         elif _exchange(staging, path):
-            shutil.rmtree(staging, ignore_errors=True)  # the old version, now under the staging name
+            remove_tree(staging)  # the old version, now under the staging name
         else:
             retired = sibling(path, _RETIRED)
             os.rename(path, retired)
             os.rename(staging, path)
-            shutil.rmtree(retired, ignore_errors=True)
+            remove_tree(retired)
         _fsync(path.parent, directory=True)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         raise
 
 

@@ -9,15 +9,17 @@ process ends, however it ends.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import inspect
 import os
+import stat
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, TextIO, TypeVar
 
 from metakg.errors import OutputError, ResourceBusy, UsageError
 
@@ -99,3 +101,41 @@ def require_folder(target: Path, what: str) -> None:
 def unique_temp_name(path: Path) -> Path:
     """A temporary name beside ``path`` that no other writer uses (write there, then rename onto ``path``)."""
     return path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+
+
+def open_output(path: Path) -> TextIO:
+    """``path`` opened to be written from its start (UTF-8 text), as a regular file of its folder: never through
+    a symbolic link (which could point anywhere: an output folder is the user's to fill), never a FIFO or a
+    device (which would block or swallow the output).
+
+    Raises:
+        OutputError: ``path`` is a link or not a regular file (naming it), or cannot be written.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise OutputError(
+                f"{path} is a symbolic link: an output is written in its folder, never through a link. Remove the "
+                "link, or give another output folder."
+            ) from None
+        if e.errno == errno.ENXIO:  # a FIFO nobody reads: opened non-blocking, it refuses at once
+            raise OutputError(f"{path} is a FIFO, not a file: remove it, or give another output folder.") from None
+        raise OutputError(f"cannot write {path}: {e.strerror or e}.") from e
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OutputError(f"{path} is not a regular file: remove it, or give another output folder.")
+    os.set_blocking(fd, True)
+    os.ftruncate(fd, 0)
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as :func:`open_output` opens it.
+
+    Raises:
+        OutputError: as :func:`open_output`.
+    """
+    with open_output(path) as fh:
+        fh.write(text)

@@ -105,6 +105,8 @@ def printable(value: Any) -> Any:
     accepts) as its text: a request's invalid input is echoed in its 422 without breaking the answer."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, bytes | bytearray):  # a body that is not UTF-8: shown as escapes
+        return bytes(value).decode("utf-8", "backslashreplace")
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
@@ -419,7 +421,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
         """FastAPI's 422 (``detail``: each error with the field's ``loc``), with text that is not valid Unicode
         (a lone surrogate, ``"\\ud800"`` in the JSON) escaped, so that the answer itself can be written."""
-        return JSONResponse(status_code=422, content={"detail": printable(jsonable_encoder(error.errors()))})
+        return JSONResponse(status_code=422, content={"detail": jsonable_encoder(printable(error.errors()))})
 
     if limits.cors_origins:  # off unless configured: only the server's own page calls the API
         app.add_middleware(
@@ -483,7 +485,8 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             manifest = api.bundle_info(bundle)
             info["sources"] = [s.get("name") for s in manifest.get("sources", [])]
             info["validation"] = {k: manifest.get("validation", {}).get(k) for k in ("ok", "rejected", "warned")}
-        return info
+        shown: dict[str, Any] = printable(info)  # a received bundle's manifest may hold text that is not Unicode
+        return shown
 
     @app.get("/api/nodes/{node_id:path}", responses=error_responses(404))
     def node(node_id: str) -> dict[str, Any]:

@@ -97,7 +97,12 @@ class Evaluations:
             raise UsageError(
                 "evaluations read benchmark files from server.benchmarks_dir (or paths.data_dir); set one of them."
             )
-        path = (self._benchmarks / name).resolve()
+        if "\x00" in name:
+            raise UsageError("benchmark: a file name holds no NUL character.")
+        try:
+            path = (self._benchmarks / name).resolve()
+        except (RuntimeError, OSError) as e:  # a loop of links
+            raise UsageError(f"benchmark {name!r}: it cannot be resolved ({e}).") from None
         if Path(name).is_absolute() or not path.is_relative_to(self._benchmarks):
             raise UsageError(f"benchmark {name!r}: give a path inside the benchmarks folder, relative to it.")
         if not path.is_file():

@@ -131,3 +131,32 @@ def test_a_user_and_password_in_the_neo4j_uri_become_the_settings_own(monkeypatc
     neo4j = load_settings().neo4j
     assert neo4j.uri == "bolt://db.example:7687" and neo4j.user == "reader"
     assert neo4j.password.get_secret_value() == "p@ss"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "names"),
+    [
+        ("METAKG_LLM__BACKOFF_S", "nan", "llm.backoff_s"),
+        ("METAKG_LLM__TIMEOUT_S", "inf", "llm.timeout_s"),
+        ("METAKG_WIKIDATA__BACKOFF_S", "1e9", "wikidata.backoff_s"),
+        ("METAKG_QA__MIN_SCORE", "nan", "qa"),
+        ("METAKG_LLM__API_KEY", "sk-abc\ndef", "llm.api_key"),
+        ("METAKG_LLM__API_KEY", "sk-abc def", "llm.api_key"),
+        ("METAKG_LLM__PRICES_PER_MTOK", '{"m": [1.0, -2.0]}', "llm.prices_per_mtok"),
+    ],
+)
+def test_numbers_that_are_not_finite_nul_characters_and_pasted_keys_are_refused(
+    monkeypatch: pytest.MonkeyPatch, key: str, value: str, names: str
+) -> None:
+    monkeypatch.setenv(key, value)
+    with pytest.raises(ConfigError, match=names.replace(".", r"\.")) as info:
+        load_settings()
+    assert "sk-abc" not in str(info.value)  # a refused key is named, never shown
+
+
+def test_text_holding_a_nul_character_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[llm]\nmodel = "smol\\u0000lm"\n', encoding="utf-8")  # an environment cannot carry one
+    monkeypatch.setenv("METAKG_CONFIG", str(config))
+    with pytest.raises(ConfigError, match=r"llm\.model.*NUL"):
+        load_settings()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +240,28 @@ def test_an_embedding_model_that_cannot_be_loaded_is_the_servers_problem_a_503(b
         assert found.status_code == 200 and found.json()[0]["node"]["name"] == "aspirin"  # names need no model
         refused = client.get("/api/search", params={"q": "a painkiller", "mode": "embedding"})
         assert refused.status_code == 503 and "lacks" in refused.json()["error"], refused.text
+
+
+def test_bodies_and_bundles_that_once_gave_a_500_get_clean_answers(bundle: Path) -> None:
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["sources"] = [{"name": "\ud800x"}]  # a received bundle whose manifest is not Unicode text
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    app = create_app(served_settings(benchmarks_dir=bundle.parent), bundle=bundle)
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        for path in ("/api/ask", "/api/triples"):
+            raw = client.post(path, content=b"\xff\xfe", headers={"content-type": "text/plain"})
+            assert raw.status_code == 422 and "\\\\xff" in raw.text, raw.text  # once a UnicodeDecodeError
+        nul = client.post("/api/evaluations", json={"benchmark": "x\u0000", "format": "csqa"})
+        assert nul.status_code == 400 and "NUL" in nul.json()["error"]
+        graph = client.get("/api/graph")
+        assert graph.status_code == 200 and graph.json()["sources"] == ["\\ud800x"]
+
+
+def test_a_validation_report_larger_than_any_validation_writes_is_not_served(bundle: Path) -> None:
+    from metakg.api.bundles import MAX_REPORT_BYTES
+
+    report = bundle / "validation.html"
+    with report.open("r+b") as fh:  # sparse: the size of a huge report without its bytes
+        fh.truncate(MAX_REPORT_BYTES + 1)
+    with TestClient(create_app(served_settings(), bundle=bundle), base_url="http://127.0.0.1") as client:
+        assert client.get("/report").status_code == 404

@@ -36,7 +36,8 @@ class SparqlServer(ScriptedHTTP):
     """Each POST takes the next action: ``ok`` (``rows``, as SPARQL JSON results), ``drip:<s>`` (the whole
     reply, headers included, a byte every ``<s>`` seconds), ``drop_mid_body`` (half the body of a
     content-length reply, then the connection closes), ``drop_mid_chunk`` (the same for a chunked reply),
-    ``500``, ``401``. Keeps each request's query, Authorization and Host."""
+    ``500``, ``401``, ``echo:<status>`` (an error reply repeating the Authorization header). Keeps each request's
+    query, Authorization and Host."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -78,6 +79,12 @@ class SparqlServer(ScriptedHTTP):
                         chunked = head.format(status="200 OK", length="transfer-encoding: chunked")
                         self.wfile.write(chunked.encode() + b"%x\r\n%s\r\n" % (len(half), half))
                         self.connection.shutdown(2)
+                    elif name == "echo":  # an error reply repeating the request's credentials, as some proxies do
+                        said = f"bad query; you sent Authorization: {self.headers.get('Authorization')}".encode()
+                        self.wfile.write(
+                            head.format(status=f"{arg} Error", length=f"content-length: {len(said)}").encode()
+                        )
+                        self.wfile.write(said)
                     elif name in ("500", "401"):
                         said = b"internal error" if name == "500" else b"who are you?"
                         status = "500 Internal Server Error" if name == "500" else "401 Unauthorized"
@@ -234,6 +241,27 @@ def test_terms_that_are_not_rdf_terms_are_a_malformed_reply(endpoint: SparqlServ
         client(endpoint.url, max_retries=1).select("SELECT ?item WHERE { ?item ?p ?o }")
 
 
+@pytest.mark.parametrize(
+    ("term", "says"),
+    [
+        ({"type": "literal", "value": "x", "xml:lang": 7}, r"item\.xml:lang is not text"),
+        ({"type": "literal", "value": "x", "datatype": None}, r"item\.datatype is not text"),
+    ],
+)
+def test_every_part_of_a_term_must_be_text(endpoint: SparqlServer, term: dict[str, Any], says: str) -> None:
+    endpoint.rows = [{"item": term}]
+    with pytest.raises(SyncError, match=rf"malformed response .*{says}"):
+        client(endpoint.url, max_retries=1).select("SELECT ?item WHERE { ?item ?p ?o }")
+
+
+def test_a_lone_surrogate_in_a_term_is_a_malformed_reply() -> None:
+    from metakg.ingest.wikidata import _bindings
+
+    reply = {"head": {"vars": ["item"]}, "results": {"bindings": [{"item": {"type": "literal", "value": "a\ud800"}}]}}
+    with pytest.raises(ValueError, match=r"item\.value is not Unicode text"):
+        _bindings(reply)
+
+
 def test_userinfo_in_the_endpoint_url_is_basic_auth_to_the_real_host_and_never_shown(endpoint: SparqlServer) -> None:
     url = endpoint.url.replace("http://", "http://alice:s3cret%40pw@")
     endpoint.rows = [revision_row("Q1")]
@@ -250,3 +278,15 @@ def test_userinfo_in_the_endpoint_url_is_basic_auth_to_the_real_host_and_never_s
         client(url).select("SELECT ?item WHERE { ?item ?p ?o }")
     for error in (failed.value, refused.value):
         assert "s3cret" not in str(error) and "alice:***@127.0.0.1" in str(error)
+
+
+@pytest.mark.parametrize("status", ["400", "500"])
+def test_an_error_reply_echoing_the_credentials_never_passes_them_on(endpoint: SparqlServer, status: str) -> None:
+    url = endpoint.url.replace("http://", "http://alice:s3cret%40pw@")
+    token = base64.b64encode(b"alice:s3cret@pw").decode()
+    endpoint.script(*[f"echo:{status}"] * 3)
+    with pytest.raises(SyncError) as refused:
+        client(url, max_retries=1).select("SELECT ?item WHERE { ?item ?p ?o }")
+    said = str(refused.value)
+    assert "you sent Authorization: Basic ***" in said, said
+    assert token not in said and "s3cret" not in said

@@ -80,7 +80,7 @@ def test_every_fault_is_retried_until_a_reply(server: FaultServer, tmp_path: Pat
     assert entry.attempts == 5 and entry.error is None
 
 
-@pytest.mark.parametrize("shape", sorted(ODD_SHAPES))
+@pytest.mark.parametrize("shape", [*sorted(ODD_SHAPES), "deep"])
 def test_a_200_that_is_not_a_chat_completion_is_retried_then_a_clean_error(
     server: FaultServer, tmp_path: Path, shape: str
 ) -> None:
@@ -88,8 +88,19 @@ def test_a_200_that_is_not_a_chat_completion_is_retried_then_a_clean_error(
     server.script(f"shape:{shape}")
     assert asyncio.run(client.complete(ask(), tag="q")).text == "ok reply"  # retried: the next reply is good
     server.script(f"shape:{shape}", f"shape:{shape}")
-    with pytest.raises(LLMError, match="not a chat completion"):
+    with pytest.raises(LLMError, match=r"not a chat completion|RecursionError"):
         asyncio.run(client.complete(ask("another question"), tag="q"))
+
+
+@pytest.mark.parametrize("status", [400, 422, 500])
+def test_an_error_reply_echoing_the_key_never_passes_it_on(server: FaultServer, tmp_path: Path, status: int) -> None:
+    client, _ledger = make_client(server, tmp_path, max_retries=1)
+    server.script(f"echo_auth:{status}", f"echo_auth:{status}")
+    with pytest.raises(LLMError) as refused:
+        asyncio.run(client.complete(ask(f"question {status}"), tag="q"))
+    assert "Authorization: Bearer ***" in str(refused.value)  # the endpoint's words, the key masked
+    assert "sk-secret-never-shown" not in str(refused.value)
+    assert "sk-secret-never-shown" not in (tmp_path / "ledger.jsonl").read_text()
 
 
 def test_persistent_failure_stops_cleanly_and_says_why(server: FaultServer, tmp_path: Path) -> None:
