@@ -77,6 +77,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_wikidata
 	$(PY) -m benchmarks.bench_qa
 	$(PY) -m benchmarks.bench_serve
+	$(PY) -m benchmarks.bench_page
 	$(PY) -m benchmarks.bench_retrieval
 	$(PY) -m benchmarks.bench_medcog
 	$(PY) -m benchmarks.bench_robodata

@@ -256,6 +256,31 @@ def small_bundle() -> Bundle:
     return Bundle(nodes=conform_nodes(nodes), edges=conform_edges(edges))
 
 
+def hub_bundle(leaves: int) -> Bundle:
+    """:func:`small_bundle` with a node ``hub`` (linked from aspirin) that has ``leaves`` neighbours of their own
+    (names of one to four words), for drawing a node with thousands of neighbours."""
+    base = small_bundle()
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    names = ["hub"] + [" ".join(words[(i + k) % 8] for k in range(1 + i % 4)) + f" {i}" for i in range(leaves)]
+    ids = ["kg:test/hub"] + [f"kg:test/leaf{i}" for i in range(leaves)]
+    nodes = pl.DataFrame({"id": ids, "name": names, "type": "concept", "source": "test"})
+    aspirin = base.nodes.filter(pl.col("name") == "aspirin")["id"][0]
+    edges = pl.DataFrame(
+        {
+            "src": [aspirin] + ["kg:test/hub"] * leaves,
+            "rel": ["related_to"] + ["has_member"] * leaves,
+            "dst": ids,
+            "source": "test",
+            "confidence": 0.9,
+            "record_ids": [[f"hub.txt:{i + 1}"] for i in range(leaves + 1)],
+        }
+    )
+    return Bundle(
+        nodes=pl.concat([base.nodes, conform_nodes(nodes)], how="diagonal_relaxed"),
+        edges=pl.concat([base.edges, conform_edges(edges)], how="diagonal_relaxed"),
+    )
+
+
 def node_id(bundle: Bundle, name: str) -> str:
     """The id of the node called ``name`` in ``bundle``."""
     return str(bundle.nodes.filter(pl.col("name") == name)["id"][0])

@@ -390,7 +390,7 @@ def evaluate_benchmark(
     Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason. A re-run resumes
     from the answers in ``out_dir`` (failed ones are asked again unless ``keep_failed``). Without
     ``use_llm`` only the graph strategies run, retrieval only (concepts by rules): the report then holds
-    the evidence metrics and retrieval times, and every answer fails with "no LLM".
+    the evidence metrics and retrieval times, and every answer fails with "retrieval only: the LLM was not asked".
 
     Returns:
         ``summary`` (keyed by run label), ``questions``, ``rejected``, ``out``, ``columns`` (the comparison

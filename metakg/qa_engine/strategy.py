@@ -148,7 +148,7 @@ class RetrieveThenAnswer(Strategy[S]):
         answer.trace.update(retrieval.trace)
         answer.evidence = retrieval.paths or []
         if client is None:
-            answer.fail("no LLM is configured (retrieval only)")
+            answer.fail("retrieval only: the LLM was not asked (use_llm off)")
             return
         await answer_with_evidence(question, retrieval.paths, ctx, client, answer)
 

@@ -54,6 +54,8 @@ logger = logging.getLogger("metakg.server")
 #: the most results a route returns, whatever it is asked for
 MAX_K = 100
 MAX_LIMIT = 1000
+#: the most neighbours one request returns: the page shows up to this many around a node
+MAX_NEIGHBOURS = 5000
 MAX_HOPS = 6
 #: the web page and its assets (the JavaScript libraries are vendored at build time: tools/vendor_js.sh)
 STATIC = Path(__file__).with_name("static")
@@ -502,7 +504,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         id: Annotated[str, Query(min_length=1, max_length=1000, description="The node's id.")],
         relation: Annotated[list[str] | None, Query(description="Only these relations.")] = None,
         direction: Literal["out", "in", "both"] = "both",
-        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+        limit: Annotated[int, Query(ge=1, le=MAX_NEIGHBOURS)] = 50,
     ) -> list[dict[str, Any]]:
         """The node's neighbours: outgoing first, then incoming, each side in edge-id order."""
         with reading():

@@ -6,17 +6,23 @@ const cy = cytoscape({
   container: document.getElementById("graph"),
   style: [
     { selector: "node", style: { label: "data(label)", "font-size": 11, "text-wrap": "wrap", "text-max-width": 120,
-      "background-color": "#93c5fd", "text-valign": "bottom", "text-margin-y": 4, width: 18, height: 18 } },
+      "min-zoomed-font-size": 6, "background-color": "#93c5fd", "text-valign": "bottom", "text-margin-y": 4,
+      width: 18, height: 18 } },
     { selector: "node.start", style: { "background-color": "#f59e0b" } },
-    { selector: "node.selected", style: { "border-width": 3, "border-color": "#1d4ed8" } },
+    { selector: "node.choice", style: { "border-width": 3, "border-style": "dashed", "border-color": "#16a34a" } },
+    { selector: "node.answer", style: { "background-color": "#16a34a", width: 26, height: 26, "font-weight": "bold",
+      "border-width": 3, "border-style": "solid", "border-color": "#14532d" } },
+    { selector: "node.selected", style: { "border-width": 3, "border-style": "solid", "border-color": "#1d4ed8" } },
     { selector: "edge", style: { label: "data(label)", "font-size": 9, "curve-style": "bezier",
       "target-arrow-shape": "triangle", width: 1.5, "line-color": "#9ca3af", "target-arrow-color": "#9ca3af",
       "text-rotation": "autorotate", color: "#444", "text-background-color": "#fff",
       "text-background-opacity": 0.85, "text-background-padding": 2 } },
+    // the edges of a large expansion: straight (cheap to draw), labelled only once zoomed in
+    { selector: "edge.bulk", style: { "curve-style": "straight", "min-zoomed-font-size": 9, width: 1 } },
     { selector: "edge.evidence", style: { width: 3, "line-color": "#2563eb", "target-arrow-color": "#2563eb" } },
   ],
   wheelSensitivity: 0.3,
-  minZoom: 0.2,
+  minZoom: 0.03, // room for a node expanded into thousands of neighbours
   maxZoom: 1.6, // a fit on a few nodes must not blow the labels up
 });
 window.metakgGraph = cy; // for tests and for the curious
@@ -58,20 +64,25 @@ const source = SNAPSHOT ? {
     if (!(id in SNAPSHOT.nodes)) throw new Error(`${id} is not in this page (only the evidence and its neighbours are)`);
     return SNAPSHOT.nodes[id];
   },
-  neighbours: async (id) => {
+  neighbours: async (id, limit) => {
     if (!(id in SNAPSHOT.neighbours)) throw new Error("this page holds the neighbours of the evidence nodes only");
-    return SNAPSHOT.neighbours[id];
+    return SNAPSHOT.neighbours[id].slice(0, limit);
   },
-  search: async (text) => {
+  search: async (text, mode) => {
     const wanted = text.trim().toLowerCase();
-    return Object.values(SNAPSHOT.nodes).filter((n) => n.name.toLowerCase().includes(wanted)).slice(0, 10)
+    const found = mode === "exact" ? (n) => n.name.toLowerCase() === wanted : (n) => n.name.toLowerCase().includes(wanted);
+    return Object.values(SNAPSHOT.nodes).filter(found).slice(0, 10)
       .map((node) => ({ node, match: "in this page", score: 1 }));
   },
 } : {
   node: (id) => api(`api/nodes/${encodeURI(id)}`),
-  neighbours: (id) => api(`api/neighbours?id=${encodeURIComponent(id)}&limit=25`),
-  search: (text) => api(`api/search?q=${encodeURIComponent(text)}&k=10`),
+  neighbours: (id, limit) => api(`api/neighbours?id=${encodeURIComponent(id)}&limit=${limit}`),
+  search: (text, mode) => api(`api/search?q=${encodeURIComponent(text)}&k=10&mode=${mode || "auto"}`),
 };
+
+// Neighbours asked for at the first expansion, and at most on "show all" (the server's own limit).
+const FIRST_NEIGHBOURS = 200;
+const ALL_NEIGHBOURS = 5000;
 
 function addNode(id, label, classes) {
   if (cy.getElementById(id).empty()) cy.add({ group: "nodes", data: { id, label: label || id }, classes: classes || "" });
@@ -83,8 +94,75 @@ function addEdge(id, src, dst, label, classes) {
   else if (classes) cy.getElementById(id).addClass(classes);
 }
 
+// The evidence: a force-directed layout that counts the labels as part of each node, so none overlap.
 function layout() {
-  cy.layout({ name: "cose", animate: false, nodeRepulsion: 9000, idealEdgeLength: 90, fit: true, padding: 30 }).run();
+  cy.layout({ name: "cose", animate: false, nodeDimensionsIncludeLabels: true, nodeRepulsion: 12000,
+              idealEdgeLength: 100, fit: true, padding: 30 }).run();
+}
+
+// Occupied boxes on a coarse grid: whether a box is free is a look at the few cells it covers.
+class Occupancy {
+  constructor(cell) { this.cell = cell; this.cells = new Map(); }
+  *keys(b) {
+    for (let i = Math.floor(b.x1 / this.cell); i <= Math.floor(b.x2 / this.cell); i++)
+      for (let j = Math.floor(b.y1 / this.cell); j <= Math.floor(b.y2 / this.cell); j++) yield `${i},${j}`;
+  }
+  free(b) {
+    for (const key of this.keys(b))
+      for (const o of this.cells.get(key) || [])
+        if (b.x1 < o.x2 && o.x1 < b.x2 && b.y1 < o.y2 && o.y1 < b.y2) return false;
+    return true;
+  }
+  take(b) { for (const key of this.keys(b)) (this.cells.get(key) || this.cells.set(key, []).get(key)).push(b); }
+}
+
+// Places ``added`` (nodes just added, all at the centre's position) on rings around ``centre``, nearest free
+// places first and on the side facing away from the rest of the drawing: nothing drawn before moves, and no
+// node's box, label included, overlaps another's. Linear in the nodes placed, so a node with thousands of
+// neighbours opens at once.
+function placeAround(centre, added) {
+  const c = centre.position();
+  const taken = new Occupancy(64);
+  const rest = cy.nodes().not(added);
+  for (const node of rest) taken.take(node.boundingBox({ includeLabels: true }));
+  let away = -Math.PI / 2; // up, when the node stands alone
+  const others = rest.not(centre);
+  if (others.length) {
+    const mid = others.boundingBox();
+    const dx = c.x - (mid.x1 + mid.x2) / 2, dy = c.y - (mid.y1 + mid.y2) / 2;
+    if (Math.hypot(dx, dy) > 1) away = Math.atan2(dy, dx);
+  }
+  const queue = added.toArray();
+  const positions = new Map();
+  let next = 0;
+  for (let ring = 0; next < queue.length && ring < 5000; ring++) {
+    const radius = 90 + ring * 30;
+    const count = Math.max(6, Math.floor((2 * Math.PI * radius) / 30));
+    for (let k = 0; k < count && next < queue.length; k++) {
+      const turn = Math.ceil(k / 2) * (k % 2 ? 1 : -1); // 0, +1, -1, +2, -2 ... steps from the free side
+      const angle = away + (turn * 2 * Math.PI) / count;
+      const x = c.x + radius * Math.cos(angle), y = c.y + radius * Math.sin(angle);
+      const own = queue[next].boundingBox({ includeLabels: true }); // drawn at the centre so far
+      const box = { x1: own.x1 - c.x + x - 3, x2: own.x2 - c.x + x + 3, y1: own.y1 - c.y + y - 3, y2: own.y2 - c.y + y + 3 };
+      if (!taken.free(box)) continue;
+      taken.take(box);
+      positions.set(queue[next].id(), { x, y });
+      next += 1;
+    }
+  }
+  cy.batch(() => { for (const node of queue) node.position(positions.get(node.id()) || c); });
+}
+
+// The choices of the question last answered, as compared (a node named as one is ringed wherever it appears).
+let askedChoices = new Set();
+
+// Adds nodes ({id, label}) not drawn yet beside ``centre`` (placeAround); returns them.
+function addAround(centre, nodes, classes) {
+  const at = centre && centre.nonempty() ? centre.position() : { x: 0, y: 0 };
+  const added = cy.add(nodes.map((n) => ({ group: "nodes", data: { id: n.id, label: n.label }, position: { ...at },
+                                           classes: `${classes || ""}${askedChoices.has(comparable(n.label)) ? " choice" : ""}` })));
+  if (centre && centre.nonempty()) placeAround(centre, added);
+  return added;
 }
 
 function drawEvidence(answer) {
@@ -102,6 +180,51 @@ function drawEvidence(answer) {
   layout();
 }
 
+// A record or a step's details as a list of keys and readable values (nested ones indented), not JSON.
+function plain(value) {
+  if (value === null || value === undefined || value === "") return "—";
+  if (typeof value === "number") return Number.isInteger(value) ? String(value) : String(Math.round(value * 1000) / 1000);
+  return String(value);
+}
+
+function keyValues(object, depth) {
+  const list = document.createElement("dl");
+  list.className = "kv";
+  for (const [key, value] of Object.entries(object)) {
+    if (key === "elapsed_ms") continue; // shown beside the step's line
+    const term = document.createElement("dt");
+    term.textContent = key.replaceAll("_", " ");
+    const description = document.createElement("dd");
+    description.append(readable(key, value, depth || 0));
+    list.append(term, description);
+  }
+  return list;
+}
+
+function readable(key, value, depth) {
+  const flat = (v) => v === null || typeof v !== "object";
+  if (Array.isArray(value)) {
+    if (!value.length) return "none";
+    if (value.every(flat)) return value.map(plain).join(/path$/.test(key) ? " → " : ", ");
+    if (value.every((v) => Array.isArray(v) && v.every(flat))) return value.map((v) => v.map(plain).join(" ")).join("; ");
+    if (depth > 3) return JSON.stringify(value);
+    const items = document.createElement("ol");
+    for (const v of value) {
+      const item = document.createElement("li");
+      item.append(flat(v) ? plain(v) : keyValues(v, depth + 1));
+      items.append(item);
+    }
+    return items;
+  }
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value);
+    if (!entries.length) return "none";
+    if (entries.every(([, v]) => flat(v))) return entries.map(([k, v]) => `${k}: ${plain(v)}`).join("; ");
+    return depth > 3 ? JSON.stringify(value) : keyValues(value, depth + 1);
+  }
+  return plain(value);
+}
+
 async function showRecord(id) {
   const box = document.getElementById("record");
   cy.nodes().removeClass("selected");
@@ -111,35 +234,68 @@ async function showRecord(id) {
     box.innerHTML = "";
     const title = document.createElement("h3");
     title.textContent = node.name;
-    const pre = document.createElement("pre");
-    pre.textContent = JSON.stringify(node, null, 1);
     const expand = document.createElement("button");
     expand.id = "expand-button";
     expand.textContent = "Expand its neighbours";
-    expand.onclick = () => expandNode(id);
-    box.append(title, expand, pre);
+    expand.onclick = () => expandNode(id, FIRST_NEIGHBOURS);
+    const shown = document.createElement("p");
+    shown.id = "neighbour-count";
+    box.append(title, expand, shown, keyValues(node));
+    box.scrollIntoView({ block: "nearest" });
   } catch (error) {
     box.innerHTML = `<p class="error"></p>`;
     box.firstChild.textContent = error.message;
   }
 }
 
-async function expandNode(id) {
+function clearRecord() {
+  document.getElementById("record").innerHTML = "";
+  cy.nodes().removeClass("selected");
+}
+
+async function expandNode(id, limit) {
   let around;
+  const note = document.getElementById("neighbour-count");
+  note.textContent = "fetching the neighbours...";
+  const asked = performance.now();
   try {
-    around = await source.neighbours(id);
+    around = await source.neighbours(id, limit);
   } catch (error) {
-    const note = document.createElement("p");
     note.className = "error";
     note.textContent = error.message;
-    document.getElementById("record").append(note);
     return;
   }
+  const started = performance.now();
+  const centre = cy.getElementById(id);
+  const seen = new Set();
+  const added = [];
   for (const nb of around) {
-    addNode(nb.node.id, nb.node.name);
-    addEdge(nb.edge.id, nb.edge.src, nb.edge.dst, nb.edge.display || nb.edge.rel);
+    if (cy.getElementById(nb.node.id).empty() && !seen.has(nb.node.id)) {
+      seen.add(nb.node.id);
+      added.push({ id: nb.node.id, label: nb.node.name });
+    }
   }
-  layout();
+  const bulk = around.length > 50 ? "bulk" : "";
+  addAround(centre, added); // outside a batch: placing reads the new nodes' drawn sizes
+  cy.batch(() => {
+    for (const nb of around) addEdge(nb.edge.id, nb.edge.src, nb.edge.dst, nb.edge.display || nb.edge.rel, bulk);
+  });
+  // a small drawing is shown whole; a large one around the expanded node
+  cy.fit(cy.nodes().length > 150 && added.length ? centre.closedNeighborhood() : undefined, 30);
+  // the time a user waits: placing, adding and the first frame drawn with the new nodes
+  requestAnimationFrame(() => requestAnimationFrame(() => {
+    window.metakgLastExpansion = { neighbours: around.length, added: added.length, fetch_ms: started - asked,
+                                   ms: performance.now() - started };
+  }));
+  note.className = "";
+  note.textContent = `${around.length} neighbour(s) shown${added.length < around.length ? ` (${added.length} new)` : ""}`;
+  if (around.length >= limit && limit < ALL_NEIGHBOURS) {
+    const more = document.createElement("button");
+    more.id = "more-button";
+    more.textContent = `Show all (up to ${ALL_NEIGHBOURS.toLocaleString("en")})`;
+    more.onclick = () => expandNode(id, ALL_NEIGHBOURS);
+    note.append(" ", more);
+  }
 }
 
 cy.on("tap", "node", (event) => showRecord(event.target.id()));
@@ -153,7 +309,12 @@ document.getElementById("search-form").addEventListener("submit", async (event) 
     for (const hit of hits) {
       const item = document.createElement("li");
       item.textContent = `${hit.node.name} (${hit.match}, ${hit.score.toFixed(2)})`;
-      item.onclick = () => { addNode(hit.node.id, hit.node.name, "start"); layout(); showRecord(hit.node.id); };
+      item.onclick = () => {
+        if (cy.getElementById(hit.node.id).empty()) addAround(cy.nodes().first(), [{ id: hit.node.id, label: hit.node.name }]);
+        cy.getElementById(hit.node.id).addClass("start");
+        cy.fit(undefined, 30);
+        showRecord(hit.node.id);
+      };
       list.append(item);
     }
     if (!hits.length) list.innerHTML = "<li>no match</li>";
@@ -178,28 +339,71 @@ function stepSummary(step) {
   }
 }
 
+function milliseconds(ms) {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
+}
+
 function addStep(step) {
   const item = document.createElement("li");
   item.className = `step step-${step.kind}`;
   const details = document.createElement("details");
   const summary = document.createElement("summary");
   summary.textContent = stepSummary(step);
-  const body = document.createElement("pre");
+  if (typeof step.elapsed_ms === "number") { // when the step was done, from the start of the answer
+    const at = document.createElement("span");
+    at.className = "elapsed";
+    at.textContent = `at ${milliseconds(step.elapsed_ms)}`;
+    summary.append(" ", at);
+  }
   const { kind, ...rest } = step;
-  body.textContent = JSON.stringify(rest, null, 1);
-  details.append(summary, body);
+  details.append(summary, keyValues(rest));
   item.append(details);
   document.getElementById("trace").append(item);
   document.getElementById("trace-box").open = true;
 }
 
-function showAnswer(answer) {
+// Text of a choice or a name as compared: case, blanks and a leading "A:" do not count.
+function comparable(text) {
+  return String(text || "").replace(/^\s*[A-Za-z][:.)]\s+/, "").trim().toLowerCase().replace(/\s+/g, " ");
+}
+
+// The nodes named as the choices get a dashed ring, the chosen one is filled green (added beside the evidence
+// when the graph has a node of that name that is not drawn yet).
+async function markChoices(answer, choices) {
+  const wanted = new Set(choices.map(comparable));
+  askedChoices = wanted;
+  const chosen = answer.status === "ok" ? comparable(answer.text) : "";
+  let found = false;
+  for (const node of cy.nodes()) {
+    const name = comparable(node.data("label"));
+    if (wanted.has(name)) node.addClass("choice");
+    if (chosen && name === chosen) { node.addClass("answer"); found = true; }
+  }
+  const box = document.getElementById("answer-node");
+  if (!chosen) return;
+  if (!found) {
+    const hits = await source.search(answer.text, "exact").catch(() => []);
+    const hit = hits.find((h) => comparable(h.node.name) === chosen);
+    if (hit) {
+      addAround(cy.nodes().first(), [{ id: hit.node.id, label: hit.node.name }], "answer choice");
+      cy.fit(undefined, 30);
+      found = true;
+    }
+  }
+  box.textContent = found ? "The chosen answer's node is filled green." :
+                            "The chosen answer is not a node of the graph.";
+}
+
+function showAnswer(answer, choices) {
   const box = document.getElementById("answer");
   box.innerHTML = "";
   const verdict = document.createElement("p");
   verdict.className = "verdict";
-  verdict.textContent = answer.status === "ok" ? `Answer: ${answer.choice ? answer.choice + ": " : ""}${answer.text}`
-                                               : `No answer: ${answer.reason}`;
+  if (answer.status === "ok") verdict.textContent = `Answer: ${answer.choice ? answer.choice + ": " : ""}${answer.text}`;
+  else if ((answer.reason || "").startsWith("retrieval only")) {
+    verdict.className = "verdict retrieval";
+    verdict.textContent = "Retrieval only: no LLM was asked to choose. The evidence it would be given:";
+  } else verdict.textContent = `No answer: ${answer.reason}`;
   const evidence = document.createElement("ol");
   evidence.id = "evidence";
   for (const path of answer.evidence || []) {
@@ -208,8 +412,13 @@ function showAnswer(answer) {
     evidence.append(item);
   }
   const usage = document.createElement("p");
-  usage.textContent = `${answer.strategy}: ${answer.usage.llm_calls} LLM calls, retrieval ${Math.round(answer.usage.retrieval_ms)} ms`;
-  box.append(verdict, evidence, usage);
+  const spent = answer.usage;
+  usage.textContent = `${answer.strategy}: ${spent.llm_calls} LLM call(s), retrieval ${milliseconds(spent.retrieval_ms)}` +
+    `${spent.llm_ms ? `, LLM ${milliseconds(spent.llm_ms)}` : ""}${spent.setup_ms ? `, setting up ${milliseconds(spent.setup_ms)}` : ""}` +
+    `, in all ${milliseconds(spent.total_ms || spent.retrieval_ms)}`;
+  const marked = document.createElement("p");
+  marked.id = "answer-node";
+  box.append(verdict, evidence, usage, marked);
   const trace = document.getElementById("trace");
   if (!trace.children.length) { // a strategy that reports no steps: its short trace instead
     for (const line of answer.trace_lines || []) {
@@ -219,7 +428,9 @@ function showAnswer(answer) {
     }
   }
   drawEvidence(answer);
+  return markChoices(answer, choices || []);
 }
+window.metakgShowAnswer = showAnswer; // for tests: an answer as the server would send it
 
 // POST /api/ask/stream: server-sent events, each step as it is taken, then the answer (or an error).
 async function askStreaming(body, onStep) {
@@ -253,12 +464,13 @@ document.getElementById("ask-form").addEventListener("submit", async (event) => 
   const button = document.getElementById("ask-button");
   box.textContent = "answering...";
   document.getElementById("trace").innerHTML = "";
+  clearRecord(); // the record of a node of the last answer's drawing
   button.disabled = true;
   const choices = document.getElementById("choices").value.split("\n").map((c) => c.trim()).filter(Boolean);
   try {
     const answer = await askStreaming({ question: document.getElementById("question").value, choices,
                                         use_llm: document.getElementById("use-llm").checked }, addStep);
-    showAnswer(answer);
+    await showAnswer(answer, choices);
   } catch (error) {
     box.innerHTML = `<p class="error"></p>`;
     box.firstChild.textContent = error.message;
@@ -276,7 +488,7 @@ if (SNAPSHOT) { // the answer this file was written for; no server behind it
   document.getElementById("graph-info").textContent =
     `one answer over a graph of ${SNAPSHOT.counts.nodes} nodes and ${SNAPSHOT.counts.edges} edges (written by metakg ask --html)`;
   for (const step of SNAPSHOT.steps) addStep(step);
-  showAnswer(SNAPSHOT.answer);
+  showAnswer(SNAPSHOT.answer, question.choices);
 } else {
   document.getElementById("report-link").addEventListener("click", async (event) => {
     event.preventDefault(); // fetched with the key, then shown from memory

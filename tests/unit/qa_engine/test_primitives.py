@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -236,11 +237,14 @@ def test_steps_reach_a_listener_only_while_it_listens() -> None:
         emit("concepts", concepts=["a"])
 
         async def inside_a_loop() -> None:
+            time.sleep(0.01)
             emit("path", start="a")
 
         asyncio.run(inside_a_loop())  # the loop a strategy runs in inherits the listener
     emit("after")
+    times = [step.pop("elapsed_ms") for step in heard]  # when each was taken, from the start of listening
     assert heard == [{"kind": "concepts", "concepts": ["a"]}, {"kind": "path", "start": "a"}]
+    assert 0 <= times[0] < times[1] and times[1] >= 10
 
 
 def test_services_are_shared_between_contexts_and_their_caches_between_threads() -> None:

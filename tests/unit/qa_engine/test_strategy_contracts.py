@@ -91,6 +91,6 @@ def test_the_example_strategy_is_one_module_plus_its_registration() -> None:
     strategy = EXAMPLE_REGISTRY.create("first_edges", settings)
     ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=settings)
     answer = asyncio.run(strategy.answer(MC, ctx))
-    assert answer.status == "fail" and answer.reason == "no LLM is configured (retrieval only)"
+    assert answer.status == "fail" and answer.reason == "retrieval only: the LLM was not asked (use_llm off)"
     assert answer.evidence and all(len(p.edges) == 1 for p in answer.evidence)
     assert len(answer.evidence) <= len(answer.trace["start_entities"])  # k = 1 edge per start
