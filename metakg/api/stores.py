@@ -29,6 +29,7 @@ from metakg.loaders.neo4j_store import Neo4jStore, connect
 from metakg.redact import mask_url
 from metakg.schemas.bundle import Bundle, read_bundle, read_embeddings, source_entry, write_bundle
 from metakg.schemas.bundle_dir import writing
+from metakg.schemas.curie import normalise_curie
 from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord, SearchHit, SearchMode
 from metakg.schemas.history import as_of as history_as_of
 from metakg.schemas.history import read_history
@@ -182,14 +183,24 @@ def snapshot(settings: Settings, graph: str | Path | None, at: datetime, out: Pa
 MIN_NAME_SIMILARITY = 0.6
 
 
+def node_by_id(store: GraphStore, text: str) -> NodeRecord | None:
+    """The node whose id is ``text`` as written or in its one form (``MONDO:4975`` finds ``mondo:0004975``,
+    :func:`~metakg.schemas.curie.normalise_curie`), else None."""
+    node = store.get_node(text)
+    if node is None and (written := normalise_curie(text)) is not None and written != text:
+        node = store.get_node(written)
+    return node
+
+
 def resolve_node(store: GraphStore, text: str, *, min_similarity: float = MIN_NAME_SIMILARITY) -> NodeRecord:
-    """A node by id, else the best name match: exact, normalised, then by embedding at ``min_similarity`` or
-    more (a name nothing resembles must not land on an unrelated node).
+    """A node by id (as written, or in its one form: ``MONDO:4975`` finds ``mondo:0004975``), else the best
+    name match: exact, normalised, then by embedding at ``min_similarity`` or more (a name nothing resembles
+    must not land on an unrelated node).
 
     Raises:
         NodeNotFound: nothing matches well enough; the message lists the closest names.
     """
-    node = store.get_node(text)
+    node = node_by_id(store, text)
     if node is not None:
         return node
     hits = store.search(text, mode="auto", k=3)

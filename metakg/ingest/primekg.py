@@ -29,9 +29,10 @@ from typing import Any
 
 import polars as pl
 
-from metakg.errors import InputDataError
+from metakg.errors import ConfigError, InputDataError
 from metakg.ingest.hygiene import strip_bom
 from metakg.schemas.bundle import Bundle, source_entry
+from metakg.schemas.curie import prefix_spec
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids, normalise_relation_expr
 from metakg.schemas.validation import code_names, first_failure_code
 from metakg.schemas.vocabulary import default_vocabulary
@@ -46,18 +47,22 @@ EDGE_COLUMNS = ["relation", "display_relation", "x_index", "y_index"]
 DATAVERSE_KG_URL = "https://dataverse.harvard.edu/api/access/datafile/6180620"
 KG_MD5 = "aac8191d4fbc5bf09cdf8c3c78b4e75f"
 
+#: PrimeKG's node sources, each a spelling of a prefix of the vocabulary ([prefixes])
+PRIMEKG_SOURCES = ["NCBI", "DrugBank", "MONDO", "MONDO_grouped", "HPO", "UBERON", "GO", "REACTOME", "CTD"]
+
+
+def _source_prefixes() -> dict[str, tuple[str, int]]:
+    """PrimeKG source -> (CURIE prefix, zero-pad numeric ids to this width or 0), from the vocabulary."""
+    found = {source: prefix_spec(source) for source in PRIMEKG_SOURCES}
+    missing = [source for source, spec in found.items() if spec is None]
+    if missing:
+        raise ConfigError(f"the vocabulary's [prefixes] has no prefix spelt {missing}: PrimeKG ids need them.")
+    return {source: (spec.name, spec.pad) for source, spec in found.items() if spec is not None}
+
+
 #: PrimeKG source -> (CURIE prefix, zero-pad numeric ids to this width or 0)
-SOURCE_PREFIXES: dict[str, tuple[str, int]] = {
-    "NCBI": ("ncbigene", 0),
-    "DrugBank": ("drugbank", 0),
-    "MONDO": ("mondo", 7),
-    "MONDO_grouped": ("mondo.grouped", 0),
-    "HPO": ("hp", 7),
-    "UBERON": ("uberon", 7),
-    "GO": ("go", 7),
-    "REACTOME": ("reactome", 0),
-    "CTD": ("ctd", 0),
-}
+SOURCE_PREFIXES = _source_prefixes()
+
 Progress = Callable[[str], None]
 
 

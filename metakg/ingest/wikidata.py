@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from metakg.errors import InputDataError, MetakgError
 from metakg.redact import credentials_in, mask_url, scrub, split_credentials
 from metakg.schemas.bundle import Bundle
+from metakg.schemas.curie import normalise_curie
 from metakg.schemas.knowledge_source import WIKIDATA_PREFIXES, check_select
 from metakg.schemas.tables import (
     NODE_SCHEMA,
@@ -69,6 +70,11 @@ XREF_PROPERTIES = {
     "P1554": "uberon",
     "P686": "go",
     "P3937": "reactome",
+    "P699": "doid",
+    "P354": "hgnc",
+    "P1550": "orphanet",
+    "P492": "omim",
+    "P592": "chembl",
 }
 TYPE_PROPERTY = "P31"
 _QID = re.compile(r"^Q[1-9][0-9]*$")
@@ -492,6 +498,11 @@ def _error_text(error: urllib.error.HTTPError) -> str:
     return (text or str(error.reason))[:200]
 
 
+def _xref(prefix: str, value: str) -> str:
+    """``prefix:value`` in its one form (:func:`normalise_curie`): ``doid`` with ``DOID:2377`` is ``doid:2377``."""
+    return normalise_curie(f"{prefix}:{value}") or f"{prefix}:{value}"
+
+
 def _bindings(reply: Any) -> list[dict[str, dict[str, str]]]:
     """The rows of a SPARQL JSON results document, checked to be RDF terms (``type`` and ``value``).
 
@@ -881,8 +892,8 @@ def build_bundle(spec: SubsetSpec, state: dict[str, Any], vocabulary: TypeVocabu
         classes = [v["item"] for v in statements.get(TYPE_PROPERTY, []) if "item" in v]
         node_type = next((vocabulary.wikidata[c] for c in classes if c in vocabulary.wikidata), "entity")
         aliases = [a for lang in spec.languages for a in record["aliases"].get(lang, [])]
-        xrefs = [
-            f"{xref_props[pid]}:{v['value']}" for pid in xref_props for v in statements.get(pid, []) if "value" in v
+        xrefs = [  # in their one form: Wikidata writes some with their prefix (P699: DOID:2377), some without
+            _xref(xref_props[pid], v["value"]) for pid in xref_props for v in statements.get(pid, []) if "value" in v
         ]
         properties = {
             f"{labels.get(pid, pid)} ({pid})": [v["value"] for v in values if "value" in v]

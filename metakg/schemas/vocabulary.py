@@ -1,5 +1,5 @@
-"""The type vocabulary: an is-a hierarchy read from ``vocabulary.toml``, with source mappings, and the
-relations declared symmetric (``[relations] symmetric``)."""
+"""The type vocabulary: an is-a hierarchy read from ``vocabulary.toml``, with source mappings, the relations
+declared symmetric (``[relations] symmetric``) and the CURIE prefixes with their synonyms (``[prefixes]``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,19 @@ from metakg.errors import ConfigError
 
 
 @dataclass(frozen=True)
+class PrefixSpec:
+    """One CURIE prefix metakg writes: its namespace, the other spellings and namespaces that mean it, and how
+    its local ids are written (``pad``: digits a numeric id is zero-padded to; ``upper``: upper case)."""
+
+    name: str
+    iri: str
+    synonyms: tuple[str, ...] = ()
+    iris: tuple[str, ...] = ()
+    pad: int = 0
+    upper: bool = False
+
+
+@dataclass(frozen=True)
 class TypeVocabulary:
     """Node types with their parents, labels and mappings from PrimeKG types and Wikidata classes."""
 
@@ -21,6 +34,7 @@ class TypeVocabulary:
     primekg: dict[str, str] = field(default_factory=dict)
     wikidata: dict[str, str] = field(default_factory=dict)
     symmetric: frozenset[str] = frozenset()  # relations whose direction means nothing (mirrors collapse)
+    prefixes: dict[str, PrefixSpec] = field(default_factory=dict)
 
     @property
     def names(self) -> frozenset[str]:
@@ -83,8 +97,48 @@ def parse_vocabulary(text: str, origin: str = "vocabulary.toml") -> TypeVocabula
     if not isinstance(symmetric, list) or not all(isinstance(r, str) and r for r in symmetric):
         raise ConfigError(f"{origin}: relations.symmetric must be a list of relation names.")
     return TypeVocabulary(
-        parents=parents, labels=labels, primekg=primekg, wikidata=wikidata, symmetric=frozenset(symmetric)
+        parents=parents,
+        labels=labels,
+        primekg=primekg,
+        wikidata=wikidata,
+        symmetric=frozenset(symmetric),
+        prefixes=_prefixes(data.get("prefixes", {}), origin),
     )
+
+
+def _prefixes(table: object, origin: str) -> dict[str, PrefixSpec]:
+    """The ``[prefixes]`` table, checked: every spelling (a name or a synonym, ignoring case) and every
+    namespace means one prefix.
+
+    Raises:
+        ConfigError: naming the prefix and the field that is wrong.
+    """
+    if not isinstance(table, dict):
+        raise ConfigError(f"{origin}: [prefixes] must be a table of prefixes.")
+    found: dict[str, PrefixSpec] = {}
+    spelled: dict[str, str] = {}
+    for name, spec in table.items():
+        where = f"{origin}: prefixes.{name}"
+        if not isinstance(spec, dict) or not isinstance(spec.get("iri"), str) or not spec["iri"]:
+            raise ConfigError(f"{where} needs iri, the namespace its local ids are appended to.")
+        unknown = set(spec) - {"iri", "synonyms", "iris", "pad", "upper"}
+        if unknown:
+            raise ConfigError(f"{where} has unknown keys {sorted(unknown)} (iri, synonyms, iris, pad, upper).")
+        synonyms, iris = spec.get("synonyms", []), spec.get("iris", [])
+        for key, values in (("synonyms", synonyms), ("iris", iris)):
+            if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+                raise ConfigError(f"{where}.{key} must be a list of text.")
+        pad, upper = spec.get("pad", 0), spec.get("upper", False)
+        if not isinstance(pad, int) or isinstance(pad, bool) or not 0 <= pad <= 20:
+            raise ConfigError(f"{where}.pad must be a whole number from 0 to 20.")
+        if not isinstance(upper, bool):
+            raise ConfigError(f"{where}.upper must be true or false.")
+        for spelling in [name, *synonyms]:
+            other = spelled.setdefault(spelling.casefold(), name)
+            if other != name:
+                raise ConfigError(f"{where}: {spelling!r} already names the prefix {other!r}.")
+        found[name] = PrefixSpec(name, spec["iri"], tuple(synonyms), tuple(iris), pad, upper)
+    return found
 
 
 @lru_cache(maxsize=1)

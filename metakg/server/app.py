@@ -492,9 +492,9 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
 
     @app.get("/api/nodes/{node_id:path}", responses=error_responses(404))
     def node(node_id: str) -> dict[str, Any]:
-        """One node by id."""
+        """One node by id (as written or in its one form: ``MONDO:4975`` is ``mondo:0004975``)."""
         with reading():
-            found = store().get_node(node_id)
+            found = api.node_by_id(store(), node_id)
         if found is None:
             raise NodeNotFound(f"no node with id {node_id!r}; find ids with /api/search.")
         return asdict(found)
@@ -508,7 +508,8 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     ) -> list[dict[str, Any]]:
         """The node's neighbours: outgoing first, then incoming, each side in edge-id order."""
         with reading():
-            found = store().neighbours(id, relations=relation, direction=direction, limit=limit)
+            known = api.node_by_id(store(), id)
+            found = store().neighbours(known.id if known else id, relations=relation, direction=direction, limit=limit)
         return [asdict(nb) for nb in found]
 
     @app.get("/api/search", responses=error_responses(503))

@@ -265,3 +265,12 @@ def test_a_validation_report_larger_than_any_validation_writes_is_not_served(bun
         fh.truncate(MAX_REPORT_BYTES + 1)
     with TestClient(create_app(served_settings(), bundle=bundle), base_url="http://127.0.0.1") as client:
         assert client.get("/report").status_code == 404
+
+
+def test_a_node_is_found_by_its_id_written_another_way(bundle: Path) -> None:
+    with TestClient(create_app(served_settings(), bundle=bundle), base_url="http://127.0.0.1") as client:
+        known = client.get("/api/search", params={"q": "aspirin", "mode": "exact"}).json()[0]["node"]["id"]
+        prefix, local = known.split(":", 1)
+        shouted = f"{prefix.upper()}:{local}"  # the prefix's case does not count
+        assert client.get(f"/api/nodes/{shouted}").json()["id"] == known
+        assert client.get("/api/neighbours", params={"id": shouted}).status_code == 200

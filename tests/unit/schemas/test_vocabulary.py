@@ -39,6 +39,13 @@ def test_wikidata_classes_map_to_types() -> None:
         ("[types.a]\nis_a = 'b'\n[types.b]\nis_a = 'a'\n", "cycle"),
         ("[types.a]\n[primekg]\nx = 'nope'\n", "unknown type"),
         ("[types.a\n", "not valid TOML"),
+        ("[prefixes.x]\nsynonyms = ['X1']\n", r"prefixes\.x needs iri"),
+        (
+            "[prefixes.x]\niri = 'http://x/'\n[prefixes.y]\niri = 'http://y/'\nsynonyms = ['X']\n",
+            "already names the prefix 'x'",
+        ),
+        ("[prefixes.x]\niri = 'http://x/'\npad = -1\n", r"prefixes\.x\.pad"),
+        ("[prefixes.x]\niri = 'http://x/'\nspelling = 'X'\n", "unknown keys"),
     ],
 )
 def test_bad_vocabularies_are_refused(text: str, message: str) -> None:
