@@ -511,6 +511,32 @@ def read_bundle(path: Path, *, verify: bool = True) -> Bundle:
     return _read(path, verify=verify, tables=True)
 
 
+def collapse_edges(edges: pl.DataFrame) -> pl.DataFrame:
+    """Edges with the same id as one: the highest confidence, the union of record ids, the earliest creation.
+
+    An edge's count is the number of distinct records that state it: the union of the inputs' record ids,
+    never fewer than any one input counted (a record may state an edge twice), so merging an input with
+    itself, or a merge with one of its inputs, changes nothing.
+    """
+    return edges.group_by("id", maintain_order=True).agg(
+        pl.col("src").first(),
+        pl.col("dst").first(),
+        pl.col("rel").first(),
+        pl.col("display").first(),
+        pl.col("source").first(),
+        pl.col("confidence").max(),
+        pl.max_horizontal(
+            pl.col("count").max(), pl.col("record_ids").explode().drop_nulls().n_unique().cast(pl.Int64)
+        ).alias("count"),
+        pl.col("record_ids").explode().drop_nulls().unique(maintain_order=True),
+        pl.col("importer").first(),
+        pl.col("model").first(),
+        pl.col("prompt_hash").first(),
+        pl.col("run_id").first(),
+        pl.col("created_at").min(),
+    )
+
+
 def merge_bundles(bundles: list[Bundle]) -> Bundle:
     """Union of bundles: nodes deduplicated by id, edges by edge id, provenance kept.
 
@@ -546,26 +572,7 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
         .with_columns(pl.col("_names").list.set_difference(pl.concat_list(pl.col("name"))).alias("aliases"))
         .drop("_names")
     )
-    # an edge's count is the number of distinct records that state it: the union of the inputs' record ids,
-    # never fewer than any one input counted (a record may state an edge twice), so merging an input with
-    # itself, or a merge with one of its inputs, changes nothing
-    merged_edges = edges.group_by("id", maintain_order=True).agg(
-        pl.col("src").first(),
-        pl.col("dst").first(),
-        pl.col("rel").first(),
-        pl.col("display").first(),
-        pl.col("source").first(),
-        pl.col("confidence").max(),
-        pl.max_horizontal(
-            pl.col("count").max(), pl.col("record_ids").explode().drop_nulls().n_unique().cast(pl.Int64)
-        ).alias("count"),
-        pl.col("record_ids").explode().drop_nulls().unique(maintain_order=True),
-        pl.col("importer").first(),
-        pl.col("model").first(),
-        pl.col("prompt_hash").first(),
-        pl.col("run_id").first(),
-        pl.col("created_at").min(),
-    )
+    merged_edges = collapse_edges(edges)
     sources: list[Any] = []
     for b in bundles:
         sources.extend(b.manifest.get("sources", []))

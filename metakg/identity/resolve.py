@@ -1,0 +1,273 @@
+"""Resolution: one graph from the identity clusters of several sources, and its undo.
+
+``merge`` makes one node of each cluster that may be merged (:mod:`metakg.identity.clusters`): its id is the
+member id whose prefix comes first in the priority of the cluster's type (``mondo`` before ``doid`` before
+``mesh`` ... for a disease), the other members' ids become xrefs and their names aliases, and edges are
+rewired to it. ``link`` keeps every node and adds a ``same_as`` edge from each member to the cluster's
+canonical node. Every decision is a row of the decision table; the original rows of every node merged away
+and every edge rewired are kept beside the result, so a merge can be undone exactly (:func:`unresolve`)
+and resolving the same inputs gives the same graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import polars as pl
+
+from metakg.identity.clusters import MAX_CLUSTER, Cluster, id_clusters
+from metakg.schemas.bundle import collapse_edges
+from metakg.schemas.curie import normalise_curie
+from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids_expr, empty_edges, empty_nodes
+from metakg.schemas.vocabulary import TypeVocabulary
+
+Mode = Literal["merge", "link"]
+
+#: The source of the edges ``link`` adds, and their relation.
+IDENTITY_SOURCE = "metakg.identity"
+SAME_AS = "same_as"
+
+#: Canonical-id priority per type (the nearest type of a cluster's with a list is used; ``*`` otherwise):
+#: ontologies that curate one entity per id before the cross-references that map to them.
+DEFAULT_PRIORITY: dict[str, list[str]] = {
+    "disease": ["mondo", "doid", "orphanet", "omim", "mesh", "umls", "ncit", "icd10", "efo", "wd", "kg"],
+    "drug": ["drugbank", "chebi", "chembl", "pubchem", "mesh", "umls", "ctd", "wd", "kg"],
+    "chemical": ["chebi", "drugbank", "chembl", "pubchem", "mesh", "ctd", "wd", "kg"],
+    "gene_protein": ["ncbigene", "hgnc", "uniprot", "ensembl", "wd", "kg"],
+    "phenotype": ["hp", "mondo", "mesh", "umls", "wd", "kg"],
+    "*": [
+        "mondo", "drugbank", "ncbigene", "hgnc", "uniprot", "chebi", "hp", "uberon", "go", "reactome", "doid",
+        "orphanet", "omim", "chembl", "pubchem", "ensembl", "mesh", "umls", "ncit", "efo", "icd10", "ctd",
+        "wd", "kg",
+    ],
+}  # fmt: skip
+
+#: The decision table (``identity.parquet``): one row per node of every cluster.
+DECISION_SCHEMA: Mapping[str, pl.DataType] = {
+    "cluster": pl.String(),  # the canonical id (merge, link), or the first member's id (a refused cluster)
+    "node": pl.String(),  # the member's own id
+    "canonical": pl.String(),  # the id it became or links to; null when the cluster was refused
+    "decided_by": pl.String(),  # identifier (shared ids or xrefs); later: name, curation
+    "scorer": pl.String(),
+    "score": pl.Float64(),
+    "evidence": pl.List(pl.String()),  # the identifiers two members hold or more
+    "problem": pl.String(),  # why a refused cluster was not merged
+    "mode": pl.String(),  # merge | link
+}
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The resolved graph, its decisions, and the original rows needed to undo it."""
+
+    nodes: pl.DataFrame
+    edges: pl.DataFrame
+    decisions: pl.DataFrame
+    original_nodes: pl.DataFrame  # every member of a merged cluster, as it was (merge mode)
+    original_edges: pl.DataFrame  # every edge rewired, as it was, with ``resolved_id`` (merge mode)
+
+
+def canonical_id(cluster: Cluster, vocabulary: TypeVocabulary, priority: Mapping[str, Sequence[str]]) -> str:
+    """The member id whose prefix comes first in the priority of the cluster's type (its deepest type, then
+    that type's ancestors, then ``*``); prefixes not listed come after, and ties go to the smallest id."""
+    deepest = max(cluster.types, key=lambda t: len(vocabulary.ancestors(t)) if t in vocabulary.parents else 0)
+    chain = vocabulary.ancestors(deepest) if deepest in vocabulary.parents else [deepest]
+    order = next((list(priority[t]) for t in chain if t in priority), list(priority.get("*", [])))
+
+    def rank(member: str) -> tuple[int, str]:
+        prefix = member.split(":", 1)[0]
+        return (order.index(prefix) if prefix in order else len(order), member)
+
+    return min(cluster.members, key=rank)
+
+
+def _deepest(types: Sequence[str], vocabulary: TypeVocabulary) -> str:
+    return max(types, key=lambda t: (len(vocabulary.ancestors(t)) if t in vocabulary.parents else 0, t))
+
+
+def resolve_graph(
+    nodes: pl.DataFrame,
+    edges: pl.DataFrame,
+    vocabulary: TypeVocabulary,
+    *,
+    mode: Mode = "merge",
+    priority: Mapping[str, Sequence[str]] | None = None,
+    max_size: int = MAX_CLUSTER,
+) -> Resolution:
+    """Resolve a graph (several bundles' tables merged by id) by its identity clusters."""
+    nodes, edges = conform_nodes(nodes), conform_edges(edges)
+    order = priority or DEFAULT_PRIORITY
+    found = id_clusters(nodes, vocabulary, max_size=max_size)
+    canonical: dict[str, str] = {}  # member -> canonical id, every member of a mergeable cluster
+    kind: dict[str, str] = {}  # canonical id -> the cluster's type
+    rows = []
+    for cluster in found.clusters:
+        chosen = canonical_id(cluster, vocabulary, order) if cluster.problem is None else None
+        if chosen is not None:
+            kind[chosen] = _deepest(cluster.types, vocabulary)
+            canonical.update({member: chosen for member in cluster.members})
+        for member in cluster.members:
+            rows.append(
+                {
+                    "cluster": chosen or cluster.members[0],
+                    "node": member,
+                    "canonical": chosen,
+                    "decided_by": "identifier",
+                    "scorer": None,
+                    "score": None,
+                    "evidence": list(cluster.shared),
+                    "problem": cluster.problem,
+                    "mode": mode,
+                }
+            )
+    decisions = pl.DataFrame(rows, schema=dict(DECISION_SCHEMA))
+    if mode == "link":
+        return Resolution(nodes, _with_same_as(edges, canonical), decisions, empty_nodes(), _empty_originals())
+    return _merged(nodes, edges, canonical, kind, decisions)
+
+
+def _with_same_as(edges: pl.DataFrame, canonical: Mapping[str, str]) -> pl.DataFrame:
+    pairs = [(member, target) for member, target in canonical.items() if member != target]
+    if not pairs:
+        return edges
+    links = pl.DataFrame(
+        {
+            "src": [m for m, _ in pairs],
+            "dst": [t for _, t in pairs],
+            "rel": SAME_AS,
+            "source": IDENTITY_SOURCE,
+            "confidence": 1.0,
+            "record_ids": [[f"identity:{t}"] for _, t in pairs],
+            "importer": "resolve",
+        }
+    )
+    return conform_edges(pl.concat([edges, conform_edges(links)], how="vertical"))
+
+
+def _empty_originals() -> pl.DataFrame:
+    return empty_edges().with_columns(pl.lit(None, dtype=pl.String).alias("resolved_id"))
+
+
+def _merged(
+    nodes: pl.DataFrame,
+    edges: pl.DataFrame,
+    canonical: Mapping[str, str],
+    kind: Mapping[str, str],
+    decisions: pl.DataFrame,
+) -> Resolution:
+    members = list(canonical)
+    if not members:
+        return Resolution(nodes, edges, decisions, empty_nodes(), _empty_originals())
+    to = pl.DataFrame({"id": members, "_to": [canonical[m] for m in members]})
+    merged_rows = nodes.join(to, on="id", how="inner")
+    # the canonical member's row first: its name, source, description and provenance are the node's
+    ordered = merged_rows.with_columns((pl.col("id") == pl.col("_to")).alias("_first")).sort(
+        ["_to", "_first", "id"], descending=[False, True, False]
+    )
+    one = (
+        ordered.with_columns(
+            pl.concat_list(pl.col("name"), pl.col("aliases")).alias("_names"),
+            pl.concat_list(pl.col("id"), pl.col("xrefs")).alias("_ids"),
+        )
+        .group_by("_to", maintain_order=True)
+        .agg(
+            pl.col("name").first(),
+            pl.col("source").first(),
+            pl.col("description").drop_nulls().first(),
+            pl.col("_names").explode().drop_nulls().unique(maintain_order=True),
+            pl.col("_ids").explode().drop_nulls().unique(maintain_order=True),
+            pl.col("properties").first(),
+            pl.col("revision").first(),
+            pl.col("retrieved_at").first(),
+            pl.col("valid_from").first(),
+        )
+        .rename({"_to": "id"})
+    )
+    written = {v: normalise_curie(v) or v for v in one["_ids"].explode().drop_nulls().unique().to_list()}
+    one = one.with_columns(
+        pl.col("_names").list.set_difference(pl.concat_list(pl.col("name"))).alias("aliases"),
+        pl.col("_ids")
+        .list.eval(pl.element().replace_strict(written, return_dtype=pl.String))
+        .list.unique(maintain_order=True)
+        .list.set_difference(pl.concat_list(pl.col("id")))
+        .alias("xrefs"),
+        pl.col("id").replace_strict(dict(kind), return_dtype=pl.String).alias("type"),
+    ).drop("_names", "_ids")
+    kept = nodes.filter(~pl.col("id").is_in(members))
+    resolved_nodes = conform_nodes(pl.concat([kept, conform_nodes(one)], how="vertical"))
+    touched = pl.col("src").is_in(members) | pl.col("dst").is_in(members)
+    rewired = edges.filter(touched).with_columns(
+        pl.col("src").replace(dict(canonical)).alias("_src"), pl.col("dst").replace(dict(canonical)).alias("_dst")
+    )
+    rewired = rewired.with_columns(
+        edge_ids_expr(pl.col("_src"), pl.col("rel"), pl.col("_dst"), pl.col("source")).alias("_id")
+    )
+    originals = rewired.with_columns(pl.col("_id").alias("resolved_id")).drop("_src", "_dst", "_id")
+    moved = (
+        rewired.filter(pl.col("_src") != pl.col("_dst"))  # an edge between two members of one cluster: in it
+        .with_columns(pl.col("_src").alias("src"), pl.col("_dst").alias("dst"), pl.col("_id").alias("id"))
+        .drop("_src", "_dst", "_id")
+    )
+    resolved_edges = conform_edges(
+        pl.concat([edges.filter(~touched), conform_edges(collapse_edges(moved))], how="vertical")
+    )
+    original_nodes = nodes.filter(pl.col("id").is_in(members))
+    return Resolution(resolved_nodes, resolved_edges, decisions, original_nodes, originals)
+
+
+def unresolve(resolved: Resolution, vocabulary: TypeVocabulary, clusters: Sequence[str] | None = None) -> Resolution:
+    """Undo a resolution: ``clusters`` (their canonical ids) only, or every one (None). The members of an
+    undone cluster come back with their own rows and their edges with their own endpoints; the clusters kept
+    are merged again from the original rows (the same code path as :func:`resolve_graph`), so undoing some
+    clusters gives the graph resolving without them would have given. The undone clusters' decisions stay
+    in the table, with ``canonical`` null and the problem "split"."""
+    decisions = resolved.decisions
+    undone = pl.col("cluster").is_in(list(clusters)) if clusters is not None else pl.lit(True)
+    merged = decisions.filter(pl.col("canonical").is_not_null() & (pl.col("mode") == "merge"))
+    # the graph before any merge: the merged nodes replaced by their members, the rewired edges by theirs
+    nodes = conform_nodes(
+        pl.concat(
+            [
+                resolved.nodes.filter(~pl.col("id").is_in(merged["canonical"].unique().to_list())),
+                conform_nodes(resolved.original_nodes),
+            ],
+            how="vertical",
+        )
+    )
+    gone = resolved.original_edges["resolved_id"].unique().to_list()
+    edges = conform_edges(
+        pl.concat(
+            [
+                resolved.edges.filter(~pl.col("id").is_in(gone)),
+                conform_edges(resolved.original_edges.drop("resolved_id")),
+            ],
+            how="vertical",
+        )
+    )
+    linked = decisions.filter(pl.col("canonical").is_not_null() & (pl.col("mode") == "link")).filter(undone)
+    if not linked.is_empty():  # the same_as edges of the undone links
+        edges = edges.filter(
+            ~(
+                (pl.col("source") == IDENTITY_SOURCE)
+                & (pl.col("rel") == SAME_AS)
+                & pl.col("src").is_in(linked["node"].to_list())
+                & pl.col("dst").is_in(linked["canonical"].to_list())
+            )
+        )
+    split = decisions.with_columns(
+        pl.when(undone & pl.col("canonical").is_not_null())
+        .then(pl.lit("split"))
+        .otherwise(pl.col("problem"))
+        .alias("problem"),
+        pl.when(undone).then(pl.lit(None, dtype=pl.String)).otherwise(pl.col("canonical")).alias("canonical"),
+    )
+    kept = merged.filter(~undone)
+    canonical = dict(zip(kept["node"].to_list(), kept["canonical"].to_list(), strict=True))
+    types = dict(zip(nodes["id"].to_list(), nodes["type"].to_list(), strict=True))
+    members: dict[str, list[str]] = {}
+    for member, target in canonical.items():
+        members.setdefault(target, []).append(types.get(member, "entity"))
+    kind = {target: _deepest(found, vocabulary) for target, found in members.items()}
+    return _merged(nodes, edges, canonical, kind, split)

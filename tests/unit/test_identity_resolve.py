@@ -1,0 +1,176 @@
+"""Resolution by identifiers: PrimeKG-format and Wikidata-shaped tables become one graph, every decision is
+recorded, and undoing it gives back the inputs exactly."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from metakg.identity.clusters import Cluster
+from metakg.identity.resolve import SAME_AS, canonical_id, resolve_graph, unresolve
+from metakg.schemas.bundle import Bundle, merge_bundles
+from metakg.schemas.tables import conform_edges, conform_nodes
+from metakg.schemas.vocabulary import default_vocabulary
+
+VOCAB = default_vocabulary()
+
+
+def nodes(rows: list[tuple[str, str, str, list[str]]], source: str) -> pl.DataFrame:
+    return conform_nodes(
+        pl.DataFrame(
+            {
+                "id": [r[0] for r in rows],
+                "name": [r[1] for r in rows],
+                "type": [r[2] for r in rows],
+                "source": source,
+                "xrefs": [r[3] for r in rows],
+            },
+            schema_overrides={"xrefs": pl.List(pl.String)},
+        )
+    )
+
+
+def edges(rows: list[tuple[str, str, str]], source: str) -> pl.DataFrame:
+    return conform_edges(
+        pl.DataFrame(
+            {
+                "src": [r[0] for r in rows],
+                "rel": [r[1] for r in rows],
+                "dst": [r[2] for r in rows],
+                "source": source,
+                "record_ids": [[f"{source}:{i}"] for i in range(len(rows))],
+            }
+        )
+    )
+
+
+def graph() -> Bundle:
+    primekg = Bundle(
+        nodes(
+            [
+                ("mondo:0004975", "Alzheimer disease", "disease", ["primekg.index:1"]),
+                ("drugbank:DB01043", "Memantine", "drug", ["primekg.index:2"]),
+                ("ncbigene:351", "APP", "gene_protein", ["primekg.index:3"]),
+            ],
+            "primekg",
+        ),
+        edges(
+            [("drugbank:DB01043", "indication", "mondo:0004975"), ("ncbigene:351", "disease_protein", "mondo:0004975")],
+            "primekg",
+        ),
+    )
+    wikidata = Bundle(
+        nodes(
+            [
+                ("wd:Q11081", "Alzheimer's disease", "disease", ["MONDO:0004975", "mesh:D000544", "DOID:10652"]),
+                ("wd:Q412364", "memantine", "drug", ["drugbank:DB01043"]),
+                ("wd:Q1066", "memory loss", "phenotype", []),
+                ("wd:Q12140", "medication", "entity", []),
+            ],
+            "wikidata",
+        ),
+        edges(
+            [
+                ("wd:Q11081", "symptoms_and_signs", "wd:Q1066"),
+                ("wd:Q412364", "instance_of", "wd:Q12140"),
+                ("wd:Q412364", "drug_or_therapy_used_for_treatment", "wd:Q11081"),  # also PrimeKG's indication
+            ],
+            "wikidata",
+        ),
+    )
+    return merge_bundles([primekg, wikidata])
+
+
+def test_one_node_per_shared_entity_with_every_id_and_name_kept() -> None:
+    g = graph()
+    r = resolve_graph(g.nodes, g.edges, VOCAB)
+    assert r.nodes.height == g.nodes.height - 2  # Alzheimer's and memantine: one node each
+    ids = set(r.nodes["id"])
+    assert {"mondo:0004975", "drugbank:DB01043"} <= ids and not {"wd:Q11081", "wd:Q412364"} & ids
+    alz = r.nodes.filter(pl.col("id") == "mondo:0004975").row(0, named=True)
+    assert alz["name"] == "Alzheimer disease" and alz["type"] == "disease" and alz["source"] == "primekg"
+    assert {"wd:Q11081", "mesh:D000544", "doid:10652"} <= set(alz["xrefs"]) and "mondo:0004975" not in alz["xrefs"]
+    assert "Alzheimer's disease" in alz["aliases"]
+    assert r.edges.height == g.edges.height  # every edge kept, rewired
+    moved = r.edges.filter(pl.col("rel") == "symptoms_and_signs").row(0, named=True)
+    assert (moved["src"], moved["dst"]) == ("mondo:0004975", "wd:Q1066")
+    treat = r.edges.filter(pl.col("src") == "drugbank:DB01043")  # both sources' statements on one pair of nodes
+    assert set(treat["rel"]) == {"indication", "drug_or_therapy_used_for_treatment", "instance_of"}
+    assert set(r.decisions["node"]) == {"mondo:0004975", "wd:Q11081", "drugbank:DB01043", "wd:Q412364"}
+    assert set(r.decisions["decided_by"]) == {"identifier"} and r.decisions["problem"].null_count() == 4
+    row = r.decisions.filter(pl.col("node") == "wd:Q11081").row(0, named=True)
+    assert row["canonical"] == "mondo:0004975" and row["evidence"] == ["mondo:0004975"]
+
+
+def test_a_path_crosses_the_sources_after_the_merge() -> None:
+    from metakg.loaders.embedded_store import EmbeddedStore
+
+    g = graph()
+    before = EmbeddedStore(g.nodes, g.edges)
+    assert before.shortest_paths("ncbigene:351", "wd:Q1066", k=1, max_hops=4) == []
+    r = resolve_graph(g.nodes, g.edges, VOCAB)
+    [path] = EmbeddedStore(r.nodes, r.edges).shortest_paths("ncbigene:351", "wd:Q1066", k=1, max_hops=4)
+    assert list(path.nodes) == ["ncbigene:351", "mondo:0004975", "wd:Q1066"]  # a PrimeKG edge, then a Wikidata one
+
+
+def frame_rows(frame: pl.DataFrame) -> list[tuple[object, ...]]:
+    return sorted(frame.rows(), key=repr)
+
+
+def test_undoing_gives_back_the_inputs_exactly_and_the_same_inputs_give_the_same_graph() -> None:
+    g = graph()
+    r = resolve_graph(g.nodes, g.edges, VOCAB)
+    again = resolve_graph(g.nodes, g.edges, VOCAB)
+    assert r.nodes.equals(again.nodes) and r.edges.equals(again.edges) and r.decisions.equals(again.decisions)
+    back = unresolve(r, VOCAB)
+    assert frame_rows(back.nodes) == frame_rows(g.nodes)
+    assert frame_rows(back.edges) == frame_rows(conform_edges(g.edges))
+    assert back.decisions["canonical"].null_count() == back.decisions.height  # every cluster now "split"
+
+
+def test_splitting_one_cluster_gives_what_resolving_without_it_gives() -> None:
+    g = graph()
+    r = resolve_graph(g.nodes, g.edges, VOCAB)
+    one = unresolve(r, VOCAB, ["mondo:0004975"])
+    assert {"mondo:0004975", "wd:Q11081"} <= set(one.nodes["id"]) and "wd:Q412364" not in set(one.nodes["id"])
+    # resolving the graph where the two Alzheimer's nodes share nothing: the same nodes and edges
+    unlinked = g.nodes.with_columns(
+        pl.when(pl.col("id") == "wd:Q11081").then(pl.lit(["mesh:D000544"])).otherwise(pl.col("xrefs")).alias("xrefs")
+    )
+    alone = resolve_graph(unlinked, g.edges, VOCAB)
+    assert frame_rows(one.edges) == frame_rows(alone.edges)
+    assert one.nodes.height == alone.nodes.height
+    split = one.decisions.filter(pl.col("cluster") == "mondo:0004975")
+    assert set(split["problem"]) == {"split"} and split["canonical"].null_count() == 2
+
+
+def test_link_mode_keeps_every_node_and_adds_same_as_edges_that_undo_removes() -> None:
+    g = graph()
+    r = resolve_graph(g.nodes, g.edges, VOCAB, mode="link")
+    assert r.nodes.height == g.nodes.height
+    links = r.edges.filter(pl.col("rel") == SAME_AS)
+    assert sorted(zip(links["src"], links["dst"], strict=True)) == [
+        ("wd:Q11081", "mondo:0004975"),
+        ("wd:Q412364", "drugbank:DB01043"),
+    ]
+    back = unresolve(r, VOCAB)
+    assert frame_rows(back.edges) == frame_rows(conform_edges(g.edges))
+
+
+@pytest.mark.parametrize(
+    ("members", "types", "chosen"),
+    [
+        (("doid:10652", "mesh:D000544", "mondo:0004975", "wd:Q11081"), ("disease",), "mondo:0004975"),
+        (("doid:10652", "wd:Q11081"), ("disease",), "doid:10652"),
+        (("chebi:6801", "drugbank:DB01043", "wd:Q412364"), ("drug",), "drugbank:DB01043"),
+        (("hgnc:620", "ncbigene:351"), ("gene_protein",), "ncbigene:351"),
+        (("kg:a/x", "wd:Q1"), ("concept",), "wd:Q1"),
+        (("foo:2", "foo:1"), ("entity",), "foo:1"),  # no prefix listed: the smallest id
+    ],
+)
+def test_the_canonical_id_follows_the_priority_of_the_clusters_type(
+    members: tuple[str, ...], types: tuple[str, ...], chosen: str
+) -> None:
+    from metakg.identity.resolve import DEFAULT_PRIORITY
+
+    assert canonical_id(Cluster(members, types, ()), VOCAB, DEFAULT_PRIORITY) == chosen
