@@ -92,6 +92,19 @@ class IngestSettings(Section):
     )
 
 
+class IdentitySettings(Section):
+    """`metakg resolve`: which identity clusters are merged and which id each gets."""
+
+    max_cluster: int = Field(
+        default=25, ge=2, le=100_000, description="A cluster larger than this is reported, not merged."
+    )
+    prefix_priority: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Per type (or '*'), the prefixes in the order the canonical id is chosen; replaces the "
+        "built-in list of that type.",
+    )
+
+
 class ValidationSettings(Section):
     """How validation treats rejected rows."""
 
@@ -506,6 +519,7 @@ class Settings(BaseSettings):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
+    identity: IdentitySettings = Field(default_factory=IdentitySettings)
     extract: ExtractSettings = Field(default_factory=ExtractSettings)
     wikidata: WikidataSettings = Field(default_factory=WikidataSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)

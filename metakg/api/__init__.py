@@ -36,6 +36,7 @@ from metakg.api.bundles import (
 from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog, grow_from_report
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, extracted_dataset, link_target
+from metakg.api.identity import identity_show, identity_split, resolve
 from metakg.api.ingest import (
     add_triples,
     ingest_primekg,
@@ -135,6 +136,8 @@ __all__ = [
     "graph_as_of",
     "graph_schema",
     "grow_from_report",
+    "identity_show",
+    "identity_split",
     "ingest_primekg",
     "ingest_triples",
     "link_target",
@@ -158,6 +161,7 @@ __all__ = [
     "read_questions",
     "recorded_diff",
     "rejects_tolerated",
+    "resolve",
     "resolve_node",
     "run_demo",
     "run_with",

@@ -21,6 +21,7 @@ from metakg.cli import (
     export_cmd,
     extract_cmd,
     history_cmd,
+    identity_cmd,
     ingest_cmd,
     llm_cmd,
     load_cmd,
@@ -35,7 +36,7 @@ from metakg.cli.entry import interrupted
 
 #: the root help's sections, in the order of the work: build, inspect, move, ask, serve, the rest
 COMMAND_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Build a graph", ("ingest", "extract", "sync", "merge", "validate", "embed")),
+    ("Build a graph", ("ingest", "extract", "sync", "merge", "resolve", "identity", "validate", "embed")),
     ("Inspect bundles", ("info", "diff", "history", "snapshot")),
     ("Neo4j and RDF", ("load", "export")),
     ("Query and ask", ("query", "ask", "eval", "tune", "calibrate", "casebank", "strategies")),
@@ -122,11 +123,13 @@ app.add_typer(config_cmd.app, name="config")
 app.add_typer(synthetic_cmd.app, name="synthetic")
 app.add_typer(llm_cmd.app, name="llm")
 app.add_typer(sync_cmd.app, name="sync")
+app.add_typer(identity_cmd.app, name="identity")
 app.add_typer(calibrate_cmd.app, name="calibrate")
 app.add_typer(calibrate_cmd.casebank_app, name="casebank")
 app.command("validate")(bundle_cmd.validate)
 app.command("info")(bundle_cmd.info)
 app.command("merge")(bundle_cmd.merge)
+app.command("resolve")(identity_cmd.resolve)
 app.command("diff")(bundle_cmd.diff)
 app.command("embed")(bundle_cmd.embed)
 app.command("history")(history_cmd.history)

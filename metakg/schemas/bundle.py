@@ -37,6 +37,9 @@ EMBEDDINGS_FILE = "embeddings.parquet"
 EXTRACTION_FILE = "extraction.parquet"
 HISTORY_NODES_FILE = "history_nodes.parquet"
 HISTORY_EDGES_FILE = "history_edges.parquet"
+IDENTITY_FILE = "identity.parquet"  # the identity decisions of `metakg resolve`
+IDENTITY_NODES_FILE = "identity_nodes.parquet"  # the original rows of the nodes merged
+IDENTITY_EDGES_FILE = "identity_edges.parquet"  # the original rows of the edges rewired
 MANIFEST_FILE = "manifest.json"
 CORE_TABLES = (NODES_FILE, EDGES_FILE, REJECTS_FILE)
 #: optional tables, each listed in the manifest (hashed, verified) while the manifest has its key
@@ -45,6 +48,9 @@ SIDE_TABLES = {
     EXTRACTION_FILE: "extraction",
     HISTORY_NODES_FILE: "history",
     HISTORY_EDGES_FILE: "history",
+    IDENTITY_FILE: "identity",
+    IDENTITY_NODES_FILE: "identity",
+    IDENTITY_EDGES_FILE: "identity",
 }
 #: the only files a manifest may list: a bundle's tables, inside its folder
 TABLE_FILES = frozenset(CORE_TABLES) | frozenset(SIDE_TABLES)

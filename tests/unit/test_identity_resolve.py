@@ -38,6 +38,7 @@ def edges(rows: list[tuple[str, str, str]], source: str) -> pl.DataFrame:
                 "rel": [r[1] for r in rows],
                 "dst": [r[2] for r in rows],
                 "source": source,
+                "confidence": 0.9,
                 "record_ids": [[f"{source}:{i}"] for i in range(len(rows))],
             }
         )

@@ -1,0 +1,179 @@
+"""One graph from several bundles (`metakg resolve`), what was decided (`metakg identity show`) and its
+undo (`metakg identity split`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from metakg.api._shared import Progress, quiet
+from metakg.config import Settings
+from metakg.errors import NodeNotFound, UsageError
+from metakg.identity.resolve import DEFAULT_PRIORITY, Mode, Resolution, resolve_graph, unresolve
+from metakg.schemas.bundle import (
+    IDENTITY_EDGES_FILE,
+    IDENTITY_FILE,
+    IDENTITY_NODES_FILE,
+    Bundle,
+    merge_bundles,
+    read_bundle,
+    read_side_table,
+    write_bundle,
+)
+from metakg.schemas.bundle_dir import bundle_path, writing
+from metakg.schemas.curie import normalise_curie
+from metakg.schemas.vocabulary import default_vocabulary
+
+#: the refused clusters a report lists (the decision table holds them all)
+SHOWN_REFUSED = 20
+
+
+def _summary(resolution: Resolution, before: int) -> dict[str, Any]:
+    decisions = resolution.decisions
+    kept = decisions.filter(pl.col("canonical").is_not_null())
+    refused = decisions.filter(pl.col("canonical").is_null())
+    shown = (
+        refused.group_by("cluster", maintain_order=True)
+        .agg(pl.col("node"), pl.col("evidence").first(), pl.col("problem").first())
+        .head(SHOWN_REFUSED)
+    )
+    return {
+        "nodes_before": before,
+        "nodes": resolution.nodes.height,
+        "edges": resolution.edges.height,
+        "clusters": kept["cluster"].n_unique(),
+        "nodes_in_clusters": kept.height,
+        "refused": refused["cluster"].n_unique(),
+        "refused_examples": shown.to_dicts(),
+    }
+
+
+def resolve(
+    paths: Sequence[Path], out: Path, settings: Settings, *, mode: Mode = "merge", progress: Progress = quiet
+) -> dict[str, Any]:
+    """Resolve the bundles at ``paths`` into one bundle at ``out``: nodes that share an identifier become one
+    (``merge``) or are linked by ``same_as`` edges (``link``); the decisions and what undoing them needs are
+    tables of the new bundle. Returns the counts and the refused clusters (the first 20).
+
+    Raises:
+        UsageError: ``out`` is one of the inputs, or no input is given; BundleError: an input cannot be read
+            or ``out`` cannot be written.
+    """
+    if not paths:
+        raise UsageError("give at least one bundle to resolve.")
+    if any(bundle_path(p) == bundle_path(out) for p in paths):
+        raise UsageError(f"the output {out} is also an input; resolve into a new directory.")
+    priority = {**DEFAULT_PRIORITY, **settings.identity.prefix_priority}
+    with writing(out):
+        progress(f"reading {len(paths)} bundle(s)")
+        merged = merge_bundles([read_bundle(p) for p in paths])
+        progress(f"resolving {merged.nodes.height:,} nodes by their identifiers")
+        result = resolve_graph(
+            merged.nodes,
+            merged.edges,
+            default_vocabulary(),
+            mode=mode,
+            priority=priority,
+            max_size=settings.identity.max_cluster,
+        )
+        summary = _summary(result, merged.nodes.height)
+        manifest = dict(merged.manifest) | {
+            "identity": {"mode": mode, **{k: v for k, v in summary.items() if k != "refused_examples"}}
+        }
+        write_bundle(
+            out,
+            Bundle(
+                result.nodes,
+                result.edges,
+                merged.rejects,
+                manifest=manifest,
+                side={
+                    IDENTITY_FILE: result.decisions,
+                    IDENTITY_NODES_FILE: result.original_nodes,
+                    IDENTITY_EDGES_FILE: result.original_edges,
+                },
+            ),
+        )
+    return {"bundle": str(out), "inputs": [str(p) for p in paths], "mode": mode, **summary}
+
+
+def _resolution(path: Path, bundle: Bundle) -> Resolution:
+    tables = [read_side_table(path, bundle, name) for name in (IDENTITY_FILE, IDENTITY_NODES_FILE, IDENTITY_EDGES_FILE)]
+    decisions, original_nodes, original_edges = tables
+    if decisions is None or original_nodes is None or original_edges is None:
+        raise UsageError(f"{path} was not made by metakg resolve: it has no identity decisions.")
+    return Resolution(bundle.nodes, bundle.edges, decisions, original_nodes, original_edges)
+
+
+def _clusters_of(decisions: pl.DataFrame, refs: Sequence[str]) -> list[str]:
+    """The clusters the ids in ``refs`` name (a cluster's id, or one of its members', in any written form)."""
+    found = []
+    for ref in refs:
+        forms = {ref, normalise_curie(ref) or ref}
+        hits = decisions.filter(pl.col("cluster").is_in(list(forms)) | pl.col("node").is_in(list(forms)))
+        if hits.is_empty():
+            raise NodeNotFound(f"{ref!r} is in no identity cluster of this bundle (metakg identity show lists one).")
+        found.extend(hits["cluster"].unique(maintain_order=True).to_list())
+    return list(dict.fromkeys(found))
+
+
+def identity_show(path: Path, ref: str) -> dict[str, Any]:
+    """The identity cluster of the node ``ref`` (its id, a member's, or the cluster's), with every decision.
+
+    Raises:
+        UsageError: the bundle was not resolved; NodeNotFound: ``ref`` is in no cluster.
+    """
+    bundle = read_bundle(path)
+    decisions = _resolution(path, bundle).decisions
+    [cluster] = _clusters_of(decisions, [ref])[:1]
+    rows = decisions.filter(pl.col("cluster") == cluster)
+    return {
+        "cluster": cluster,
+        "canonical": rows["canonical"][0],
+        "mode": rows["mode"][0],
+        "problem": rows["problem"][0],
+        "evidence": rows["evidence"][0].to_list(),
+        "members": rows.select("node", "decided_by", "scorer", "score").to_dicts(),
+    }
+
+
+def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> dict[str, Any]:
+    """Undo the merges (or links) of the clusters ``refs`` name, in place: their members come back with their
+    own rows and edges; every other cluster stays as it was.
+
+    Raises:
+        UsageError: the bundle was not resolved, or no cluster is named; NodeNotFound: a ref is in no cluster;
+        BundleError: the bundle changed since it was read, or cannot be written.
+    """
+    if not refs:
+        raise UsageError("name at least one node or cluster to split.")
+    with writing(path):
+        bundle = read_bundle(path)
+        resolution = _resolution(path, bundle)
+        clusters = _clusters_of(resolution.decisions, refs)
+        done = unresolve(resolution, default_vocabulary(), clusters)
+        summary = _summary(done, resolution.nodes.height)
+        manifest = dict(bundle.manifest)
+        manifest["identity"] = dict(manifest.get("identity", {})) | {
+            k: v for k, v in summary.items() if k not in ("refused_examples", "nodes_before")
+        }
+        manifest.pop("embeddings", None)  # the nodes changed: their name embeddings are made again when needed
+        write_bundle(
+            path,
+            Bundle(
+                done.nodes,
+                done.edges,
+                bundle.rejects,
+                manifest=manifest,
+                side={
+                    IDENTITY_FILE: done.decisions,
+                    IDENTITY_NODES_FILE: done.original_nodes,
+                    IDENTITY_EDGES_FILE: done.original_edges,
+                },
+            ),
+            expect=bundle.token,
+        )
+    return {"bundle": str(path), "split": clusters, "nodes": done.nodes.height, "edges": done.edges.height}

@@ -1,0 +1,91 @@
+"""``metakg resolve`` (one graph from several bundles, by identifiers) and ``metakg identity show|split``
+(what was decided, and its undo)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from metakg import api
+from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
+from metakg.errors import UsageError
+
+app = typer.Typer(help="What metakg resolve decided about who is who, and its undo.", no_args_is_help=True)
+
+
+def resolve(
+    bundles: list[Path] = typer.Argument(..., help="Bundle directories to resolve into one graph."),
+    output: Path = typer.Option(..., "--output", "-o", help="New bundle directory."),
+    mode: str = typer.Option(
+        "merge", "--mode", help="merge: one node per entity; link: nodes kept, joined by same_as edges."
+    ),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """One graph from several bundles: nodes that share an identifier (an id or an xref, in any written form,
+    directly or through others) are one entity. merge makes one node of each (its id chosen by the prefix
+    priority of its type, the other ids kept as xrefs and names as aliases, edges rewired); link keeps them
+    and adds same_as edges. A group whose types cannot be one entity (a drug and a disease), or larger than
+    [identity] max_cluster, is reported and left apart. Every decision is kept in the bundle (metakg identity
+    show) and can be undone (metakg identity split)."""
+    cfg = settings()
+    with guarded("resolve", json_mode):
+        if mode not in ("merge", "link"):
+            raise UsageError(f"--mode must be merge or link, got {mode!r}.")
+        with progress("resolve") as say:
+            report = api.resolve(bundles, output, cfg, mode=mode, progress=say)  # type: ignore[arg-type]
+        if not json_mode:
+            out.print(
+                f"resolved {len(bundles)} bundle(s) into {escape(str(output))}: {report['nodes_before']:,} nodes "
+                f"-> {report['nodes']:,} ({report['clusters']:,} entities held by {report['nodes_in_clusters']:,} "
+                f"nodes, {mode}), {report['edges']:,} edges"
+            )
+            if report["refused"]:
+                out.print(f"{report['refused']:,} group(s) left apart, for example:")
+                for example in report["refused_examples"][:5]:
+                    out.print(f"  {escape(', '.join(example['node']))}: {escape(example['problem'])}")
+        finish(True, {"command": "resolve", **report}, json_mode=json_mode)
+
+
+@app.command("show")
+def show(
+    node: str = typer.Argument(..., help="A node's id (any written form), a member's, or a cluster's."),
+    bundle: Path = typer.Option(..., "--bundle", "-b", help="A bundle made by metakg resolve."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """The identity cluster of a node: its members, the identifiers that join them, who decided (identifier,
+    name scorer, curation) and, for a group left apart, why."""
+    settings()
+    with guarded("identity show", json_mode):
+        found = api.identity_show(bundle, node)
+        if not json_mode:
+            verdict = (
+                f"-> {found['canonical']} ({found['mode']})" if found["canonical"] else f"apart: {found['problem']}"
+            )
+            out.print(f"cluster {escape(found['cluster'])} {escape(verdict)}")
+            out.print(f"  joined by: {escape(', '.join(found['evidence']) or '-')}")
+            for member in found["members"]:
+                score = "" if member["score"] is None else f" {member['score']:.2f}"
+                scorer = f" ({member['scorer']}{score})" if member["scorer"] else ""
+                out.print(f"  {escape(member['node'])}: {member['decided_by']}{escape(scorer)}")
+        finish(True, {"command": "identity show", **found}, json_mode=json_mode)
+
+
+@app.command("split")
+def split(
+    nodes: list[str] = typer.Argument(..., help="Nodes or clusters whose merge (or link) to undo."),
+    bundle: Path = typer.Option(..., "--bundle", "-b", help="A bundle made by metakg resolve (rewritten in place)."),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Undo a merge: the members come back with their own rows and their own edges; every other cluster stays.
+    The bundle is rewritten as a new version (load neo4j follows it)."""
+    cfg = settings()
+    with guarded("identity split", json_mode):
+        done = api.identity_split(bundle, nodes, cfg)
+        if not json_mode:
+            out.print(
+                f"split {len(done['split'])} cluster(s) in {escape(str(bundle))}: {done['nodes']:,} nodes, "
+                f"{done['edges']:,} edges"
+            )
+        finish(True, {"command": "identity split", **done}, json_mode=json_mode)

@@ -1,0 +1,93 @@
+"""``metakg resolve`` and ``metakg identity show|split`` on bundles written to disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from typer.testing import CliRunner
+
+from metakg.cli.main import app
+from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
+from tests.unit.test_identity_resolve import edges, nodes
+
+runner = CliRunner()
+
+
+def run(*args: str) -> dict[str, Any]:
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output.strip().splitlines()[-1])
+
+
+def write_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    primekg, wikidata = tmp_path / "primekg", tmp_path / "wikidata"
+    write_bundle(
+        primekg,
+        Bundle(
+            nodes(
+                [
+                    ("mondo:0004975", "Alzheimer disease", "disease", []),
+                    ("drugbank:DB01043", "Memantine", "drug", []),
+                    ("drugbank:DB00945", "Aspirin", "drug", ["umls:C0004057"]),
+                ],
+                "primekg",
+            ),
+            edges([("drugbank:DB01043", "indication", "mondo:0004975")], "primekg"),
+        ),
+    )
+    write_bundle(
+        wikidata,
+        Bundle(
+            nodes(
+                [
+                    ("wd:Q11081", "Alzheimer's disease", "disease", ["MONDO:0004975"]),
+                    ("wd:Q412364", "memantine", "drug", ["DrugBank:DB01043"]),
+                    ("wd:Q1066", "memory loss", "phenotype", []),
+                    ("wd:Q9999", "a disease sharing aspirin's UMLS id", "disease", ["UMLS:C0004057"]),
+                ],
+                "wikidata",
+            ),
+            edges([("wd:Q11081", "symptoms_and_signs", "wd:Q1066")], "wikidata"),
+        ),
+    )
+    return primekg, wikidata
+
+
+def test_resolve_show_and_split_round_trip(tmp_path: Path) -> None:
+    primekg, wikidata = write_inputs(tmp_path)
+    out = tmp_path / "one"
+    report = run("resolve", str(primekg), str(wikidata), "-o", str(out))
+    assert (report["nodes_before"], report["nodes"], report["clusters"]) == (7, 5, 2)
+    assert report["refused"] == 1 and "incompatible types: disease, drug" in report["refused_examples"][0]["problem"]
+    merged = read_bundle(out)
+    assert merged.nodes.height == 5 and merged.manifest["identity"]["clusters"] == 2
+    shown = run("identity", "show", "WD:q11081", "-b", str(out))  # any written form of a member
+    assert shown["canonical"] == "mondo:0004975" and shown["evidence"] == ["mondo:0004975"]
+    assert {m["node"] for m in shown["members"]} == {"mondo:0004975", "wd:Q11081"}
+    apart = run("identity", "show", "drugbank:DB00945", "-b", str(out))
+    assert apart["canonical"] is None and "incompatible" in apart["problem"]
+    done = run("identity", "split", "mondo:0004975", "drugbank:DB01043", "-b", str(out))
+    assert len(done["split"]) == 2
+    back = read_bundle(out)
+    inputs = [read_bundle(primekg), read_bundle(wikidata)]
+    assert back.nodes.height == sum(b.nodes.height for b in inputs)  # both bundles' counts, exactly
+    assert back.edges.height == sum(b.edges.height for b in inputs)
+    assert sorted(back.nodes["id"]) == sorted(pl.concat([b.nodes["id"] for b in inputs]))
+    assert sorted(back.edges["id"]) == sorted(pl.concat([b.edges["id"] for b in inputs]))
+
+
+def test_bad_resolve_requests_are_clean_errors(tmp_path: Path) -> None:
+    primekg, wikidata = write_inputs(tmp_path)
+    same = runner.invoke(app, ["resolve", str(primekg), "-o", str(primekg), "--json"])
+    assert same.exit_code == 2 and "also an input" in same.output
+    mode = runner.invoke(app, ["resolve", str(primekg), "-o", str(tmp_path / "x"), "--mode", "fuse", "--json"])
+    assert mode.exit_code == 2 and "--mode must be merge or link" in mode.output
+    plain = runner.invoke(app, ["identity", "show", "mondo:0004975", "-b", str(primekg), "--json"])
+    assert plain.exit_code == 2 and "not made by metakg resolve" in plain.output
+    out = tmp_path / "one"
+    run("resolve", str(primekg), str(wikidata), "-o", str(out))
+    nowhere = runner.invoke(app, ["identity", "split", "wd:Q1066", "-b", str(out), "--json"])
+    assert nowhere.exit_code != 0 and "in no identity cluster" in nowhere.output
