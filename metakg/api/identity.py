@@ -12,6 +12,7 @@ import polars as pl
 from metakg.api._shared import Progress, quiet
 from metakg.config import Settings
 from metakg.errors import NodeNotFound, UsageError
+from metakg.identity.curation import read_curation
 from metakg.identity.resolve import DEFAULT_PRIORITY, Mode, Resolution, resolve_graph, unresolve
 from metakg.schemas.bundle import (
     IDENTITY_EDGES_FILE,
@@ -52,21 +53,32 @@ def _summary(resolution: Resolution, before: int) -> dict[str, Any]:
 
 
 def resolve(
-    paths: Sequence[Path], out: Path, settings: Settings, *, mode: Mode = "merge", progress: Progress = quiet
+    paths: Sequence[Path],
+    out: Path,
+    settings: Settings,
+    *,
+    mode: Mode = "merge",
+    identity_file: Path | None = None,
+    progress: Progress = quiet,
 ) -> dict[str, Any]:
     """Resolve the bundles at ``paths`` into one bundle at ``out``: nodes that share an identifier become one
     (``merge``) or are linked by ``same_as`` edges (``link``); the decisions and what undoing them needs are
     tables of the new bundle. Returns the counts and the refused clusters (the first 20).
 
+    ``identity_file``: a curator's must-links, cannot-links, preferred ids and aliases
+    (:mod:`metakg.identity.curation`), applied on top of the identifiers.
+
     Raises:
         UsageError: ``out`` is one of the inputs, or no input is given; BundleError: an input cannot be read
-            or ``out`` cannot be written.
+            or ``out`` cannot be written; InputDataError: the identity file is malformed, contradicts itself
+            or names an id no node has (nothing is written).
     """
     if not paths:
         raise UsageError("give at least one bundle to resolve.")
     if any(bundle_path(p) == bundle_path(out) for p in paths):
         raise UsageError(f"the output {out} is also an input; resolve into a new directory.")
     priority = {**DEFAULT_PRIORITY, **settings.identity.prefix_priority}
+    curation = read_curation(identity_file) if identity_file is not None else None
     with writing(out):
         progress(f"reading {len(paths)} bundle(s)")
         merged = merge_bundles([read_bundle(p) for p in paths])
@@ -78,10 +90,15 @@ def resolve(
             mode=mode,
             priority=priority,
             max_size=settings.identity.max_cluster,
+            curation=curation,
         )
         summary = _summary(result, merged.nodes.height)
         manifest = dict(merged.manifest) | {
-            "identity": {"mode": mode, **{k: v for k, v in summary.items() if k != "refused_examples"}}
+            "identity": {
+                "mode": mode,
+                "identity_file": str(identity_file) if identity_file else None,
+                **{k: v for k, v in summary.items() if k != "refused_examples"},
+            }
         }
         write_bundle(
             out,

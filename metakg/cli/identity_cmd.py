@@ -21,6 +21,9 @@ def resolve(
     mode: str = typer.Option(
         "merge", "--mode", help="merge: one node per entity; link: nodes kept, joined by same_as edges."
     ),
+    identity: Path | None = typer.Option(
+        None, "--identity", help="Identity file (YAML): must_link, cannot_link, preferred, aliases add/remove."
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """One graph from several bundles: nodes that share an identifier (an id or an xref, in any written form,
@@ -34,7 +37,14 @@ def resolve(
         if mode not in ("merge", "link"):
             raise UsageError(f"--mode must be merge or link, got {mode!r}.")
         with progress("resolve") as say:
-            report = api.resolve(bundles, output, cfg, mode=mode, progress=say)  # type: ignore[arg-type]
+            report = api.resolve(
+                bundles,
+                output,
+                cfg,
+                mode=mode,  # type: ignore[arg-type]
+                identity_file=identity,
+                progress=say,
+            )
         if not json_mode:
             out.print(
                 f"resolved {len(bundles)} bundle(s) into {escape(str(output))}: {report['nodes_before']:,} nodes "

@@ -29,6 +29,12 @@ MAX_CLUSTER = 25
 #: Identifiers that never join nodes: PrimeKG's row index of a node is its own, never another source's.
 PRIVATE_PREFIXES = ("primekg.index:",)
 
+#: Types that say nothing of what a thing is (an extracted concept, an item of no mapped class): they fit
+#: any entity.
+GENERIC_TYPES = frozenset({"entity", "concept"})
+
+_CURATED = "\x00must_link:"  # the key a curated pair shares (never an identifier: it holds a NUL)
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -39,6 +45,7 @@ class Cluster:
     types: tuple[str, ...]
     shared: tuple[str, ...]
     problem: str | None = None
+    curated: tuple[str, ...] = ()  # the members a must-link of the identity file joined
 
 
 @dataclass(frozen=True)
@@ -60,9 +67,9 @@ class IdClusters:
 
 def compatible_types(types: Sequence[str], vocabulary: TypeVocabulary) -> bool:
     """True when one entity can have all of ``types``: they lie on one is-a chain (``disease`` and
-    ``biomedical_entity`` do; ``drug`` and ``disease`` do not). A type the vocabulary does not know is
-    compatible with itself only."""
-    distinct = set(types)
+    ``biomedical_entity`` do; ``drug`` and ``disease`` do not), the generic ``entity`` and ``concept`` fitting
+    any. A type the vocabulary does not know is compatible with itself only."""
+    distinct = set(types) - GENERIC_TYPES
     if len(distinct) <= 1:
         return True
     if any(t not in vocabulary.parents for t in distinct):
@@ -71,9 +78,10 @@ def compatible_types(types: Sequence[str], vocabulary: TypeVocabulary) -> bool:
     return distinct <= set(vocabulary.ancestors(deepest))
 
 
-def identifiers(nodes: pl.DataFrame) -> pl.DataFrame:
+def identifiers(nodes: pl.DataFrame, must_link: Sequence[tuple[str, str]] = ()) -> pl.DataFrame:
     """``(node, key)`` for every node (its row position) and each of its identifiers in their one form:
-    its id and its xrefs, private ones (:data:`PRIVATE_PREFIXES`) left out, each pair once."""
+    its id and its xrefs, private ones (:data:`PRIVATE_PREFIXES`) left out, each pair once; the two nodes of
+    each ``must_link`` pair share a key of their own."""
     pairs = pl.concat(
         [
             nodes.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("node"), pl.col("id").alias("key")),
@@ -87,13 +95,32 @@ def identifiers(nodes: pl.DataFrame) -> pl.DataFrame:
     pairs = pairs.with_columns(pl.col("key").replace_strict(one_form, return_dtype=pl.String))
     for prefix in PRIVATE_PREFIXES:
         pairs = pairs.filter(~pl.col("key").str.starts_with(prefix))
+    if must_link:
+        row_of = dict(zip(nodes["id"].to_list(), range(nodes.height), strict=False))
+        curated = pl.DataFrame(
+            {
+                "node": [row_of[x] for a, b in must_link for x in (a, b)],
+                "key": [f"{_CURATED}{n}" for n in range(len(must_link)) for _ in (0, 1)],
+            },
+            schema={"node": pl.UInt32, "key": pl.String},
+        )
+        pairs = pl.concat([pairs, curated])
     return pairs.unique(maintain_order=True)
 
 
-def id_clusters(nodes: pl.DataFrame, vocabulary: TypeVocabulary, *, max_size: int = MAX_CLUSTER) -> IdClusters:
+def id_clusters(
+    nodes: pl.DataFrame,
+    vocabulary: TypeVocabulary,
+    *,
+    max_size: int = MAX_CLUSTER,
+    must_link: Sequence[tuple[str, str]] = (),
+    cannot_link: Sequence[tuple[str, str]] = (),
+) -> IdClusters:
     """The identity clusters of ``nodes`` (a node table: ``id``, ``type``, ``xrefs``; several bundles'
-    nodes concatenated), each with the identifiers that join it and, when it is not to be merged, why."""
-    pairs = identifiers(nodes)
+    nodes concatenated), each with the identifiers that join it and, when it is not to be merged, why.
+    ``must_link`` pairs (node ids) are joined whatever their identifiers; a cluster holding both nodes of a
+    ``cannot_link`` pair is left apart."""
+    pairs = identifiers(nodes, must_link)
     if pairs.is_empty():
         return IdClusters([])
     codes = pairs["key"].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
@@ -123,15 +150,22 @@ def id_clusters(nodes: pl.DataFrame, vocabulary: TypeVocabulary, *, max_size: in
         .agg(pl.col("key").sort())
     )
     shared = dict(zip(shared_keys["part"].to_list(), shared_keys["key"].to_list(), strict=True))
+    curated_members = {x for pair in must_link for x in pair}
     clusters = []
     for label, rows in by_part.items():
         members = tuple(sorted(ids[r] for r in rows))
         kinds = tuple(sorted({types[r] for r in rows}))
+        inside = set(members)
         problem = None
-        if len(rows) > max_size:
+        apart = [(a, b) for a, b in cannot_link if a in inside and b in inside]
+        if apart:
+            problem = f"cannot be linked (identity file): {apart[0][0]}, {apart[0][1]}"
+        elif len(rows) > max_size:
             problem = f"implausibly large: {len(rows)} nodes share identifiers (more than {max_size})"
         elif not compatible_types(kinds, vocabulary):
             problem = f"incompatible types: {', '.join(kinds)} cannot be one entity"
-        clusters.append(Cluster(members, kinds, tuple(shared.get(label, ())), problem))
+        evidence = tuple(k for k in shared.get(label, ()) if not k.startswith(_CURATED))
+        curated = tuple(m for m in members if m in curated_members)
+        clusters.append(Cluster(members, kinds, evidence, problem, curated))
     clusters.sort(key=lambda c: (c.problem is not None, c.members))
     return IdClusters(clusters)

@@ -18,6 +18,7 @@ from typing import Literal
 import polars as pl
 
 from metakg.identity.clusters import MAX_CLUSTER, Cluster, id_clusters
+from metakg.identity.curation import Curation, check_known
 from metakg.schemas.bundle import collapse_edges
 from metakg.schemas.curie import normalise_curie
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids_expr, empty_edges, empty_nodes
@@ -49,7 +50,7 @@ DECISION_SCHEMA: Mapping[str, pl.DataType] = {
     "cluster": pl.String(),  # the canonical id (merge, link), or the first member's id (a refused cluster)
     "node": pl.String(),  # the member's own id
     "canonical": pl.String(),  # the id it became or links to; null when the cluster was refused
-    "decided_by": pl.String(),  # identifier (shared ids or xrefs); later: name, curation
+    "decided_by": pl.String(),  # identifier (shared ids or xrefs), curation (a must-link of the identity file)
     "scorer": pl.String(),
     "score": pl.Float64(),
     "evidence": pl.List(pl.String()),  # the identifiers two members hold or more
@@ -69,9 +70,18 @@ class Resolution:
     original_edges: pl.DataFrame  # every edge rewired, as it was, with ``resolved_id`` (merge mode)
 
 
-def canonical_id(cluster: Cluster, vocabulary: TypeVocabulary, priority: Mapping[str, Sequence[str]]) -> str:
+def canonical_id(
+    cluster: Cluster,
+    vocabulary: TypeVocabulary,
+    priority: Mapping[str, Sequence[str]],
+    preferred: Sequence[str] = (),
+) -> str:
     """The member id whose prefix comes first in the priority of the cluster's type (its deepest type, then
-    that type's ancestors, then ``*``); prefixes not listed come after, and ties go to the smallest id."""
+    that type's ancestors, then ``*``); prefixes not listed come after, and ties go to the smallest id. A
+    member the identity file prefers wins."""
+    chosen = sorted(set(preferred) & set(cluster.members))
+    if chosen:
+        return chosen[0]
     deepest = max(cluster.types, key=lambda t: len(vocabulary.ancestors(t)) if t in vocabulary.parents else 0)
     chain = vocabulary.ancestors(deepest) if deepest in vocabulary.parents else [deepest]
     order = next((list(priority[t]) for t in chain if t in priority), list(priority.get("*", [])))
@@ -95,16 +105,27 @@ def resolve_graph(
     mode: Mode = "merge",
     priority: Mapping[str, Sequence[str]] | None = None,
     max_size: int = MAX_CLUSTER,
+    curation: Curation | None = None,
 ) -> Resolution:
-    """Resolve a graph (several bundles' tables merged by id) by its identity clusters."""
+    """Resolve a graph (several bundles' tables merged by id) by its identity clusters, and by what the
+    identity file ``curation`` says (must-links joined, cannot-links kept apart, preferred ids chosen,
+    aliases added and removed).
+
+    Raises:
+        InputDataError: the identity file names an id no node has.
+    """
     nodes, edges = conform_nodes(nodes), conform_edges(edges)
     order = priority or DEFAULT_PRIORITY
-    found = id_clusters(nodes, vocabulary, max_size=max_size)
+    curated = curation or Curation()
+    check_known(curated, nodes["id"].to_list())
+    found = id_clusters(
+        nodes, vocabulary, max_size=max_size, must_link=curated.must_link, cannot_link=curated.cannot_link
+    )
     canonical: dict[str, str] = {}  # member -> canonical id, every member of a mergeable cluster
     kind: dict[str, str] = {}  # canonical id -> the cluster's type
     rows = []
     for cluster in found.clusters:
-        chosen = canonical_id(cluster, vocabulary, order) if cluster.problem is None else None
+        chosen = canonical_id(cluster, vocabulary, order, curated.preferred) if cluster.problem is None else None
         if chosen is not None:
             kind[chosen] = _deepest(cluster.types, vocabulary)
             canonical.update({member: chosen for member in cluster.members})
@@ -114,7 +135,7 @@ def resolve_graph(
                     "cluster": chosen or cluster.members[0],
                     "node": member,
                     "canonical": chosen,
-                    "decided_by": "identifier",
+                    "decided_by": "curation" if member in cluster.curated else "identifier",
                     "scorer": None,
                     "score": None,
                     "evidence": list(cluster.shared),
@@ -124,8 +145,34 @@ def resolve_graph(
             )
     decisions = pl.DataFrame(rows, schema=dict(DECISION_SCHEMA))
     if mode == "link":
-        return Resolution(nodes, _with_same_as(edges, canonical), decisions, empty_nodes(), _empty_originals())
-    return _merged(nodes, edges, canonical, kind, decisions)
+        done = Resolution(nodes, _with_same_as(edges, canonical), decisions, empty_nodes(), _empty_originals())
+    else:
+        done = _merged(nodes, edges, canonical, kind, decisions)
+    return _curated_aliases(done, curated, canonical if mode == "merge" else {})
+
+
+def _curated_aliases(done: Resolution, curation: Curation, canonical: Mapping[str, str]) -> Resolution:
+    """The identity file's aliases added and removed, on the node each named id now is."""
+    if not (curation.add_aliases or curation.remove_aliases):
+        return done
+    add: dict[str, list[str]] = {}
+    remove: dict[str, list[str]] = {}
+    for named_in, target in ((curation.add_aliases, add), (curation.remove_aliases, remove)):
+        for node, names in named_in.items():
+            target.setdefault(canonical.get(node, node), []).extend(names)
+    named = [*add, *remove]
+    rows = done.nodes.filter(pl.col("id").is_in(named)).to_dicts()
+    for row in rows:
+        wanted = [*(row["aliases"] or []), *add.get(row["id"], [])]
+        row["aliases"] = [a for a in dict.fromkeys(wanted) if a not in remove.get(row["id"], []) and a != row["name"]]
+    changed = {row["id"]: row["aliases"] for row in rows}
+    nodes = done.nodes.with_columns(
+        pl.when(pl.col("id").is_in(named))
+        .then(pl.col("id").replace_strict(changed, default=None, return_dtype=pl.List(pl.String)))
+        .otherwise(pl.col("aliases"))
+        .alias("aliases")
+    )
+    return Resolution(nodes, done.edges, done.decisions, done.original_nodes, done.original_edges)
 
 
 def _with_same_as(edges: pl.DataFrame, canonical: Mapping[str, str]) -> pl.DataFrame:
@@ -270,4 +317,12 @@ def unresolve(resolved: Resolution, vocabulary: TypeVocabulary, clusters: Sequen
     for member, target in canonical.items():
         members.setdefault(target, []).append(types.get(member, "entity"))
     kind = {target: _deepest(found, vocabulary) for target, found in members.items()}
-    return _merged(nodes, edges, canonical, kind, split)
+    done = _merged(nodes, edges, canonical, kind, split)
+    # the clusters kept keep their nodes' aliases as they were (the identity file's included)
+    before = resolved.nodes.filter(pl.col("id").is_in(list(kind))).select("id", pl.col("aliases").alias("_was"))
+    kept_nodes = (
+        done.nodes.join(before, on="id", how="left")
+        .with_columns(pl.coalesce("_was", "aliases").alias("aliases"))
+        .drop("_was")
+    )
+    return Resolution(kept_nodes, done.edges, done.decisions, done.original_nodes, done.original_edges)
