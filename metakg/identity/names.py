@@ -1,0 +1,193 @@
+"""Identity by names, for entities that share no identifier: blocking, then scorers.
+
+Every name (and alias) is compared by its match key (:func:`metakg.schemas.tables.match_key_expr`: NFKC,
+lower case, punctuation to spaces, no leading article). Blocking finds the candidates of a name cheaply;
+a scorer then rates each candidate from 0 to 1, and a pair at or above the scorer's threshold is one entity.
+
+Scorers, from the strictest:
+
+- ``exact``: the same match key (1.0), else 0;
+- ``lemma``: the same key once its head word is lemmatised (*kidney stones* = *kidney stone*), else 0;
+- ``fuzzy``: 1 minus the edit distance over the longer key (RapidFuzz); *acetylsalicylic acid* and
+  *acetylsalicylic acide* score 0.95;
+- ``embedding``: the cosine similarity of the two names' sentence embeddings (all-MiniLM-L6-v2).
+
+Blocking per scorer: the key itself (exact), the lemma key (lemma), shared character trigrams, the rarest
+first (fuzzy), the nearest vectors (embedding). Each candidate entity is scored by its best name.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from metakg.identity.strings import similarity
+from metakg.llm.embedder import Embedder
+from metakg.schemas.tables import match_key_expr
+from metakg.text_processing import lemma_key
+
+Scorer = Literal["exact", "lemma", "fuzzy", "embedding"]
+SCORERS: tuple[Scorer, ...] = ("exact", "lemma", "fuzzy", "embedding")
+
+#: The score at or above which a scorer calls two names one entity, until `metakg identity eval` measures
+#: better ones on gold mappings (exact and lemma only ever give 1 or 0).
+DEFAULT_THRESHOLDS: dict[Scorer, float] = {"exact": 1.0, "lemma": 1.0, "fuzzy": 0.92, "embedding": 0.92}
+
+#: Candidates a fuzzy query scores at most (those sharing the most rare trigrams with it).
+FUZZY_CANDIDATES = 200
+
+
+def keys_of(texts: Sequence[str]) -> list[str]:
+    """The match keys of ``texts`` (vectorised: the stores' own name search code)."""
+    if not texts:
+        return []
+    frame = pl.DataFrame({"t": pl.Series(list(texts), dtype=pl.String())})
+    return frame.select(match_key_expr(pl.col("t")).fill_null("")).to_series().to_list()
+
+
+def trigrams(key: str) -> set[str]:
+    """The character trigrams of a key, padded so short keys have some (``car``: ``  c``, `` ca``, ...)."""
+    padded = f"  {key} "
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+@dataclass
+class NameTable:
+    """The names of a set of entities: one row per (entity, name), indexed for every scorer."""
+
+    ids: list[str]
+    names: list[str]
+    keys: list[str] = field(init=False)
+    lemmas: list[str] = field(init=False)
+    by_key: dict[str, list[int]] = field(init=False)
+    by_lemma: dict[str, list[int]] = field(init=False)
+    _grams: dict[str, list[int]] | None = field(default=None, init=False)
+    _vectors: np.ndarray | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.keys = keys_of(self.names)
+        self.lemmas = [lemma_key(k) if k else "" for k in self.keys]
+        self.by_key, self.by_lemma = {}, {}
+        for row, (key, lemma) in enumerate(zip(self.keys, self.lemmas, strict=True)):
+            if key:
+                self.by_key.setdefault(key, []).append(row)
+                self.by_lemma.setdefault(lemma, []).append(row)
+
+    @classmethod
+    def from_nodes(cls, nodes: pl.DataFrame) -> NameTable:
+        """Every name and alias of a node table."""
+        names = pl.concat(
+            [
+                nodes.select("id", pl.col("name").alias("n")),
+                nodes.select("id", pl.col("aliases").alias("n")).explode("n"),
+            ]
+        ).drop_nulls("n")
+        return cls(names["id"].to_list(), names["n"].to_list())
+
+    def grams(self) -> dict[str, list[int]]:
+        """Trigram -> rows (built on first use)."""
+        if self._grams is None:
+            index: dict[str, list[int]] = {}
+            for row, key in enumerate(self.keys):
+                for gram in trigrams(key):
+                    index.setdefault(gram, []).append(row)
+            self._grams = index
+        return self._grams
+
+    def vectors(self, embedder: Embedder) -> np.ndarray:
+        """Unit name embeddings of every row (made on first use)."""
+        if self._vectors is None:
+            self._vectors = np.asarray(embedder.embed(self.names), dtype=np.float32)
+        return self._vectors
+
+
+def _best_per_entity(table: NameTable, scored: list[tuple[int, float]], k: int) -> list[tuple[str, float]]:
+    best: dict[str, float] = {}
+    for row, score in scored:
+        entity = table.ids[row]
+        if score > best.get(entity, -1.0):
+            best[entity] = score
+    return sorted(best.items(), key=lambda item: (-item[1], item[0]))[:k]
+
+
+def candidates(
+    queries: Sequence[str],
+    table: NameTable,
+    scorer: Scorer,
+    *,
+    k: int = 5,
+    embedder: Embedder | None = None,
+) -> list[list[tuple[str, float]]]:
+    """For each query name, up to ``k`` entities of ``table`` with their ``scorer`` score, best first (ties by
+    id); an entity is scored by its best name. Scores of exact and lemma are 1.0 (others are not candidates).
+
+    Raises:
+        ValueError: the embedding scorer without an embedder.
+    """
+    query_keys = keys_of(queries)
+    found: list[list[tuple[str, float]]] = []
+    if scorer == "embedding":
+        if embedder is None:
+            raise ValueError("the embedding scorer needs an embedder")
+        if not queries:
+            return []
+        matrix = table.vectors(embedder)
+        asked = np.asarray(embedder.embed(list(queries)), dtype=np.float32)
+        for start in range(0, len(asked), 1024):
+            sims = asked[start : start + 1024] @ matrix.T
+            top = min(len(table.ids), k * 4)
+            rows = np.argpartition(-sims, top - 1, axis=1)[:, :top] if top < sims.shape[1] else None
+            for offset in range(sims.shape[0]):
+                pick = rows[offset] if rows is not None else np.arange(sims.shape[1])
+                scored = [(int(r), float(sims[offset, r])) for r in pick]
+                found.append(_best_per_entity(table, scored, k))
+        return found
+    grams = table.grams() if scorer == "fuzzy" else {}
+    for key in query_keys:
+        if not key:
+            found.append([])
+            continue
+        if scorer == "exact":
+            scored = [(r, 1.0) for r in table.by_key.get(key, [])]
+        elif scorer == "lemma":
+            scored = [(r, 1.0) for r in table.by_lemma.get(lemma_key(key), [])]
+        else:
+            # the rows sharing the most trigrams with the key, its rarest trigrams counting first
+            shared: Counter[int] = Counter()
+            for gram in sorted(trigrams(key), key=lambda g: len(grams.get(g, ())))[:12]:
+                shared.update(grams.get(gram, ()))
+            scored = [(r, similarity(key, table.keys[r])) for r, _n in shared.most_common(FUZZY_CANDIDATES)]
+        found.append(_best_per_entity(table, scored, k))
+    return found
+
+
+def pair_scores(
+    left: Sequence[str], right: Sequence[str], scorer: Scorer, *, embedder: Embedder | None = None
+) -> np.ndarray:
+    """The ``scorer`` score of each pair of names ``(left[i], right[i])``.
+
+    Raises:
+        ValueError: lengths differ, or the embedding scorer without an embedder.
+    """
+    if len(left) != len(right):
+        raise ValueError("left and right must pair up")
+    if scorer == "embedding":
+        if embedder is None:
+            raise ValueError("the embedding scorer needs an embedder")
+        if not left:
+            return np.zeros(0, dtype=np.float32)
+        a = np.asarray(embedder.embed(list(left)), dtype=np.float32)
+        b = np.asarray(embedder.embed(list(right)), dtype=np.float32)
+        scores: np.ndarray = np.clip((a * b).sum(axis=1), -1.0, 1.0)
+        return scores
+    a_keys, b_keys = keys_of(left), keys_of(right)
+    if scorer == "exact":
+        return np.array([float(x == y and x != "") for x, y in zip(a_keys, b_keys, strict=True)])
+    if scorer == "lemma":
+        return np.array([float(x != "" and lemma_key(x) == lemma_key(y)) for x, y in zip(a_keys, b_keys, strict=True)])
+    return np.array([similarity(x, y) if x and y else 0.0 for x, y in zip(a_keys, b_keys, strict=True)])

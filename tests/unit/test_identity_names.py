@@ -1,0 +1,63 @@
+"""Identity by names: blocking and the four scorers."""
+
+from __future__ import annotations
+
+import pytest
+
+from metakg.identity.names import NameTable, candidates, pair_scores, trigrams
+from metakg.llm.embedder import OnnxEmbedder
+
+TABLE = NameTable(
+    ["drugbank:DB00945", "drugbank:DB00945", "drugbank:DB01050", "mesh:D006261", "mesh:D007676", "wd:Q11081"],
+    ["Aspirin", "Acetylsalicylic acid", "Ibuprofen", "Headache", "Kidney Stones", "Alzheimer's disease"],
+)
+
+
+@pytest.mark.parametrize(
+    ("scorer", "query", "best"),
+    [
+        ("exact", "the aspirin", "drugbank:DB00945"),  # a leading article and case do not count
+        ("exact", "ACETYLSALICYLIC-ACID", "drugbank:DB00945"),  # an alias, punctuation as a blank
+        ("lemma", "kidney stone", "mesh:D007676"),  # the head word lemmatised
+        ("fuzzy", "acetylsalicylic acide", "drugbank:DB00945"),  # a typo
+        ("fuzzy", "ibuprofene", "drugbank:DB01050"),
+        ("fuzzy", "alzheimers disease", "wd:Q11081"),
+    ],
+)
+def test_each_scorer_finds_what_it_should(scorer: str, query: str, best: str) -> None:
+    [hits] = candidates([query], TABLE, scorer)  # type: ignore[arg-type]
+    assert hits and hits[0][0] == best and 0 < hits[0][1] <= 1
+
+
+def test_exact_and_lemma_give_nothing_for_other_names() -> None:
+    assert candidates(["paracetamol", ""], TABLE, "exact") == [[], []]
+    assert candidates(["kidney stone"], TABLE, "exact") == [[]]  # the plural is lemma's
+
+
+def test_an_entity_is_scored_by_its_best_name_and_appears_once() -> None:
+    [hits] = candidates(["acetylsalicylic acid"], TABLE, "fuzzy", k=5)
+    ids = [entity for entity, _ in hits]
+    assert ids[0] == "drugbank:DB00945" and hits[0][1] == 1.0 and ids.count("drugbank:DB00945") == 1
+
+
+def test_trigrams_give_short_keys_some() -> None:
+    assert {"  c", " ca", "car", "ar "} == trigrams("car")
+
+
+def test_pair_scores_per_scorer(minilm: OnnxEmbedder) -> None:
+    left, right = ["Aspirin", "kidney stones", "Ibuprofen"], ["aspirin", "Kidney stone", "Headache"]
+    assert pair_scores(left, right, "exact").tolist() == [1.0, 0.0, 0.0]
+    assert pair_scores(left, right, "lemma").tolist() == [1.0, 1.0, 0.0]
+    fuzzy = pair_scores(left, right, "fuzzy")
+    assert fuzzy[0] == 1.0 and 0.9 < fuzzy[1] < 1.0 and fuzzy[2] < 0.5
+    cos = pair_scores(left, right, "embedding", embedder=minilm)
+    assert cos[0] > 0.99 and cos[1] > 0.9 and cos[2] < 0.6
+    [hits] = candidates(["acetylsalicylic acid tablet"], TABLE, "embedding", embedder=minilm)
+    assert hits[0][0] == "drugbank:DB00945"
+
+
+def test_pairs_must_pair_up_and_embedding_needs_an_embedder() -> None:
+    with pytest.raises(ValueError, match="pair up"):
+        pair_scores(["a"], [], "fuzzy")
+    with pytest.raises(ValueError, match="needs an embedder"):
+        candidates(["a"], TABLE, "embedding")
