@@ -1,5 +1,5 @@
 """One graph from several bundles (`metakg resolve`), what was decided (`metakg identity show`) and its
-undo (`metakg identity split`)."""
+undo (`metakg identity split`), and how right name matching is (`metakg identity eval`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ from metakg.api._shared import Progress, quiet
 from metakg.config import Settings
 from metakg.errors import NodeNotFound, UsageError
 from metakg.identity.curation import read_curation
+from metakg.identity.evaluate import GoldFormat, evaluate_gold, read_gold, write_report
+from metakg.identity.names import SCORERS, Scorer
 from metakg.identity.resolve import DEFAULT_PRIORITY, Mode, Resolution, resolve_graph, unresolve
+from metakg.llm.embedder import LazyEmbedder
 from metakg.schemas.bundle import (
     IDENTITY_EDGES_FILE,
     IDENTITY_FILE,
@@ -194,3 +197,42 @@ def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> dict[
             expect=bundle.token,
         )
     return {"bundle": str(path), "split": clusters, "nodes": done.nodes.height, "edges": done.edges.height}
+
+
+def identity_eval(
+    gold_path: Path,
+    out: Path,
+    settings: Settings,
+    *,
+    fmt: GoldFormat = "sssom",
+    second: Path | None = None,
+    scorers: Sequence[Scorer] = SCORERS,
+    limit: int | None = None,
+    progress: Progress = quiet,
+) -> dict[str, Any]:
+    """Score each name scorer against a gold mapping: the operating point tuned on one half, the held-out
+    half's precision, recall and F1 at it and at the default threshold; the curve as ``out/curve.csv`` and
+    ``out/pr-curve.png``, the figures as ``out/summary.json`` (returned).
+
+    Raises:
+        InputDataError: the gold files cannot be read, lack a column or hold nothing to score.
+        UsageError: an unknown scorer, a limit below 1.
+        OutputError: ``out`` cannot be written.
+    """
+    unknown = [s for s in scorers if s not in SCORERS]
+    if unknown:
+        raise UsageError(f"unknown scorer {', '.join(unknown)}: choose among {', '.join(SCORERS)}.")
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}.")
+    progress(f"reading the gold mapping {gold_path}")
+    gold = read_gold(fmt, gold_path, second=second, limit=limit)
+    embedder = (
+        LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress)
+        if {"embedding", "cascade"} & set(scorers)
+        else None
+    )
+    results = []
+    for scorer in scorers:
+        progress(f"scoring with {scorer}")
+        results.extend(evaluate_gold(gold, [scorer], embedder=embedder))
+    return write_report(gold, results, out)

@@ -10,10 +10,14 @@ Scorers, from the strictest:
 - ``lemma``: the same key once its head word is lemmatised (*kidney stones* = *kidney stone*), else 0;
 - ``fuzzy``: 1 minus the edit distance over the longer key (RapidFuzz); *acetylsalicylic acid* and
   *acetylsalicylic acide* score 0.95;
-- ``embedding``: the cosine similarity of the two names' sentence embeddings (all-MiniLM-L6-v2).
+- ``embedding``: the cosine similarity of the two names' sentence embeddings (all-MiniLM-L6-v2);
+- ``cascade`` (metakg's default): 1.0 when the lemma keys agree, else the mean of the fuzzy and the
+  embedding score (the fuzzy score alone without an embedder). Spelling and meaning must both be close,
+  which keeps the wrong pairs each admits alone (*ribosome* / *ribosomal protein*, *hypertension* /
+  *hypotension*) out.
 
 Blocking per scorer: the key itself (exact), the lemma key (lemma), shared character trigrams, the rarest
-first (fuzzy), the nearest vectors (embedding). Each candidate entity is scored by its best name.
+first (fuzzy), the nearest vectors (embedding), all three (cascade). Each candidate entity is scored by its best name.
 """
 
 from __future__ import annotations
@@ -31,12 +35,18 @@ from metakg.llm.embedder import Embedder
 from metakg.schemas.tables import match_key_expr
 from metakg.text_processing import lemma_key
 
-Scorer = Literal["exact", "lemma", "fuzzy", "embedding"]
-SCORERS: tuple[Scorer, ...] = ("exact", "lemma", "fuzzy", "embedding")
+Scorer = Literal["exact", "lemma", "fuzzy", "embedding", "cascade"]
+SCORERS: tuple[Scorer, ...] = ("exact", "lemma", "fuzzy", "embedding", "cascade")
 
 #: The score at or above which a scorer calls two names one entity, until `metakg identity eval` measures
 #: better ones on gold mappings (exact and lemma only ever give 1 or 0).
-DEFAULT_THRESHOLDS: dict[Scorer, float] = {"exact": 1.0, "lemma": 1.0, "fuzzy": 0.92, "embedding": 0.92}
+DEFAULT_THRESHOLDS: dict[Scorer, float] = {
+    "exact": 1.0,
+    "lemma": 1.0,
+    "fuzzy": 0.92,
+    "embedding": 0.92,
+    "cascade": 0.9,
+}
 
 #: Candidates a fuzzy query scores at most (those sharing the most rare trigrams with it).
 FUZZY_CANDIDATES = 200
@@ -130,39 +140,71 @@ def candidates(
         ValueError: the embedding scorer without an embedder.
     """
     query_keys = keys_of(queries)
-    found: list[list[tuple[str, float]]] = []
-    if scorer == "embedding":
+    if scorer == "embedding" or (scorer == "cascade" and embedder is not None):
         if embedder is None:
             raise ValueError("the embedding scorer needs an embedder")
-        if not queries:
-            return []
-        matrix = table.vectors(embedder)
-        asked = np.asarray(embedder.embed(list(queries)), dtype=np.float32)
-        for start in range(0, len(asked), 1024):
-            sims = asked[start : start + 1024] @ matrix.T
-            top = min(len(table.ids), k * 4)
-            rows = np.argpartition(-sims, top - 1, axis=1)[:, :top] if top < sims.shape[1] else None
-            for offset in range(sims.shape[0]):
-                pick = rows[offset] if rows is not None else np.arange(sims.shape[1])
-                scored = [(int(r), float(sims[offset, r])) for r in pick]
-                found.append(_best_per_entity(table, scored, k))
-        return found
-    grams = table.grams() if scorer == "fuzzy" else {}
+        return _by_vectors(queries, query_keys, table, scorer, k, embedder)
+    found: list[list[tuple[str, float]]] = []
     for key in query_keys:
-        if not key:
-            found.append([])
-            continue
-        if scorer == "exact":
-            scored = [(r, 1.0) for r in table.by_key.get(key, [])]
-        elif scorer == "lemma":
-            scored = [(r, 1.0) for r in table.by_lemma.get(lemma_key(key), [])]
-        else:
-            # the rows sharing the most trigrams with the key, its rarest trigrams counting first
-            shared: Counter[int] = Counter()
-            for gram in sorted(trigrams(key), key=lambda g: len(grams.get(g, ())))[:12]:
-                shared.update(grams.get(gram, ()))
-            scored = [(r, similarity(key, table.keys[r])) for r, _n in shared.most_common(FUZZY_CANDIDATES)]
-        found.append(_best_per_entity(table, scored, k))
+        found.append(_best_per_entity(table, _by_key(key, table, scorer), k) if key else [])
+    return found
+
+
+def _by_key(key: str, table: NameTable, scorer: Scorer) -> list[tuple[int, float]]:
+    """The rows of ``table`` a non-empty key finds with ``scorer`` (cascade without vectors: lemma, then
+    fuzzy), each with its score."""
+    if scorer == "exact":
+        return [(r, 1.0) for r in table.by_key.get(key, [])]
+    lemma_rows = table.by_lemma.get(lemma_key(key), [])
+    if scorer == "lemma":
+        return [(r, 1.0) for r in lemma_rows]
+    return [(r, 1.0) for r in lemma_rows] + [(r, similarity(key, table.keys[r])) for r in _gram_rows(key, table)]
+
+
+def _gram_rows(key: str, table: NameTable) -> list[int]:
+    """The rows sharing the most character trigrams with ``key``, its rarest trigrams counting first."""
+    grams = table.grams()
+    shared: Counter[int] = Counter()
+    for gram in sorted(trigrams(key), key=lambda g: len(grams.get(g, ())))[:12]:
+        shared.update(grams.get(gram, ()))
+    return [r for r, _n in shared.most_common(FUZZY_CANDIDATES)]
+
+
+def _by_vectors(
+    queries: Sequence[str], query_keys: list[str], table: NameTable, scorer: Scorer, k: int, embedder: Embedder
+) -> list[list[tuple[str, float]]]:
+    """Candidates by the nearest name vectors (embedding), or by vectors, lemma key and trigrams at once,
+    each scored by the mean of its fuzzy and embedding score unless the lemma keys agree (cascade)."""
+    if not queries:
+        return []
+    matrix = table.vectors(embedder)
+    asked = np.asarray(embedder.embed(list(queries)), dtype=np.float32)
+    top = min(len(table.ids), k * 4)
+    found: list[list[tuple[str, float]]] = []
+    for start in range(0, len(asked), 1024):
+        sims = asked[start : start + 1024] @ matrix.T
+        rows = np.argpartition(-sims, top - 1, axis=1)[:, :top] if top < sims.shape[1] else None
+        for offset in range(sims.shape[0]):
+            near = rows[offset] if rows is not None else np.arange(sims.shape[1])
+            if scorer == "embedding":
+                scored = [(int(r), float(sims[offset, r])) for r in near]
+            else:
+                key = query_keys[start + offset]
+                if not key:
+                    found.append([])
+                    continue
+                lemma = lemma_key(key)
+                pool = {int(r) for r in near} | set(table.by_lemma.get(lemma, ())) | set(_gram_rows(key, table))
+                scored = [
+                    (
+                        r,
+                        1.0
+                        if table.lemmas[r] == lemma
+                        else (similarity(key, table.keys[r]) + float(sims[offset, r])) / 2,
+                    )
+                    for r in pool
+                ]
+            found.append(_best_per_entity(table, scored, k))
     return found
 
 
@@ -176,6 +218,12 @@ def pair_scores(
     """
     if len(left) != len(right):
         raise ValueError("left and right must pair up")
+    if scorer == "cascade":
+        lemma = pair_scores(left, right, "lemma")
+        close = pair_scores(left, right, "fuzzy")
+        if embedder is not None:
+            close = (close + pair_scores(left, right, "embedding", embedder=embedder)) / 2
+        return np.where(lemma == 1.0, 1.0, close)
     if scorer == "embedding":
         if embedder is None:
             raise ValueError("the embedding scorer needs an embedder")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from metakg.identity.names import NameTable, candidates, pair_scores, trigrams
-from metakg.llm.embedder import OnnxEmbedder
+from metakg.llm.embedder import Embedder, OnnxEmbedder
 
 TABLE = NameTable(
     ["drugbank:DB00945", "drugbank:DB00945", "drugbank:DB01050", "mesh:D006261", "mesh:D007676", "wd:Q11081"],
@@ -61,3 +61,18 @@ def test_pairs_must_pair_up_and_embedding_needs_an_embedder() -> None:
         pair_scores(["a"], [], "fuzzy")
     with pytest.raises(ValueError, match="needs an embedder"):
         candidates(["a"], TABLE, "embedding")
+
+
+@pytest.mark.parametrize(
+    ("query", "best"),
+    [
+        ("kidney stone", "mesh:D007676"),
+        ("acetylsalicylic acide", "drugbank:DB00945"),
+        ("ibuprofene", "drugbank:DB01050"),
+    ],
+)
+def test_cascade_finds_by_lemma_spelling_and_meaning(query: str, best: str, embedder: Embedder) -> None:
+    for given in (embedder, None):  # with vectors, and by lemma and trigrams alone
+        [hits] = candidates([query], TABLE, "cascade", embedder=given)
+        assert hits and hits[0][0] == best and 0.5 < hits[0][1] <= 1
+    assert candidates(["kidney stone"], TABLE, "cascade", embedder=embedder)[0][0][1] == 1.0

@@ -1,0 +1,455 @@
+"""How right identity decisions are: precision, recall and F1 of each scorer against gold mappings.
+
+Two kinds of gold:
+
+- **pairs**: two names and whether they are one entity (biomappings' reviewed right and wrong mappings,
+  SSSOM files). A scorer calls a pair one entity when its score reaches the threshold; precision is the
+  share of those calls that are right, recall the share of the true pairs called.
+- **links**: a mention and the entity it names, among a catalog of entities (DrugBank's synonyms to its
+  drugs, Wikidata aliases to their items, phenotype synonyms to their terms). A scorer links a mention to
+  its best candidate when the score reaches the threshold; precision is the share of links to the right
+  entity, recall the share of mentions linked right.
+
+Every gold set is split in two halves by a hash of its gold id (BLAKE2b of the id, even: tuning, odd:
+held out), so an id's rows are all on one side. The operating point of a scorer is the threshold with the
+best F1 on the tuning half among those with precision at or above the target (0.95; the best F1 when
+none reaches it); the figures reported are the held-out half's at that threshold.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from metakg.errors import InputDataError
+from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS, NameTable, Scorer, candidates, keys_of, pair_scores
+from metakg.llm.embedder import Embedder
+
+GoldFormat = Literal["sssom", "sssom-links", "drugbank", "kgtk", "ssslm"]
+GOLD_FORMATS: tuple[GoldFormat, ...] = ("sssom", "sssom-links", "drugbank", "kgtk", "ssslm")
+
+#: the precision an operating point must reach on the tuning half
+TARGET_PRECISION = 0.95
+#: the thresholds tried: 0.50 to 1.00 by 0.01
+GRID = [round(0.5 + i / 100, 2) for i in range(51)]
+
+
+def half(key: str) -> int:
+    """0 (tuning) or 1 (held out): the parity of the first byte of BLAKE2b(key)."""
+    return hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()[0] % 2
+
+
+@dataclass(frozen=True)
+class GoldPairs:
+    """Labelled name pairs: ``match[i]`` says whether ``left[i]`` and ``right[i]`` are one entity."""
+
+    name: str
+    left: list[str]
+    right: list[str]
+    match: list[bool]
+    keys: list[str]  # the gold id each row is split by
+
+
+@dataclass(frozen=True)
+class GoldLinks:
+    """Mentions with the entity each names, and the catalog of entities (one row per entity name)."""
+
+    name: str
+    mentions: list[str]
+    gold: list[str]
+    catalog_ids: list[str]
+    catalog_names: list[str]
+
+
+Gold = GoldPairs | GoldLinks
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise InputDataError(f"cannot read the gold file {path}: {e.strerror or e}.") from e
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except OSError as e:
+            raise InputDataError(f"{path} looks gzip-compressed but cannot be decompressed: {e}.") from e
+    try:
+        return io.StringIO(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as e:
+        raise InputDataError(f"{path} is not UTF-8 text (byte {e.start}).") from e
+
+
+def _rows(path: Path, delimiter: str, needed: Sequence[str]) -> Iterable[tuple[int, dict[str, str]]]:
+    """The rows of a delimited file with a header (``#`` comment lines before it skipped), checked to have
+    the ``needed`` columns; yields (line number, row)."""
+    text = _open_text(path)
+    lines = [line for line in text.read().splitlines()]
+    start = 0
+    while start < len(lines) and lines[start].startswith("#"):
+        start += 1
+    reader = csv.DictReader(lines[start:], delimiter=delimiter)
+    missing = [c for c in needed if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputDataError(
+            f"{path}: no column {', '.join(missing)} in the header (found: {', '.join(reader.fieldnames or [])})."
+        )
+    for number, row in enumerate(reader, start=start + 2):
+        if None in row:
+            raise InputDataError(f"{path}, line {number}: more fields than the header has.")
+        yield number, row
+
+
+def read_sssom(path: Path, negatives: Path | None = None, *, name: str | None = None) -> GoldPairs:
+    """Labelled pairs from SSSOM files: a row is a true pair, or a wrong one when its ``predicate_modifier``
+    is ``Not`` (biomappings' negatives); ``negatives``: a second file of wrong pairs. Rows without both
+    labels are left out (the scorers compare names).
+
+    Raises:
+        InputDataError: a file cannot be read or lacks a column, naming it.
+    """
+    left, right, match, keys = [], [], [], []
+    for file in [path] + ([negatives] if negatives else []):
+        for _number, row in _rows(file, "\t", ("subject_id", "subject_label", "object_id", "object_label")):
+            if not row["subject_label"] or not row["object_label"]:
+                continue
+            left.append(row["subject_label"])
+            right.append(row["object_label"])
+            match.append((row.get("predicate_modifier") or "").strip() != "Not")
+            keys.append(row["subject_id"])
+    if not left:
+        raise InputDataError(f"{path}: no labelled pair to evaluate.")
+    return GoldPairs(name or path.name, left, right, match, keys)
+
+
+def read_sssom_links(path: Path, *, name: str | None = None) -> GoldLinks:
+    """An SSSOM file of exact matches as links (MONDO to DOID, MeSH, UMLS): each subject label names its
+    object; the catalog is every object label. A set without wrong mappings is measured this way, where a
+    link to the wrong object is the error.
+
+    Raises:
+        InputDataError: the file cannot be read or lacks a column.
+    """
+    ids, names, mentions, gold = [], [], [], []
+    for _number, row in _rows(path, "\t", ("subject_id", "subject_label", "object_id", "object_label")):
+        if not row["subject_label"] or not row["object_label"]:
+            continue
+        if (row.get("predicate_modifier") or "").strip() == "Not":
+            continue
+        ids.append(row["object_id"])
+        names.append(row["object_label"])
+        mentions.append(row["subject_label"])
+        gold.append(row["object_id"])
+    return _distinct_mentions(name or path.name, mentions, gold, ids, names)
+
+
+def read_drugbank(path: Path, *, name: str | None = None) -> GoldLinks:
+    """DrugBank's open vocabulary as links: each synonym (not the common name itself) names its drug; the
+    catalog is the drugs' common names.
+
+    Raises:
+        InputDataError: the file cannot be read or lacks a column.
+    """
+    ids, names, mentions, gold = [], [], [], []
+    for _number, row in _rows(path, ",", ("DrugBank ID", "Common name", "Synonyms")):
+        drug, common = row["DrugBank ID"].strip(), row["Common name"].strip()
+        if not drug or not common:
+            continue
+        ids.append(drug)
+        names.append(common)
+        for synonym in (row["Synonyms"] or "").split(" | "):
+            if synonym.strip():
+                mentions.append(synonym.strip())
+                gold.append(drug)
+    return _distinct_mentions(name or path.name, mentions, gold, ids, names)
+
+
+def read_kgtk(labels: Path, aliases: Path, *, name: str | None = None) -> GoldLinks:
+    """KGTK label and alias files (``node1``, ``label``, ``node2`` = ``'text'@en``) as links: each alias
+    names its item; the catalog is the items' labels.
+
+    Raises:
+        InputDataError: a file cannot be read or lacks a column.
+    """
+
+    def text(value: str) -> str:
+        body = value.rsplit("@", 1)[0] if "@" in value else value
+        return body[1:-1] if len(body) >= 2 and body[0] == body[-1] == "'" else body
+
+    ids, names = [], []
+    for _number, row in _rows(labels, "\t", ("node1", "label", "node2")):
+        if row["label"] == "label":
+            ids.append(row["node1"])
+            names.append(text(row["node2"]))
+    mentions, gold = [], []
+    for _number, row in _rows(aliases, "\t", ("node1", "label", "node2")):
+        if row["label"] == "alias":
+            mentions.append(text(row["node2"]))
+            gold.append(row["node1"])
+    return _distinct_mentions(name or aliases.name, mentions, gold, ids, names)
+
+
+def read_ssslm(path: Path, *, name: str | None = None) -> GoldLinks:
+    """An SSSLM synonym table (``text``, ``curie``, ``predicate``) as links: each synonym names its term;
+    the catalog is the terms' labels (``rdfs:label`` rows).
+
+    Raises:
+        InputDataError: the file cannot be read or lacks a column.
+    """
+    ids, names, mentions, gold = [], [], [], []
+    for _number, row in _rows(path, "\t", ("text", "curie", "predicate")):
+        if row["predicate"] == "rdfs:label":
+            ids.append(row["curie"])
+            names.append(row["text"])
+        elif row["predicate"] in ("oboInOwl:hasExactSynonym", "skos:exactMatch"):
+            mentions.append(row["text"])
+            gold.append(row["curie"])
+    return _distinct_mentions(name or path.name, mentions, gold, ids, names)
+
+
+def _distinct_mentions(name: str, mentions: list[str], gold: list[str], ids: list[str], names: list[str]) -> GoldLinks:
+    """Links whose mention is not already a catalog name of its entity (those would be free hits) and not
+    ambiguous (one mention naming two entities), each once."""
+    if not names:
+        raise InputDataError(f"{name}: no catalog entity to link to.")
+    own = {(i, k) for i, k in zip(ids, keys_of(names), strict=True)}
+    keys = keys_of(mentions)
+    entities_of: dict[str, set[str]] = {}
+    for key, entity in zip(keys, gold, strict=True):
+        entities_of.setdefault(key, set()).add(entity)
+    seen: set[str] = set()
+    kept_m, kept_g = [], []
+    for mention, key, entity in zip(mentions, keys, gold, strict=True):
+        if not key or (entity, key) in own or len(entities_of[key]) > 1 or key in seen:
+            continue
+        seen.add(key)
+        kept_m.append(mention)
+        kept_g.append(entity)
+    if not kept_m:
+        raise InputDataError(f"{name}: no mention to evaluate (every one is a catalog name or ambiguous).")
+    return GoldLinks(name, kept_m, kept_g, ids, names)
+
+
+def read_gold(fmt: GoldFormat, path: Path, *, second: Path | None = None, limit: int | None = None) -> Gold:
+    """A gold set by format (``second``: the negatives of ``sssom``, the aliases of ``kgtk``), its first
+    ``limit`` pairs or mentions (a sample spread over the set, :func:`_first`).
+
+    Raises:
+        InputDataError: the files cannot be read, or ``kgtk`` without its aliases file.
+    """
+    if fmt == "sssom":
+        gold: Gold = read_sssom(path, second)
+    elif fmt == "sssom-links":
+        gold = read_sssom_links(path)
+    elif fmt == "drugbank":
+        gold = read_drugbank(path)
+    elif fmt == "kgtk":
+        if second is None:
+            raise InputDataError("kgtk gold needs the labels file and the aliases file (--second).")
+        gold = read_kgtk(path, second)
+    else:
+        gold = read_ssslm(path)
+    if limit is not None:
+        gold = _first(gold, limit)
+    return gold
+
+
+#: a sampled link set keeps this many catalog entities per mention (its mentions' own and others)
+CATALOG_PER_MENTION = 10
+
+
+def _rank(key: str) -> bytes:
+    return hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+
+
+def _first(gold: Gold, limit: int) -> Gold:
+    """A sample of ``limit`` rows spread over the whole set: the rows whose gold id hashes lowest (all of an
+    id's rows together), in file order. A link set's catalog keeps the sampled mentions' entities and other
+    entities (again the lowest hashes) up to ``CATALOG_PER_MENTION`` per mention, so the scorers still
+    choose among many."""
+    keys = gold.keys if isinstance(gold, GoldPairs) else gold.gold
+    rank = {k: _rank(k) for k in set(keys)}
+    keep = sorted(sorted(range(len(keys)), key=lambda i: (rank[keys[i]], i))[:limit])
+    if isinstance(gold, GoldPairs):
+        return GoldPairs(
+            gold.name,
+            [gold.left[i] for i in keep],
+            [gold.right[i] for i in keep],
+            [gold.match[i] for i in keep],
+            [gold.keys[i] for i in keep],
+        )
+    entities = {gold.gold[i] for i in keep}
+    others = sorted(set(gold.catalog_ids) - entities, key=_rank)
+    entities.update(others[: max(0, CATALOG_PER_MENTION * len(keep) - len(entities))])
+    rows = [i for i, e in enumerate(gold.catalog_ids) if e in entities]
+    return GoldLinks(
+        gold.name,
+        [gold.mentions[i] for i in keep],
+        [gold.gold[i] for i in keep],
+        [gold.catalog_ids[i] for i in rows],
+        [gold.catalog_names[i] for i in rows],
+    )
+
+
+@dataclass(frozen=True)
+class Point:
+    """Precision, recall and F1 at one threshold (``predicted``: calls made; ``total``: rows to find)."""
+
+    threshold: float
+    precision: float
+    recall: float
+    f1: float
+    predicted: int
+    correct: int
+    total: int
+
+
+def _point(threshold: float, predicted: int, correct: int, total: int) -> Point:
+    precision = correct / predicted if predicted else 1.0
+    recall = correct / total if total else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return Point(threshold, round(precision, 4), round(recall, 4), round(f1, 4), predicted, correct, total)
+
+
+def curve(scores: np.ndarray, right: np.ndarray, total: int, grid: Sequence[float] = GRID) -> list[Point]:
+    """The points of a precision-recall curve: at each threshold, the rows whose score reaches it are calls
+    and ``right`` says which calls are right; ``total`` is the number of rows to find."""
+    return [_point(t, int((scores >= t).sum()), int(((scores >= t) & right).sum()), total) for t in grid]
+
+
+def operating_point(points: Sequence[Point], target: float = TARGET_PRECISION) -> Point:
+    """The threshold with the best F1 among those with precision at or above ``target`` (the best F1 when
+    none reaches it); ties go to the higher threshold."""
+    reaching = [p for p in points if p.precision >= target and p.predicted]
+    pool = reaching or list(points)
+    return max(pool, key=lambda p: (p.f1, p.threshold))
+
+
+def scored(gold: Gold, scorer: Scorer, embedder: Embedder | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row (pair or mention): the scorer's score, whether a call there is right, and the row's half."""
+    if isinstance(gold, GoldPairs):
+        scores = pair_scores(gold.left, gold.right, scorer, embedder=embedder)
+        return scores, np.array(gold.match, dtype=bool), np.array([half(k) for k in gold.keys])
+    table = NameTable(gold.catalog_ids, gold.catalog_names)
+    best = candidates(gold.mentions, table, scorer, k=1, embedder=embedder)
+    scores = np.array([hits[0][1] if hits else -1.0 for hits in best], dtype=np.float64)
+    right = np.array([bool(hits) and hits[0][0] == g for hits, g in zip(best, gold.gold, strict=True)], dtype=bool)
+    return scores, right, np.array([half(g) for g in gold.gold])
+
+
+def _to_find(gold: Gold, right: np.ndarray, mask: np.ndarray) -> int:
+    if isinstance(gold, GoldPairs):
+        return int((np.array(gold.match, dtype=bool) & mask).sum())
+    return int(mask.sum())  # every mention has an entity to find
+
+
+@dataclass(frozen=True)
+class ScorerResult:
+    """One scorer on one gold set: the operating point chosen on the tuning half, the held-out half's figures
+    at it and at the default threshold, and the held-out curve."""
+
+    scorer: str
+    threshold: float
+    held_out: Point
+    at_default: Point
+    curve: list[Point]
+
+
+def evaluate_gold(
+    gold: Gold, scorers: Sequence[Scorer] = SCORERS, *, embedder: Embedder | None = None
+) -> list[ScorerResult]:
+    """Each scorer on ``gold``: tuned on one half, reported on the other.
+
+    Raises:
+        ValueError: the embedding scorer without an embedder.
+    """
+    results = []
+    for scorer in scorers:
+        scores, right, halves = scored(gold, scorer, embedder)
+        tune, held = halves == 0, halves == 1
+        grid = sorted(set(GRID) | {DEFAULT_THRESHOLDS[scorer]})
+        tuned = operating_point(curve(scores[tune], right[tune], _to_find(gold, right, tune), grid))
+        held_curve = curve(scores[held], right[held], _to_find(gold, right, held), grid)
+        chosen = next(p for p in held_curve if p.threshold == tuned.threshold)
+        default = next(p for p in held_curve if p.threshold == DEFAULT_THRESHOLDS[scorer])
+        results.append(ScorerResult(scorer, tuned.threshold, chosen, default, held_curve))
+    return results
+
+
+def write_report(gold: Gold, results: Sequence[ScorerResult], out: Path) -> dict[str, Any]:
+    """``out/curve.csv`` (every scorer's held-out curve), ``out/pr-curve.png`` and ``out/summary.json``;
+    returns the summary.
+
+    Raises:
+        OutputError: ``out`` cannot be written.
+    """
+    from metakg.schemas.locks import open_output, require_folder
+
+    require_folder(out, "the evaluation output")
+    out.mkdir(parents=True, exist_ok=True)
+    with open_output(out / "curve.csv") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["scorer", "threshold", "precision", "recall", "f1", "predicted", "correct", "total"])
+        for result in results:
+            for p in result.curve:
+                writer.writerow([result.scorer, *asdict(p).values()])
+    _plot(gold, results, out / "pr-curve.png")
+    summary = {
+        "gold": gold.name,
+        "kind": "pairs" if isinstance(gold, GoldPairs) else "links",
+        "rows": len(gold.left) if isinstance(gold, GoldPairs) else len(gold.mentions),
+        "target_precision": TARGET_PRECISION,
+        "split": "BLAKE2b of the gold id: even first byte tunes, odd is held out",
+        "scorers": [
+            {
+                "scorer": r.scorer,
+                "threshold": r.threshold,
+                "held_out": asdict(r.held_out),
+                "default_threshold": DEFAULT_THRESHOLDS[r.scorer],  # type: ignore[index]
+                "at_default": asdict(r.at_default),
+            }
+            for r in results
+        ],
+    }
+    with open_output(out / "summary.json") as fh:
+        fh.write(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def _plot(gold: Gold, results: Sequence[ScorerResult], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 4.5), dpi=100)
+    try:
+        for result in results:
+            points = [p for p in result.curve if p.predicted]
+            axes.plot([p.recall for p in points], [p.precision for p in points], marker=".", label=result.scorer)
+            axes.scatter([result.held_out.recall], [result.held_out.precision], s=60, edgecolors="black", zorder=3)
+        axes.axhline(TARGET_PRECISION, color="grey", linestyle="--", linewidth=0.8)
+        lowest = min((p.precision for r in results for p in r.curve if p.predicted), default=0.0)
+        axes.set(
+            xlabel="recall (held-out half)", ylabel="precision", xlim=(0, 1.02), ylim=(max(0.0, lowest - 0.05), 1.01)
+        )
+        axes.set_title(f"{gold.name}: precision and recall by threshold", fontsize=10)
+        axes.legend(loc="lower left", fontsize=8)
+        figure.tight_layout()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
+    finally:
+        plt.close(figure)
+    from metakg.schemas.locks import open_output
+
+    with open_output(path) as fh:  # text mode: write the bytes through its buffer
+        fh.buffer.write(buffer.getvalue())

@@ -1,0 +1,187 @@
+"""`metakg identity eval`: gold readers, the split, curves, operating points and the written report."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from metakg.cli.main import app
+from metakg.errors import InputDataError
+from metakg.identity.evaluate import (
+    GoldLinks,
+    GoldPairs,
+    Point,
+    _first,
+    curve,
+    evaluate_gold,
+    half,
+    operating_point,
+    read_drugbank,
+    read_gold,
+    read_sssom,
+    read_sssom_links,
+    write_report,
+)
+from metakg.identity.names import pair_scores
+from metakg.llm.embedder import Embedder
+
+HEADER = "subject_id\tsubject_label\tpredicate_id\tpredicate_modifier\tobject_id\tobject_label\n"
+ROWS = [
+    ("chebi:15365", "aspirin", "", "mesh:D001241", "Aspirin"),
+    ("chebi:15365", "acetylsalicylic acid", "", "mesh:D001241", "acetylsalicylic acid"),
+    ("doid:10652", "Alzheimer's disease", "", "mesh:D000544", "Alzheimer Disease"),
+    ("doid:2841", "asthma", "", "mesh:D001249", "Asthma"),
+    ("doid:1324", "lung cancer", "", "mesh:D008175", "Lung Neoplasms"),
+    ("kegg.pathway:hsa05010", "Alzheimer disease", "Not", "mesh:D000544", "Alzheimer Disease"),
+    ("go:0005840", "ribosome", "Not", "mesh:D012270", "Ribosomes"),
+    ("doid:6000", "hypertension", "Not", "doid:6001", "hypotension"),
+]
+
+
+def sssom(path: Path, rows: list[tuple[str, ...]] = ROWS, *, comment: bool = True) -> Path:
+    lines = ["#curie_map:\n", "#  doid: http://purl.obolibrary.org/obo/DOID_\n"] if comment else []
+    lines.append(HEADER)
+    lines += ["\t".join([s, sl, "skos:exactMatch", mod, o, ol]) + "\n" for s, sl, mod, o, ol in rows]
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_half_is_a_stable_function_of_the_id() -> None:
+    ids = [f"doid:{i}" for i in range(400)]
+    halves = [half(i) for i in ids]
+    assert halves == [half(i) for i in ids]  # deterministic
+    assert 150 < sum(halves) < 250  # about half each side
+
+
+def test_sssom_pairs_read_right_and_wrong_rows(tmp_path: Path) -> None:
+    gold = read_sssom(sssom(tmp_path / "g.sssom.tsv"))
+    assert len(gold.left) == 8 and gold.match == [True] * 5 + [False] * 3
+    assert gold.left[5] == "Alzheimer disease" and gold.keys[5] == "kegg.pathway:hsa05010"
+
+
+def test_a_second_file_adds_wrong_pairs_and_gzip_is_read(tmp_path: Path) -> None:
+    positives = sssom(tmp_path / "p.tsv", [r for r in ROWS if not r[2]])
+    negatives = tmp_path / "n.tsv.gz"
+    negatives.write_bytes(gzip.compress(sssom(tmp_path / "n.tsv", [r for r in ROWS if r[2]]).read_bytes()))
+    gold = read_sssom(positives, negatives)
+    assert sum(gold.match) == 5 and len(gold.match) == 8
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("subject_id\tobject_id\nx:1\ty:2\n", "no column subject_label, object_label"),
+        (HEADER + "a:1\tA\tskos:exactMatch\t\tb:1\tB\textra\n", "line 2: more fields"),
+        (HEADER, "no labelled pair"),
+    ],
+)
+def test_a_malformed_gold_file_is_refused_naming_it(tmp_path: Path, content: str, problem: str) -> None:
+    path = tmp_path / "bad.tsv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputDataError, match=problem) as caught:
+        read_sssom(path)
+    assert "bad.tsv" in str(caught.value)
+
+
+def test_bad_bytes_and_a_missing_file_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "latin.tsv").write_bytes(HEADER.encode() + b"a:1\tCaf\xe9\tp\t\tb:1\tB\n")
+    with pytest.raises(InputDataError, match="not UTF-8"):
+        read_sssom(tmp_path / "latin.tsv")
+    with pytest.raises(InputDataError, match="cannot read"):
+        read_sssom(tmp_path / "absent.tsv")
+
+
+def test_links_leave_out_free_hits_and_ambiguous_mentions(tmp_path: Path) -> None:
+    path = tmp_path / "drugbank.csv"
+    path.write_text(
+        "DrugBank ID,Accession Numbers,Common name,CAS,UNII,Synonyms,Standard InChI Key\n"
+        "DB00945,,Aspirin,,,Acetylsalicylic acid | ASPIRIN | ASA,\n"
+        "DB00316,,Acetaminophen,,,Paracetamol | ASA,\n",
+        encoding="utf-8",
+    )
+    gold = read_drugbank(path)
+    # "ASPIRIN" is the drug's own name once keyed; "ASA" names two drugs
+    assert gold.mentions == ["Acetylsalicylic acid", "Paracetamol"]
+    assert gold.gold == ["DB00945", "DB00316"] and gold.catalog_names == ["Aspirin", "Acetaminophen"]
+
+
+def test_sssom_links_link_subject_labels_to_objects(tmp_path: Path) -> None:
+    gold = read_sssom_links(sssom(tmp_path / "g.tsv"))
+    # "aspirin" and "asthma" key like their objects' labels: free hits, left out; so are the Not rows
+    assert gold.mentions == ["Alzheimer's disease", "lung cancer"] and gold.gold == ["mesh:D000544", "mesh:D008175"]
+    assert "ribosome" not in gold.mentions and "Lung Neoplasms" in gold.catalog_names
+
+
+def test_a_sample_keeps_an_ids_rows_together_and_a_wide_catalog() -> None:
+    mentions = [f"m{i}" for i in range(100)]
+    entities = [f"e{i % 40}" for i in range(100)]
+    catalog = [f"e{i}" for i in range(1000)]
+    gold = GoldLinks("s", mentions, entities, catalog, [f"name {i}" for i in range(1000)])
+    sample = _first(gold, 10)
+    assert len(sample.mentions) == 10 and set(sample.gold) <= set(sample.catalog_ids)
+    assert len(set(sample.catalog_ids)) == 100  # ten entities per mention
+    pairs = GoldPairs("p", ["a", "b", "c"], ["a", "b", "c"], [True, True, False], ["k1", "k1", "k2"])
+    kept = _first(pairs, 2)
+    assert kept.keys in (["k1", "k1"], ["k1", "k2"], ["k2", "k1"])
+
+
+def test_curve_and_operating_point() -> None:
+    scores = np.array([1.0, 0.9, 0.8, 0.7, 0.6])
+    right = np.array([True, True, False, True, False])
+    points = curve(scores, right, total=4, grid=[0.6, 0.7, 0.8, 0.9, 1.0])
+    by = {p.threshold: p for p in points}
+    assert (by[0.9].precision, by[0.9].recall, by[0.9].predicted) == (1.0, 0.5, 2)
+    assert (by[0.7].precision, by[0.7].recall) == (0.75, 0.75)
+    assert operating_point(points).threshold == 0.9  # the best F1 among those with precision >= 0.95
+    assert operating_point(points, target=0.5).threshold == 0.7  # else the best F1 overall
+    assert operating_point([Point(0.5, 0.1, 0.1, 0.1, 0, 0, 4)]).threshold == 0.5
+
+
+def test_cascade_is_lemma_else_the_mean_of_fuzzy_and_embedding(embedder: Embedder) -> None:
+    left, right = ["kidney stones", "hypertension", "acetylsalicylic acid"], ["kidney stone", "hypotension", "aspirin"]
+    cascade = pair_scores(left, right, "cascade", embedder=embedder)
+    fuzzy = pair_scores(left, right, "fuzzy")
+    vectors = pair_scores(left, right, "embedding", embedder=embedder)
+    assert cascade[0] == 1.0
+    assert cascade[1:] == pytest.approx((fuzzy[1:] + vectors[1:]) / 2)
+    assert list(pair_scores(left, right, "cascade")) == [1.0, *fuzzy[1:]]  # no embedder: fuzzy alone
+
+
+def test_evaluate_and_report(tmp_path: Path, embedder: Embedder) -> None:
+    rows = [(f"doid:{i}", f"disease number {i}", "", f"mesh:D{i}", f"Disease Number {i}") for i in range(60)]
+    rows += [(f"doid:{i}", f"syndrome {i}", "Not", f"mesh:E{i}", f"syndrome {i + 1}") for i in range(60, 100)]
+    gold = read_gold("sssom", sssom(tmp_path / "g.tsv", rows))
+    results = evaluate_gold(gold, ["exact", "fuzzy", "cascade"], embedder=embedder)
+    exact = results[0]
+    assert exact.held_out.precision == 1.0 and exact.held_out.recall == 1.0  # every right pair keys alike
+    fuzzy = results[1]  # "syndrome 61" vs "syndrome 62" is close in spelling: the tuned threshold avoids it
+    assert fuzzy.held_out.precision == 1.0 and fuzzy.threshold > 0.9
+    summary = write_report(gold, results, tmp_path / "out")
+    assert [s["scorer"] for s in summary["scorers"]] == ["exact", "fuzzy", "cascade"]
+    assert (tmp_path / "out" / "pr-curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["rows"] == 100
+    table = (tmp_path / "out" / "curve.csv").read_text().splitlines()
+    assert table[0].startswith("scorer,threshold,precision") and len(table) == 1 + 3 * 51
+
+
+def test_cli_eval(tmp_path: Path) -> None:
+    runner = CliRunner()
+    gold = sssom(tmp_path / "g.tsv")
+    result = runner.invoke(app, ["identity", "eval", str(gold), "-o", str(tmp_path / "o"), "--scorer", "exact"])
+    assert result.exit_code == 0, result.output
+    assert "exact" in result.output and "held-out" in result.output
+    result = runner.invoke(app, ["identity", "eval", str(gold), "-o", str(tmp_path / "o"), "--format", "csv"])
+    assert result.exit_code != 0 and "--format must be one of" in result.output
+    result = runner.invoke(
+        app, ["identity", "eval", str(gold), "-o", str(tmp_path / "o"), "--scorer", "soundex", "--json"]
+    )
+    assert result.exit_code != 0 and "unknown scorer soundex" in result.output
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("a\tb\n", encoding="utf-8")
+    result = runner.invoke(app, ["identity", "eval", str(bad), "-o", str(tmp_path / "o2")])
+    assert result.exit_code != 0 and "bad.tsv" in result.output and not (tmp_path / "o2").exists()
