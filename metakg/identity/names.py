@@ -11,7 +11,8 @@ Scorers, from the strictest:
 - ``fuzzy``: 1 minus the edit distance over the longer key (RapidFuzz); *acetylsalicylic acid* and
   *acetylsalicylic acide* score 0.95;
 - ``embedding``: the cosine similarity of the two names' sentence embeddings (all-MiniLM-L6-v2);
-- ``cascade`` (metakg's default): 1.0 when the lemma keys agree, else the mean of the fuzzy and the
+- ``cascade`` (metakg's default): 1.0 when the lemma keys agree or the keys without blanks do
+  (*CAL-51* = *CAL51*, cell-line and gene-style names), else the mean of the fuzzy and the
   embedding score (the fuzzy score alone without an embedder). Spelling and meaning must both be close,
   which keeps the wrong pairs each admits alone (*ribosome* / *ribosomal protein*, *hypertension* /
   *hypotension*) out.
@@ -60,6 +61,11 @@ def keys_of(texts: Sequence[str]) -> list[str]:
     return frame.select(match_key_expr(pl.col("t")).fill_null("")).to_series().to_list()
 
 
+def compact(key: str) -> str:
+    """A match key without its blanks: *cal 51* and *cal51* are one name."""
+    return key.replace(" ", "")
+
+
 def trigrams(key: str) -> set[str]:
     """The character trigrams of a key, padded so short keys have some (``car``: ``  c``, `` ca``, ...)."""
     padded = f"  {key} "
@@ -76,17 +82,19 @@ class NameTable:
     lemmas: list[str] = field(init=False)
     by_key: dict[str, list[int]] = field(init=False)
     by_lemma: dict[str, list[int]] = field(init=False)
+    by_compact: dict[str, list[int]] = field(init=False)
     _grams: dict[str, list[int]] | None = field(default=None, init=False)
     _vectors: np.ndarray | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.keys = keys_of(self.names)
         self.lemmas = [lemma_key(k) if k else "" for k in self.keys]
-        self.by_key, self.by_lemma = {}, {}
+        self.by_key, self.by_lemma, self.by_compact = {}, {}, {}
         for row, (key, lemma) in enumerate(zip(self.keys, self.lemmas, strict=True)):
             if key:
                 self.by_key.setdefault(key, []).append(row)
                 self.by_lemma.setdefault(lemma, []).append(row)
+                self.by_compact.setdefault(compact(key), []).append(row)
 
     @classmethod
     def from_nodes(cls, nodes: pl.DataFrame) -> NameTable:
@@ -158,7 +166,8 @@ def _by_key(key: str, table: NameTable, scorer: Scorer) -> list[tuple[int, float
     lemma_rows = table.by_lemma.get(lemma_key(key), [])
     if scorer == "lemma":
         return [(r, 1.0) for r in lemma_rows]
-    return [(r, 1.0) for r in lemma_rows] + [(r, similarity(key, table.keys[r])) for r in _gram_rows(key, table)]
+    same = lemma_rows + table.by_compact.get(compact(key), [])
+    return [(r, 1.0) for r in same] + [(r, similarity(key, table.keys[r])) for r in _gram_rows(key, table)]
 
 
 def _gram_rows(key: str, table: NameTable) -> list[int]:
@@ -193,15 +202,10 @@ def _by_vectors(
                 if not key:
                     found.append([])
                     continue
-                lemma = lemma_key(key)
-                pool = {int(r) for r in near} | set(table.by_lemma.get(lemma, ())) | set(_gram_rows(key, table))
+                same = set(table.by_lemma.get(lemma_key(key), ())) | set(table.by_compact.get(compact(key), ()))
+                pool = {int(r) for r in near} | same | set(_gram_rows(key, table))
                 scored = [
-                    (
-                        r,
-                        1.0
-                        if table.lemmas[r] == lemma
-                        else (similarity(key, table.keys[r]) + float(sims[offset, r])) / 2,
-                    )
+                    (r, 1.0 if r in same else (similarity(key, table.keys[r]) + float(sims[offset, r])) / 2)
                     for r in pool
                 ]
             found.append(_best_per_entity(table, scored, k))
@@ -219,11 +223,14 @@ def pair_scores(
     if len(left) != len(right):
         raise ValueError("left and right must pair up")
     if scorer == "cascade":
-        lemma = pair_scores(left, right, "lemma")
+        same = pair_scores(left, right, "lemma") == 1.0
+        same |= np.array(
+            [x != "" and compact(x) == compact(y) for x, y in zip(keys_of(left), keys_of(right), strict=True)]
+        )
         close = pair_scores(left, right, "fuzzy")
         if embedder is not None:
             close = (close + pair_scores(left, right, "embedding", embedder=embedder)) / 2
-        return np.where(lemma == 1.0, 1.0, close)
+        return np.where(same, 1.0, close)
     if scorer == "embedding":
         if embedder is None:
             raise ValueError("the embedding scorer needs an embedder")

@@ -76,3 +76,6 @@ def test_cascade_finds_by_lemma_spelling_and_meaning(query: str, best: str, embe
         [hits] = candidates([query], TABLE, "cascade", embedder=given)
         assert hits and hits[0][0] == best and 0.5 < hits[0][1] <= 1
     assert candidates(["kidney stone"], TABLE, "cascade", embedder=embedder)[0][0][1] == 1.0
+    cells = NameTable(["cellosaurus:CVCL_1110", "cellosaurus:CVCL_0002"], ["CAL-51", "HeLa"])
+    for given in (embedder, None):
+        assert candidates(["cal51"], cells, "cascade", embedder=given)[0][0] == ("cellosaurus:CVCL_1110", 1.0)

@@ -1,0 +1,214 @@
+"""Name matching measured on public gold mappings: metakg's scorers beside neo4j-graphrag's resolvers.
+
+Gold sets (read in place from the shared data directory's ``er/``, never copied): biomappings' reviewed
+right and wrong mappings (pairs, the only set here with wrong pairs, so the only one whose pair precision
+means something), MONDO's exact matches to DOID, MeSH and UMLS (subject label -> object), DrugBank's open
+vocabulary (synonym -> drug), KGTK's Wikidata aliases (alias -> item) and the phenotype synonym table
+(synonym -> term). Each is sampled (``--limit`` rows spread over the set by id hash) and split in two by a
+hash of the gold id (``metakg.identity.evaluate.half``); every figure is on the held-out half.
+
+metakg: each scorer at its default threshold (the default operating point) and at the threshold tuned on
+the other half. neo4j-graphrag (1.x): its own resolver classes, run on a real Neo4j (the project's
+launcher, APOC included) over the same held-out rows, each at its default threshold:
+``SinglePropertyExactMatchResolver`` (equal names), ``FuzzyMatchResolver`` (RapidFuzz WRatio >= 0.8) and
+``SpaCySemanticMatchResolver`` (cosine >= 0.8). spaCy's vector models are not on PyPI and cannot be
+fetched here, so the semantic resolver is given the same all-MiniLM-L6-v2 vectors as metakg's embedding
+scorer (its ``nlp`` argument); its algorithm is its own. A pair is called one entity when both names end
+up in one node after the resolver's merges; a mention is linked when its node holds catalog names, right
+when they are all its entity's.
+
+Run: ``make bench`` or ``python -m benchmarks.bench_identity [--limit 600 --sets biomappings,drugbank]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import fresh_server, record, settings_and_data
+from metakg.identity.evaluate import (
+    Gold,
+    GoldFormat,
+    GoldPairs,
+    _point,
+    evaluate_gold,
+    half,
+    read_gold,
+)
+from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS
+from metakg.llm.embedder import Embedder, OnnxEmbedder
+
+#: name -> (format, file, second file) under er/
+SETS: dict[str, tuple[GoldFormat, str, str | None]] = {
+    "biomappings": ("sssom", "positive.sssom.tsv", "negative.sssom.tsv"),
+    "mondo-doid": ("sssom-links", "mondo_exactmatch_doid.sssom.tsv", None),
+    "mondo-mesh": ("sssom-links", "mondo_exactmatch_mesh.sssom.tsv", None),
+    "mondo-umls": ("sssom-links", "mondo_exactmatch_umls.sssom.tsv", None),
+    "drugbank": ("drugbank", "drugbank_vocabulary.csv", None),
+    "kgtk-wikidata": ("kgtk", "labels.en.tsv.gz", "aliases.en.tsv.gz"),
+    "phenotype": ("ssslm", "phenotype.ssslm.tsv.gz", None),
+}
+RESOLVERS = ("exact", "fuzzy", "semantic")
+
+
+class _Doc:
+    def __init__(self, vector: np.ndarray) -> None:
+        self.vector = vector
+
+
+class MiniLMAsSpacy:
+    """What ``SpaCySemanticMatchResolver`` asks of a spaCy pipeline (``nlp(text).vector``), from MiniLM."""
+
+    def __init__(self, embedder: Embedder, texts: list[str]) -> None:
+        vectors = np.asarray(embedder.embed(texts), dtype=np.float64) if texts else np.zeros((0, 1))
+        self._vectors = dict(zip(texts, vectors, strict=True))
+        self._embedder = embedder
+
+    def __call__(self, text: str) -> _Doc:
+        if text not in self._vectors:
+            self._vectors[text] = np.asarray(self._embedder.embed([text])[0], dtype=np.float64)
+        return _Doc(self._vectors[text])
+
+
+def held_out_nodes(gold: Gold) -> tuple[list[str], list[str], list[Any]]:
+    """The held-out half as entity nodes: (marker, name) per node and what each row asks.
+
+    Pairs: nodes ``L{i}`` and ``R{i}`` per held-out row; links: ``M{i}`` per held-out mention and ``C{j}`` per
+    catalog name of the held-out mentions' catalog (the entities of those mentions and the others sampled)."""
+    markers, names = [], []
+    if isinstance(gold, GoldPairs):
+        rows = [i for i, key in enumerate(gold.keys) if half(key) == 1]
+        for i in rows:
+            markers += [f"L{i}", f"R{i}"]
+            names += [gold.left[i], gold.right[i]]
+        return markers, names, rows
+    rows = [i for i, g in enumerate(gold.gold) if half(g) == 1]
+    for i in rows:
+        markers.append(f"M{i}")
+        names.append(gold.mentions[i])
+    for j, name in enumerate(gold.catalog_names):
+        markers.append(f"C{j}")
+        names.append(name)
+    return markers, names, rows
+
+
+def run_resolver(driver: Any, which: str, markers: list[str], names: list[str], embedder: Embedder) -> dict[str, str]:
+    """Load the nodes, run one neo4j-graphrag resolver, and return marker -> the node it ended in."""
+    from neo4j_graphrag.components.resolver import (
+        FuzzyMatchResolver,
+        SinglePropertyExactMatchResolver,
+        SpaCySemanticMatchResolver,
+    )
+
+    driver.execute_query("MATCH (n) DETACH DELETE n")
+    rows = [{"m": m, "name": n} for m, n in zip(markers, names, strict=True)]
+    for start in range(0, len(rows), 5000):
+        driver.execute_query(
+            "UNWIND $rows AS row CREATE (:Marker {m: row.m})-[:OF]->(:__Entity__:Thing {name: row.name})",
+            rows=rows[start : start + 5000],
+        )
+    if which == "exact":
+        resolver: Any = SinglePropertyExactMatchResolver(driver)
+    elif which == "fuzzy":
+        resolver = FuzzyMatchResolver(driver)
+    else:
+        resolver = SpaCySemanticMatchResolver(driver, nlp=MiniLMAsSpacy(embedder, sorted(set(names))))
+    asyncio.run(resolver.run())
+    found, _, _ = driver.execute_query("MATCH (m:Marker)-[:OF]->(e) RETURN m.m AS m, elementId(e) AS e")
+    return {r["m"]: r["e"] for r in found}
+
+
+def score_resolver(gold: Gold, rows: list[int], node_of: dict[str, str]) -> dict[str, Any]:
+    """Precision, recall and F1 of the merges a resolver made, on the held-out rows."""
+    if isinstance(gold, GoldPairs):
+        called = [i for i in rows if node_of[f"L{i}"] == node_of[f"R{i}"]]
+        right = sum(gold.match[i] for i in called)
+        return asdict(_point(0.0, len(called), right, sum(gold.match[i] for i in rows)))
+    entities_in: dict[str, set[str]] = {}
+    for j, entity in enumerate(gold.catalog_ids):
+        entities_in.setdefault(node_of[f"C{j}"], set()).add(entity)
+    linked = [i for i in rows if entities_in.get(node_of[f"M{i}"])]
+    right = sum(entities_in[node_of[f"M{i}"]] == {gold.gold[i]} for i in linked)
+    return asdict(_point(0.0, len(linked), right, len(rows)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=600, help="Rows sampled per gold set (both halves).")
+    parser.add_argument("--sets", default=",".join(SETS), help="Comma-separated gold sets.")
+    parser.add_argument("--no-neo4j", action="store_true", help="metakg's scorers only.")
+    args = parser.parse_args()
+    settings, data = settings_and_data(" (the gold mappings are in its er/ folder)")
+    er = Path(data) / "er"
+    model = settings.embedder.model_dir
+    if model is None:
+        sys.exit("needs the ONNX embedding model (METAKG_EMBEDDER__MODEL_DIR)")
+    embedder = OnnxEmbedder(Path(model))
+    server = None if args.no_neo4j else fresh_server("identity", heap="2g", pagecache_mb=256)
+    driver = None
+    figures: dict[str, Any] = {"limit": args.limit, "sets": {}}
+    try:
+        if server is not None:
+            from metakg.config import Neo4jSettings
+            from metakg.loaders.neo4j_store import connect
+
+            driver = connect(Neo4jSettings(uri=server.uri))
+        for name in args.sets.split(","):
+            fmt, file, second = SETS[name]
+            started = time.perf_counter()
+            gold = read_gold(fmt, er / file, second=er / second if second else None, limit=args.limit)
+            results = evaluate_gold(gold, SCORERS, embedder=embedder)
+            entry: dict[str, Any] = {
+                "kind": "pairs" if isinstance(gold, GoldPairs) else "links",
+                "rows": len(gold.left) if isinstance(gold, GoldPairs) else len(gold.mentions),
+                "negatives": isinstance(gold, GoldPairs) and not all(gold.match),
+                "metakg": {
+                    r.scorer: {
+                        "default_threshold": DEFAULT_THRESHOLDS[r.scorer],
+                        "at_default": asdict(r.at_default),
+                        "tuned_threshold": r.threshold,
+                        "tuned": asdict(r.held_out),
+                    }
+                    for r in results
+                },
+                "neo4j_graphrag": {},
+            }
+            print(f"{name}: {entry['rows']:,} {entry['kind']} sampled, figures on the held-out half")
+            print(f"  {'':<26} {'P':>6} {'R':>6} {'F1':>6}")
+            for r in results:
+                p = r.at_default
+                label = f"metakg {r.scorer} @{DEFAULT_THRESHOLDS[r.scorer]:.2f}"
+                print(f"  {label:<26} {p.precision:6.3f} {p.recall:6.3f} {p.f1:6.3f}")
+            if driver is not None:
+                markers, names, rows = held_out_nodes(gold)
+                for which in RESOLVERS:
+                    began = time.perf_counter()
+                    node_of = run_resolver(driver, which, markers, names, embedder)
+                    scored = score_resolver(gold, rows, node_of)
+                    scored["seconds"] = round(time.perf_counter() - began, 1)
+                    entry["neo4j_graphrag"][which] = scored
+                    print(
+                        f"  {'neo4j-graphrag ' + which:<26} {scored['precision']:6.3f} {scored['recall']:6.3f} "
+                        f"{scored['f1']:6.3f}  ({scored['seconds']} s, {len(markers):,} nodes)"
+                    )
+            entry["seconds"] = round(time.perf_counter() - started, 1)
+            figures["sets"][name] = entry
+    finally:
+        if driver is not None:
+            driver.close()
+        if server is not None:
+            from tools import neo4j_server
+
+            neo4j_server.stop(server)
+    record("identity", figures)
+
+
+if __name__ == "__main__":
+    main()
