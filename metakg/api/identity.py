@@ -12,9 +12,10 @@ import polars as pl
 from metakg.api._shared import Progress, quiet
 from metakg.config import Settings
 from metakg.errors import NodeNotFound, UsageError
+from metakg.identity.clusters import compatible_types
 from metakg.identity.curation import read_curation
 from metakg.identity.evaluate import GoldFormat, evaluate_gold, read_gold, write_report
-from metakg.identity.names import SCORERS, Scorer
+from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS, Scorer, name_links
 from metakg.identity.resolve import DEFAULT_PRIORITY, Mode, Resolution, resolve_graph, unresolve
 from metakg.llm.embedder import LazyEmbedder
 from metakg.schemas.bundle import (
@@ -52,6 +53,7 @@ def _summary(resolution: Resolution, before: int) -> dict[str, Any]:
         "nodes_in_clusters": kept.height,
         "refused": refused["cluster"].n_unique(),
         "refused_examples": shown.to_dicts(),
+        "joined_by_name": kept.filter(pl.col("decided_by") == "name").height,
     }
 
 
@@ -62,6 +64,8 @@ def resolve(
     *,
     mode: Mode = "merge",
     identity_file: Path | None = None,
+    names: Scorer | None = None,
+    threshold: float | None = None,
     progress: Progress = quiet,
 ) -> dict[str, Any]:
     """Resolve the bundles at ``paths`` into one bundle at ``out``: nodes that share an identifier become one
@@ -69,7 +73,9 @@ def resolve(
     tables of the new bundle. Returns the counts and the refused clusters (the first 20).
 
     ``identity_file``: a curator's must-links, cannot-links, preferred ids and aliases
-    (:mod:`metakg.identity.curation`), applied on top of the identifiers.
+    (:mod:`metakg.identity.curation`), applied on top of the identifiers. ``names``: a name scorer that
+    also joins nodes of different sources and compatible types whose names it rates at or above
+    ``threshold`` (its default threshold when None); off when None.
 
     Raises:
         UsageError: ``out`` is one of the inputs, or no input is given; BundleError: an input cannot be read
@@ -80,26 +86,51 @@ def resolve(
         raise UsageError("give at least one bundle to resolve.")
     if any(bundle_path(p) == bundle_path(out) for p in paths):
         raise UsageError(f"the output {out} is also an input; resolve into a new directory.")
+    if names is not None and names not in SCORERS:
+        raise UsageError(f"unknown name scorer {names!r}: choose among {', '.join(SCORERS)}.")
+    if threshold is not None and not 0.0 < threshold <= 1.0:
+        raise UsageError(f"the name threshold must be above 0 and at most 1, got {threshold}.")
     priority = {**DEFAULT_PRIORITY, **settings.identity.prefix_priority}
     curation = read_curation(identity_file) if identity_file is not None else None
+    vocabulary = default_vocabulary()
     with writing(out):
         progress(f"reading {len(paths)} bundle(s)")
         merged = merge_bundles([read_bundle(p) for p in paths])
+        links = []
+        if names is not None:
+            progress(f"matching the names of {merged.nodes.height:,} nodes ({names})")
+            embedder = (
+                LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress)
+                if names in ("embedding", "cascade")
+                else None
+            )
+            links = name_links(
+                merged.nodes,
+                lambda types: compatible_types(types, vocabulary),
+                names,
+                DEFAULT_THRESHOLDS[names] if threshold is None else threshold,
+                embedder=embedder,
+                apart=curation.cannot_link if curation else (),
+            )
         progress(f"resolving {merged.nodes.height:,} nodes by their identifiers")
         result = resolve_graph(
             merged.nodes,
             merged.edges,
-            default_vocabulary(),
+            vocabulary,
             mode=mode,
             priority=priority,
             max_size=settings.identity.max_cluster,
             curation=curation,
+            names=links,
         )
         summary = _summary(result, merged.nodes.height)
         manifest = dict(merged.manifest) | {
             "identity": {
                 "mode": mode,
                 "identity_file": str(identity_file) if identity_file else None,
+                "names": None
+                if names is None
+                else {"scorer": names, "threshold": DEFAULT_THRESHOLDS[names] if threshold is None else threshold},
                 **{k: v for k, v in summary.items() if k != "refused_examples"},
             }
         }

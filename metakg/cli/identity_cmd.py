@@ -28,6 +28,15 @@ def resolve(
     identity: Path | None = typer.Option(
         None, "--identity", help="Identity file (YAML): must_link, cannot_link, preferred, aliases add/remove."
     ),
+    names: str | None = typer.Option(
+        None,
+        "--names",
+        help="Also join nodes of different sources and compatible types by their names, with this scorer: "
+        "exact, lemma, fuzzy, embedding or cascade (off by default).",
+    ),
+    threshold: float | None = typer.Option(
+        None, "--threshold", help="The name score at or above which two nodes are one (default: the scorer's)."
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """One graph from several bundles: nodes that share an identifier (an id or an xref, in any written form,
@@ -35,7 +44,8 @@ def resolve(
     priority of its type, the other ids kept as xrefs and names as aliases, edges rewired); link keeps them
     and adds same_as edges. A group whose types cannot be one entity (a drug and a disease), or larger than
     [identity] max_cluster, is reported and left apart. Every decision is kept in the bundle (metakg identity
-    show) and can be undone (metakg identity split)."""
+    show) and can be undone (metakg identity split). With --names, nodes that share no identifier are also
+    joined when a name scorer rates their names high enough (decided by name, with the score)."""
     cfg = settings()
     with guarded("resolve", json_mode):
         if mode not in ("merge", "link"):
@@ -47,6 +57,8 @@ def resolve(
                 cfg,
                 mode=mode,  # type: ignore[arg-type]
                 identity_file=identity,
+                names=names,  # type: ignore[arg-type]
+                threshold=threshold,
                 progress=say,
             )
         if not json_mode:
@@ -55,6 +67,8 @@ def resolve(
                 f"-> {report['nodes']:,} ({report['clusters']:,} entities held by {report['nodes_in_clusters']:,} "
                 f"nodes, {mode}), {report['edges']:,} edges"
             )
+            if names:
+                out.print(f"{report['joined_by_name']:,} node(s) joined by name ({escape(names)})")
             if report["refused"]:
                 out.print(f"{report['refused']:,} group(s) left apart, for example:")
                 for example in report["refused_examples"][:5]:

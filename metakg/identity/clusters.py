@@ -34,6 +34,7 @@ PRIVATE_PREFIXES = ("primekg.index:",)
 GENERIC_TYPES = frozenset({"entity", "concept"})
 
 _CURATED = "\x00must_link:"  # the key a curated pair shares (never an identifier: it holds a NUL)
+_NAMED = "\x00name:"  # the key a pair joined by names shares
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Cluster:
     shared: tuple[str, ...]
     problem: str | None = None
     curated: tuple[str, ...] = ()  # the members a must-link of the identity file joined
+    named: tuple[str, ...] = ()  # the members a name scorer joined
 
 
 @dataclass(frozen=True)
@@ -78,10 +80,12 @@ def compatible_types(types: Sequence[str], vocabulary: TypeVocabulary) -> bool:
     return distinct <= set(vocabulary.ancestors(deepest))
 
 
-def identifiers(nodes: pl.DataFrame, must_link: Sequence[tuple[str, str]] = ()) -> pl.DataFrame:
+def identifiers(
+    nodes: pl.DataFrame, must_link: Sequence[tuple[str, str]] = (), named: Sequence[tuple[str, str]] = ()
+) -> pl.DataFrame:
     """``(node, key)`` for every node (its row position) and each of its identifiers in their one form:
     its id and its xrefs, private ones (:data:`PRIVATE_PREFIXES`) left out, each pair once; the two nodes of
-    each ``must_link`` pair share a key of their own."""
+    each ``must_link`` pair, and of each pair a name scorer joined (``named``), share a key of their own."""
     pairs = pl.concat(
         [
             nodes.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("node"), pl.col("id").alias("key")),
@@ -95,16 +99,17 @@ def identifiers(nodes: pl.DataFrame, must_link: Sequence[tuple[str, str]] = ()) 
     pairs = pairs.with_columns(pl.col("key").replace_strict(one_form, return_dtype=pl.String))
     for prefix in PRIVATE_PREFIXES:
         pairs = pairs.filter(~pl.col("key").str.starts_with(prefix))
-    if must_link:
-        row_of = dict(zip(nodes["id"].to_list(), range(nodes.height), strict=False))
-        curated = pl.DataFrame(
-            {
-                "node": [row_of[x] for a, b in must_link for x in (a, b)],
-                "key": [f"{_CURATED}{n}" for n in range(len(must_link)) for _ in (0, 1)],
-            },
-            schema={"node": pl.UInt32, "key": pl.String},
-        )
-        pairs = pl.concat([pairs, curated])
+    row_of = dict(zip(nodes["id"].to_list(), range(nodes.height), strict=False))
+    for marker, joined in ((_CURATED, must_link), (_NAMED, named)):
+        if joined:
+            extra = pl.DataFrame(
+                {
+                    "node": [row_of[x] for a, b in joined for x in (a, b)],
+                    "key": [f"{marker}{n}" for n in range(len(joined)) for _ in (0, 1)],
+                },
+                schema={"node": pl.UInt32, "key": pl.String},
+            )
+            pairs = pl.concat([pairs, extra])
     return pairs.unique(maintain_order=True)
 
 
@@ -115,12 +120,14 @@ def id_clusters(
     max_size: int = MAX_CLUSTER,
     must_link: Sequence[tuple[str, str]] = (),
     cannot_link: Sequence[tuple[str, str]] = (),
+    named: Sequence[tuple[str, str]] = (),
 ) -> IdClusters:
     """The identity clusters of ``nodes`` (a node table: ``id``, ``type``, ``xrefs``; several bundles'
     nodes concatenated), each with the identifiers that join it and, when it is not to be merged, why.
     ``must_link`` pairs (node ids) are joined whatever their identifiers; a cluster holding both nodes of a
-    ``cannot_link`` pair is left apart."""
-    pairs = identifiers(nodes, must_link)
+    ``cannot_link`` pair is left apart. ``named``: pairs a name scorer calls one entity, joined like
+    shared identifiers."""
+    pairs = identifiers(nodes, must_link, named)
     if pairs.is_empty():
         return IdClusters([])
     codes = pairs["key"].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
@@ -151,6 +158,7 @@ def id_clusters(
     )
     shared = dict(zip(shared_keys["part"].to_list(), shared_keys["key"].to_list(), strict=True))
     curated_members = {x for pair in must_link for x in pair}
+    named_members = {x for pair in named for x in pair}
     clusters = []
     for label, rows in by_part.items():
         members = tuple(sorted(ids[r] for r in rows))
@@ -164,8 +172,9 @@ def id_clusters(
             problem = f"implausibly large: {len(rows)} nodes share identifiers (more than {max_size})"
         elif not compatible_types(kinds, vocabulary):
             problem = f"incompatible types: {', '.join(kinds)} cannot be one entity"
-        evidence = tuple(k for k in shared.get(label, ()) if not k.startswith(_CURATED))
+        evidence = tuple(k for k in shared.get(label, ()) if not k.startswith("\x00"))
         curated = tuple(m for m in members if m in curated_members)
-        clusters.append(Cluster(members, kinds, evidence, problem, curated))
+        by_name = tuple(m for m in members if m in named_members)
+        clusters.append(Cluster(members, kinds, evidence, problem, curated, by_name))
     clusters.sort(key=lambda c: (c.problem is not None, c.members))
     return IdClusters(clusters)

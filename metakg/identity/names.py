@@ -24,7 +24,7 @@ first (fuzzy), the nearest vectors (embedding), all three (cascade). Each candid
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -166,8 +166,10 @@ def _by_key(key: str, table: NameTable, scorer: Scorer) -> list[tuple[int, float
     lemma_rows = table.by_lemma.get(lemma_key(key), [])
     if scorer == "lemma":
         return [(r, 1.0) for r in lemma_rows]
-    same = lemma_rows + table.by_compact.get(compact(key), [])
-    return [(r, 1.0) for r in same] + [(r, similarity(key, table.keys[r])) for r in _gram_rows(key, table)]
+    close = [(r, similarity(key, table.keys[r])) for r in _gram_rows(key, table)]
+    if scorer == "fuzzy":
+        return close
+    return [(r, 1.0) for r in lemma_rows + table.by_compact.get(compact(key), [])] + close
 
 
 def _gram_rows(key: str, table: NameTable) -> list[int]:
@@ -246,3 +248,50 @@ def pair_scores(
     if scorer == "lemma":
         return np.array([float(x != "" and lemma_key(x) == lemma_key(y)) for x, y in zip(a_keys, b_keys, strict=True)])
     return np.array([similarity(x, y) if x and y else 0.0 for x, y in zip(a_keys, b_keys, strict=True)])
+
+
+@dataclass(frozen=True)
+class NameLink:
+    """Two nodes a scorer calls one entity by their names."""
+
+    a: str
+    b: str
+    scorer: str
+    score: float
+
+
+def name_links(
+    nodes: pl.DataFrame,
+    compatible: Callable[[Sequence[str]], bool],
+    scorer: Scorer,
+    threshold: float,
+    *,
+    embedder: Embedder | None = None,
+    apart: Sequence[tuple[str, str]] = (),
+    k: int = 5,
+) -> list[NameLink]:
+    """The pairs of nodes of different sources whose names (or aliases) ``scorer`` rates at or above
+    ``threshold`` and whose types ``compatible`` accepts, each pair once with its best score; pairs in
+    ``apart`` (the identity file's cannot-links) are left out. A node is compared with its ``k`` best
+    candidates.
+
+    Raises:
+        ValueError: the embedding scorer without an embedder.
+    """
+    if nodes.is_empty():
+        return []
+    table = NameTable.from_nodes(nodes)
+    ids, names = nodes["id"].to_list(), nodes["name"].to_list()
+    source = dict(zip(ids, nodes["source"].to_list(), strict=True))
+    kind = dict(zip(ids, nodes["type"].to_list(), strict=True))
+    never = {frozenset(pair) for pair in apart}
+    best: dict[tuple[str, str], float] = {}
+    for node, hits in zip(ids, candidates(names, table, scorer, k=k, embedder=embedder), strict=True):
+        for other, score in hits:
+            if other == node or score < threshold or source[other] == source[node]:
+                continue
+            pair = (node, other) if node < other else (other, node)
+            if frozenset(pair) in never or not compatible([kind[node], kind[other]]):
+                continue
+            best[pair] = max(score, best.get(pair, 0.0))
+    return [NameLink(a, b, scorer, round(score, 4)) for (a, b), score in sorted(best.items())]

@@ -19,6 +19,7 @@ import polars as pl
 
 from metakg.identity.clusters import MAX_CLUSTER, Cluster, id_clusters
 from metakg.identity.curation import Curation, check_known
+from metakg.identity.names import NameLink
 from metakg.schemas.bundle import collapse_edges
 from metakg.schemas.curie import normalise_curie
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids_expr, empty_edges, empty_nodes
@@ -50,7 +51,7 @@ DECISION_SCHEMA: Mapping[str, pl.DataType] = {
     "cluster": pl.String(),  # the canonical id (merge, link), or the first member's id (a refused cluster)
     "node": pl.String(),  # the member's own id
     "canonical": pl.String(),  # the id it became or links to; null when the cluster was refused
-    "decided_by": pl.String(),  # identifier (shared ids or xrefs), curation (a must-link of the identity file)
+    "decided_by": pl.String(),  # identifier (shared ids or xrefs), curation (a must-link), name (a scorer)
     "scorer": pl.String(),
     "score": pl.Float64(),
     "evidence": pl.List(pl.String()),  # the identifiers two members hold or more
@@ -106,10 +107,13 @@ def resolve_graph(
     priority: Mapping[str, Sequence[str]] | None = None,
     max_size: int = MAX_CLUSTER,
     curation: Curation | None = None,
+    names: Sequence[NameLink] = (),
 ) -> Resolution:
     """Resolve a graph (several bundles' tables merged by id) by its identity clusters, and by what the
     identity file ``curation`` says (must-links joined, cannot-links kept apart, preferred ids chosen,
-    aliases added and removed).
+    aliases added and removed). ``names``: pairs a name scorer calls one entity
+    (:func:`metakg.identity.names.name_links`), joined like shared identifiers; a member joined by nothing
+    else is decided by ``name``, with the scorer and its best score.
 
     Raises:
         InputDataError: the identity file names an id no node has.
@@ -119,8 +123,19 @@ def resolve_graph(
     curated = curation or Curation()
     check_known(curated, nodes["id"].to_list())
     found = id_clusters(
-        nodes, vocabulary, max_size=max_size, must_link=curated.must_link, cannot_link=curated.cannot_link
+        nodes,
+        vocabulary,
+        max_size=max_size,
+        must_link=curated.must_link,
+        cannot_link=curated.cannot_link,
+        named=[(link.a, link.b) for link in names],
     )
+    by_name: dict[str, NameLink] = {}  # member -> its best name link
+    for link in names:
+        for member in (link.a, link.b):
+            if member not in by_name or link.score > by_name[member].score:
+                by_name[member] = link
+    own = _own_identifiers(nodes, [m for c in found.clusters if c.named for m in c.named])
     canonical: dict[str, str] = {}  # member -> canonical id, every member of a mergeable cluster
     kind: dict[str, str] = {}  # canonical id -> the cluster's type
     rows = []
@@ -130,14 +145,16 @@ def resolve_graph(
             kind[chosen] = _deepest(cluster.types, vocabulary)
             canonical.update({member: chosen for member in cluster.members})
         for member in cluster.members:
+            named = member in cluster.named and not (own.get(member, set()) & set(cluster.shared))
+            decided = "curation" if member in cluster.curated else "name" if named else "identifier"
             rows.append(
                 {
                     "cluster": chosen or cluster.members[0],
                     "node": member,
                     "canonical": chosen,
-                    "decided_by": "curation" if member in cluster.curated else "identifier",
-                    "scorer": None,
-                    "score": None,
+                    "decided_by": decided,
+                    "scorer": by_name[member].scorer if decided == "name" else None,
+                    "score": by_name[member].score if decided == "name" else None,
                     "evidence": list(cluster.shared),
                     "problem": cluster.problem,
                     "mode": mode,
@@ -149,6 +166,14 @@ def resolve_graph(
     else:
         done = _merged(nodes, edges, canonical, kind, decisions)
     return _curated_aliases(done, curated, canonical if mode == "merge" else {})
+
+
+def _own_identifiers(nodes: pl.DataFrame, members: Sequence[str]) -> dict[str, set[str]]:
+    """The identifiers (id and xrefs, in their one form) of each of ``members``."""
+    if not members:
+        return {}
+    rows = nodes.filter(pl.col("id").is_in(list(members))).select("id", "xrefs").to_dicts()
+    return {row["id"]: {normalise_curie(x) or x for x in [row["id"], *(row["xrefs"] or [])]} for row in rows}
 
 
 def _curated_aliases(done: Resolution, curation: Curation, canonical: Mapping[str, str]) -> Resolution:

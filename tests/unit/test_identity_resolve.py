@@ -175,3 +175,54 @@ def test_the_canonical_id_follows_the_priority_of_the_clusters_type(
     from metakg.identity.resolve import DEFAULT_PRIORITY
 
     assert canonical_id(Cluster(members, types, ()), VOCAB, DEFAULT_PRIORITY) == chosen
+
+
+def extracted() -> Bundle:
+    return Bundle(
+        nodes(
+            [
+                ("kg:alzheimers_disease", "Alzheimers disease", "disease", []),
+                ("kg:memantine_hydrochloride", "memantine", "disease", []),  # a wrong type: stays apart
+                ("kg:memory_loss", "Memory loss", "concept", []),
+            ],
+            "extracted",
+        ),
+        edges([("kg:memory_loss", "associated_with", "kg:alzheimers_disease")], "extracted"),
+    )
+
+
+def test_names_join_nodes_of_other_sources_with_compatible_types() -> None:
+    from metakg.identity.clusters import compatible_types
+    from metakg.identity.names import name_links
+
+    g = merge_bundles([graph(), extracted()])
+    links = name_links(g.nodes, lambda t: compatible_types(t, VOCAB), "fuzzy", 0.9)
+    pairs = {(link.a, link.b) for link in links}
+    assert ("kg:alzheimers_disease", "wd:Q11081") in pairs  # a typo apart
+    assert ("kg:memory_loss", "wd:Q1066") in pairs  # concept fits any type
+    assert not any("memantine_hydrochloride" in p for pair in pairs for p in pair)  # a drug is no disease
+    r = resolve_graph(g.nodes, g.edges, VOCAB, names=links)
+    alz = r.decisions.filter(pl.col("canonical") == "mondo:0004975")
+    by = dict(zip(alz["node"], alz["decided_by"], strict=True))
+    assert by == {"mondo:0004975": "identifier", "wd:Q11081": "identifier", "kg:alzheimers_disease": "name"}
+    row = alz.filter(pl.col("node") == "kg:alzheimers_disease").row(0, named=True)
+    assert row["scorer"] == "fuzzy" and 0.9 <= row["score"] < 1.0
+    assert row["evidence"] == ["mondo:0004975"]  # no name key among the identifiers
+    # the extracted edge now joins the Wikidata phenotype and the PrimeKG disease
+    moved = r.edges.filter(pl.col("rel") == "associated_with").row(0, named=True)
+    assert (moved["src"], moved["dst"]) == ("wd:Q1066", "mondo:0004975")
+    # the same inputs give the same graph; undoing gives the inputs back
+    again = resolve_graph(g.nodes, g.edges, VOCAB, names=links)
+    assert frame_rows(again.nodes) == frame_rows(r.nodes) and frame_rows(again.edges) == frame_rows(r.edges)
+    undone = unresolve(r, VOCAB)
+    assert frame_rows(undone.nodes) == frame_rows(conform_nodes(g.nodes))
+
+
+def test_a_cannot_link_keeps_a_name_pair_apart() -> None:
+    from metakg.identity.clusters import compatible_types
+    from metakg.identity.names import name_links
+
+    g = merge_bundles([graph(), extracted()])
+    apart = [("kg:memory_loss", "wd:Q1066")]
+    links = name_links(g.nodes, lambda t: compatible_types(t, VOCAB), "fuzzy", 0.9, apart=apart)
+    assert ("kg:memory_loss", "wd:Q1066") not in {(link.a, link.b) for link in links}

@@ -91,3 +91,31 @@ def test_bad_resolve_requests_are_clean_errors(tmp_path: Path) -> None:
     run("resolve", str(primekg), str(wikidata), "-o", str(out))
     nowhere = runner.invoke(app, ["identity", "split", "wd:Q1066", "-b", str(out), "--json"])
     assert nowhere.exit_code != 0 and "in no identity cluster" in nowhere.output
+
+
+def test_resolve_by_names_too(tmp_path: Path) -> None:
+    primekg, wikidata = write_inputs(tmp_path)
+    notes = tmp_path / "notes"
+    write_bundle(
+        notes,
+        Bundle(
+            nodes([("kg:memory_loss", "Memory loss", "concept", []), ("kg:memantine", "memantine", "drug", [])], "notes"),
+            edges([("kg:memantine", "treats", "kg:memory_loss")], "notes"),
+        ),
+    )
+    out = tmp_path / "one"
+    report = run("resolve", str(primekg), str(wikidata), str(notes), "-o", str(out), "--names", "lemma")
+    # kg:memantine (to the memantine cluster), kg:memory_loss and wd:Q1066 (to each other)
+    assert report["joined_by_name"] == 3 and read_bundle(out).manifest["identity"]["names"]["scorer"] == "lemma"
+    shown = run("identity", "show", "kg:memantine", "-b", str(out))
+    assert shown["canonical"] == "drugbank:DB01043"
+    member = next(m for m in shown["members"] if m["node"] == "kg:memantine")
+    assert (member["decided_by"], member["scorer"], member["score"]) == ("name", "lemma", 1.0)
+    plain = run("resolve", str(primekg), str(wikidata), str(notes), "-o", str(tmp_path / "ids"))
+    assert plain["joined_by_name"] == 0 and plain["nodes"] == report["nodes"] + 2
+    bad = runner.invoke(app, ["resolve", str(primekg), "-o", str(tmp_path / "x"), "--names", "soundex", "--json"])
+    assert bad.exit_code == 2 and "unknown name scorer 'soundex'" in bad.output
+    bad = runner.invoke(
+        app, ["resolve", str(primekg), "-o", str(tmp_path / "x"), "--names", "fuzzy", "--threshold", "1.5", "--json"]
+    )
+    assert bad.exit_code == 2 and "at most 1" in bad.output and not (tmp_path / "x").exists()
