@@ -36,7 +36,7 @@ from metakg.api.bundles import (
 from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog, grow_from_report
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, extracted_dataset, link_target
-from metakg.api.identity import identity_eval, identity_show, identity_split, resolve
+from metakg.api.identity import GOLD_FORMATS, NAME_SCORERS, identity_eval, identity_show, identity_split, resolve
 from metakg.api.ingest import (
     add_triples,
     ingest_primekg,
@@ -96,6 +96,8 @@ __all__ = [
     "DEFAULT_SCALING",
     "EVAL_FORMATS",
     "FORMATS",
+    "GOLD_FORMATS",
+    "NAME_SCORERS",
     "REFERENCE_SETS",
     "REPORT_HTML",
     "REPORT_JSON",

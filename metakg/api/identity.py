@@ -14,7 +14,7 @@ from metakg.config import Settings
 from metakg.errors import NodeNotFound, UsageError
 from metakg.identity.clusters import compatible_types
 from metakg.identity.curation import read_curation
-from metakg.identity.evaluate import GoldFormat, evaluate_gold, read_gold, write_report
+from metakg.identity.evaluate import GOLD_FORMATS, GoldFormat, evaluate_gold, read_gold, write_report
 from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS, Scorer, name_links
 from metakg.identity.resolve import DEFAULT_PRIORITY, Mode, Resolution, resolve_graph, unresolve
 from metakg.llm.embedder import LazyEmbedder
@@ -31,6 +31,10 @@ from metakg.schemas.bundle import (
 from metakg.schemas.bundle_dir import bundle_path, writing
 from metakg.schemas.curie import normalise_curie
 from metakg.schemas.vocabulary import default_vocabulary
+
+#: the name scorers (`metakg identity eval --scorer`, `metakg resolve --names`) and gold formats
+NAME_SCORERS = SCORERS
+__all__ = ["GOLD_FORMATS", "NAME_SCORERS", "identity_eval", "identity_show", "identity_split", "resolve"]
 
 #: the refused clusters a report lists (the decision table holds them all)
 SHOWN_REFUSED = 20

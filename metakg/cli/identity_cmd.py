@@ -11,8 +11,6 @@ from rich.markup import escape
 from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, settings
 from metakg.errors import UsageError
-from metakg.identity.evaluate import GOLD_FORMATS
-from metakg.identity.names import SCORERS
 
 app = typer.Typer(
     help="What metakg resolve decided about who is who, its undo, and how right name matching is.", no_args_is_help=True
@@ -147,8 +145,8 @@ def evaluate(
     is written as a table and a PNG."""
     cfg = settings()
     with guarded("identity eval", json_mode):
-        if fmt not in GOLD_FORMATS:
-            raise UsageError(f"--format must be one of {', '.join(GOLD_FORMATS)}, got {fmt!r}.")
+        if fmt not in api.GOLD_FORMATS:
+            raise UsageError(f"--format must be one of {', '.join(api.GOLD_FORMATS)}, got {fmt!r}.")
         with progress("identity eval") as say:
             summary = api.identity_eval(
                 gold,
@@ -156,7 +154,7 @@ def evaluate(
                 cfg,
                 fmt=fmt,
                 second=second,
-                scorers=scorer or SCORERS,  # type: ignore[arg-type]
+                scorers=scorer or api.NAME_SCORERS,  # type: ignore[arg-type]
                 limit=limit,
                 progress=say,
             )
