@@ -2,10 +2,13 @@
 
 Gold sets (read in place from the shared data directory's ``er/``, never copied): biomappings' reviewed
 right and wrong mappings (pairs, the only set here with wrong pairs, so the only one whose pair precision
-means something), MONDO's exact matches to DOID, MeSH and UMLS (subject label -> object), DrugBank's open
-vocabulary (synonym -> drug), KGTK's Wikidata aliases (alias -> item) and the phenotype synonym table
-(synonym -> term). Each is sampled (``--limit`` rows spread over the set by id hash) and split in two by a
-hash of the gold id (``metakg.identity.evaluate.half``); every figure is on the held-out half.
+means something), MONDO's exact matches to DOID and MeSH (subject label -> object; MeSH names from the
+MeSH-to-Wikipedia title table, as the MeSH file has no object labels), the BC5CDR and NCBI-disease test
+corpora (an annotated mention -> its MeSH entry: extraction's linking step), DrugBank's open vocabulary
+(synonym -> drug), KGTK's Wikidata aliases (alias -> item) and the phenotype synonym table (synonym ->
+term). MONDO to UMLS is left out: no file here names UMLS concepts. Each is sampled (``--limit`` rows
+spread over the set by id hash) and split in two by a hash of the gold id
+(``metakg.identity.evaluate.half``); every figure is on the held-out half.
 
 metakg: each scorer at its default threshold (the default operating point) and at the threshold tuned on
 the other half. neo4j-graphrag (1.x): its own resolver classes, run on a real Neo4j (the project's
@@ -49,8 +52,9 @@ from metakg.llm.embedder import Embedder, OnnxEmbedder
 SETS: dict[str, tuple[GoldFormat, str, str | None]] = {
     "biomappings": ("sssom", "positive.sssom.tsv", "negative.sssom.tsv"),
     "mondo-doid": ("sssom-links", "mondo_exactmatch_doid.sssom.tsv", None),
-    "mondo-mesh": ("sssom-links", "mondo_exactmatch_mesh.sssom.tsv", None),
-    "mondo-umls": ("sssom-links", "mondo_exactmatch_umls.sssom.tsv", None),
+    "mondo-mesh": ("sssom-links", "mondo_exactmatch_mesh.sssom.tsv", "meshdesc_wiki.json"),
+    "bc5cdr": ("pubtator", "CDR_TestSet.PubTator.txt", "meshdesc_wiki.json"),
+    "ncbi-disease": ("pubtator", "NCBItestset_corpus.txt", "meshdesc_wiki.json"),
     "drugbank": ("drugbank", "drugbank_vocabulary.csv", None),
     "kgtk-wikidata": ("kgtk", "labels.en.tsv.gz", "aliases.en.tsv.gz"),
     "phenotype": ("ssslm", "phenotype.ssslm.tsv.gz", None),

@@ -125,11 +125,15 @@ def evaluate(
         "sssom",
         "--format",
         help="sssom: labelled pairs, right and wrong (predicate_modifier Not); sssom-links: subject label -> "
-        "object; drugbank: synonym -> drug (open vocabulary CSV); kgtk: alias -> item (labels file, aliases "
-        "as --second); ssslm: synonym -> term.",
+        "object (object labels, or a JSON of id -> label as --second); drugbank: synonym -> drug (open vocabulary "
+        "CSV); kgtk: alias -> item (labels file, aliases as --second); ssslm: synonym -> term; pubtator: "
+        "annotated mention -> MeSH id (BC5CDR, NCBI-disease; MeSH id -> name JSON as --second).",
     ),
     second: Path | None = typer.Option(
-        None, "--second", help="sssom: a file of wrong pairs; kgtk: the aliases file (required)."
+        None,
+        "--second",
+        help="sssom: a file of wrong pairs; kgtk: the aliases file (required); sssom-links, pubtator (required): "
+        "a JSON object of id -> label.",
     ),
     scorer: list[str] = typer.Option(
         [], "--scorer", help="A scorer to measure (repeatable): exact, lemma, fuzzy, embedding, cascade. Default: all."

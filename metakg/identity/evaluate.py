@@ -34,8 +34,8 @@ from metakg.errors import InputDataError
 from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS, NameTable, Scorer, candidates, keys_of, pair_scores
 from metakg.llm.embedder import Embedder
 
-GoldFormat = Literal["sssom", "sssom-links", "drugbank", "kgtk", "ssslm"]
-GOLD_FORMATS: tuple[GoldFormat, ...] = ("sssom", "sssom-links", "drugbank", "kgtk", "ssslm")
+GoldFormat = Literal["sssom", "sssom-links", "drugbank", "kgtk", "ssslm", "pubtator"]
+GOLD_FORMATS: tuple[GoldFormat, ...] = ("sssom", "sssom-links", "drugbank", "kgtk", "ssslm", "pubtator")
 
 #: the precision an operating point must reach on the tuning half
 TARGET_PRECISION = 0.95
@@ -131,25 +131,77 @@ def read_sssom(path: Path, negatives: Path | None = None, *, name: str | None = 
     return GoldPairs(name or path.name, left, right, match, keys)
 
 
-def read_sssom_links(path: Path, *, name: str | None = None) -> GoldLinks:
+def read_labels(path: Path) -> dict[str, str]:
+    """A JSON object of id -> label (MeSH descriptor ids to names, underscores as blanks), keyed by the id's
+    local part (``D000544`` for ``mesh:D000544``).
+
+    Raises:
+        InputDataError: the file cannot be read or is not such an object.
+    """
+    text = _open_text(path).read()
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputDataError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}).") from e
+    if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+        raise InputDataError(f"{path}: expected a JSON object of id -> label.")
+    return {str(k).rsplit(":", 1)[-1]: v.replace("_", " ") for k, v in found.items()}
+
+
+def read_sssom_links(path: Path, labels: Path | None = None, *, name: str | None = None) -> GoldLinks:
     """An SSSOM file of exact matches as links (MONDO to DOID, MeSH, UMLS): each subject label names its
-    object; the catalog is every object label. A set without wrong mappings is measured this way, where a
+    object; the catalog is every object label, or every entry of ``labels`` (:func:`read_labels`) when
+    given, for files without object labels. A set without wrong mappings is measured this way, where a
     link to the wrong object is the error.
 
     Raises:
-        InputDataError: the file cannot be read or lacks a column.
+        InputDataError: a file cannot be read or lacks a column.
     """
+    names_of = read_labels(labels) if labels is not None else None
+    needed = ("subject_id", "subject_label", "object_id") + (() if names_of is not None else ("object_label",))
     ids, names, mentions, gold = [], [], [], []
-    for _number, row in _rows(path, "\t", ("subject_id", "subject_label", "object_id", "object_label")):
-        if not row["subject_label"] or not row["object_label"]:
+    for _number, row in _rows(path, "\t", needed):
+        if (row.get("predicate_modifier") or "").strip() == "Not" or not row["subject_label"]:
             continue
-        if (row.get("predicate_modifier") or "").strip() == "Not":
+        if names_of is None:
+            if not row["object_label"]:
+                continue
+            ids.append(row["object_id"])
+            names.append(row["object_label"])
+        elif row["object_id"].rsplit(":", 1)[-1] not in names_of:
             continue
-        ids.append(row["object_id"])
-        names.append(row["object_label"])
         mentions.append(row["subject_label"])
         gold.append(row["object_id"])
+    if names_of is not None:
+        prefix = gold[0].rsplit(":", 1)[0] + ":" if gold and ":" in gold[0] else ""
+        ids = [prefix + k for k in names_of]
+        names = list(names_of.values())
     return _distinct_mentions(name or path.name, mentions, gold, ids, names)
+
+
+def read_pubtator(path: Path, labels: Path, *, name: str | None = None) -> GoldLinks:
+    """Annotated mentions of a PubTator corpus (BC5CDR, NCBI-disease: ``pmid, start, end, mention, type,
+    MeSH id`` rows) as links: each mention names its MeSH entry; the catalog is ``labels`` (MeSH id ->
+    name, :func:`read_labels`). Mentions with several ids, none, or an id the labels lack are left out.
+
+    Raises:
+        InputDataError: a file cannot be read or holds no annotation.
+    """
+    names_of = read_labels(labels)
+    mentions, gold = [], []
+    for line in _open_text(path).read().splitlines():
+        fields = line.split("\t")
+        if len(fields) < 6 or not fields[1].isdigit():
+            continue
+        entry = fields[5].strip().removeprefix("MESH:")
+        if entry in names_of:
+            mentions.append(fields[3])
+            gold.append(f"mesh:{entry}")
+    if not mentions:
+        raise InputDataError(f"{path}: no annotated mention with a MeSH id the labels know.")
+    return _distinct_mentions(
+        name or path.name, mentions, gold, [f"mesh:{k}" for k in names_of], list(names_of.values())
+    )
 
 
 def read_drugbank(path: Path, *, name: str | None = None) -> GoldLinks:
@@ -240,7 +292,8 @@ def _distinct_mentions(name: str, mentions: list[str], gold: list[str], ids: lis
 
 
 def read_gold(fmt: GoldFormat, path: Path, *, second: Path | None = None, limit: int | None = None) -> Gold:
-    """A gold set by format (``second``: the negatives of ``sssom``, the aliases of ``kgtk``), its first
+    """A gold set by format (``second``: the negatives of ``sssom``, the aliases of ``kgtk``, the labels of
+    ``sssom-links`` and ``pubtator``), its first
     ``limit`` pairs or mentions (a sample spread over the set, :func:`_first`).
 
     Raises:
@@ -249,7 +302,11 @@ def read_gold(fmt: GoldFormat, path: Path, *, second: Path | None = None, limit:
     if fmt == "sssom":
         gold: Gold = read_sssom(path, second)
     elif fmt == "sssom-links":
-        gold = read_sssom_links(path)
+        gold = read_sssom_links(path, second)
+    elif fmt == "pubtator":
+        if second is None:
+            raise InputDataError("pubtator gold needs the labels of its ids (a JSON object, --second).")
+        gold = read_pubtator(path, second)
     elif fmt == "drugbank":
         gold = read_drugbank(path)
     elif fmt == "kgtk":

@@ -23,6 +23,8 @@ from metakg.identity.evaluate import (
     operating_point,
     read_drugbank,
     read_gold,
+    read_labels,
+    read_pubtator,
     read_sssom,
     read_sssom_links,
     write_report,
@@ -142,14 +144,14 @@ def test_curve_and_operating_point() -> None:
     assert operating_point([Point(0.5, 0.1, 0.1, 0.1, 0, 0, 4)]).threshold == 0.5
 
 
-def test_cascade_is_lemma_else_the_mean_of_fuzzy_and_embedding(embedder: Embedder) -> None:
+def test_cascade_is_equal_keys_else_embedding(embedder: Embedder) -> None:
     left = ["kidney stones", "CAL-51", "hypertension", "acetylsalicylic acid"]
     right = ["kidney stone", "CAL51", "hypotension", "aspirin"]
     cascade = pair_scores(left, right, "cascade", embedder=embedder)
     fuzzy = pair_scores(left, right, "fuzzy")
     vectors = pair_scores(left, right, "embedding", embedder=embedder)
     assert list(cascade[:2]) == [1.0, 1.0] and fuzzy[1] < 0.9  # the lemma, the keys without blanks
-    assert cascade[2:] == pytest.approx((fuzzy[2:] + vectors[2:]) / 2)
+    assert cascade[2:] == pytest.approx(vectors[2:])
     assert list(pair_scores(left, right, "cascade")) == [1.0, 1.0, *fuzzy[2:]]  # no embedder: fuzzy alone
 
 
@@ -186,3 +188,37 @@ def test_cli_eval(tmp_path: Path) -> None:
     bad.write_text("a\tb\n", encoding="utf-8")
     result = runner.invoke(app, ["identity", "eval", str(bad), "-o", str(tmp_path / "o2")])
     assert result.exit_code != 0 and "bad.tsv" in result.output and not (tmp_path / "o2").exists()
+
+
+def test_links_named_by_a_labels_table(tmp_path: Path) -> None:
+    labels = tmp_path / "mesh.json"
+    labels.write_text(
+        json.dumps({"D000544": "Alzheimer_Disease", "D003693": "Delirium", "D015738": "Famotidine"}), encoding="utf-8"
+    )
+    assert read_labels(labels)["D000544"] == "Alzheimer Disease"
+    rows = [
+        ("MONDO:0004975", "Alzheimer's disease", "", "MESH:D000544", ""),
+        ("MONDO:0000001", "dementia", "", "MESH:D999999", ""),  # an id the labels lack
+    ]
+    gold = read_sssom_links(sssom(tmp_path / "m.tsv", rows), labels)
+    assert gold.mentions == ["Alzheimer's disease"] and gold.gold == ["MESH:D000544"]
+    assert "MESH:D003693" in gold.catalog_ids and len(gold.catalog_ids) == 3
+    corpus = tmp_path / "cdr.txt"
+    corpus.write_text(
+        "8701013|t|Famotidine-associated delirium.\n"
+        "8701013\t0\t10\tFamotidine\tChemical\tD015738\n"  # the entity's own name: left out
+        "8701013\t22\t30\tacute delirium\tDisease\tD003693\n"
+        "8701013\t40\t50\tAD\tDisease\tD000544|D003693\n"  # two ids: left out
+        "8701013\t60\t70\tsenile dementia\tDisease\tMESH:D000544\n",
+        encoding="utf-8",
+    )
+    links = read_pubtator(corpus, labels)
+    assert links.mentions == ["acute delirium", "senile dementia"] and links.gold == ["mesh:D003693", "mesh:D000544"]
+    (tmp_path / "bad.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(InputDataError, match=r"bad\.json: expected a JSON object"):
+        read_labels(tmp_path / "bad.json")
+    (tmp_path / "broken.json").write_text("{", encoding="utf-8")
+    with pytest.raises(InputDataError, match=r"broken\.json: not JSON"):
+        read_labels(tmp_path / "broken.json")
+    with pytest.raises(InputDataError, match="needs the labels"):
+        read_gold("pubtator", corpus)

@@ -99,7 +99,9 @@ def test_resolve_by_names_too(tmp_path: Path) -> None:
     write_bundle(
         notes,
         Bundle(
-            nodes([("kg:memory_loss", "Memory loss", "concept", []), ("kg:memantine", "memantine", "drug", [])], "notes"),
+            nodes(
+                [("kg:memory_loss", "Memory loss", "concept", []), ("kg:memantine", "memantine", "drug", [])], "notes"
+            ),
             edges([("kg:memantine", "treats", "kg:memory_loss")], "notes"),
         ),
     )
