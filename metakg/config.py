@@ -131,7 +131,10 @@ class ExtractSettings(Section):
     node_type: str = Field(default="concept", description="Vocabulary type of new (unlinked) nodes.")
     embeddings: bool = Field(default=True, description="Resolve and link mentions by name-embedding similarity too.")
     link_threshold: float = Field(
-        default=0.9, gt=0, le=1, description="Cosine similarity at or above which two names are one entity."
+        default=0.94,
+        gt=0,
+        le=1,
+        description="Cosine similarity at or above which two names are one entity (the identity cascade's default).",
     )
 
 

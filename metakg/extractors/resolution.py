@@ -1,13 +1,14 @@
 """Entity resolution of extracted mentions: within the run, and against an existing bundle (linking).
 
-A mention is a subject or object string as the model wrote it. Mentions are grouped in three steps, each
-looser than the one before: the same **exact** key (case, whitespace, punctuation and a leading article
-ignored, see :func:`~metakg.schemas.tables.match_key_expr`), the same **lemma** key (the head word
-lemmatised with spaCy's lookup table: "kidney stones" = "kidney stone"), then **embedding** cosine
-similarity of the group names at or above a threshold. A group becomes one node.
+A mention is a subject or object string as the model wrote it. Mentions are grouped by the keys and the
+scorer of :mod:`metakg.identity.names` (its ``cascade``, whose precision and recall `metakg identity eval`
+measures), each step looser than the one before: the same **exact** key (case, whitespace, punctuation
+and a leading article ignored), the same **lemma** key (the head word lemmatised: "kidney stones" =
+"kidney stone"), the same key without blanks (**compact**: "CAL-51" = "CAL51"), then **embedding**
+cosine similarity of the group names at or above a threshold. A group becomes one node.
 
 With a link target (the nodes of another bundle, e.g. PrimeKG or Wikidata), each group takes the target's
-canonical id when one of its mentions matches a target name or alias exactly, by lemma, or by embedding
+canonical id when one of its mentions matches a target name or alias by the same keys, or by embedding
 similarity (again at or above the threshold); the target's node row is carried into the output so the
 edges validate on their own and merge cleanly with the target bundle later.
 """
@@ -20,21 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from metakg.identity.names import compact, keys_of
 from metakg.llm.embedder import Embedder, Vectors
 from metakg.schemas.curie import dataset_id_expr
 from metakg.schemas.tables import conform_nodes, match_key_expr
 from metakg.text_processing import lemma_key
 
-Method = str  # "exact" | "lemma" | "embedding" (how a mention joined its group, or how a group was linked)
+Method = str  # exact | lemma | compact | embedding (how a mention joined its group, or a group was linked)
 BLOCK = 1024
-
-
-def match_keys(texts: Sequence[str]) -> list[str]:
-    """The exact-match keys of ``texts`` (vectorised, same code as the stores' name search)."""
-    if not texts:
-        return []
-    frame = pl.DataFrame({"t": pl.Series(list(texts), dtype=pl.String())})
-    return frame.select(match_key_expr(pl.col("t"))).to_series().to_list()
 
 
 @dataclass
@@ -44,6 +38,7 @@ class LinkTarget:
     nodes: pl.DataFrame
     by_key: dict[str, str]
     by_lemma: dict[str, str]
+    by_compact: dict[str, str]
     vectors: Vectors | None = None
     vector_ids: list[str] = field(default_factory=list)
 
@@ -66,10 +61,12 @@ class LinkTarget:
         keyed = names.with_columns(match_key_expr(pl.col("n")).alias("key")).filter(pl.col("key") != "")
         by_key: dict[str, str] = {}
         by_lemma: dict[str, str] = {}
+        by_compact: dict[str, str] = {}
         for node_id, key in keyed.select("id", "key").iter_rows():
             by_key.setdefault(key, node_id)
             by_lemma.setdefault(lemma_key(key), node_id)
-        return cls(conform_nodes(nodes), by_key, by_lemma, vectors, list(vector_ids))
+            by_compact.setdefault(compact(key), node_id)
+        return cls(conform_nodes(nodes), by_key, by_lemma, by_compact, vectors, list(vector_ids))
 
 
 @dataclass
@@ -131,20 +128,27 @@ def resolve_mentions(
         progress: called with stage names.
     """
     say = progress or (lambda _s: None)
-    keys = match_keys(mentions)
+    keys = keys_of(mentions)
     lemmas = [lemma_key(k) for k in keys]
-    # 1-2: exact, then lemma keys; a group is the list of mention indexes, its first the representative
+    compacts = [compact(k) for k in keys]
+    # 1-3: exact, lemma, then compact keys; a group is the list of mention indexes, its first the representative
     group_of_lemma: dict[str, int] = {}
+    group_of_compact: dict[str, int] = {}
     groups: list[list[int]] = []
     merged: dict[Method, int] = {}
-    for i, lemma in enumerate(lemmas):
+    for i, (lemma, squeezed) in enumerate(zip(lemmas, compacts, strict=True)):
         g = group_of_lemma.get(lemma)
+        method = "exact" if g is not None and keys[groups[g][0]] == keys[i] else "lemma"
         if g is None:
-            group_of_lemma[lemma] = len(groups)
+            g = group_of_compact.get(squeezed)
+            method = "compact"
+        if g is None:
+            group_of_lemma[lemma] = group_of_compact[squeezed] = len(groups)
             groups.append([i])
         else:
             groups[g].append(i)
-            method = "exact" if keys[groups[g][0]] == keys[i] else "lemma"
+            group_of_lemma.setdefault(lemma, g)
+            group_of_compact.setdefault(squeezed, g)
             merged[method] = merged.get(method, 0) + 1
     # 3: embedding similarity between group representatives (a group joins the earlier group it is closest to)
     rep_vectors: Vectors | None = None
@@ -174,11 +178,17 @@ def resolve_mentions(
     if target is not None:
         say("linking to the target bundle")
         for gi, members in enumerate(groups):
-            hit = next((target.by_key[keys[m]] for m in members if keys[m] in target.by_key), None)
-            method = "exact"
-            if hit is None:
-                hit = next((target.by_lemma[lemmas[m]] for m in members if lemmas[m] in target.by_lemma), None)
-                method = "lemma"
+            found = (
+                (method, index[own[m]])
+                for method, index, own in (
+                    ("exact", target.by_key, keys),
+                    ("lemma", target.by_lemma, lemmas),
+                    ("compact", target.by_compact, compacts),
+                )
+                for m in members
+                if own[m] in index
+            )
+            method, hit = next(found, ("", None))
             if hit is not None:
                 group_target[gi] = hit
                 linked[method] = linked.get(method, 0) + 1

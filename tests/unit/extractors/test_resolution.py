@@ -100,3 +100,18 @@ def test_a_name_wins_over_another_nodes_alias_with_the_same_key() -> None:
     target = LinkTarget.from_nodes(nodes)
     assert target.by_key["ace"] == "x:2"
     assert resolve_mentions(["Ace"], "t", target=target).ids["Ace"] == "x:2"
+
+
+def test_keys_without_blanks_group_and_link_like_the_identity_cascade() -> None:
+    res = resolve_mentions(["CAL-51", "cal51", "HeLa", "He La cells"], "t")
+    assert res.ids["CAL-51"] == res.ids["cal51"] and res.merged == {"compact": 1}
+    target = LinkTarget.from_nodes(
+        conform_nodes(
+            pl.DataFrame(
+                {"id": ["cellosaurus:CVCL_1110"], "name": ["CAL51"], "type": ["cell_line"], "source": ["cellosaurus"]}
+            )
+        )
+    )
+    linked = resolve_mentions(["CAL-51", "HeLa"], "t", target=target)
+    assert linked.ids["CAL-51"] == "cellosaurus:CVCL_1110" and linked.linked == {"compact": 1}
+    assert linked.ids["HeLa"] == "kg:t/hela"
