@@ -100,8 +100,9 @@ def main() -> None:
     expected = wikidata_bundle(primekg, wikidata, args.items, args.shared)
     out = WORK / "identity_resolved"
     started = time.perf_counter()
+    metakg = str(Path(sys.executable).with_name("metakg"))
     done = subprocess.run(
-        [str(Path(sys.executable).with_name("metakg")), "resolve", str(primekg), str(wikidata), "-o", str(out), "--json"],
+        [metakg, "resolve", str(primekg), str(wikidata), "-o", str(out), "--json"],
         capture_output=True,
         text=True,
         cwd=ROOT,
