@@ -20,6 +20,7 @@ from metakg.extractors.pipeline import IMPORTER, RunStats, build_bundle, plan_un
 from metakg.extractors.pipeline import summary as extraction_summary
 from metakg.extractors.resolution import LinkTarget
 from metakg.extractors.update import compare_records, stored_outcomes, units_table
+from metakg.identity.curation import read_curation
 from metakg.ingest.datasets import FORMATS, DatasetFormat, read_dataset
 from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
 from metakg.schemas.bundle import (
@@ -72,6 +73,7 @@ def extract(
     concurrency: int | None = None,
     budget_usd: float | None = None,
     link_to: Path | None = None,
+    identity_file: Path | None = None,
     text_field: str = "text",
     id_field: str | None = None,
     time_field: str | None = None,
@@ -84,6 +86,10 @@ def extract(
 
     Replies are cached, so a run that was killed, failed in part or ran out of budget continues where it
     stopped when started again, and a repeated run makes no LLM call.
+
+    ``identity_file``: a curator's must-links, cannot-links and aliases (the file `metakg resolve
+    --identity` reads), applied to the mentions' nodes and their links (entries naming nothing of this run
+    are left alone).
 
     With ``update`` (a bundle an earlier extraction wrote; ``out`` may be the same directory), the units
     whose request the earlier run answered take its stored replies, whatever the cache holds; only new and
@@ -111,6 +117,7 @@ def extract(
         raise UsageError(f"extract.node_type {settings.extract.node_type!r} is not a vocabulary type.")
     if link_to is not None and link_to.resolve() == out.resolve():
         raise UsageError(f"--link-to {link_to} is also the output; write the extraction to a new directory.")
+    curation = read_curation(identity_file) if identity_file is not None else None
     started = time.perf_counter()
     run_id = uuid.uuid4().hex
     previous, stored = _earlier_run(update, dataset) if update is not None else (None, None)
@@ -157,6 +164,7 @@ def extract(
         embedder=embedder,
         threshold=settings.extract.link_threshold,
         target=target,
+        curation=curation,
         input_rejects=data.rejects,
         progress=progress,
     )
@@ -183,6 +191,7 @@ def extract(
                 model=model,
                 prompts=sorted({f"{u.prompt.version}:{u.prompt.template_hash}" for u in units}),
                 link_to=str(link_to) if link_to is not None else None,
+                identity_file=str(identity_file) if identity_file is not None else None,
                 **{k: v for k, v in figures.items() if k != "errors"},
             )
         ],

@@ -62,6 +62,12 @@ def extract(
     link_to: Path | None = typer.Option(
         None, "--link-to", help="A bundle (e.g. PrimeKG, Wikidata) whose ids matching mentions take."
     ),
+    identity: Path | None = typer.Option(
+        None,
+        "--identity",
+        help="Identity file (YAML, as for metakg resolve): must_link and cannot_link by node id decide the "
+        "mentions' grouping and links; aliases add/remove apply to the nodes.",
+    ),
     text_field: str = typer.Option("text", help="jsonl/csv: the column with the text."),
     id_field: str | None = typer.Option(None, help="jsonl/csv: the column with the record id (default: line)."),
     time_field: str | None = typer.Option(
@@ -116,6 +122,7 @@ def extract(
                 concurrency=concurrency,
                 budget_usd=budget_usd,
                 link_to=link_to,
+                identity_file=identity,
                 text_field=text_field,
                 id_field=id_field,
                 time_field=time_field,

@@ -27,6 +27,7 @@ from metakg.errors import LLMError
 from metakg.extractors.parsing import parse_reply
 from metakg.extractors.prompts import Prompt, chunk_prompt, qa_item_prompt
 from metakg.extractors.resolution import LinkTarget, Resolution, resolve_mentions
+from metakg.identity.curation import Curation
 from metakg.llm.client import ChatRequest, Completion, LLMClient, request
 from metakg.llm.embedder import Embedder
 from metakg.llm.usage import UsageMeter, UsageSummary, metered
@@ -211,6 +212,7 @@ def build_bundle(
     embedder: Embedder | None = None,
     threshold: float = 0.9,
     target: LinkTarget | None = None,
+    curation: Curation | None = None,
     input_rejects: pl.DataFrame | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ExtractionResult:
@@ -294,7 +296,14 @@ def build_bundle(
         mentions = pl.concat([frame["subject"], frame["object"]]).unique(maintain_order=True).to_list()
         say(f"resolving {len(mentions)} mentions")
         resolution = resolve_mentions(
-            mentions, dataset, node_type=node_type, embedder=embedder, threshold=threshold, target=target, progress=say
+            mentions,
+            dataset,
+            node_type=node_type,
+            embedder=embedder,
+            threshold=threshold,
+            target=target,
+            curation=curation,
+            progress=say,
         )
         ids = pl.DataFrame({"mention": list(resolution.ids), "id": list(resolution.ids.values())})
         frame = frame.join(ids.rename({"mention": "subject", "id": "src"}), on="subject", how="left").join(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from metakg.identity.curation import Curation, apply_aliases
 from metakg.identity.names import compact, keys_of
 from metakg.llm.embedder import Embedder, Vectors
 from metakg.schemas.curie import dataset_id_expr
@@ -114,9 +115,11 @@ def resolve_mentions(
     embedder: Embedder | None = None,
     threshold: float = 0.9,
     target: LinkTarget | None = None,
+    curation: Curation | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Resolution:
-    """Group ``mentions`` (distinct, in first-seen order) into nodes and link the groups to ``target``.
+    """Group ``mentions`` (distinct, in first-seen order) into nodes and link the groups to ``target``;
+    ``curation`` (an identity file) has the last word (:func:`_curate`).
 
     Args:
         mentions: distinct mention strings; the first mention of a group names its node.
@@ -125,6 +128,7 @@ def resolve_mentions(
         embedder: enables the embedding step (None: exact and lemma only).
         threshold: the cosine similarity at or above which two names are the same entity.
         target: the link target, or None.
+        curation: must-links, cannot-links and aliases a curator wrote, by node id.
         progress: called with stage names.
     """
     say = progress or (lambda _s: None)
@@ -175,6 +179,7 @@ def resolve_mentions(
     # linking: each group to a target id
     linked: dict[Method, int] = {}
     group_target: list[str | None] = [None] * len(groups)
+    group_method: list[Method] = [""] * len(groups)  # how each group was linked
     if target is not None:
         say("linking to the target bundle")
         for gi, members in enumerate(groups):
@@ -190,7 +195,7 @@ def resolve_mentions(
             )
             method, hit = next(found, ("", None))
             if hit is not None:
-                group_target[gi] = hit
+                group_target[gi], group_method[gi] = hit, method
                 linked[method] = linked.get(method, 0) + 1
         open_groups = [gi for gi, t in enumerate(group_target) if t is None]
         if embedder is not None and target.vectors is not None and len(target.vectors) and open_groups:
@@ -205,8 +210,72 @@ def resolve_mentions(
                 for offset, j in enumerate(best_j.tolist()):
                     if sims[offset, j] >= threshold:
                         group_target[open_groups[start + offset]] = target.vector_ids[j]
+                        group_method[open_groups[start + offset]] = "embedding"
                         linked["embedding"] = linked.get("embedding", 0) + 1
-    return _assemble(mentions, groups, group_target, dataset, node_type, target, merged, linked)
+    if curation is not None and not curation.empty:
+        groups, group_target = _curate(
+            mentions, groups, group_target, group_method, dataset, target, curation, merged, linked
+        )
+    done = _assemble(mentions, groups, group_target, dataset, node_type, target, merged, linked)
+    if curation is not None:
+        done.nodes = apply_aliases(done.nodes, curation)
+    return done
+
+
+def _curate(
+    mentions: Sequence[str],
+    groups: list[list[int]],
+    group_target: list[str | None],
+    group_method: list[Method],
+    dataset: str,
+    target: LinkTarget | None,
+    curation: Curation,
+    merged: dict[Method, int],
+    linked: dict[Method, int],
+) -> tuple[list[list[int]], list[str | None]]:
+    """Apply an identity file to the groups, by node id (the id a group gets, ``kg:<dataset>/<slug>``, or
+    the target id it links to): a cannot-link undoes the link of a group to that target; a must-link joins
+    two groups of the run, or links a group to that target. Entries naming nothing of this run are left
+    alone (an identity file serves many runs)."""
+    reps = pl.DataFrame({"rep": [mentions[g[0]] for g in groups]}, schema={"rep": pl.String})
+    own_ids = reps.select(dataset_id_expr(dataset, pl.col("rep"))).to_series().to_list()
+    target_ids = set(target.nodes["id"].to_list()) if target is not None else set()
+    for a, b in curation.cannot_link:
+        for gi, linked_to in enumerate(group_target):
+            if linked_to is not None and {own_ids[gi], linked_to} == {a, b}:
+                group_target[gi] = None
+                linked[group_method[gi]] -= 1
+                linked["kept_apart"] = linked.get("kept_apart", 0) + 1
+    root = list(range(len(groups)))
+
+    def find(gi: int) -> int:
+        while root[gi] != gi:
+            gi = root[gi]
+        return gi
+
+    index = {own: gi for gi, own in enumerate(own_ids)}
+    for a, b in curation.must_link:
+        for mine, other in ((a, b), (b, a)):
+            if mine not in index:
+                continue
+            gi = find(index[mine])
+            if other in index and find(index[other]) != gi:
+                joined = find(index[other])
+                root[joined] = gi
+                merged["curation"] = merged.get("curation", 0) + len(groups[joined])
+            elif other in target_ids and group_target[gi] != other:
+                group_target[gi] = other
+                linked["curation"] = linked.get("curation", 0) + 1
+            break
+    for method in [m for m, n in linked.items() if n == 0]:
+        del linked[method]
+    if all(find(gi) == gi for gi in range(len(groups))):
+        return groups, group_target
+    kept: dict[int, list[int]] = {}
+    for gi, members in enumerate(groups):
+        kept.setdefault(find(gi), []).extend(members)
+    order = sorted(kept)
+    return [kept[gi] for gi in order], [group_target[gi] for gi in order]
 
 
 def _assemble(

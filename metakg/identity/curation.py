@@ -19,11 +19,12 @@ through others) is refused naming the entry, before anything is written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import yaml
 
 from metakg.errors import InputDataError
@@ -160,3 +161,28 @@ def check_known(curation: Curation, ids: Iterable[str]) -> None:
     for where, node in named:
         if node not in known:
             raise InputDataError(f"{curation.origin}: {where} names {node}, which no node of the graph has.")
+
+
+def apply_aliases(nodes: pl.DataFrame, curation: Curation, became: Mapping[str, str] | None = None) -> pl.DataFrame:
+    """The identity file's aliases added and removed on ``nodes``, on the node each named id now is
+    (``became``: id -> the id it was merged into); ids no node has are left alone."""
+    if not (curation.add_aliases or curation.remove_aliases):
+        return nodes
+    moved = became or {}
+    add: dict[str, list[str]] = {}
+    remove: dict[str, list[str]] = {}
+    for named_in, target in ((curation.add_aliases, add), (curation.remove_aliases, remove)):
+        for node, names in named_in.items():
+            target.setdefault(moved.get(node, node), []).extend(names)
+    named = [*add, *remove]
+    rows = nodes.filter(pl.col("id").is_in(named)).to_dicts()
+    for row in rows:
+        wanted = [*(row["aliases"] or []), *add.get(row["id"], [])]
+        row["aliases"] = [a for a in dict.fromkeys(wanted) if a not in remove.get(row["id"], []) and a != row["name"]]
+    changed = {row["id"]: row["aliases"] for row in rows}
+    return nodes.with_columns(
+        pl.when(pl.col("id").is_in(list(changed)))
+        .then(pl.col("id").replace_strict(changed, default=None, return_dtype=pl.List(pl.String)))
+        .otherwise(pl.col("aliases"))
+        .alias("aliases")
+    )

@@ -18,7 +18,7 @@ from typing import Literal
 import polars as pl
 
 from metakg.identity.clusters import MAX_CLUSTER, Cluster, id_clusters
-from metakg.identity.curation import Curation, check_known
+from metakg.identity.curation import Curation, apply_aliases, check_known
 from metakg.identity.names import NameLink
 from metakg.schemas.bundle import collapse_edges
 from metakg.schemas.curie import normalise_curie
@@ -178,25 +178,7 @@ def _own_identifiers(nodes: pl.DataFrame, members: Sequence[str]) -> dict[str, s
 
 def _curated_aliases(done: Resolution, curation: Curation, canonical: Mapping[str, str]) -> Resolution:
     """The identity file's aliases added and removed, on the node each named id now is."""
-    if not (curation.add_aliases or curation.remove_aliases):
-        return done
-    add: dict[str, list[str]] = {}
-    remove: dict[str, list[str]] = {}
-    for named_in, target in ((curation.add_aliases, add), (curation.remove_aliases, remove)):
-        for node, names in named_in.items():
-            target.setdefault(canonical.get(node, node), []).extend(names)
-    named = [*add, *remove]
-    rows = done.nodes.filter(pl.col("id").is_in(named)).to_dicts()
-    for row in rows:
-        wanted = [*(row["aliases"] or []), *add.get(row["id"], [])]
-        row["aliases"] = [a for a in dict.fromkeys(wanted) if a not in remove.get(row["id"], []) and a != row["name"]]
-    changed = {row["id"]: row["aliases"] for row in rows}
-    nodes = done.nodes.with_columns(
-        pl.when(pl.col("id").is_in(named))
-        .then(pl.col("id").replace_strict(changed, default=None, return_dtype=pl.List(pl.String)))
-        .otherwise(pl.col("aliases"))
-        .alias("aliases")
-    )
+    nodes = apply_aliases(done.nodes, curation, canonical)
     return Resolution(nodes, done.edges, done.decisions, done.original_nodes, done.original_edges)
 
 

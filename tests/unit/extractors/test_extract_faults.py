@@ -342,3 +342,25 @@ def test_records_that_cannot_be_read_fail_the_run_beyond_max_rejects(server: Fau
     assert run(*args, "--max-rejects", "5")[1]["ok"] is True
     assert run(*args, "--max-rejects", "4", code=1)[1]["ok"] is False
     assert "--max-rejects" in run(*args, "--max-rejects", "lots", code=2)[1]["error"]
+
+
+def test_extract_applies_an_identity_file(server: FaultServer, csqa: Path, tmp_path: Path) -> None:
+    run("extract", str(csqa), "-f", "csqa", "-o", str(tmp_path / "plain"), "--limit", "2", "--json")
+    nodes = read_bundle(tmp_path / "plain").nodes
+    quiz = nodes.filter(pl.col("name") == "quiz")["id"][0]  # the leading article dropped
+    asked = sorted(nodes.filter(pl.col("name") != "quiz")["id"].to_list())
+    identity = tmp_path / "identity.yaml"
+    identity.write_text(f"must_link:\n  - [{asked[0]}, {asked[1]}]\naliases:\n  add: {{{quiz}: [the test]}}\n")
+    out = tmp_path / "curated"
+    _, summary = run(
+        "extract", str(csqa), "-f", "csqa", "-o", str(out), "--limit", "2", "--identity", str(identity), "--json"
+    )
+    curated = read_bundle(out)
+    assert curated.nodes.height == nodes.height - 1  # the two questions are one node
+    assert curated.nodes.filter(pl.col("id") == quiz)["aliases"][0].to_list() == ["the test"]
+    assert summary["ok"] is True
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("must_link: [[only-one]]\n")
+    result, _ = run("extract", str(csqa), "-f", "csqa", "-o", str(tmp_path / "x"), "--identity", str(bad), code=None)
+    assert result.exit_code != 0 and "bad.yaml: must_link entry 1 must be a pair" in result.output
+    assert not (tmp_path / "x").exists()

@@ -115,3 +115,36 @@ def test_keys_without_blanks_group_and_link_like_the_identity_cascade() -> None:
     linked = resolve_mentions(["CAL-51", "HeLa"], "t", target=target)
     assert linked.ids["CAL-51"] == "cellosaurus:CVCL_1110" and linked.linked == {"compact": 1}
     assert linked.ids["HeLa"] == "kg:t/hela"
+
+
+def test_an_identity_file_has_the_last_word_at_extraction() -> None:
+    from metakg.identity.curation import Curation
+
+    target = LinkTarget.from_nodes(
+        conform_nodes(
+            pl.DataFrame(
+                {
+                    "id": ["wd:Q11081", "wd:Q1066"],
+                    "name": ["Alzheimer disease", "memory loss"],
+                    "type": ["disease", "phenotype"],
+                    "source": ["wikidata", "wikidata"],
+                }
+            )
+        )
+    )
+    mentions = ["AD", "Alzheimer disease", "forgetfulness", "memory loss", "amnesia"]
+    plain = resolve_mentions(mentions, "t", target=target)
+    assert plain.ids["Alzheimer disease"] == "wd:Q11081" and plain.ids["AD"] == "kg:t/ad"
+    curation = Curation(
+        must_link=[("kg:t/ad", "wd:Q11081"), ("kg:t/forgetfulness", "kg:t/amnesia"), ("kg:other/x", "wd:Q1")],
+        cannot_link=[("kg:t/memory_loss", "wd:Q1066")],
+        add_aliases={"kg:t/forgetfulness": ["absent-mindedness"]},
+    )
+    res = resolve_mentions(mentions, "t", target=target, curation=curation)
+    assert res.ids["AD"] == res.ids["Alzheimer disease"] == "wd:Q11081"  # linked by the curator
+    assert res.ids["memory loss"] == "kg:t/memory_loss"  # its exact link undone
+    assert res.ids["forgetfulness"] == res.ids["amnesia"] == "kg:t/forgetfulness"  # two groups joined
+    assert res.linked == {"exact": 1, "curation": 1, "kept_apart": 1} and res.merged == {"curation": 1}
+    node = res.nodes.filter(pl.col("id") == "kg:t/forgetfulness").row(0, named=True)
+    assert node["aliases"] == ["amnesia", "absent-mindedness"]
+    assert res.nodes.filter(pl.col("id") == "wd:Q1066").is_empty()  # no longer carried
