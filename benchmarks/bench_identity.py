@@ -11,14 +11,16 @@ spread over the set by id hash) and split in two by a hash of the gold id
 (``metakg.identity.evaluate.half``); every figure is on the held-out half.
 
 metakg: each scorer at its default threshold (the default operating point) and at the threshold tuned on
-the other half. neo4j-graphrag (1.x): its own resolver classes, run on a real Neo4j (the project's
-launcher, APOC included) over the same held-out rows, each at its default threshold:
-``SinglePropertyExactMatchResolver`` (equal names), ``FuzzyMatchResolver`` (RapidFuzz WRatio >= 0.8) and
-``SpaCySemanticMatchResolver`` (cosine >= 0.8). spaCy's vector models are not on PyPI and cannot be
-fetched here, so the semantic resolver is given the same all-MiniLM-L6-v2 vectors as metakg's embedding
-scorer (its ``nlp`` argument); its algorithm is its own. A pair is called one entity when both names end
-up in one node after the resolver's merges; a mention is linked when its node holds catalog names, right
-when they are all its entity's.
+the other half; beside each resolver, metakg's cascade at its best recall among thresholds at least as
+precise as that resolver (one curve's point against another's, at equal precision).
+
+neo4j-graphrag (1.x): its own resolver classes, run on a real Neo4j (the project's launcher, APOC included) over
+the same held-out rows, each at its default threshold: ``SinglePropertyExactMatchResolver`` (equal names),
+``FuzzyMatchResolver`` (RapidFuzz WRatio >= 0.8) and ``SpaCySemanticMatchResolver`` (cosine >= 0.8). spaCy's
+vector models are not on PyPI and cannot be fetched here, so the semantic resolver is given the same
+all-MiniLM-L6-v2 vectors as metakg's embedding scorer (its ``nlp`` argument); its algorithm is its own. A pair
+is called one entity when both names end up in one node after the resolver's merges; a mention is linked when
+its node holds catalog names, right when they are all its entity's.
 
 Run: ``make bench`` or ``python -m benchmarks.bench_identity [--limit 600 --sets biomappings,drugbank]``.
 """
@@ -129,8 +131,22 @@ def run_resolver(driver: Any, which: str, markers: list[str], names: list[str], 
     return {r["m"]: r["e"] for r in found}
 
 
+def at_equal_precision(curve: list[Any], precision: float) -> dict[str, Any] | None:
+    """metakg's held-out point with the best recall among those at least as precise as ``precision`` (a
+    resolver's), or None: the fair comparison of one point on a precision-recall curve with another."""
+    reaching = [p for p in curve if p.predicted and p.precision >= precision]
+    return asdict(max(reaching, key=lambda p: (p.recall, p.threshold))) if reaching else None
+
+
 def score_resolver(gold: Gold, rows: list[int], node_of: dict[str, str]) -> dict[str, Any]:
-    """Precision, recall and F1 of the merges a resolver made, on the held-out rows."""
+    """Precision, recall and F1 of the merges a resolver made, on the held-out rows, and how many nodes the
+    loaded ones became."""
+    scored = _score(gold, rows, node_of)
+    scored["nodes_after"] = len(set(node_of.values()))
+    return scored
+
+
+def _score(gold: Gold, rows: list[int], node_of: dict[str, str]) -> dict[str, Any]:
     if isinstance(gold, GoldPairs):
         called = [i for i in rows if node_of[f"L{i}"] == node_of[f"R{i}"]]
         right = sum(gold.match[i] for i in called)
@@ -197,10 +213,21 @@ def main() -> None:
                     node_of = run_resolver(driver, which, markers, names, embedder)
                     scored = score_resolver(gold, rows, node_of)
                     scored["seconds"] = round(time.perf_counter() - began, 1)
+                    cascade = next(r for r in results if r.scorer == "cascade")
+                    scored["metakg_cascade_at_equal_precision"] = same = at_equal_precision(
+                        cascade.curve, scored["precision"]
+                    )
                     entry["neo4j_graphrag"][which] = scored
+                    beside = (
+                        f"; metakg cascade as precise: P {same['precision']:.3f} R {same['recall']:.3f} "
+                        f"F1 {same['f1']:.3f} @{same['threshold']:.2f}"
+                        if same
+                        else ""
+                    )
                     print(
                         f"  {'neo4j-graphrag ' + which:<26} {scored['precision']:6.3f} {scored['recall']:6.3f} "
-                        f"{scored['f1']:6.3f}  ({scored['seconds']} s, {len(markers):,} nodes)"
+                        f"{scored['f1']:6.3f}  ({scored['seconds']} s, {len(markers):,} nodes -> "
+                        f"{scored['nodes_after']:,}{beside})"
                     )
             entry["seconds"] = round(time.perf_counter() - started, 1)
             figures["sets"][name] = entry
