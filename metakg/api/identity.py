@@ -10,12 +10,14 @@ from typing import Any
 import polars as pl
 
 from metakg.api._shared import Progress, quiet
+from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
 from metakg.errors import NodeNotFound, UsageError
 from metakg.identity.clusters import compatible_types
 from metakg.identity.curation import read_curation
 from metakg.identity.evaluate import GOLD_FORMATS, GoldFormat, evaluate_gold, read_gold, write_report
-from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS, Scorer, name_links
+from metakg.identity.judge import JUDGE_BAND, judge_pairs
+from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS, NameLink, Scorer, name_links
 from metakg.identity.resolve import DEFAULT_PRIORITY, Mode, Resolution, resolve_graph, unresolve
 from metakg.llm.embedder import LazyEmbedder
 from metakg.schemas.bundle import (
@@ -70,6 +72,7 @@ def resolve(
     identity_file: Path | None = None,
     names: Scorer | None = None,
     threshold: float | None = None,
+    judge: bool = False,
     progress: Progress = quiet,
 ) -> dict[str, Any]:
     """Resolve the bundles at ``paths`` into one bundle at ``out``: nodes that share an identifier become one
@@ -79,7 +82,9 @@ def resolve(
     ``identity_file``: a curator's must-links, cannot-links, preferred ids and aliases
     (:mod:`metakg.identity.curation`), applied on top of the identifiers. ``names``: a name scorer that
     also joins nodes of different sources and compatible types whose names it rates at or above
-    ``threshold`` (its default threshold when None); off when None.
+    ``threshold`` (its default threshold when None); off when None. ``judge``: the pairs scored less than
+    :data:`~metakg.identity.judge.JUDGE_BAND` below the threshold are put to the configured LLM
+    (:mod:`metakg.identity.judge`), and those it calls one entity are joined too.
 
     Raises:
         UsageError: ``out`` is one of the inputs, or no input is given; BundleError: an input cannot be read
@@ -94,13 +99,16 @@ def resolve(
         raise UsageError(f"unknown name scorer {names!r}: choose among {', '.join(SCORERS)}.")
     if threshold is not None and not 0.0 < threshold <= 1.0:
         raise UsageError(f"the name threshold must be above 0 and at most 1, got {threshold}.")
+    if judge and names is None:
+        raise UsageError("--judge asks the LLM about name pairs: give a name scorer with --names.")
     priority = {**DEFAULT_PRIORITY, **settings.identity.prefix_priority}
     curation = read_curation(identity_file) if identity_file is not None else None
     vocabulary = default_vocabulary()
     with writing(out):
         progress(f"reading {len(paths)} bundle(s)")
         merged = merge_bundles([read_bundle(p) for p in paths])
-        links = []
+        links: list[NameLink] = []
+        judged: dict[str, Any] | None = None
         if names is not None:
             progress(f"matching the names of {merged.nodes.height:,} nodes ({names})")
             embedder = (
@@ -108,14 +116,17 @@ def resolve(
                 if names in ("embedding", "cascade")
                 else None
             )
+            cut = DEFAULT_THRESHOLDS[names] if threshold is None else threshold
             links = name_links(
                 merged.nodes,
                 lambda types: compatible_types(types, vocabulary),
                 names,
-                DEFAULT_THRESHOLDS[names] if threshold is None else threshold,
+                cut - JUDGE_BAND if judge else cut,
                 embedder=embedder,
                 apart=curation.cannot_link if curation else (),
             )
+            if judge:
+                links, judged = _judged(links, cut, merged.nodes, settings, progress)
         progress(f"resolving {merged.nodes.height:,} nodes by their identifiers")
         result = resolve_graph(
             merged.nodes,
@@ -152,7 +163,37 @@ def resolve(
                 },
             ),
         )
-    return {"bundle": str(out), "inputs": [str(p) for p in paths], "mode": mode, **summary}
+    return {"bundle": str(out), "inputs": [str(p) for p in paths], "mode": mode, **summary, "judge": judged}
+
+
+def _judged(
+    links: list[NameLink], cut: float, nodes: pl.DataFrame, settings: Settings, progress: Progress
+) -> tuple[list[NameLink], dict[str, Any]]:
+    """The links at or above ``cut``, and those below it that the LLM judge calls one entity (their scorer
+    marked ``+judge``), with what the judge was asked and what it cost."""
+    sure = [link for link in links if link.score >= cut]
+    unsure = [link for link in links if link.score < cut]
+    report: dict[str, Any] = {"asked": len(unsure), "yes": 0, "no": 0, "unclear": 0, "band": JUDGE_BAND}
+    if not unsure:
+        return sure, report
+    row = {r["id"]: r for r in nodes.select("id", "name", "type").to_dicts()}
+    pairs = [(row[x.a]["name"], row[x.a]["type"], row[x.b]["name"], row[x.b]["type"]) for x in unsure]
+    progress(f"asking the LLM judge about {len(pairs):,} name pair(s) just below the threshold")
+    with llm_session(settings, progress=progress) as client:
+        verdicts = run_with(client, judge_pairs(pairs, client, concurrency=settings.llm.concurrency))
+        usage = client.meter.summary()
+    joined = []
+    for link, verdict in zip(unsure, verdicts, strict=True):
+        report["yes" if verdict.same else "no" if verdict.same is False else "unclear"] += 1
+        if verdict.same:
+            joined.append(NameLink(link.a, link.b, f"{link.scorer}+judge", link.score))
+    report |= {
+        "llm_calls": usage.llm_calls,
+        "cache_hits": usage.cache_hits,
+        "tokens": usage.tokens,
+        "cost_usd": round(usage.cost_usd, 6),
+    }
+    return sure + joined, report
 
 
 def _resolution(path: Path, bundle: Bundle) -> Resolution:

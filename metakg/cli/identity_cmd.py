@@ -35,6 +35,12 @@ def resolve(
     threshold: float | None = typer.Option(
         None, "--threshold", help="The name score at or above which two nodes are one (default: the scorer's)."
     ),
+    judge: bool = typer.Option(
+        False,
+        "--judge",
+        help="Ask the configured LLM about the name pairs scored just below the threshold (0.1 below it); "
+        "those it calls one entity are joined too. Cached and metered.",
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """One graph from several bundles: nodes that share an identifier (an id or an xref, in any written form,
@@ -57,6 +63,7 @@ def resolve(
                 identity_file=identity,
                 names=names,  # type: ignore[arg-type]
                 threshold=threshold,
+                judge=judge,
                 progress=say,
             )
         if not json_mode:
@@ -67,6 +74,13 @@ def resolve(
             )
             if names:
                 out.print(f"{report['joined_by_name']:,} node(s) joined by name ({escape(names)})")
+            if report["judge"]:
+                j = report["judge"]
+                out.print(
+                    f"LLM judge: {j['asked']:,} pair(s) asked, {j['yes']:,} yes, {j['no']:,} no, {j['unclear']:,} "
+                    f"unclear ({j.get('llm_calls', 0):,} calls, {j.get('cache_hits', 0):,} cached, "
+                    f"${j.get('cost_usd', 0.0):.4f})"
+                )
             if report["refused"]:
                 out.print(f"{report['refused']:,} group(s) left apart, for example:")
                 for example in report["refused_examples"][:5]:

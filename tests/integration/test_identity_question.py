@@ -20,6 +20,7 @@ from metakg import api
 from metakg.config import load_settings
 from metakg.extractors.pipeline import build_bundle, plan_units, run_units
 from metakg.ingest.datasets import RECORD_SCHEMA
+from metakg.llm import local_server
 from metakg.llm.scripted import ScriptedClient
 from metakg.schemas.bundle import read_bundle, write_bundle
 from tests.unit.cli.test_cli import run
@@ -117,3 +118,21 @@ def test_a_question_crosses_primekg_wikidata_and_extracted_edges(
     path = crossing[0]
     assert {chain.mondo.lower(), f"wd:{chain.drug_qid}", f"drugbank:{chain.primekg_drug_id}"} <= set(path.nodes)
     assert "medical condition treated (P2175)" in {rel for _s, rel, _o in path.triples}, path.triples
+
+
+def test_the_llm_judge_through_the_local_model(
+    tmp_path: Path, sources: Path, local_llm: local_server.LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plumbing and accounting through a real model server (SmolLM2 is too weak to judge: its verdicts are
+    not checked, only that each pair was asked once, answered, counted and cached)."""
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", local_llm.base_url)
+    monkeypatch.setenv("METAKG_LLM__MODEL", local_llm.model)
+    inputs = [str(sources / "primekg"), str(sources / "wikidata"), str(sources / "notes")]
+    # PrimeKG's prednisolone and Wikidata's prednisone (fuzzy 0.83) lie within the band below 0.9
+    args = ["resolve", *inputs, "--names", "fuzzy", "--threshold", "0.9", "--judge", "--json"]
+    _, report = run(*args, "-o", str(tmp_path / "one"))
+    judge = report["judge"]
+    assert judge["asked"] > 0 and judge["yes"] + judge["no"] + judge["unclear"] == judge["asked"]
+    assert judge["llm_calls"] == judge["asked"] and judge["tokens"] > 0
+    _, again = run(*args, "-o", str(tmp_path / "two"))
+    assert again["judge"]["cache_hits"] == judge["asked"] and again["joined_by_name"] == report["joined_by_name"]
