@@ -36,7 +36,15 @@ from metakg.api.bundles import (
 from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog, grow_from_report
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, extracted_dataset, link_target
-from metakg.api.identity import GOLD_FORMATS, NAME_SCORERS, identity_eval, identity_show, identity_split, resolve
+from metakg.api.identity import (
+    GOLD_FORMATS,
+    NAME_SCORERS,
+    curated_bundle,
+    identity_eval,
+    identity_show,
+    identity_split,
+    resolve,
+)
 from metakg.api.ingest import (
     add_triples,
     ingest_primekg,
@@ -123,6 +131,7 @@ __all__ = [
     "calibrate_medcog",
     "comparison_table",
     "create_strategy",
+    "curated_bundle",
     "demo_file",
     "demo_triples_file",
     "describe_strategies",

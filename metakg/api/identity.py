@@ -3,13 +3,15 @@ undo (`metakg identity split`), and how right name matching is (`metakg identity
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from metakg.api._shared import Progress, quiet
+from metakg.api._shared import Progress, cache_folder, quiet
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
 from metakg.errors import NodeNotFound, UsageError
@@ -27,6 +29,7 @@ from metakg.schemas.bundle import (
     Bundle,
     merge_bundles,
     read_bundle,
+    read_manifest,
     read_side_table,
     write_bundle,
 )
@@ -36,7 +39,15 @@ from metakg.schemas.vocabulary import default_vocabulary
 
 #: the name scorers (`metakg identity eval --scorer`, `metakg resolve --names`) and gold formats
 NAME_SCORERS = SCORERS
-__all__ = ["GOLD_FORMATS", "NAME_SCORERS", "identity_eval", "identity_show", "identity_split", "resolve"]
+__all__ = [
+    "GOLD_FORMATS",
+    "NAME_SCORERS",
+    "curated_bundle",
+    "identity_eval",
+    "identity_show",
+    "identity_split",
+    "resolve",
+]
 
 #: the refused clusters a report lists (the decision table holds them all)
 SHOWN_REFUSED = 20
@@ -312,3 +323,26 @@ def identity_eval(
         progress(f"scoring with {scorer}")
         results.extend(evaluate_gold(gold, [scorer], embedder=embedder))
     return write_report(gold, results, out)
+
+
+def curated_bundle(settings: Settings, bundle: Path, identity_file: Path, progress: Progress = quiet) -> Path:
+    """``bundle`` resolved with an identity file, for questions (`metakg ask --identity`): made once by
+    :func:`resolve` into the cache, under a digest of the bundle's manifest, the file's text and the
+    ``[identity]`` settings, and reused while none of them changes.
+
+    Raises:
+        BundleError: the bundle cannot be read; InputDataError: the identity file is malformed or names an
+            id the bundle lacks.
+    """
+    read_curation(identity_file)  # refuses a bad file before any work
+    parts = [
+        read_manifest(bundle),
+        identity_file.read_text(encoding="utf-8"),
+        settings.identity.model_dump(mode="json"),
+    ]
+    content = json.dumps(parts, sort_keys=True, default=str)
+    out = cache_folder(settings, "identity") / hashlib.sha256(content.encode("utf-8")).hexdigest()[:20]
+    if not (out / "manifest.json").is_file():
+        progress(f"resolving {bundle} with the identity file {identity_file}")
+        resolve([bundle], out, settings, identity_file=identity_file, progress=progress)
+    return out

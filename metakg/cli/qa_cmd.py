@@ -76,6 +76,12 @@ def ask(
         "(click a node for its record, expand its neighbours), the trace as a timeline; opens without a server.",
     ),
     as_of: str | None = typer.Option(None, "--as-of", help=AS_OF_HELP),
+    identity: Path | None = typer.Option(
+        None,
+        "--identity",
+        help="Identity file (YAML, as for metakg resolve): answer over the bundle resolved with it (made once, "
+        "kept in the cache).",
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Answer a question over a bundle or Neo4j; print the answer, the evidence paths and a short trace.
@@ -91,9 +97,13 @@ def ask(
         cfg = api.with_local_kg(cfg, local_kg)
         asked = api.make_question(question, choices or [])
         heard: list[dict[str, Any]] = []
+        if identity is not None and bundle is None:
+            raise UsageError("--identity applies to a --bundle (for Neo4j: metakg resolve, then load neo4j).")
         with progress("ask") as say:
             chosen = api.create_strategy(cfg, strategy, ablation)
             when = api.parse_time(as_of) if as_of is not None else None
+            if identity is not None and bundle is not None:
+                bundle = api.curated_bundle(cfg, bundle, identity, say)
             with api.qa_store(cfg, chosen, bundle=bundle, neo4j=neo4j, as_of=when, progress=say) as store:
                 answer = api.answer_over(
                     cfg, store, asked, chosen, use_llm=not no_llm, progress=say, steps=heard.append

@@ -121,3 +121,38 @@ def test_resolve_by_names_too(tmp_path: Path) -> None:
         app, ["resolve", str(primekg), "-o", str(tmp_path / "x"), "--names", "fuzzy", "--threshold", "1.5", "--json"]
     )
     assert bad.exit_code == 2 and "at most 1" in bad.output and not (tmp_path / "x").exists()
+
+
+def test_ask_with_an_identity_file_answers_over_the_curated_graph(tmp_path: Path) -> None:
+    bundle = tmp_path / "kg"
+    write_bundle(
+        bundle,
+        Bundle(
+            nodes(
+                [
+                    ("kg:a/aspirin", "aspirin", "drug", []),
+                    ("kg:a/headache", "headache", "disease", []),
+                    ("kg:b/asa", "ASA", "drug", []),
+                    ("kg:b/stomach_ulcer", "stomach ulcer", "disease", []),
+                ],
+                "a",
+            ),
+            edges([("kg:a/aspirin", "treats", "kg:a/headache"), ("kg:b/asa", "causes", "kg:b/stomach_ulcer")], "a"),
+        ),
+    )
+    question = "How is headache connected to stomach ulcer?"
+    plain = run("ask", question, "-b", str(bundle), "--no-llm", "--strategy", "metakgrag")
+    assert not any({"treats", "causes"} <= {t[1] for t in p["triples"]} for p in plain["evidence"])
+    identity = tmp_path / "identity.yaml"
+    identity.write_text("must_link:\n  - [kg:a/aspirin, kg:b/asa]\n")
+    curated = run(
+        "ask", question, "-b", str(bundle), "--no-llm", "--strategy", "metakgrag", "--identity", str(identity)
+    )
+    assert any({"treats", "causes"} <= {t[1] for t in p["triples"]} for p in curated["evidence"])
+    again = run("ask", question, "-b", str(bundle), "--no-llm", "--strategy", "metakgrag", "--identity", str(identity))
+    assert again["evidence"] == curated["evidence"]
+    identity.write_text("must_link:\n  - [kg:a/aspirin, kg:c/nothing]\n")
+    bad = runner.invoke(app, ["ask", question, "-b", str(bundle), "--no-llm", "--identity", str(identity), "--json"])
+    assert bad.exit_code != 0 and "must_link entry 1 names kg:c/nothing" in bad.output
+    neo = runner.invoke(app, ["ask", question, "--neo4j", "--identity", str(identity), "--json"])
+    assert neo.exit_code == 2 and "--identity applies to a --bundle" in neo.output
