@@ -17,7 +17,15 @@ from metakg.config import Settings
 from metakg.errors import NodeNotFound, UsageError
 from metakg.identity.clusters import compatible_types
 from metakg.identity.curation import read_curation
-from metakg.identity.evaluate import GOLD_FORMATS, GoldFormat, evaluate_gold, read_gold, write_report
+from metakg.identity.evaluate import (
+    GOLD_FORMATS,
+    GoldFormat,
+    evaluate_clusters,
+    evaluate_gold,
+    read_gold,
+    read_id_pairs,
+    write_report,
+)
 from metakg.identity.judge import JUDGE_BAND, judge_pairs
 from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS, NameLink, Scorer, name_links
 from metakg.identity.resolve import DEFAULT_PRIORITY, Mode, Resolution, resolve_graph, unresolve
@@ -35,6 +43,7 @@ from metakg.schemas.bundle import (
 )
 from metakg.schemas.bundle_dir import bundle_path, writing
 from metakg.schemas.curie import normalise_curie
+from metakg.schemas.locks import open_output, require_folder
 from metakg.schemas.vocabulary import default_vocabulary
 
 #: the name scorers (`metakg identity eval --scorer`, `metakg resolve --names`) and gold formats
@@ -44,6 +53,7 @@ __all__ = [
     "NAME_SCORERS",
     "curated_bundle",
     "identity_eval",
+    "identity_eval_bundle",
     "identity_show",
     "identity_split",
     "resolve",
@@ -346,3 +356,31 @@ def curated_bundle(settings: Settings, bundle: Path, identity_file: Path, progre
         progress(f"resolving {bundle} with the identity file {identity_file}")
         resolve([bundle], out, settings, identity_file=identity_file, progress=progress)
     return out
+
+
+def identity_eval_bundle(gold_path: Path, bundle_dir: Path, out: Path) -> dict[str, Any]:
+    """Score a graph's identity (a bundle made by :func:`resolve`, or any bundle: its nodes as they are)
+    against gold identifier pairs (:func:`~metakg.identity.evaluate.read_id_pairs`); writes and returns
+    ``out/summary.json``.
+
+    Raises:
+        InputDataError: the gold file is malformed; BundleError: the bundle cannot be read; OutputError:
+            ``out`` cannot be written.
+    """
+    gold = read_id_pairs(gold_path)
+    bundle = read_bundle(bundle_dir)
+    decisions = read_side_table(bundle_dir, bundle, IDENTITY_FILE)
+    canonical: dict[str, str] = {}
+    if decisions is not None:
+        kept = decisions.filter(pl.col("canonical").is_not_null())
+        canonical = dict(zip(kept["node"].to_list(), kept["canonical"].to_list(), strict=True))
+    summary = {
+        "bundle": str(bundle_dir),
+        "resolved": decisions is not None,
+        **evaluate_clusters(gold, bundle.nodes, canonical),
+    }
+    require_folder(out, "the evaluation output")
+    out.mkdir(parents=True, exist_ok=True)
+    with open_output(out / "summary.json") as fh:
+        fh.write(json.dumps(summary, indent=1) + "\n")
+    return summary

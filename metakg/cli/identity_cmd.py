@@ -155,6 +155,14 @@ def evaluate(
     limit: int | None = typer.Option(
         None, "--limit", help="Score a sample of this many pairs or mentions, spread over the set (by id hash)."
     ),
+    bundle: Path | None = typer.Option(
+        None,
+        "--bundle",
+        "-b",
+        help="Score this graph's identity instead (a bundle made by metakg resolve): GOLD holds id pairs, SSSOM "
+        "(subject_id, object_id; predicate_modifier Not for wrong pairs) or a two-column table (a third "
+        "column true/false).",
+    ),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """How right name matching is against a gold mapping: per scorer, the threshold chosen on one half of the
@@ -163,6 +171,16 @@ def evaluate(
     is written as a table and a PNG."""
     cfg = settings()
     with guarded("identity eval", json_mode):
+        if bundle is not None:
+            scored = api.identity_eval_bundle(gold, bundle, output)
+            if not json_mode:
+                out.print(
+                    f"{escape(scored['gold'])} on {escape(str(bundle))}: {scored['covered']:,} of {scored['pairs']:,} "
+                    f"pairs in the graph; precision {scored['precision']:.3f}, recall {scored['recall']:.3f}, "
+                    f"F1 {scored['f1']:.3f} ({scored['called']:,} joined, {scored['right']:,} right)"
+                )
+            finish(True, {"command": "identity eval", **scored}, json_mode=json_mode)
+            return
         if fmt not in api.GOLD_FORMATS:
             raise UsageError(f"--format must be one of {', '.join(api.GOLD_FORMATS)}, got {fmt!r}.")
         with progress("identity eval") as say:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import polars as pl
 
 from metakg.errors import InputDataError
 from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS, NameTable, Scorer, candidates, keys_of, pair_scores
@@ -510,3 +511,114 @@ def _plot(gold: Gold, results: Sequence[ScorerResult], path: Path) -> None:
 
     with open_output(path) as fh:  # text mode: write the bytes through its buffer
         fh.buffer.write(buffer.getvalue())
+
+
+@dataclass(frozen=True)
+class IdPairs:
+    """Gold pairs of identifiers: ``same[i]`` says whether ``left[i]`` and ``right[i]`` name one entity."""
+
+    name: str
+    left: list[str]
+    right: list[str]
+    same: list[bool]
+
+
+_TRUE = {"true", "1", "yes", "y", "t"}
+_FALSE = {"false", "0", "no", "n", "f", "not"}
+
+
+def read_id_pairs(path: Path) -> IdPairs:
+    """Gold identifier pairs: an SSSOM file (``subject_id``, ``object_id``; a ``predicate_modifier`` of
+    ``Not`` marks a wrong pair) or a table of two id columns (comma or tab separated, with a header; an
+    optional third column says true or false), ids in any written form.
+
+    Raises:
+        InputDataError: the file cannot be read, has fewer than two columns, or a row is malformed, naming
+            the line.
+    """
+    text = _open_text(path).read()
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    if not lines:
+        raise InputDataError(f"{path}: no gold pair.")
+    delimiter = "\t" if "\t" in lines[0] else ","
+    header = next(csv.reader([lines[0]], delimiter=delimiter))
+    left, right, same = [], [], []
+    if "subject_id" in header and "object_id" in header:
+        for _number, row in _rows(path, delimiter, ("subject_id", "object_id")):
+            left.append(row["subject_id"])
+            right.append(row["object_id"])
+            same.append((row.get("predicate_modifier") or "").strip() != "Not")
+    else:
+        if len(header) < 2:
+            raise InputDataError(f"{path}: a gold table needs two id columns (found {len(header)}).")
+        numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        body = [(n, line) for n, line in numbered if not line.startswith("#")][1:]
+        for number, line in body:
+            cells = next(csv.reader([line], delimiter=delimiter))
+            if len(cells) < 2 or not cells[0].strip() or not cells[1].strip():
+                raise InputDataError(f"{path}, line {number}: two ids expected, got {line!r}.")
+            label = cells[2].strip().lower() if len(cells) > 2 and cells[2].strip() else "true"
+            if label not in _TRUE | _FALSE:
+                raise InputDataError(f"{path}, line {number}: the third column is true or false, got {cells[2]!r}.")
+            left.append(cells[0].strip())
+            right.append(cells[1].strip())
+            same.append(label in _TRUE)
+    if not left:
+        raise InputDataError(f"{path}: no gold pair.")
+    return IdPairs(path.name, left, right, same)
+
+
+def evaluate_clusters(gold: IdPairs, nodes: pl.DataFrame, canonical: dict[str, str]) -> dict[str, Any]:
+    """How right a resolved graph's identity is on gold identifier pairs: an id is found as a node's id or,
+    failing that, as the xref of exactly one node; a pair is called one entity when both ids end on one
+    node (``canonical``: node id -> the node it became or links to). Pairs with an id the graph lacks are
+    left out and counted. Returns precision, recall, F1, the counts and the first wrong and missed pairs."""
+    from metakg.schemas.curie import normalise_curie
+
+    def one_form(value: str) -> str:
+        return normalise_curie(value) or value.strip()
+
+    ids = nodes["id"].to_list()
+    where: dict[str, str] = {one_form(i): i for i in ids}
+    by_xref: dict[str, set[str]] = {}
+    for node, xrefs in zip(ids, nodes["xrefs"].to_list(), strict=True):
+        for xref in xrefs or []:
+            by_xref.setdefault(one_form(xref), set()).add(node)
+
+    def node_of(value: str) -> str | None:
+        key = one_form(value)
+        if key in where:
+            return canonical.get(where[key], where[key])
+        holders = by_xref.get(key, set())
+        return canonical.get(next(iter(holders)), next(iter(holders))) if len(holders) == 1 else None
+
+    called = right = positives = covered = 0
+    wrong: list[list[str]] = []
+    missed: list[list[str]] = []
+    for a, b, truth in zip(gold.left, gold.right, gold.same, strict=True):
+        x, y = node_of(a), node_of(b)
+        if x is None or y is None:
+            continue
+        covered += 1
+        positives += truth
+        if x == y:
+            called += 1
+            right += truth
+            if not truth and len(wrong) < 20:
+                wrong.append([a, b])
+        elif truth and len(missed) < 20:
+            missed.append([a, b])
+    point = _point(1.0, called, right, positives)
+    return {
+        "gold": gold.name,
+        "pairs": len(gold.left),
+        "covered": covered,
+        "precision": point.precision,
+        "recall": point.recall,
+        "f1": point.f1,
+        "called": called,
+        "right": right,
+        "positives": positives,
+        "wrong_examples": wrong,
+        "missed_examples": missed,
+    }

@@ -156,3 +156,27 @@ def test_ask_with_an_identity_file_answers_over_the_curated_graph(tmp_path: Path
     assert bad.exit_code != 0 and "must_link entry 1 names kg:c/nothing" in bad.output
     neo = runner.invoke(app, ["ask", question, "--neo4j", "--identity", str(identity), "--json"])
     assert neo.exit_code == 2 and "--identity applies to a --bundle" in neo.output
+
+
+def test_eval_scores_a_resolved_bundle_against_id_pairs(tmp_path: Path) -> None:
+    primekg, wikidata = write_inputs(tmp_path)
+    out = tmp_path / "one"
+    run("resolve", str(primekg), str(wikidata), "-o", str(out))
+    gold = tmp_path / "gold.csv"
+    gold.write_text(
+        "a,b,same\n"
+        "MONDO:0004975,http://www.wikidata.org/entity/Q11081,true\n"  # any written form
+        "DrugBank:DB01043,wd:Q412364,true\n"
+        "drugbank:DB00945,wd:Q9999,false\n"  # left apart by resolve: a right refusal
+        "wd:Q1066,mondo:0004975,false\n"
+        "\n"
+        "hp:0000001,wd:Q1066,true\n"  # an id the graph lacks: not covered
+    )
+    scored = run("identity", "eval", str(gold), "-b", str(out), "-o", str(tmp_path / "e"))
+    assert (scored["pairs"], scored["covered"], scored["called"], scored["right"]) == (5, 4, 2, 2)
+    assert scored["precision"] == scored["recall"] == 1.0
+    before = run("identity", "eval", str(gold), "-b", str(primekg), "-o", str(tmp_path / "e0"))
+    assert before["resolved"] is False and before["called"] == 0  # each source alone joins nothing
+    gold.write_text("a,b,same\nmondo:0004975,wd:Q11081,maybe\n")
+    bad = runner.invoke(app, ["identity", "eval", str(gold), "-b", str(out), "-o", str(tmp_path / "e2"), "--json"])
+    assert bad.exit_code != 0 and "gold.csv, line 2: the third column is true or false" in bad.output
