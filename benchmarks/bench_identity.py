@@ -173,7 +173,7 @@ def main() -> None:
     embedder = OnnxEmbedder(Path(model))
     server = None if args.no_neo4j else fresh_server("identity", heap="2g", pagecache_mb=256)
     driver = None
-    figures: dict[str, Any] = {"limit": args.limit, "sets": {}}
+    figures: dict[str, Any] = {"synthetic_data": False, "limit": args.limit, "sets": {}}
     try:
         if server is not None:
             from metakg.config import Neo4jSettings
