@@ -171,14 +171,15 @@ def kill_at_random(
     process: subprocess.Popen[Any], bundle: Path, point: int, rng: random.Random, run_s: float, write_s: float
 ) -> tuple[float, bool]:
     """SIGKILL ``process``: on even points anywhere in its run, on odd ones in its writing phase (once the
-    staging folder appears, a random share of the write later). Returns the delay and whether it was writing."""
+    staging folder appears, a random share of the first half of the write later). Returns the delay and whether
+    it was writing."""
     started = time.perf_counter()
     if point % 2 == 0:
         time.sleep(rng.uniform(0, run_s))
     else:
         while not staging_exists(bundle) and process.poll() is None and time.perf_counter() - started < 3 * run_s:
             time.sleep(0.0005)
-        time.sleep(rng.uniform(0, write_s * 1.1))
+        time.sleep(rng.uniform(0, write_s * 0.5))  # the first half: the kill must find it still writing
     delay = time.perf_counter() - started
     writing = staging_exists(bundle)
     process.send_signal(signal.SIGKILL)
