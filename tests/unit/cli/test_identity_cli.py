@@ -123,7 +123,7 @@ def test_resolve_by_names_too(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "at most 1" in bad.output and not (tmp_path / "x").exists()
 
 
-def test_ask_with_an_identity_file_answers_over_the_curated_graph(tmp_path: Path) -> None:
+def test_ask_with_an_identity_file_answers_over_the_curated_graph(tmp_path: Path, any_embedder: None) -> None:
     bundle = tmp_path / "kg"
     write_bundle(
         bundle,
