@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 import time
 from dataclasses import asdict
@@ -165,6 +166,7 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS), help="Comma-separated gold sets.")
     parser.add_argument("--no-neo4j", action="store_true", help="metakg's scorers only.")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated run still stops its Neo4j server
     settings, data = settings_and_data(" (the gold mappings are in its er/ folder)")
     er = Path(data) / "er"
     model = settings.embedder.model_dir
