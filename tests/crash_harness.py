@@ -171,15 +171,17 @@ def kill_at_random(
     process: subprocess.Popen[Any], bundle: Path, point: int, rng: random.Random, run_s: float, write_s: float
 ) -> tuple[float, bool]:
     """SIGKILL ``process``: on even points anywhere in its run, on odd ones in its writing phase (once the
-    staging folder appears, a random share of the first half of the write later). Returns the delay and whether
-    it was writing."""
+    staging folder appears: at once the first time, then a random share of the first half of the write later).
+    Returns the delay and whether it was writing."""
     started = time.perf_counter()
     if point % 2 == 0:
         time.sleep(rng.uniform(0, run_s))
     else:
         while not staging_exists(bundle) and process.poll() is None and time.perf_counter() - started < 3 * run_s:
             time.sleep(0.0005)
-        time.sleep(rng.uniform(0, write_s * 0.5))  # the first half: the kill must find it still writing
+        # the first such kill as soon as the staging folder appears (a write can take a few ms), the others in
+        # the first half of the write: the kill must find it still writing
+        time.sleep(0.0 if point == 1 else rng.uniform(0, write_s * 0.5))
     delay = time.perf_counter() - started
     writing = staging_exists(bundle)
     process.send_signal(signal.SIGKILL)
