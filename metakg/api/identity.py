@@ -170,20 +170,7 @@ def resolve(
                 **{k: v for k, v in summary.items() if k != "refused_examples"},
             }
         }
-        write_bundle(
-            out,
-            Bundle(
-                result.nodes,
-                result.edges,
-                merged.rejects,
-                manifest=manifest,
-                side={
-                    IDENTITY_FILE: result.decisions,
-                    IDENTITY_NODES_FILE: result.original_nodes,
-                    IDENTITY_EDGES_FILE: result.original_edges,
-                },
-            ),
-        )
+        _write_resolution(out, result, merged.rejects, manifest)
     return {"bundle": str(out), "inputs": [str(p) for p in paths], "mode": mode, **summary, "judge": judged}
 
 
@@ -215,6 +202,18 @@ def _judged(
         "cost_usd": round(usage.cost_usd, 6),
     }
     return sure + joined, report
+
+
+def _write_resolution(
+    path: Path, done: Resolution, rejects: pl.DataFrame, manifest: dict[str, Any], *, expect: str | None = None
+) -> None:
+    """Write a resolved graph with its decisions and the original rows its undo needs."""
+    side = {
+        IDENTITY_FILE: done.decisions,
+        IDENTITY_NODES_FILE: done.original_nodes,
+        IDENTITY_EDGES_FILE: done.original_edges,
+    }
+    write_bundle(path, Bundle(done.nodes, done.edges, rejects, manifest=manifest, side=side), expect=expect)
 
 
 def _resolution(path: Path, bundle: Bundle) -> Resolution:
@@ -278,21 +277,7 @@ def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> dict[
             k: v for k, v in summary.items() if k not in ("refused_examples", "nodes_before")
         }
         manifest.pop("embeddings", None)  # the nodes changed: their name embeddings are made again when needed
-        write_bundle(
-            path,
-            Bundle(
-                done.nodes,
-                done.edges,
-                bundle.rejects,
-                manifest=manifest,
-                side={
-                    IDENTITY_FILE: done.decisions,
-                    IDENTITY_NODES_FILE: done.original_nodes,
-                    IDENTITY_EDGES_FILE: done.original_edges,
-                },
-            ),
-            expect=bundle.token,
-        )
+        _write_resolution(path, done, bundle.rejects, manifest, expect=bundle.token)
     return {"bundle": str(path), "split": clusters, "nodes": done.nodes.height, "edges": done.edges.height}
 
 
