@@ -14,25 +14,19 @@ Run: ``make bench`` or ``python -m benchmarks.bench_page [--leaves 2000 --repeat
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from benchmarks.common import record
+from benchmarks.common import record, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.conftest import hub_bundle  # noqa: E402
 from tests.integration.test_web_page import OVERLAPS  # noqa: E402
-from tools.neo4j_server import free_port  # noqa: E402
 
 
 def expand_hub(page: Any, url: str, leaves: int) -> dict[str, Any]:
@@ -78,23 +72,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="metakg-bench-page-"))
     bundle = work / "hub"
     api.write_validated(bundle, hub_bundle(args.leaves), load_settings())
-    port = free_port()
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("metakg")), "serve", "--bundle", str(bundle), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(url + "/api/health", timeout=2)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("metakg serve did not start") from None
-                time.sleep(0.3)
-        with sync_playwright() as playwright:
+        with serving(bundle) as (url, _server), sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"], headless=True)
             try:
                 runs = []
@@ -109,8 +88,6 @@ def main() -> None:
             finally:
                 browser.close()
     finally:
-        server.terminate()
-        server.wait(timeout=30)
         shutil.rmtree(work, ignore_errors=True)
     ms = statistics.median(run["ms"] for run in runs)
     fetch = statistics.median(run["fetch_ms"] for run in runs)

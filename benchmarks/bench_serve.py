@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,11 +25,10 @@ import httpx
 import numpy as np
 
 from benchmarks.bench_qa import PILOT_QUESTIONS, csqa_bundle
-from benchmarks.common import record, settings_and_data
+from benchmarks.common import record, serving, settings_and_data
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tools.neo4j_server import free_port  # noqa: E402
 
 
 def rss_mib(pid: int) -> float:
@@ -103,28 +100,10 @@ def main() -> None:
         {"question": q.text, "choices": [f"{letter}: {text}" for letter, text in q.choices], "use_llm": False}
         for q in asked
     ]
-    port = free_port()
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("metakg")), "serve", "--bundle", str(bundle), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(url + "/api/health", timeout=2)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("metakg serve did not start") from None
-                time.sleep(0.3)
+    with serving(bundle) as (url, server):
         httpx.post(url + "/api/ask", json=questions[0], timeout=120)  # the first answer loads the models
         before = round(rss_mib(server.pid), 1)
         rounds = [asyncio.run(load(url, questions, args.clients, args.seconds, server.pid)) for _ in range(args.rounds)]
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     for number, figures in enumerate(rounds, start=1):
         print(
             f"metakg serve, round {number}, {figures['clients']} clients for {figures['seconds']} s: "

@@ -7,6 +7,7 @@ import os
 import platform
 import resource
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -125,3 +126,34 @@ def neo4j_with(bundle: Path, settings: Any, name: str, *, reuse: bool = False) -
             yield neo, store, float(loaded["load_s"])
     finally:
         neo4j_server.stop(server)
+
+
+@contextmanager
+def serving(bundle: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``metakg serve --bundle bundle`` on a free port, once it answers its health check: (its URL, the
+    process); stopped on leaving."""
+    import httpx
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tools.neo4j_server import free_port
+
+    port = free_port()
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("metakg")), "serve", "--bundle", str(bundle), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(url + "/api/health", timeout=2)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("metakg serve did not start") from None
+                time.sleep(0.3)
+        yield url, server
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
