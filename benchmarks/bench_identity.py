@@ -43,12 +43,14 @@ from metakg.identity.evaluate import (
     Gold,
     GoldFormat,
     GoldPairs,
+    Scored,
     _point,
     evaluate_gold,
     half,
     read_gold,
+    scored,
 )
-from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS
+from metakg.identity.names import DEFAULT_LINKS, SCORERS, LinkRule, Scorer
 from metakg.llm.embedder import Embedder, OnnxEmbedder
 
 #: name -> (format, file, second file) under er/
@@ -160,6 +162,52 @@ def _score(gold: Gold, rows: list[int], node_of: dict[str, str]) -> dict[str, An
     return asdict(_point(0.0, len(linked), right, len(rows)))
 
 
+#: the rule for the link defaults: at most this share of mentions whose entity is missing gets linked
+UNLINKABLE_CAP = 0.125
+
+
+def pick_link_rule(rows: list[Scored]) -> tuple[LinkRule, float, float]:
+    """The link rule with the best mean F1 over the tuning halves of ``rows`` (one per link set) among those
+    that link at most :data:`UNLINKABLE_CAP` of the mentions whose entity is missing (mean over the sets),
+    ties to the higher threshold: how :data:`metakg.identity.names.DEFAULT_LINKS` was chosen. Returns the
+    rule, its mean tuning F1 and its mean unlinkable share."""
+    best: tuple[float, float, LinkRule, float] | None = None
+    for threshold in (round(0.6 + i / 100, 2) for i in range(41)):
+        for margin in (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1):
+            f1s, missing = [], []
+            for r in rows:
+                tune = r.halves == 0
+                called = r.calls(tune, threshold, margin)
+                right = int((called & r.right).sum())
+                f1s.append(_point(threshold, int(called.sum()), right, int(tune.sum())).f1)
+                missing.append(r.unlinkable(tune, threshold, margin) or 0.0)
+            if float(np.mean(missing)) <= UNLINKABLE_CAP:
+                key = (float(np.mean(f1s)), threshold, LinkRule(threshold, margin), float(np.mean(missing)))
+                if best is None or key[:2] > best[:2]:
+                    best = key
+    assert best is not None
+    return best[2], round(best[0], 4), round(best[3], 4)
+
+
+def check_link_defaults(link_rows: dict[str, dict[Scorer, Scored]]) -> dict[str, Any]:
+    """Each scorer's link rule as the tuning halves pick it, beside the shipped default."""
+    print(
+        f"link defaults picked on the tuning halves of {len(link_rows)} link sets "
+        f"(best mean F1, unlinkable <= {UNLINKABLE_CAP}):"
+    )
+    checked = {}
+    for scorer in ("fuzzy", "embedding", "cascade"):
+        rule, f1, missing = pick_link_rule([rows[scorer] for rows in link_rows.values()])
+        shipped = DEFAULT_LINKS[scorer]  # type: ignore[index]
+        same = rule == shipped
+        print(
+            f"  {scorer:<10} picked {rule.threshold:.2f} + margin {rule.margin:.2f} (mean F1 {f1:.3f}, unlinkable "
+            f"{missing:.3f}); shipped {shipped.threshold:.2f} + {shipped.margin:.2f}{'' if same else '  <- differs'}"
+        )
+        checked[scorer] = {"picked": asdict(rule), "mean_f1": f1, "unlinkable": missing, "shipped": asdict(shipped)}
+    return checked
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=600, help="Rows sampled per gold set (both halves).")
@@ -176,6 +224,7 @@ def main() -> None:
     server = None if args.no_neo4j else fresh_server("identity", heap="2g", pagecache_mb=256)
     driver = None
     figures: dict[str, Any] = {"synthetic_data": False, "limit": args.limit, "sets": {}}
+    link_rows: dict[str, dict[Scorer, Scored]] = {}
     try:
         if server is not None:
             from metakg.config import Neo4jSettings
@@ -193,7 +242,8 @@ def main() -> None:
                 "negatives": isinstance(gold, GoldPairs) and not all(gold.match),
                 "metakg": {
                     r.scorer: {
-                        "default_threshold": DEFAULT_THRESHOLDS[r.scorer],
+                        "default_threshold": r.at_default.threshold,
+                        "margin": r.margin,
                         "at_default": asdict(r.at_default),
                         "tuned_threshold": r.threshold,
                         "tuned": asdict(r.held_out),
@@ -203,11 +253,14 @@ def main() -> None:
                 "neo4j_graphrag": {},
             }
             print(f"{name}: {entry['rows']:,} {entry['kind']} sampled, figures on the held-out half")
-            print(f"  {'':<26} {'P':>6} {'R':>6} {'F1':>6}")
+            print(f"  {'':<26} {'P':>6} {'R':>6} {'F1':>6}   (unlinkable: linked were the entity missing)")
             for r in results:
                 p = r.at_default
-                label = f"metakg {r.scorer} @{DEFAULT_THRESHOLDS[r.scorer]:.2f}"
-                print(f"  {label:<26} {p.precision:6.3f} {p.recall:6.3f} {p.f1:6.3f}")
+                label = f"metakg {r.scorer} @{p.threshold:.2f}" + (f"+{r.margin:.2f}" if r.margin else "")
+                extra = f"   {p.unlinkable:.3f}" if p.unlinkable is not None else ""
+                print(f"  {label:<26} {p.precision:6.3f} {p.recall:6.3f} {p.f1:6.3f}{extra}")
+            if not isinstance(gold, GoldPairs):
+                link_rows[name] = {s: scored(gold, s, embedder) for s in ("fuzzy", "embedding", "cascade")}
             if driver is not None:
                 markers, names, rows = held_out_nodes(gold)
                 for which in RESOLVERS:
@@ -233,6 +286,8 @@ def main() -> None:
                     )
             entry["seconds"] = round(time.perf_counter() - started, 1)
             figures["sets"][name] = entry
+        if len(link_rows) > 1:
+            figures["link_defaults"] = check_link_defaults(link_rows)
     finally:
         if driver is not None:
             driver.close()

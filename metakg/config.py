@@ -130,11 +130,25 @@ class ExtractSettings(Section):
     confidence: float = Field(default=0.8, ge=0, le=1, description="Confidence given to extracted edges.")
     node_type: str = Field(default="concept", description="Vocabulary type of new (unlinked) nodes.")
     embeddings: bool = Field(default=True, description="Resolve and link mentions by name-embedding similarity too.")
-    link_threshold: float = Field(
+    group_threshold: float = Field(
         default=0.94,
         gt=0,
         le=1,
-        description="Cosine similarity at or above which two names are one entity (the identity cascade's default).",
+        description="Cosine similarity at or above which two mentions of a run are one entity (the identity "
+        "cascade's default for calling two names one entity).",
+    )
+    link_threshold: float = Field(
+        default=0.80,
+        gt=0,
+        le=1,
+        description="Cosine similarity at or above which a mention is linked to its nearest --link-to entity "
+        "(the cascade's default link rule).",
+    )
+    link_margin: float = Field(
+        default=0.02,
+        ge=0,
+        le=1,
+        description="How much the nearest --link-to entity must beat the next one by for a mention to be linked.",
     )
 
 

@@ -21,6 +21,7 @@ from metakg.extractors.pipeline import summary as extraction_summary
 from metakg.extractors.resolution import LinkTarget
 from metakg.extractors.update import compare_records, stored_outcomes, units_table
 from metakg.identity.curation import read_curation
+from metakg.identity.names import LinkRule
 from metakg.ingest.datasets import FORMATS, DatasetFormat, read_dataset
 from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
 from metakg.schemas.bundle import (
@@ -162,7 +163,8 @@ def extract(
         node_type=settings.extract.node_type,
         confidence=settings.extract.confidence,
         embedder=embedder,
-        threshold=settings.extract.link_threshold,
+        threshold=settings.extract.group_threshold,
+        link=LinkRule(settings.extract.link_threshold, settings.extract.link_margin),
         target=target,
         curation=curation,
         input_rejects=data.rejects,

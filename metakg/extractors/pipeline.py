@@ -28,6 +28,7 @@ from metakg.extractors.parsing import parse_reply
 from metakg.extractors.prompts import Prompt, chunk_prompt, qa_item_prompt
 from metakg.extractors.resolution import LinkTarget, Resolution, resolve_mentions
 from metakg.identity.curation import Curation
+from metakg.identity.names import DEFAULT_LINKS, DEFAULT_THRESHOLDS, LinkRule
 from metakg.llm.client import ChatRequest, Completion, LLMClient, request
 from metakg.llm.embedder import Embedder
 from metakg.llm.usage import UsageMeter, UsageSummary, metered
@@ -210,7 +211,8 @@ def build_bundle(
     node_type: str = "concept",
     confidence: float = 0.8,
     embedder: Embedder | None = None,
-    threshold: float = 0.9,
+    threshold: float = DEFAULT_THRESHOLDS["cascade"],
+    link: LinkRule = DEFAULT_LINKS["cascade"],
     target: LinkTarget | None = None,
     curation: Curation | None = None,
     input_rejects: pl.DataFrame | None = None,
@@ -301,6 +303,7 @@ def build_bundle(
             node_type=node_type,
             embedder=embedder,
             threshold=threshold,
+            link=link,
             target=target,
             curation=curation,
             progress=say,

@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from metakg.identity.curation import Curation, apply_aliases
-from metakg.identity.names import compact, keys_of
+from metakg.identity.names import DEFAULT_LINKS, DEFAULT_THRESHOLDS, LinkRule, compact, keys_of
 from metakg.llm.embedder import Embedder, Vectors
 from metakg.schemas.curie import dataset_id_expr
 from metakg.schemas.tables import conform_nodes, match_key_expr
@@ -113,7 +113,8 @@ def resolve_mentions(
     *,
     node_type: str = "concept",
     embedder: Embedder | None = None,
-    threshold: float = 0.9,
+    threshold: float = DEFAULT_THRESHOLDS["cascade"],
+    link: LinkRule = DEFAULT_LINKS["cascade"],
     target: LinkTarget | None = None,
     curation: Curation | None = None,
     progress: Callable[[str], None] | None = None,
@@ -126,7 +127,9 @@ def resolve_mentions(
         dataset: scopes the ids of new nodes, ``kg:<dataset>/<slug>``.
         node_type: the vocabulary type of new nodes.
         embedder: enables the embedding step (None: exact and lemma only).
-        threshold: the cosine similarity at or above which two names are the same entity.
+        threshold: the cosine similarity at or above which two mentions of the run are the same entity.
+        link: when a group is linked to a target entity by embedding similarity (its threshold, and its
+            margin over the best other target entity).
         target: the link target, or None.
         curation: must-links, cannot-links and aliases a curator wrote, by node id.
         progress: called with stage names.
@@ -206,10 +209,10 @@ def resolve_mentions(
             )
             for start in range(0, len(open_groups), BLOCK):
                 sims = vectors[start : start + BLOCK] @ target.vectors.T
-                best_j = sims.argmax(axis=1)
-                for offset, j in enumerate(best_j.tolist()):
-                    if sims[offset, j] >= threshold:
-                        group_target[open_groups[start + offset]] = target.vector_ids[j]
+                for offset, hits in enumerate(_two_best(sims, target.vector_ids)):
+                    hit = link.pick(hits)
+                    if hit is not None:
+                        group_target[open_groups[start + offset]] = hit
                         group_method[open_groups[start + offset]] = "embedding"
                         linked["embedding"] = linked.get("embedding", 0) + 1
     if curation is not None and not curation.empty:
@@ -220,6 +223,23 @@ def resolve_mentions(
     if curation is not None:
         done.nodes = apply_aliases(done.nodes, curation)
     return done
+
+
+def _two_best(sims: np.ndarray, ids: Sequence[str], depth: int = 16) -> list[list[tuple[str, float]]]:
+    """Per row of ``sims`` (one mention against every target name): the best entity and the best other
+    entity among the ``depth`` nearest names, with their scores (one entity may have several names)."""
+    depth = min(depth, sims.shape[1])
+    near = np.argpartition(-sims, depth - 1, axis=1)[:, :depth]
+    found = []
+    for row, columns in zip(sims, near, strict=True):
+        hits: list[tuple[str, float]] = []
+        for j in sorted(columns.tolist(), key=lambda c: -row[c]):
+            if not hits or ids[j] != hits[0][0]:
+                hits.append((ids[j], float(row[j])))
+                if len(hits) == 2:
+                    break
+        found.append(hits)
+    return found
 
 
 def _curate(

@@ -7,8 +7,10 @@ Two kinds of gold:
   share of those calls that are right, recall the share of the true pairs called.
 - **links**: a mention and the entity it names, among a catalog of entities (DrugBank's synonyms to its
   drugs, Wikidata aliases to their items, phenotype synonyms to their terms). A scorer links a mention to
-  its best candidate when the score reaches the threshold; precision is the share of links to the right
-  entity, recall the share of mentions linked right.
+  its best candidate when the score reaches the threshold and beats the best other entity by the scorer's
+  link margin (:data:`metakg.identity.names.DEFAULT_LINKS`); precision is the share of links to the right
+  entity, recall the share of mentions linked right, and ``unlinkable`` the share of mentions that would
+  still be linked, wrongly, were their entity missing from the catalog.
 
 Every gold set is split in two halves by a hash of its gold id (BLAKE2b of the id, even: tuning, odd:
 held out), so an id's rows are all on one side. The operating point of a scorer is the threshold with the
@@ -32,7 +34,17 @@ import numpy as np
 import polars as pl
 
 from metakg.errors import InputDataError
-from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS, NameTable, Scorer, candidates, keys_of, pair_scores
+from metakg.identity.names import (
+    DEFAULT_LINKS,
+    DEFAULT_THRESHOLDS,
+    SCORERS,
+    LinkRule,
+    NameTable,
+    Scorer,
+    candidates,
+    keys_of,
+    pair_scores,
+)
 from metakg.llm.embedder import Embedder
 
 GoldFormat = Literal["sssom", "sssom-links", "drugbank", "kgtk", "ssslm", "pubtator"]
@@ -369,19 +381,17 @@ class Point:
     predicted: int
     correct: int
     total: int
+    #: links only: the share of mentions that would still be linked, wrongly, were their entity missing from
+    #: the catalog (each mention scored against its candidates without the right one)
+    unlinkable: float | None = None
 
 
-def _point(threshold: float, predicted: int, correct: int, total: int) -> Point:
+def _point(threshold: float, predicted: int, correct: int, total: int, unlinkable: float | None = None) -> Point:
     precision = correct / predicted if predicted else 1.0
     recall = correct / total if total else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return Point(threshold, round(precision, 4), round(recall, 4), round(f1, 4), predicted, correct, total)
-
-
-def curve(scores: np.ndarray, right: np.ndarray, total: int, grid: Sequence[float] = GRID) -> list[Point]:
-    """The points of a precision-recall curve: at each threshold, the rows whose score reaches it are calls
-    and ``right`` says which calls are right; ``total`` is the number of rows to find."""
-    return [_point(t, int((scores >= t).sum()), int(((scores >= t) & right).sum()), total) for t in grid]
+    missing = None if unlinkable is None else round(unlinkable, 4)
+    return Point(threshold, round(precision, 4), round(recall, 4), round(f1, 4), predicted, correct, total, missing)
 
 
 def operating_point(points: Sequence[Point], target: float = TARGET_PRECISION) -> Point:
@@ -392,22 +402,83 @@ def operating_point(points: Sequence[Point], target: float = TARGET_PRECISION) -
     return max(pool, key=lambda p: (p.f1, p.threshold))
 
 
-def scored(gold: Gold, scorer: Scorer, embedder: Embedder | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row (pair or mention): the scorer's score, whether a call there is right, and the row's half."""
+@dataclass(frozen=True)
+class Scored:
+    """Per row (pair or mention): the scorer's score, whether a call there is right, and the row's half.
+    Links also keep the runner-up's score (the best other entity), and the two best scores among the
+    candidates other than the right entity (what the rule sees were the entity missing from the catalog)."""
+
+    scores: np.ndarray
+    right: np.ndarray
+    halves: np.ndarray
+    runner_up: np.ndarray | None = None
+    missing_best: np.ndarray | None = None
+    missing_next: np.ndarray | None = None
+
+    def calls(self, mask: np.ndarray, threshold: float, margin: float) -> np.ndarray:
+        """The rows of ``mask`` called one entity (pairs) or linked (links) at ``threshold`` and ``margin``."""
+        called = mask & (self.scores >= threshold)
+        if self.runner_up is not None:
+            called &= (self.scores >= 1.0) | (self.scores - self.runner_up >= margin)
+        return called
+
+    def unlinkable(self, mask: np.ndarray, threshold: float, margin: float) -> float | None:
+        """Links: the share of ``mask``'s mentions the rule would link were their entity not in the catalog."""
+        if self.missing_best is None or self.missing_next is None or not mask.any():
+            return None
+        best, after = self.missing_best[mask], self.missing_next[mask]
+        return float(((best >= threshold) & ((best >= 1.0) | (best - after >= margin))).mean())
+
+
+def scored(gold: Gold, scorer: Scorer, embedder: Embedder | None) -> Scored:
+    """Each row of ``gold`` scored by ``scorer`` (links: against every catalog entity, the best three kept)."""
     if isinstance(gold, GoldPairs):
         scores = pair_scores(gold.left, gold.right, scorer, embedder=embedder)
-        return scores, np.array(gold.match, dtype=bool), np.array([half(k) for k in gold.keys])
+        return Scored(scores, np.array(gold.match, dtype=bool), np.array([half(k) for k in gold.keys]))
     table = NameTable(gold.catalog_ids, gold.catalog_names)
-    best = candidates(gold.mentions, table, scorer, k=1, embedder=embedder)
-    scores = np.array([hits[0][1] if hits else -1.0 for hits in best], dtype=np.float64)
-    right = np.array([bool(hits) and hits[0][0] == g for hits, g in zip(best, gold.gold, strict=True)], dtype=bool)
-    return scores, right, np.array([half(g) for g in gold.gold])
+    best = candidates(gold.mentions, table, scorer, k=3, embedder=embedder)
+
+    def nth(n: int) -> np.ndarray:
+        return np.array([hits[n][1] if len(hits) > n else -1.0 for hits in best], dtype=np.float64)
+
+    def is_gold(n: int) -> np.ndarray:
+        return np.array([len(hits) > n and hits[n][0] == g for hits, g in zip(best, gold.gold, strict=True)])
+
+    first, second, third = nth(0), nth(1), nth(2)
+    first_right, second_right = is_gold(0), is_gold(1)
+    return Scored(
+        first,
+        first_right,
+        np.array([half(g) for g in gold.gold]),
+        runner_up=second,
+        missing_best=np.where(first_right, second, first),
+        missing_next=np.where(first_right | second_right, third, second),
+    )
 
 
-def _to_find(gold: Gold, right: np.ndarray, mask: np.ndarray) -> int:
+def curve(rows: Scored, mask: np.ndarray, total: int, grid: Sequence[float] = GRID, margin: float = 0.0) -> list[Point]:
+    """The points of a precision-recall curve over the rows of ``mask``: at each threshold of ``grid``, the
+    calls made (links also need ``margin`` over the runner-up) and how many are right; ``total`` is the
+    number of rows to find."""
+    points = []
+    for t in grid:
+        called = rows.calls(mask, t, margin)
+        points.append(
+            _point(t, int(called.sum()), int((called & rows.right).sum()), total, rows.unlinkable(mask, t, margin))
+        )
+    return points
+
+
+def _to_find(gold: Gold, mask: np.ndarray) -> int:
     if isinstance(gold, GoldPairs):
         return int((np.array(gold.match, dtype=bool) & mask).sum())
     return int(mask.sum())  # every mention has an entity to find
+
+
+def default_rule(gold: Gold, scorer: Scorer) -> LinkRule:
+    """The default operating point of ``scorer`` on ``gold``: its link rule on a link set, its threshold
+    (no margin) on pairs."""
+    return LinkRule(DEFAULT_THRESHOLDS[scorer]) if isinstance(gold, GoldPairs) else DEFAULT_LINKS[scorer]
 
 
 @dataclass(frozen=True)
@@ -420,6 +491,7 @@ class ScorerResult:
     held_out: Point
     at_default: Point
     curve: list[Point]
+    margin: float = 0.0
 
 
 def evaluate_gold(
@@ -432,14 +504,15 @@ def evaluate_gold(
     """
     results = []
     for scorer in scorers:
-        scores, right, halves = scored(gold, scorer, embedder)
-        tune, held = halves == 0, halves == 1
-        grid = sorted(set(GRID) | {DEFAULT_THRESHOLDS[scorer]})
-        tuned = operating_point(curve(scores[tune], right[tune], _to_find(gold, right, tune), grid))
-        held_curve = curve(scores[held], right[held], _to_find(gold, right, held), grid)
+        rows = scored(gold, scorer, embedder)
+        tune, held = rows.halves == 0, rows.halves == 1
+        rule = default_rule(gold, scorer)
+        grid = sorted(set(GRID) | {rule.threshold})
+        tuned = operating_point(curve(rows, tune, _to_find(gold, tune), grid, rule.margin))
+        held_curve = curve(rows, held, _to_find(gold, held), grid, rule.margin)
         chosen = next(p for p in held_curve if p.threshold == tuned.threshold)
-        default = next(p for p in held_curve if p.threshold == DEFAULT_THRESHOLDS[scorer])
-        results.append(ScorerResult(scorer, tuned.threshold, chosen, default, held_curve))
+        default = next(p for p in held_curve if p.threshold == rule.threshold)
+        results.append(ScorerResult(scorer, tuned.threshold, chosen, default, held_curve, rule.margin))
     return results
 
 
@@ -456,7 +529,9 @@ def write_report(gold: Gold, results: Sequence[ScorerResult], out: Path) -> dict
     out.mkdir(parents=True, exist_ok=True)
     with open_output(out / "curve.csv") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["scorer", "threshold", "precision", "recall", "f1", "predicted", "correct", "total"])
+        writer.writerow(
+            ["scorer", "threshold", "precision", "recall", "f1", "predicted", "correct", "total", "unlinkable"]
+        )
         for result in results:
             for p in result.curve:
                 writer.writerow([result.scorer, *asdict(p).values()])
@@ -472,7 +547,8 @@ def write_report(gold: Gold, results: Sequence[ScorerResult], out: Path) -> dict
                 "scorer": r.scorer,
                 "threshold": r.threshold,
                 "held_out": asdict(r.held_out),
-                "default_threshold": DEFAULT_THRESHOLDS[r.scorer],  # type: ignore[index]
+                "default_threshold": r.at_default.threshold,
+                "margin": r.margin,
                 "at_default": asdict(r.at_default),
             }
             for r in results

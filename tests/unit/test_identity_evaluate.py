@@ -16,6 +16,7 @@ from metakg.identity.evaluate import (
     GoldLinks,
     GoldPairs,
     Point,
+    Scored,
     _first,
     curve,
     evaluate_gold,
@@ -29,7 +30,7 @@ from metakg.identity.evaluate import (
     read_sssom_links,
     write_report,
 )
-from metakg.identity.names import pair_scores
+from metakg.identity.names import DEFAULT_LINKS, LinkRule, pair_scores
 from metakg.llm.embedder import Embedder
 
 HEADER = "subject_id\tsubject_label\tpredicate_id\tpredicate_modifier\tobject_id\tobject_label\n"
@@ -135,13 +136,52 @@ def test_a_sample_keeps_an_ids_rows_together_and_a_wide_catalog() -> None:
 def test_curve_and_operating_point() -> None:
     scores = np.array([1.0, 0.9, 0.8, 0.7, 0.6])
     right = np.array([True, True, False, True, False])
-    points = curve(scores, right, total=4, grid=[0.6, 0.7, 0.8, 0.9, 1.0])
+    rows = Scored(scores, right, np.zeros(5, dtype=int))
+    points = curve(rows, np.ones(5, dtype=bool), total=4, grid=[0.6, 0.7, 0.8, 0.9, 1.0])
     by = {p.threshold: p for p in points}
     assert (by[0.9].precision, by[0.9].recall, by[0.9].predicted) == (1.0, 0.5, 2)
     assert (by[0.7].precision, by[0.7].recall) == (0.75, 0.75)
     assert operating_point(points).threshold == 0.9  # the best F1 among those with precision >= 0.95
     assert operating_point(points, target=0.5).threshold == 0.7  # else the best F1 overall
     assert operating_point([Point(0.5, 0.1, 0.1, 0.1, 0, 0, 4)]).threshold == 0.5
+
+
+def test_a_link_needs_its_margin_over_the_runner_up() -> None:
+    rule = LinkRule(0.8, 0.05)
+    assert rule.pick([("a", 0.9), ("b", 0.8)]) == "a"
+    assert rule.pick([("a", 0.9), ("b", 0.88)]) is None  # two near-equal candidates: no link
+    assert rule.pick([("a", 1.0), ("b", 1.0)]) == "a"  # equal keys need no margin
+    assert rule.pick([("a", 0.79)]) is None and rule.pick([]) is None
+    assert rule.pick([("a", 0.81)]) == "a"
+
+
+def test_links_count_margin_and_unlinkable_mentions() -> None:
+    # four mentions: right and clear; right but a close runner-up; wrong; right, and its runner-up would
+    # be linked were the right entity missing
+    rows = Scored(
+        scores=np.array([0.95, 0.9, 0.85, 0.99]),
+        right=np.array([True, True, False, True]),
+        halves=np.zeros(4, dtype=int),
+        runner_up=np.array([0.5, 0.89, 0.6, 0.9]),
+        missing_best=np.array([0.5, 0.89, 0.85, 0.9]),
+        missing_next=np.array([0.4, 0.3, 0.6, 0.5]),
+    )
+    every = np.ones(4, dtype=bool)
+    (no_margin,) = curve(rows, every, total=4, grid=[0.8])
+    (margin,) = curve(rows, every, total=4, grid=[0.8], margin=0.05)
+    assert (no_margin.predicted, no_margin.correct) == (4, 3)
+    assert (margin.predicted, margin.correct) == (3, 2)  # the close call is left unlinked
+    # were the entity missing: 0.89 (margin 0.59), 0.85 and 0.9 are linked, 0.5 is not
+    assert margin.unlinkable == 0.75 and curve(rows, every, 4, [0.95])[0].unlinkable == 0.0
+
+
+def test_link_sets_report_the_link_default(embedder: Embedder) -> None:
+    catalog = ["myocardial infarction", "heart attack risk", "migraine", "asthma"]
+    gold = GoldLinks("g", ["heart attack", "migraine headache"], ["e0", "e2"], ["e0", "e1", "e2", "e3"], catalog)
+    (result,) = evaluate_gold(gold, ["cascade"], embedder=embedder)
+    assert result.margin == DEFAULT_LINKS["cascade"].margin
+    assert result.at_default.threshold == DEFAULT_LINKS["cascade"].threshold
+    assert result.at_default.unlinkable is not None
 
 
 def test_cascade_is_equal_keys_else_embedding(embedder: Embedder) -> None:

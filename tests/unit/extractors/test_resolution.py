@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from metakg.extractors.resolution import LinkTarget, resolve_mentions
+from metakg.identity.names import LinkRule
 from metakg.llm.embedder import OnnxEmbedder
 from metakg.schemas.tables import conform_nodes
 from metakg.text_processing import lemma_key
@@ -79,10 +80,38 @@ def test_linking_by_embedding_similarity(minilm: OnnxEmbedder) -> None:
     nodes = _target()
     vectors = minilm.embed(nodes["name"].to_list())
     target = LinkTarget.from_nodes(nodes, vectors, nodes["id"].to_list())
-    res = resolve_mentions(["type 2 diabetes", "banana"], "med", embedder=minilm, threshold=0.85, target=target)
+    res = resolve_mentions(["type 2 diabetes", "banana"], "med", embedder=minilm, link=LinkRule(0.85), target=target)
     assert res.ids["type 2 diabetes"] == "mondo:0005148"
     assert res.ids["banana"] == "kg:med/banana"
     assert res.linked == {"embedding": 1}
+
+
+def test_a_link_needs_a_margin_over_the_next_target_entity(minilm: OnnxEmbedder) -> None:
+    nodes = conform_nodes(
+        pl.DataFrame(
+            {
+                "id": ["mondo:1", "mondo:2", "mondo:3"],
+                "name": ["type 1 diabetes mellitus", "type 2 diabetes mellitus", "asthma"],
+                "type": ["disease"] * 3,
+                "source": ["t"] * 3,
+                "aliases": [["juvenile diabetes"], [], []],
+            }
+        )
+    )
+    names = ["type 1 diabetes mellitus", "juvenile diabetes", "type 2 diabetes mellitus", "asthma"]
+    target = LinkTarget.from_nodes(nodes, minilm.embed(names), ["mondo:1", "mondo:1", "mondo:2", "mondo:3"])
+    vague = minilm.embed(["diabetes mellitus"])[0]
+    sims = [float(vague @ v) for v in minilm.embed(names)]
+    type_1, type_2 = max(sims[:2]), sims[2]
+    # "diabetes mellitus" is about as close to type 1 as to type 2: linked without a margin, not with one
+    loose = resolve_mentions(["diabetes mellitus"], "med", embedder=minilm, link=LinkRule(0.5), target=target)
+    assert loose.ids["diabetes mellitus"] in {"mondo:1", "mondo:2"}
+    margin = abs(type_1 - type_2) + 0.05
+    strict = LinkRule(0.5, margin)
+    kept = resolve_mentions(["diabetes mellitus", "asthmatic"], "med", embedder=minilm, link=strict, target=target)
+    assert kept.ids["diabetes mellitus"] == "kg:med/diabetes_mellitus"
+    # one entity's two names are not each other's runner-up: asthma's only rival is another entity
+    assert kept.ids["asthmatic"] == "mondo:3"
 
 
 def test_a_name_wins_over_another_nodes_alias_with_the_same_key() -> None:
