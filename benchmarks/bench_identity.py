@@ -48,8 +48,8 @@ from metakg.identity.evaluate import (
     evaluate_gold,
     half,
     read_gold,
-    scored,
 )
+from metakg.identity.evaluate import scored as score_rows
 from metakg.identity.names import DEFAULT_LINKS, SCORERS, LinkRule, Scorer
 from metakg.llm.embedder import Embedder, OnnxEmbedder
 
@@ -260,7 +260,7 @@ def main() -> None:
                 extra = f"   {p.unlinkable:.3f}" if p.unlinkable is not None else ""
                 print(f"  {label:<26} {p.precision:6.3f} {p.recall:6.3f} {p.f1:6.3f}{extra}")
             if not isinstance(gold, GoldPairs):
-                link_rows[name] = {s: scored(gold, s, embedder) for s in ("fuzzy", "embedding", "cascade")}
+                link_rows[name] = {s: score_rows(gold, s, embedder) for s in ("fuzzy", "embedding", "cascade")}
             if driver is not None:
                 markers, names, rows = held_out_nodes(gold)
                 for which in RESOLVERS:

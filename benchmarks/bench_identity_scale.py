@@ -6,8 +6,8 @@ edges). The Wikidata-shaped bundle has ``--items`` items (``wd:Q...``) and twice
 upper case, an OBO PURL) as Wikidata's external ids do, a few of them the same node as another item, and
 one in 200 with a type that cannot be its node's (to be refused). ``metakg resolve`` runs in its own
 process (wall time and peak memory are its own), by identifiers only; the figures are checked against an
-independent count: the clusters must be the PrimeKG nodes the items point at (each with its items), and
-the refused ones the mistyped.
+independent count: the clusters must be the PrimeKG nodes the items point at (each with its first item; a
+node's later items are kept apart, one entity having one Wikidata item), and the refused ones the mistyped.
 
 Run: ``make bench`` or ``python -m benchmarks.bench_identity_scale [--scale 1.0 --items 100000]``.
 """
@@ -80,11 +80,14 @@ def wikidata_bundle(primekg: Path, out: Path, items: int, shared: float, seed: i
     )
     write_bundle(out, Bundle(conform_nodes(frame), conform_edges(edges)))
     # the independent count: a PrimeKG node pointed at by items none of which is mistyped is one cluster
+    # and the second and later items of such a node are kept apart (one entity has one Wikidata item)
     pointed = pl.DataFrame({"node": target_ids, "bad": mistyped})
-    by_node = pointed.group_by("node").agg(pl.col("bad").any())
+    by_node = pointed.group_by("node").agg(pl.col("bad").any(), pl.len().alias("items"))
+    good = by_node.filter(~pl.col("bad"))
     return {
-        "clusters": int((~by_node["bad"]).sum()),
+        "clusters": good.height,
         "refused": int(by_node["bad"].sum()),
+        "kept_apart": int((good["items"] - 1).sum()),
         "items_shared": n_shared,
     }
 
@@ -127,6 +130,8 @@ def main() -> None:
         "clusters_expected": expected["clusters"],
         "refused": report["refused"],
         "refused_expected": expected["refused"],
+        "kept_apart": report["kept_apart"],
+        "kept_apart_expected": expected["kept_apart"],
         "nodes_after": report["nodes"],
         "edges_after": report["edges"],
     }
@@ -136,10 +141,12 @@ def main() -> None:
     )
     print(
         f"  clusters {report['clusters']:,} (independent count {expected['clusters']:,}), refused "
-        f"{report['refused']:,} (expected {expected['refused']:,}), nodes after {report['nodes']:,}"
+        f"{report['refused']:,} (expected {expected['refused']:,}), kept apart {report['kept_apart']:,} (expected "
+        f"{expected['kept_apart']:,}), nodes after {report['nodes']:,}"
     )
     assert report["clusters"] == expected["clusters"], "the clusters differ from the independent count"
     assert report["refused"] == expected["refused"], "the refused clusters differ from the mistyped items"
+    assert report["kept_apart"] == expected["kept_apart"], "the items kept apart differ from the second items"
     assert resolved.edges.height == report["edges"]
     record("identity_scale", figures)
 

@@ -92,11 +92,26 @@ class IngestSettings(Section):
     )
 
 
+#: Identifier systems that give an entity one id: `metakg resolve` never puts two nodes whose ids are of one
+#: of these in one cluster (two MONDO diseases, or two Wikidata items, joined through a third source's
+#: coarser mapping, are two entities). Extracted nodes (``kg:``) and PrimeKG's grouped diseases are not
+#: among them.
+ONE_PER_ENTITY: tuple[str, ...] = (
+    "mondo", "doid", "orphanet", "omim", "mesh", "umls", "ncit", "efo", "hp", "go", "uberon", "reactome",
+    "drugbank", "chebi", "chembl", "pubchem", "ncbigene", "hgnc", "uniprot", "ensembl", "wd",
+)  # fmt: skip
+
+
 class IdentitySettings(Section):
     """`metakg resolve`: which identity clusters are merged and which id each gets."""
 
     max_cluster: int = Field(
         default=25, ge=2, le=100_000, description="A cluster larger than this is reported, not merged."
+    )
+    one_per_entity: list[str] = Field(
+        default_factory=lambda: list(ONE_PER_ENTITY),
+        description="Identifier systems that give an entity one id: a cluster never holds two nodes whose ids "
+        "are of one of these (empty: no such check).",
     )
     prefix_priority: dict[str, list[str]] = Field(
         default_factory=dict,

@@ -15,7 +15,7 @@ from metakg.api._shared import Progress, cache_folder, quiet
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
 from metakg.errors import NodeNotFound, UsageError
-from metakg.identity.clusters import compatible_types
+from metakg.identity.clusters import KEPT_APART, compatible_types
 from metakg.identity.curation import read_curation
 from metakg.identity.evaluate import (
     GOLD_FORMATS,
@@ -66,7 +66,9 @@ SHOWN_REFUSED = 20
 def _summary(resolution: Resolution, before: int) -> dict[str, Any]:
     decisions = resolution.decisions
     kept = decisions.filter(pl.col("canonical").is_not_null())
-    refused = decisions.filter(pl.col("canonical").is_null())
+    alone = decisions.filter(pl.col("canonical").is_null())
+    kept_apart = alone.filter(pl.col("problem").str.starts_with(KEPT_APART))
+    refused = alone.filter(~pl.col("problem").str.starts_with(KEPT_APART))
     shown = (
         refused.group_by("cluster", maintain_order=True)
         .agg(pl.col("node"), pl.col("evidence").first(), pl.col("problem").first())
@@ -80,6 +82,8 @@ def _summary(resolution: Resolution, before: int) -> dict[str, Any]:
         "nodes_in_clusters": kept.height,
         "refused": refused["cluster"].n_unique(),
         "refused_examples": shown.to_dicts(),
+        "kept_apart": kept_apart.height,
+        "kept_apart_examples": kept_apart.select("node", "evidence", "problem").head(SHOWN_REFUSED).to_dicts(),
         "joined_by_name": kept.filter(pl.col("decided_by") == "name").height,
     }
 
@@ -156,6 +160,7 @@ def resolve(
             mode=mode,
             priority=priority,
             max_size=settings.identity.max_cluster,
+            one_per_entity=settings.identity.one_per_entity,
             curation=curation,
             names=links,
         )

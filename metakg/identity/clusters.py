@@ -11,15 +11,18 @@ must lie on one is-a chain of the vocabulary) or when it is larger than anything
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 import polars as pl
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from metakg.schemas.curie import normalise_curie
+from metakg.config import ONE_PER_ENTITY
+from metakg.schemas.curie import normalise_curie, prefix_spec
 from metakg.schemas.vocabulary import TypeVocabulary
 
 #: More nodes than this in one cluster is no single entity (PrimeKG, Wikidata and a few extracted bundles
@@ -28,6 +31,9 @@ MAX_CLUSTER = 25
 
 #: Identifiers that never join nodes: PrimeKG's row index of a node is its own, never another source's.
 PRIVATE_PREFIXES = ("primekg.index:",)
+
+#: The beginning of the problem of a node kept out of a cluster by :data:`ONE_PER_ENTITY`.
+KEPT_APART = "kept apart"
 
 #: Types that say nothing of what a thing is (an extracted concept, an item of no mapped class): they fit
 #: any entity.
@@ -121,12 +127,16 @@ def id_clusters(
     must_link: Sequence[tuple[str, str]] = (),
     cannot_link: Sequence[tuple[str, str]] = (),
     named: Sequence[tuple[str, str]] = (),
+    one_per_entity: Collection[str] = ONE_PER_ENTITY,
 ) -> IdClusters:
     """The identity clusters of ``nodes`` (a node table: ``id``, ``type``, ``xrefs``; several bundles'
     nodes concatenated), each with the identifiers that join it and, when it is not to be merged, why.
     ``must_link`` pairs (node ids) are joined whatever their identifiers; a cluster holding both nodes of a
     ``cannot_link`` pair is left apart. ``named``: pairs a name scorer calls one entity, joined like
-    shared identifiers."""
+    shared identifiers. A connected part holding two nodes whose ids are of one system of
+    ``one_per_entity`` is split: its pairs are joined strongest first (curated pairs, then the most shared
+    identifiers, then by id), a pair being skipped when it would put two such ids in one cluster; a node
+    left alone is reported, as a cluster of one with the problem ``kept apart: ...``."""
     pairs = identifiers(nodes, must_link, named)
     if pairs.is_empty():
         return IdClusters([])
@@ -159,7 +169,10 @@ def id_clusters(
     shared = dict(zip(shared_keys["part"].to_list(), shared_keys["key"].to_list(), strict=True))
     curated_members = {x for pair in must_link for x in pair}
     named_members = {x for pair in named for x in pair}
+    unique = set(one_per_entity)
+    system = {r: _system(ids[r]) for rows in by_part.values() for r in rows} if unique else {}
     clusters = []
+    to_split: list[list[int]] = []
     for label, rows in by_part.items():
         members = tuple(sorted(ids[r] for r in rows))
         kinds = tuple(sorted({types[r] for r in rows}))
@@ -172,9 +185,116 @@ def id_clusters(
             problem = f"implausibly large: {len(rows)} nodes share identifiers (more than {max_size})"
         elif not compatible_types(kinds, vocabulary):
             problem = f"incompatible types: {', '.join(kinds)} cannot be one entity"
+        elif _twice(rows, system, unique):
+            to_split.append(rows)
+            continue
         evidence = tuple(k for k in shared.get(label, ()) if not k.startswith("\x00"))
         curated = tuple(m for m in members if m in curated_members)
         by_name = tuple(m for m in members if m in named_members)
         clusters.append(Cluster(members, kinds, evidence, problem, curated, by_name))
+    if to_split:
+        rows_in = sorted(r for rows in to_split for r in rows)
+        keys_of: dict[int, list[str]] = {}
+        for node, key in pairs.filter(pl.col("node").is_in(rows_in)).iter_rows():
+            keys_of.setdefault(node, []).append(key)
+        for rows in to_split:
+            for piece, problem in _split(rows, keys_of, system, unique, ids):
+                members = tuple(sorted(ids[r] for r in piece))
+                evidence = tuple(sorted(_shared(piece, keys_of) if len(piece) > 1 else set()))
+                evidence = tuple(k for k in evidence if not k.startswith("\x00"))
+                clusters.append(
+                    Cluster(
+                        members,
+                        tuple(sorted({types[r] for r in piece})),
+                        evidence,
+                        problem,
+                        tuple(m for m in members if m in curated_members),
+                        tuple(m for m in members if m in named_members),
+                    )
+                )
     clusters.sort(key=lambda c: (c.problem is not None, c.members))
     return IdClusters(clusters)
+
+
+def _system(node_id: str) -> str:
+    """The identifier system of a node id, by its prefix in any spelling (``MONDO:``, ``mondo:``)."""
+    written = node_id.split(":", 1)[0]
+    spec = prefix_spec(written)
+    return spec.name if spec is not None else written
+
+
+def _twice(rows: Sequence[int], system: dict[int, str], unique: set[str]) -> bool:
+    seen: set[str] = set()
+    for r in rows:
+        name = system.get(r, "")
+        if name in unique:
+            if name in seen:
+                return True
+            seen.add(name)
+    return False
+
+
+def _shared(piece: Sequence[int], keys_of: dict[int, list[str]]) -> set[str]:
+    counts: Counter[str] = Counter(k for r in piece for k in set(keys_of.get(r, ())))
+    return {k for k, n in counts.items() if n >= 2}
+
+
+def _split(
+    rows: Sequence[int], keys_of: dict[int, list[str]], system: dict[int, str], unique: set[str], ids: list[str]
+) -> list[tuple[list[int], str | None]]:
+    """A connected part cut so that no piece holds two ids of one system of ``unique``: pairs of nodes
+    sharing keys are joined strongest first (a curated pair before any other, then by the number of keys
+    shared, then by ids), a join that would put two such ids in one piece skipped. Returns the pieces, a
+    node left alone with why it was kept apart."""
+    holders: dict[str, list[int]] = {}
+    for r in rows:
+        for key in set(keys_of.get(r, ())):
+            holders.setdefault(key, []).append(r)
+    weight: Counter[tuple[int, int]] = Counter()
+    via: dict[tuple[int, int], str] = {}
+    for key, held in holders.items():
+        if len(held) < 2:
+            continue
+        for a, b in combinations(sorted(held), 2):
+            weight[(a, b)] += 1_000_000 if key.startswith(_CURATED) else 1
+            via.setdefault((a, b), key)
+    root = {r: r for r in rows}
+    systems = {r: ({system[r]} & unique) for r in rows}
+
+    def find(r: int) -> int:
+        while root[r] != r:
+            root[r] = root[root[r]]
+            r = root[r]
+        return r
+
+    blocked: dict[int, tuple[int, str]] = {}  # a node -> the first node it could not join, and how
+    for (a, b), w in sorted(weight.items(), key=lambda kv: (-kv[1], ids[kv[0][0]], ids[kv[0][1]])):
+        ra, rb = find(a), find(b)
+        if ra == rb:
+            continue
+        if w < 1_000_000 and systems[ra] & systems[rb]:
+            blocked.setdefault(a, (b, via[(a, b)]))
+            blocked.setdefault(b, (a, via[(a, b)]))
+            continue
+        root[rb] = ra
+        systems[ra] |= systems[rb]
+    pieces: dict[int, list[int]] = {}
+    for r in rows:
+        pieces.setdefault(find(r), []).append(r)
+    found: list[tuple[list[int], str | None]] = []
+    for piece in pieces.values():
+        if len(piece) > 1:
+            found.append((piece, None))
+            continue
+        (alone,) = piece
+        other, key = blocked[alone]
+        clash = next(m for m in pieces[find(other)] if system[m] == system[alone])
+        shown = key if not key.startswith("\x00") else "a name match"
+        found.append(
+            (
+                piece,
+                f"{KEPT_APART}: it shares {shown} with {ids[other]}, which is one entity with {ids[clash]}, "
+                f"and one entity has one {system[alone]} id",
+            )
+        )
+    return found

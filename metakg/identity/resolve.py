@@ -11,17 +11,18 @@ and resolving the same inputs gives the same graph.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import polars as pl
 
+from metakg.config import ONE_PER_ENTITY
 from metakg.identity.clusters import MAX_CLUSTER, Cluster, id_clusters
 from metakg.identity.curation import Curation, apply_aliases, check_known
 from metakg.identity.names import NameLink
 from metakg.schemas.bundle import collapse_edges
-from metakg.schemas.curie import normalise_curie
+from metakg.schemas.curie import normalise_curie, prefix_spec
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids_expr, empty_edges, empty_nodes
 from metakg.schemas.vocabulary import TypeVocabulary
 
@@ -88,7 +89,9 @@ def canonical_id(
     order = next((list(priority[t]) for t in chain if t in priority), list(priority.get("*", [])))
 
     def rank(member: str) -> tuple[int, str]:
-        prefix = member.split(":", 1)[0]
+        written = member.split(":", 1)[0]
+        spec = prefix_spec(written)  # MONDO:, DrugBank: ... as a source wrote it rank as their prefix
+        prefix = spec.name if spec is not None else written
         return (order.index(prefix) if prefix in order else len(order), member)
 
     return min(cluster.members, key=rank)
@@ -106,6 +109,7 @@ def resolve_graph(
     mode: Mode = "merge",
     priority: Mapping[str, Sequence[str]] | None = None,
     max_size: int = MAX_CLUSTER,
+    one_per_entity: Collection[str] = ONE_PER_ENTITY,
     curation: Curation | None = None,
     names: Sequence[NameLink] = (),
 ) -> Resolution:
@@ -126,6 +130,7 @@ def resolve_graph(
         nodes,
         vocabulary,
         max_size=max_size,
+        one_per_entity=one_per_entity,
         must_link=curated.must_link,
         cannot_link=curated.cannot_link,
         named=[(link.a, link.b) for link in names],

@@ -96,3 +96,68 @@ def test_the_cluster_count_equals_an_independent_count_of_connected_xref_compone
     ]
     assert len(found.clusters) == len(expected) > 100
     assert sorted(list(c.members) for c in found.clusters) == sorted(expected)
+
+
+def test_a_cluster_never_holds_two_ids_of_one_system() -> None:
+    # two MONDO diseases that Wikidata's coarser item (two DOIDs) and a shared MeSH id would chain together:
+    # MONDO:1 shares two ids with the item, MONDO:2 one, so MONDO:1 joins and MONDO:2 is kept apart
+    nodes = table(
+        [
+            ("MONDO:0000001", "disease", ["DOID:1", "MESH:D1"]),
+            ("mondo:0000002", "disease", ["doid:2", "mesh:D1"]),
+            ("wd:Q1", "disease", ["DOID:1", "DOID:2", "MESH:D1"]),
+            ("kg:notes/a", "concept", ["wd:Q1"]),  # extracted nodes are not one-per-entity: it joins
+            ("kg:notes/b", "concept", ["wd:Q1"]),
+        ]
+    )
+    found = id_clusters(nodes, VOCAB)
+    assert [c.members for c in found.mergeable] == [("MONDO:0000001", "kg:notes/a", "kg:notes/b", "wd:Q1")]
+    [alone] = found.refused
+    assert alone.members == ("mondo:0000002",) and alone.problem is not None
+    assert alone.problem.startswith("kept apart: it shares ") and "MONDO:0000001" in alone.problem
+    assert "one mondo id" in alone.problem
+    # without the check the whole part is one cluster, as connected components say
+    [whole] = id_clusters(nodes, VOCAB, one_per_entity=()).mergeable
+    assert len(whole.members) == 5
+
+
+def test_kept_apart_nodes_form_their_own_cluster_and_a_must_link_overrides() -> None:
+    nodes = table(
+        [
+            ("mondo:0000001", "disease", ["doid:1"]),
+            ("wd:Q1", "disease", ["doid:1", "mesh:D1"]),
+            ("mondo:0000002", "disease", ["mesh:D1", "umls:C2"]),
+            ("wd:Q2", "disease", ["umls:C2", "mesh:D1"]),
+        ]
+    )
+    found = id_clusters(nodes, VOCAB)
+    # mondo:2 and Q2 share two ids (the strongest pair), mondo:1 and Q1 one; Q1 and mondo:2 would chain them
+    assert sorted(c.members for c in found.mergeable) == [
+        ("mondo:0000001", "wd:Q1"),
+        ("mondo:0000002", "wd:Q2"),
+    ]
+    assert found.refused == []
+    curated = id_clusters(nodes, VOCAB, must_link=[("mondo:0000001", "mondo:0000002")])
+    # the curator has the last word on the two MONDO ids; one entity still has one Wikidata item
+    assert [c.members for c in curated.mergeable] == [("mondo:0000001", "mondo:0000002", "wd:Q2")]
+    assert [c.members for c in curated.refused] == [("wd:Q1",)]
+
+
+def test_splitting_keeps_every_node_and_no_cluster_holds_a_system_twice() -> None:
+    rng = random.Random(11)
+    rows = []
+    for i in range(600):
+        own = rng.choice(["mondo:%07d", "wd:Q%d", "kg:g/%d"]) % i
+        refs = [f"doid:{rng.randrange(300)}" for _ in range(rng.choice([1, 1, 2]))]
+        rows.append((own, "disease", refs))
+    nodes = table(rows)
+    found = id_clusters(nodes, VOCAB, max_size=10**6)
+    unchecked = id_clusters(nodes, VOCAB, max_size=10**6, one_per_entity=())
+    for cluster in found.mergeable:
+        systems = [m.split(":")[0] for m in cluster.members if not m.startswith("kg:")]
+        assert len(systems) == len(set(systems)), cluster.members
+    # the pieces of the checked run cover exactly the parts of the unchecked one
+    pieces = sorted(m for c in found.clusters for m in c.members)
+    assert pieces == sorted(m for c in unchecked.clusters for m in c.members)
+    assert all(len(c.members) == 1 and c.problem and c.problem.startswith("kept apart") for c in found.refused)
+    assert len(found.refused) > 10 and len(found.mergeable) > len(unchecked.mergeable)

@@ -167,6 +167,8 @@ def test_link_mode_keeps_every_node_and_adds_same_as_edges_that_undo_removes() -
         (("hgnc:620", "ncbigene:351"), ("gene_protein",), "ncbigene:351"),
         (("kg:a/x", "wd:Q1"), ("concept",), "wd:Q1"),
         (("foo:2", "foo:1"), ("entity",), "foo:1"),  # no prefix listed: the smallest id
+        (("wd:Q1476965", "MONDO:0018106"), ("disease", "entity"), "MONDO:0018106"),  # as a source wrote it
+        (("wd:Q18", "DrugBank:DB01043"), ("drug",), "DrugBank:DB01043"),
     ],
 )
 def test_the_canonical_id_follows_the_priority_of_the_clusters_type(
