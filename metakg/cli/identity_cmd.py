@@ -197,14 +197,22 @@ def evaluate(
         if not json_mode:
             unit = "pairs" if summary["kind"] == "pairs" else "mentions"
             out.print(f"{escape(summary['gold'])}: {summary['rows']:,} {unit}, figures on the held-out half")
-            columns = ("tuned", "P", "R", "F1", "default", "P", "R", "F1")
+            links = summary["kind"] == "links"
+            columns = ("tuned", "P", "R", "F1", "default", "P", "R", "F1") + (("missing",) if links else ())
             out.print(f"  {'scorer':<10} " + " ".join(f"{c:>7}" for c in columns))
             for row in summary["scorers"]:
                 held, default = row["held_out"], row["at_default"]
+                rule = f"{row['default_threshold']:.2f}" + (f"+{row['margin']:.2f}" if row["margin"] else "")
                 out.print(
                     f"  {row['scorer']:<10} {row['threshold']:>7.2f} {held['precision']:>7.3f} {held['recall']:>7.3f} "
-                    f"{held['f1']:>7.3f} {row['default_threshold']:>7.2f} {default['precision']:>7.3f} "
+                    f"{held['f1']:>7.3f} {rule:>7} {default['precision']:>7.3f} "
                     f"{default['recall']:>7.3f} {default['f1']:>7.3f}"
+                    + (f" {default['unlinkable']:>7.3f}" if links else "")
+                )
+            if links:
+                out.print(
+                    "  default: threshold+margin over the next entity; missing: share of mentions linked, wrongly, "
+                    "were their entity not in the catalog"
                 )
             out.print(f"curve and figures in {escape(str(output))}")
         finish(True, {"command": "identity eval", **summary}, json_mode=json_mode)

@@ -81,6 +81,10 @@ DEFAULT_LINKS: dict[Scorer, LinkRule] = {
     "cascade": LinkRule(0.80, 0.02),
 }
 
+#: Similarity scores computed at once (queries x catalog names): the block of queries shrinks as the
+#: catalog grows, so that PrimeKG-sized catalogs are scored in about 256 MB blocks.
+SIMILARITY_CELLS = 64_000_000
+
 #: Candidates a fuzzy query scores at most (those sharing the most rare trigrams with it).
 FUZZY_CANDIDATES = 200
 
@@ -224,8 +228,9 @@ def _by_vectors(
     asked = np.asarray(embedder.embed(list(queries)), dtype=np.float32)
     top = min(len(table.ids), k * 4)
     found: list[list[tuple[str, float]]] = []
-    for start in range(0, len(asked), 1024):
-        sims = asked[start : start + 1024] @ matrix.T
+    step = max(16, min(1024, SIMILARITY_CELLS // max(1, len(matrix))))  # about 256 MB of scores per block
+    for start in range(0, len(asked), step):
+        sims = asked[start : start + step] @ matrix.T
         rows = np.argpartition(-sims, top - 1, axis=1)[:, :top] if top < sims.shape[1] else None
         for offset in range(sims.shape[0]):
             near = rows[offset] if rows is not None else np.arange(sims.shape[1])

@@ -262,3 +262,17 @@ def test_links_named_by_a_labels_table(tmp_path: Path) -> None:
         read_labels(tmp_path / "broken.json")
     with pytest.raises(InputDataError, match="needs the labels"):
         read_gold("pubtator", corpus)
+
+
+def test_cli_eval_of_a_link_set_shows_the_link_rule(tmp_path: Path) -> None:
+    labels = tmp_path / "mesh.json"
+    labels.write_text(json.dumps({"D1": "Alzheimer disease", "D2": "Delirium", "D3": "Famotidine"}), encoding="utf-8")
+    rows = [("MONDO:1", "alzheimers disease", "", "MESH:D1", ""), ("MONDO:2", "deliria", "", "MESH:D2", "")]
+    gold = sssom(tmp_path / "m.tsv", rows)
+    args = ["identity", "eval", str(gold), "-o", str(tmp_path / "o"), "--format", "sssom-links"]
+    result = CliRunner().invoke(app, [*args, "--second", str(labels), "--scorer", "fuzzy"])
+    assert result.exit_code == 0, result.output
+    assert "missing" in result.output and "0.63+0.08" in result.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    (fuzzy,) = summary["scorers"]
+    assert fuzzy["margin"] == 0.08 and fuzzy["at_default"]["unlinkable"] is not None
