@@ -9,7 +9,12 @@ part, which this benchmark evaluates (`metakg eval --no-llm --skip N`, concepts 
 - CMB-Exam Pharmacy, the authors' pilot KG and questions (Chinese, multiple choice): tuned on the first
   half, reported on the second;
 - MetaQA 1-hop: the KB subset ingested as triples (`|`-separated), the questions whose full gold answer set
-  is in the subset; tuned on the first half, reported on the second.
+  is in the subset; tuned on the first half, reported on the second;
+- ExplainCPE, the authors' pilot KG and questions (Chinese pharmacist exam, multiple choice; the answer
+  letter is followed by an explanation): tuned on the first half, reported on the second;
+- MetaQA-style 2- and 3-hop questions over the same KB, from metakg's own templates
+  (``benchmarks/multihop.py``): tuned on the tuning half of the topic entities, reported on the held-out
+  half, in the tuning templates' wording and in a second wording nobody tuned on.
 
 Per run: evidence recall, recall at an equal budget of 10 entities, evidence entities, triples and tokens
 per question, the on-path share, retrieval p50, and MetaKGRAG's refinement rate.
@@ -23,6 +28,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from benchmarks import multihop
 from benchmarks.common import WORK, record, settings_and_data
 from metakg import api
 from metakg.config import Settings
@@ -33,6 +39,8 @@ GENMED_KG = "metakgrag_pilot/GenMedGPT-5K__knowledge_graph.txt"
 GENMED_QUESTIONS = "metakgrag_pilot/GenMedGPT-5K__genmedgpt-5k.json"
 CMB_KG = "metakgrag_pilot/CMB-Exam__Pharmacy__knowledge_graph.txt"
 CMB_QUESTIONS = "metakgrag_pilot/CMB-Exam__Pharmacy__Pharmacy.json"
+CPE_KG = "metakgrag_pilot/explainpe__knowledge_graph.txt"
+CPE_QUESTIONS = "metakgrag_pilot/explainpe__explaincpe.json"
 METAQA_KB = "metaqa/kb_subset_8107.txt"
 METAQA_QUESTIONS = "metaqa/qa_test_1hop_closed_in_kb_subset.tsv"
 KEYS = (
@@ -108,6 +116,15 @@ def main() -> None:
     figures[f"metaqa_1hop_heldout_{total // 2 + 1}_{total}"] = runs(
         settings, data_dir / METAQA_QUESTIONS, "metaqa", metaqa, total // 2, "metaqa"
     )
+    cpe = bundle(settings, data_dir / CPE_KG, "explaincpe")
+    total = len(api.read_questions(data_dir / CPE_QUESTIONS, "pilot")[0])
+    figures[f"explaincpe_heldout_{total // 2 + 1}_{total}"] = runs(
+        settings, data_dir / CPE_QUESTIONS, "pilot", cpe, total // 2, "explaincpe"
+    )
+    sets = multihop.build(data_dir / METAQA_KB, WORK / "multihop")
+    for name in ("2hop_held", "2hop_held_b", "3hop_held", "3hop_held_b"):
+        hops, family = name[:4], "other templates" if name.endswith("_b") else "tuning templates"
+        figures[f"metaqa_style_{hops}_heldout ({family})"] = runs(settings, sets[name], "metaqa", metaqa, 0, name)
     for dataset, table in figures.items():
         if not isinstance(table, dict):
             continue

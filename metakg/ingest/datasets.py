@@ -149,8 +149,12 @@ def _pilot(row: dict[str, Any], record_id: str) -> dict[str, Any]:
             options[match.group(1)] = match.group(2)
         elif not options:
             stem.append(line)
-    if options and len(answer) == 1:
-        return _qa(record_id, "\n".join(stem), options, answer, None)
+    # the letter of a multiple-choice answer may be followed by its explanation on the next lines (ExplainCPE)
+    letter = answer.splitlines()[0].strip().rstrip(".:)") if answer else ""
+    if options and letter in options:
+        return _qa(record_id, "\n".join(stem), options, letter, None)
+    if options and len(letter) == 1 and letter.isalpha():
+        raise RecordError(f"answer {letter!r} is not one of the options {list(options)}")
     return _qa(record_id, "\n".join(lines), {}, answer, None)  # a dialogue with a free-text answer
 
 

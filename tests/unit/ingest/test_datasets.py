@@ -43,6 +43,24 @@ def test_pilot_format_with_options_and_with_free_text(public_file: Callable[[str
     assert dialogue.records["option_labels"][0].to_list() == []
 
 
+def test_pilot_answers_with_an_explanation_read_as_their_letter(
+    public_file: Callable[[str], Path], tmp_path: Path
+) -> None:
+    cpe = read_dataset(public_file("metakgrag_pilot/explainpe__explaincpe.json"), "pilot")
+    assert cpe.accepted == cpe.read == 507
+    assert all(len(labels) >= 2 for labels in cpe.records["option_labels"].to_list())
+    first = cpe.records.row(0, named=True)
+    assert first["answer"] == "C" and first["answer_text"] == "维生素B12"  # "C\n<explanation>"
+    # every pilot file with options reads each item as multiple choice
+    for name in ("commonsenseqa__commonsenseqa.json", "CMB-Exam__Pharmacy__Pharmacy.json"):
+        read = read_dataset(public_file(f"metakgrag_pilot/{name}"), "pilot")
+        assert read.accepted == read.read and all(read.records["option_labels"].list.len() >= 2)
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps({"question": "q?\nA: x\nB: y", "answer": "Z\nbecause"}) + "\n", encoding="utf-8")
+    result = read_dataset(bad, "pilot")
+    assert result.accepted == 0 and "answer 'Z' is not one of the options" in result.rejects["reason"][0]
+
+
 def test_bad_lines_are_rejected_and_counted(tmp_path: Path) -> None:
     good = {"question": "q?", "options": {"A": "x", "B": "y"}, "answer_idx": "B", "realidx": 7}
     path = tmp_path / "d.jsonl"
