@@ -30,7 +30,7 @@ from metakg.llm.client import LLMClient
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.qa_engine.context import QAContext
-from metakg.qa_engine.core import Answer, Question, QuestionError
+from metakg.qa_engine.core import Answer, Question, QuestionError, marked_topic
 from metakg.qa_engine.efficiency import DEFAULT_SCALING, load_reference
 from metakg.qa_engine.evaluate import (
     COLUMNS,
@@ -132,7 +132,8 @@ def make_question(text: str, choices: Sequence[str] = (), *, question_id: str = 
         UsageError: a choice without a letter (the message names it).
     """
     try:
-        return Question(text, Question.parse_choices(choices), question_id)
+        text, topic = marked_topic(text)
+        return Question(text, Question.parse_choices(choices), question_id, topic=topic)
     except QuestionError as e:
         raise UsageError(str(e)) from e
 
@@ -343,6 +344,7 @@ def read_questions(
             answer=row["answer"],
             answer_text=row["answer_text"],
             answers=tuple(row["answers"] or ()),
+            topic=row["concept"] if fmt == "metaqa" else None,  # MetaQA marks its topic entity [X]
         )
         for row in read.records.iter_rows(named=True)
         if row["kind"] == "qa"

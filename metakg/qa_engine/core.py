@@ -18,6 +18,20 @@ class QuestionError(ValueError):
     """A question the engine cannot ask; the message is the reason reported with the failed answer."""
 
 
+_BRACKETED = re.compile(r"\[([^\[\]]+)\]")
+_QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d]{2,})[\"\u201d]")
+
+
+def marked_topic(text: str) -> tuple[str, str | None]:
+    """The question without the brackets of its topic entity, and that entity: ``[X]`` (MetaQA's mark,
+    the brackets dropped) or a double-quoted name (the quotes kept); None when nothing is marked."""
+    bracketed = _BRACKETED.search(text)
+    if bracketed:
+        return _BRACKETED.sub(r"\1", text), bracketed.group(1).strip() or None
+    quoted = _QUOTED.search(text)
+    return text, quoted.group(1).strip() if quoted else None
+
+
 @dataclass(frozen=True)
 class Question:
     """A question: free text, or multiple choice with lettered choices ``(("A", "text"), ...)``."""
@@ -28,6 +42,7 @@ class Question:
     answer: str | None = None  # the gold letter (or free-text answer), for evaluation
     answer_text: str | None = None
     answers: tuple[str, ...] = ()  # every gold answer text (a free-text question may have several)
+    topic: str | None = None  # the entity the question is about, when it is marked ([X] or "X")
 
     @property
     def gold_texts(self) -> tuple[str, ...]:

@@ -346,11 +346,19 @@ async def find_starts(
     concepts (``trace["concepts"]``, what a strategy checks coverage against) but are never start entities:
     evidence that starts at a choice says nothing about how the question leads to it.
 
+    A marked topic entity (``Question.topic``: MetaQA's ``[X]``, a quoted name) is a concept of its own, and
+    when it grounds by name, concepts that ground by embedding alone start nothing ("movies" is close to
+    the film *Movie Movie*, "acted" to the tag *action*).
+
     Raises:
         NoEvidence: no concept was found, or no entity matches one.
     """
     stem, how = await extract_concepts(question, ctx, client)
+    if question.topic and searchable(question.topic):
+        stem = _unique([question.topic, *stem], len(stem) + 1)
     found = match_entities(stem, ctx)
+    if question.topic and any(m.how != "embedding" for m in match_entities([question.topic], ctx)):
+        found = [m for m in found if m.how != "embedding"]  # the topic grounds by name: it leads
     if found:
         closeness = question_walker(question, ctx).q_sim([m.node for m in found])
         order = sorted(range(len(found)), key=lambda i: (-round(found[i].score, 4), -closeness[i]))

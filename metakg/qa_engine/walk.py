@@ -34,6 +34,10 @@ def relation_text(edge: EdgeRecord) -> str:
     return edge.display or edge.rel.replace("_", " ")
 
 
+#: with a guide, each relation word after the first still uncovered counts this much less
+GUIDE_DECAY = 0.8
+
+
 def jaccard(a: WalkPath, b: WalkPath) -> float:
     """PathSimilarity: Jaccard similarity of the two paths' entity sets."""
     sa, sb = set(a.ids), set(b.ids)
@@ -68,6 +72,15 @@ class Walker:
         self.relation_weight = relation_weight
         self.max_neighbours = max_neighbours
         self._q: dict[str, float] = {}
+        self.guide: list[str] = []  # relation words of the question, nearest the topic first (see guide_by)
+
+    def guide_by(self, relation_words: Sequence[str]) -> None:
+        """Steer each step's relation by the question's relation words instead of its whole text: a step's
+        relation score is its similarity to the first word no earlier edge of the path covered (then the
+        next ones, each counting less), so "who directed the films written by X" walks written_by, then
+        directed_by. ``relation_words`` come nearest the topic first: English chains its relations from
+        the answer to the topic ("the director of the films of the writer of X")."""
+        self.guide = list(relation_words)
 
     def neighbours(self, node_id: str) -> list[Neighbour]:
         """The node's neighbours (first ``max_neighbours``), cached across questions."""
@@ -91,14 +104,29 @@ class Walker:
                 self._q[node.id] = float(score)
         return [self._q[n.id] for n in nodes]
 
-    def step_weights(self, options: Sequence[Neighbour]) -> Any:
-        """The weight of each step: the neighbour's relevance, mixed with its edge's relation relevance."""
+    def step_weights(self, options: Sequence[Neighbour], taken: Sequence[EdgeRecord] = ()) -> Any:
+        """The weight of each step: the neighbour's relevance, mixed with its edge's relation relevance (to
+        the question, or with a guide to the relation words the ``taken`` edges leave uncovered)."""
         weights = np.asarray(self.q_sim([nb.node for nb in options]))
         if self.relation_weight > 0 and options:
             relations = self.sim.vectors([relation_text(nb.edge) for nb in options])
-            to_question = np.clip(relations @ self.sim.vectors(self.texts[:1])[0], 0.0, 1.0)
+            if self.guide:
+                to_question = self._guided(relations, taken)
+            else:
+                to_question = np.clip(relations @ self.sim.vectors(self.texts[:1])[0], 0.0, 1.0)
             weights = (1 - self.relation_weight) * weights + self.relation_weight * to_question
         return weights
+
+    def _guided(self, relations: Any, taken: Sequence[EdgeRecord]) -> Any:
+        words = self.sim.vectors(self.guide)
+        to_words = np.clip(relations @ words.T, 0.0, 1.0)  # options x words
+        left = np.ones(len(self.guide))
+        if taken:
+            done = np.clip(self.sim.vectors([relation_text(e) for e in taken]) @ words.T, 0.0, 1.0)
+            left = 1.0 - done.max(axis=0)
+        open_words = left > 0.5  # a word an earlier relation matches better than 0.5 is covered
+        rank = np.where(open_words, np.cumsum(open_words) - 1, len(self.guide))  # the nearest open word first
+        return (to_words * left * GUIDE_DECAY**rank).max(axis=1)
 
     def around(self, path: WalkPath) -> list[NodeRecord]:
         """The distinct neighbours of the path's nodes that are not on it (candidates for adjustment)."""
@@ -120,7 +148,9 @@ class Walker:
             candidates = [nb for nb in self.neighbours(nodes[-1].id) if nb.node.id not in visited]
             if not candidates:
                 break
-            weights = self.step_weights(candidates) + np.asarray([adjust.get(nb.node.id, 0.0) for nb in candidates])
+            weights = self.step_weights(candidates, edges) + np.asarray(
+                [adjust.get(nb.node.id, 0.0) for nb in candidates]
+            )
             chosen = candidates[int(np.argmax(weights))]
             nodes.append(chosen.node)
             edges.append(chosen.edge)

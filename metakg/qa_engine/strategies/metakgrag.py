@@ -36,7 +36,7 @@ from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
 from metakg.qa_engine.events import emit
 from metakg.qa_engine.primitives import choice_concepts, find_starts, question_walker
 from metakg.qa_engine.strategy import Retrieval, RetrieveThenAnswer, StrategySettings
-from metakg.qa_engine.walk import Walker, WalkPath, jaccard
+from metakg.qa_engine.walk import Walker, WalkPath, jaccard, relation_text
 
 PAPER = {
     "path_hops": 3,
@@ -48,6 +48,10 @@ PAPER = {
     "alpha": 0.5,
     "delta": 0.25,
     "keep_better": False,
+    "keep_margin": 0.0,
+    "relation_coverage": False,
+    "guide_relations": False,
+    "neighbourhood": 0,
     "rank_paths": False,
     "coverage": "path",
 }
@@ -63,7 +67,7 @@ class MetaKGRAGSettings(StrategySettings):
     preset: Literal["tuned", "paper"] = Field(
         default="tuned", description="Defaults for the settings not given: tuned (measured) or paper."
     )
-    path_hops: int = Field(default=2, ge=1, le=10, description="Edges a greedy search adds to a path.")
+    path_hops: int = Field(default=3, ge=1, le=10, description="Edges a greedy search adds to a path.")
     n_max: int = Field(default=3, ge=0, le=20, description="Most Perceive-Evaluate-Adjust cycles per path.")
     tau_similarity: float = Field(
         default=0.8, ge=0, le=1, description="Stop when a new path's Jaccard similarity to the last exceeds this."
@@ -79,6 +83,29 @@ class MetaKGRAGSettings(StrategySettings):
         default=True,
         description="Keep a corrected path only when it covers the concepts better than the path it corrects; "
         "otherwise keep that path and stop.",
+    )
+    keep_margin: float = Field(
+        default=0.05,
+        ge=0,
+        le=5,
+        description="With keep_better: how much more (summed coverage) a correction must cover to be kept.",
+    )
+    relation_coverage: bool = Field(
+        default=True,
+        description="A concept may be covered by the relation of a path's edge (\"directed\" by directed_by), "
+        "not only by an entity's name.",
+    )
+    guide_relations: bool = Field(
+        default=True,
+        description="Steer each step by the question's relation words still uncovered, nearest the start "
+        "entity's mention first, instead of by the whole question.",
+    )
+    neighbourhood: int = Field(
+        default=3,
+        ge=0,
+        le=100,
+        description="One-edge steps kept per start entity beside the paths, the best first (the answers one "
+        "edge away that one path per start leaves out).",
     )
     rank_paths: bool = Field(
         default=True,
@@ -126,11 +153,22 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
         search = question_walker(question, ctx)
         concepts = Concepts(list(trace["question_concepts"]), choice_concepts(question, ctx.settings))
         search.prefetch([m.node.id for m in matches])
-        initials = [search.extend(WalkPath([m.node]), self.settings.path_hops, {}) for m in matches]
+        guides = [
+            relation_words(question.text, trace["question_concepts"], m.concept, matches)
+            if self.settings.guide_relations
+            else []
+            for m in matches
+        ]
+        initials = []
+        for match, guide in zip(matches, guides, strict=True):
+            search.guide_by(guide)
+            initials.append(search.extend(WalkPath([match.node]), self.settings.path_hops, {}))
         finals, starts = [], []
         for number, initial in enumerate(initials):
             others = [p for i, p in enumerate(initials) if i != number] if self.settings.coverage == "question" else []
+            search.guide_by(guides[number])
             _initial, final, start_trace = refine(initial, concepts, search, self.settings, others)
+            start_trace["relation_words"] = guides[number]
             finals.append(final)
             starts.append(start_trace)
         for path, start_trace in zip(finals, starts, strict=True):
@@ -150,7 +188,10 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
                 "path_refinement_rate": refined / len(starts),
             }
         )
-        return Retrieval(merge_paths(finals), trace)
+        evidence = merge_paths(finals)
+        if self.settings.neighbourhood:
+            evidence += neighbourhood(matches, guides, search, self.settings.neighbourhood, evidence)
+        return Retrieval(evidence, trace)
 
     def metrics(self, answer: Answer) -> dict[str, float]:
         """Paths, refined paths and cycles of one answer."""
@@ -191,12 +232,15 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
 
 @dataclass
 class Diagnosis:
-    """One Perceive-Evaluate pass over a path."""
+    """One Perceive-Evaluate pass over a path. ``covered_by``: for each concept, what covers it best: an
+    entity of the path (``entity: <name>``) or, for a relation-like concept ("directed", "written by"), the
+    relation of one of its edges (``relation: <relation>``)."""
 
     coverage: dict[str, float]
     missing: list[str]
     support: dict[str, float]
     misleading: list[str]
+    covered_by: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -229,9 +273,18 @@ def diagnose(
     texts, n_required = concepts.texts, len(concepts.required)
     sim_ec = walker.sim.nodes_to(path.nodes, texts)  # entities x concepts
     best = sim_ec.max(axis=0) if path.nodes else np.zeros(len(texts))
+    by = [f"entity: {path.nodes[int(i)].name}" for i in sim_ec.argmax(axis=0)] if path.nodes else [""] * len(texts)
     elsewhere = [n for p in others for n in p.nodes]
     if elsewhere:
         best = np.maximum(best, walker.sim.nodes_to(elsewhere, texts).max(axis=0))
+    if settings.relation_coverage and path.edges:
+        # a relation-like concept is covered by a relation of the path's edges, never by an entity name
+        relations = [relation_text(e) for e in path.edges]
+        sim_rc = np.clip(walker.sim.vectors(relations) @ walker.sim.vectors(texts).T, 0.0, 1.0)
+        for j in range(n_required):
+            r = int(np.argmax(sim_rc[:, j]))
+            if sim_rc[r, j] > best[j]:
+                best[j], by[j] = float(sim_rc[r, j]), f"relation: {relations[r]}"
     coverage = {c: float(best[j]) for j, c in enumerate(concepts.required)}
     relevant = sim_ec > settings.tau_c
     hits = relevant[:, :n_required].sum(axis=1)
@@ -252,7 +305,8 @@ def diagnose(
         if settings.no_relevance
         else [n.id for n in path.nodes[1:] if support[n.id] < settings.tau_support]  # the start entity stays
     )
-    return Diagnosis(coverage, missing, support, misleading)
+    covered_by = {c: by[j] for j, c in enumerate(concepts.required)}
+    return Diagnosis(coverage, missing, support, misleading, covered_by)
 
 
 def refine(
@@ -275,6 +329,7 @@ def refine(
             "cycle": cycle + 1,
             "path": [n.name for n in path.nodes],
             "coverage": {c: round(v, 4) for c, v in found.coverage.items()},
+            "covered_by": found.covered_by,
             "missing_concepts": found.missing,
             "misleading_entities": found.misleading,
         }
@@ -319,9 +374,9 @@ def refine(
                 sum(diagnose(new, concepts, walker, settings, others).coverage.values()),
             )
             entry["coverage_change"] = round(after - before, 4)
-            if after <= before:
+            if after < before + settings.keep_margin:
                 entry["rejected"] = True
-                stop = "correction rejected: it does not cover the concepts better"
+                stop = f"correction rejected: coverage gain under keep_margin ({settings.keep_margin})"
                 break
         path = new
         if similarity > settings.tau_similarity:
@@ -338,6 +393,40 @@ def refine(
     }
     emit("path", **trace)  # one start's refinement, as soon as it is done
     return initial, path, trace
+
+
+def relation_words(text: str, concepts: Sequence[str], start: str, matches: Sequence[Any]) -> list[str]:
+    """The question's concepts that name no start entity, nearest the ``start`` concept's mention first:
+    what the steps from that start should follow ("directed", "films written")."""
+    grounded = {m.concept for m in matches}
+    lowered = text.lower()
+    at = lowered.find(start.lower())
+    words = [c for c in concepts if c not in grounded and c.lower() != start.lower()]
+    return sorted(words, key=lambda c: abs(lowered.find(c.lower()) - at) if at >= 0 else 0)
+
+
+def neighbourhood(
+    matches: Sequence[Any], guides: Sequence[list[str]], walker: Walker, k: int, evidence: Sequence[EvidencePath]
+) -> list[EvidencePath]:
+    """Each start's ``k`` best one-edge steps (by the step weight of the path's first step) not already in
+    ``evidence``, all ranked together: the answers one edge away, kept beside the paths."""
+    have = {t for path in evidence for t in path.triples}
+    found: list[tuple[float, int, EvidencePath]] = []
+    for number, (match, guide) in enumerate(zip(matches, guides, strict=True)):
+        walker.guide_by(guide)
+        around = walker.neighbours(match.node.id)
+        scores = walker.step_weights(around)
+        kept = 0
+        for i in np.argsort(-scores, kind="stable"):
+            nb = around[int(i)]
+            step = path_records([match.node, nb.node], [nb.edge])
+            if step.triples[0] in have:
+                continue
+            found.append((float(scores[int(i)]), number, step))
+            kept += 1
+            if kept == k:
+                break
+    return [step for _, _, step in sorted(found, key=lambda item: (-item[0], item[1]))]
 
 
 def merge_paths(paths: list[WalkPath]) -> list[EvidencePath]:

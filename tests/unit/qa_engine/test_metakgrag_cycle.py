@@ -148,8 +148,21 @@ def test_a_correction_that_covers_less_is_rejected() -> None:
 
 def test_paper_preset_and_explicit_values() -> None:
     tuned, paper = MetaKGRAGSettings(), MetaKGRAGSettings(preset="paper")
-    assert (tuned.path_hops, tuned.keep_better, tuned.rank_paths, tuned.tau_coverage) == (2, True, True, 0.5)
+    assert (tuned.path_hops, tuned.keep_better, tuned.rank_paths, tuned.tau_coverage) == (3, True, True, 0.5)
+    assert (tuned.relation_coverage, tuned.guide_relations, tuned.neighbourhood, tuned.keep_margin) == (
+        True,
+        True,
+        3,
+        0.05,
+    )
     assert (paper.path_hops, paper.keep_better, paper.rank_paths, paper.tau_coverage) == (3, False, False, 0.6)
+    # none of the departures in the paper preset
+    assert (paper.relation_coverage, paper.guide_relations, paper.neighbourhood, paper.keep_margin) == (
+        False,
+        False,
+        0,
+        0.0,
+    )
     assert MetaKGRAGSettings(preset="paper", path_hops=4).path_hops == 4  # an explicit value wins
     with pytest.raises(ValueError, match="preset"):
         MetaKGRAGSettings(preset="newest")  # type: ignore[arg-type]

@@ -129,7 +129,7 @@ def test_the_registry_refuses_unknown_names_switches_and_settings() -> None:
 
 @pytest.mark.parametrize("rank_paths", [True, False])
 def test_metakgrag_orders_its_paths_by_coverage_or_by_start(rank_paths: bool) -> None:
-    answer = ask("metakgrag", metakgrag={"path_hops": 2, "rank_paths": rank_paths, "n_max": 0})
+    answer = ask("metakgrag", metakgrag={"path_hops": 2, "rank_paths": rank_paths, "n_max": 0, "neighbourhood": 0})
     firsts = [p.nodes[0] for p in answer.evidence]
     starts = [s["id"] for s in answer.trace["start_entities"]]
     assert sorted(firsts) == sorted(starts) and len(firsts) == 2
