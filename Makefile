@@ -79,6 +79,8 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_serve
 	$(PY) -m benchmarks.bench_page
 	$(PY) -m benchmarks.bench_identity
+	$(PY) -m benchmarks.bench_identity_ids
+	$(PY) -m benchmarks.bench_identity_scale
 	$(PY) -m benchmarks.bench_retrieval
 	$(PY) -m benchmarks.bench_medcog
 	$(PY) -m benchmarks.bench_robodata
