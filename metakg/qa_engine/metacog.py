@@ -3,7 +3,8 @@
 - **Monitoring**: one LLM call rates a question on complexity (does it need several reasoning steps),
   familiarity (is it a textbook case past reasoning applies to) and knowledge density (does it hinge on
   specific facts), each in [0, 1] with a one-line reason. :func:`parse_assessment` reads JSON, or scores
-  written in prose, on a 0-1, 0-10 or percent scale; a score the reply leaves out counts as
+  written in prose, on the scale the reply states (0-10, percent) or else as asked, clamped to [0, 1]; a
+  score the reply leaves out counts as
   :data:`MISSING_SCORE` (high: the knowledge it would gate stays on); a reply with no score at all is
   unparseable and the caller takes its fallback route.
 - **Planning**: thresholds (tau_c, tau_f, tau_k) turn the scores into one of five routes (:func:`plan`):
@@ -105,20 +106,35 @@ class Thresholds:
 
 
 def scale(value: float, unit: str = "") -> float | None:
-    """A score on a 0-1, 0-10 or 0-100 scale (``unit``: ``%``, ``/10``, ``/100``, or none: guessed from the
-    value) as a number in [0, 1]; None when it is negative or above 100."""
+    """A score as a number in [0, 1]: read on its stated scale (``unit``: ``%`` or ``/100``, ``/10``), else
+    taken as asked (0 to 1) and clamped: a 1.2 or a 7 with no scale said is "above the top", 1.0, never a
+    guessed 0.12 or 0.7. None when it is negative, or above its scale's top by more than rounding."""
     unit = unit.replace(" ", "")
     if value < 0:
         return None
-    if unit in ("%", "/100") or (not unit and 10 < value <= 100):
-        value /= 100
-    elif unit == "/10" or (not unit and 1 < value <= 10):
-        value /= 10
-    return round(value, 4) if value <= 1 else None
+    top = 100.0 if unit in ("%", "/100") else 10.0 if unit == "/10" else 1.0
+    if unit and value > top:
+        return None
+    if not unit and value > 100:
+        return None
+    return round(min(value / top, 1.0), 4)
 
 
-def _number(value: Any) -> tuple[float | None, str]:
-    """A score and its reason from a JSON value: a number, a numeric string, or {"score": .., "reason": ..}."""
+#: a scale a reply states once for all its scores ("on a scale of 0 to 10", "out of 10", "in percent")
+_STATED = [
+    (re.compile(r"\b(?:out of|scale of(?: 0| 1)?(?: to|-)?)\s*10\b|\b[01]\s*(?:-|to)\s*10\b|/\s*10\b", re.I), "/10"),
+    (re.compile(r"\bper ?cent\b|\b0\s*(?:-|to)\s*100\b|\bout of 100\b", re.I), "/100"),
+]
+
+
+def stated_scale(reply: str) -> str:
+    """The scale a reply states for its scores (``/10``, ``/100``), or ``""``."""
+    return next((unit for pattern, unit in _STATED if pattern.search(reply)), "")
+
+
+def _number(value: Any, stated: str = "") -> tuple[float | None, str]:
+    """A score and its reason from a JSON value: a number, a numeric string, or {"score": .., "reason": ..};
+    a bare number is on the ``stated`` scale of the reply."""
     reason = ""
     if isinstance(value, dict):
         reason = str(value.get("reason", "") or "")
@@ -126,13 +142,14 @@ def _number(value: Any) -> tuple[float | None, str]:
     if isinstance(value, bool) or value is None:
         return None, reason
     if isinstance(value, int | float):
-        return scale(float(value)), reason
+        return scale(float(value), stated), reason
     match = re.match(r"\s*(\d+(?:\.\d+)?)\s*(%|/\s*100|/\s*10)?", str(value))
-    return (scale(float(match.group(1)), match.group(2) or "") if match else None), reason
+    return (scale(float(match.group(1)), match.group(2) or stated) if match else None), reason
 
 
 def _from_json(reply: str) -> dict[str, tuple[float, str]]:
     found: dict[str, tuple[float, str]] = {}
+    stated = stated_scale(reply)
     for match in re.finditer(r"\{.*\}", reply, re.S):
         try:
             data = json.loads(match.group(0))
@@ -141,7 +158,7 @@ def _from_json(reply: str) -> dict[str, tuple[float, str]]:
         if isinstance(data, dict):
             for key, value in data.items():
                 name = _dimension(str(key))
-                score, reason = _number(value)
+                score, reason = _number(value, stated)
                 if name and score is not None:
                     found[name] = (score, reason)
         if found:
@@ -151,9 +168,10 @@ def _from_json(reply: str) -> dict[str, tuple[float, str]]:
 
 def _from_prose(reply: str) -> dict[str, tuple[float, str]]:
     found: dict[str, tuple[float, str]] = {}
+    stated = stated_scale(reply)
     for match in _PROSE.finditer(reply):
         name = _dimension(match.group(1))
-        score = scale(float(match.group(2)), match.group(3) or "")
+        score = scale(float(match.group(2)), match.group(3) or stated)
         if name is not None and score is not None and name not in found:
             line = reply[match.start() :].splitlines()[0].strip()
             found[name] = (score, line[:200])

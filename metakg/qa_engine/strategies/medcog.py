@@ -88,8 +88,8 @@ class MedCoGSettings(StrategySettings):
 PLAN_PROMPT = (
     "To answer the question below you may check facts in a medical knowledge graph. Write up to {n} checks: "
     "each names the thing the question asks about (query) and a fact an answer would rest on (hypothesis). "
-    'Reply with JSON like {{"checks": [{{"query": "<what is asked about>", "hypothesis": "<a fact an answer '
-    "rests on>\"}}]}}, or one check per line as 'query | hypothesis'. Use the question's own words."
+    'Reply with JSON like {{"checks": [{{"query": "...", "hypothesis": "..."}}]}}, with the dots replaced by '
+    "words of the question, or one check per line as 'query | hypothesis'."
     "{feedback}\n\nQuestion: {question}{choices}"
 )
 
@@ -235,24 +235,34 @@ class MedCoG(Strategy[MedCoGSettings]):
             )
             n = self.settings.max_pairs
             reply = await ask_llm(client, ctx, prompt, 200, f"qa:{self.label}:plan", plan_schema(n))
-            pairs, source = parse_pairs(reply.text, n), "llm"
-            if not pairs:  # a reply with no check: the question's own entities against each choice
-                pairs, source = question_pairs(question, ctx, n), "question"
+            placeholders: list[tuple[str, str]] = []
+            pairs, source = parse_pairs(reply.text, n, placeholders), "llm"
+            if pairs and not any(_grounds(p, ctx, self._types) for p in pairs):
+                source = "question (the checks ground nothing)"
+                pairs = []
+            if not pairs:  # no usable check: the question's own entities against each choice
+                pairs = question_pairs(question, ctx, n)
+                source = "question" if source == "llm" else source
             grounding = await self.ground(pairs, question, ctx, client)
             found = self.paths_for(grounding, question, ctx)
             entry: dict[str, Any] = {
                 "round": number + 1,
                 "pairs": [list(p) for p in pairs],
                 "pairs_from": source,
+                "placeholder_checks": [list(p) for p in placeholders],
                 "grounding": grounding,
             }
             entry["paths"] = [render(p) for p in found]
             rounds.append(entry)
             best = found or best
+            grounded_any = any(g["query_ids"] or g["hypothesis_ids"] for g in grounding)
             if not found:
                 feedback = "no graph path links the entities of these checks"
                 entry["evaluation"] = feedback
                 emit("verification", **entry)
+                if not grounded_any:  # another plan round cannot find paths where nothing grounds
+                    entry["stopped"] = "nothing grounded: no further plan rounds"
+                    break
                 continue
             prompt = EVALUATE_PROMPT.format(
                 question=question.text.strip(), choices=_choices(question), paths="\n".join(entry["paths"])
@@ -347,24 +357,43 @@ class MedCoG(Strategy[MedCoGSettings]):
         return lines
 
 
-def parse_pairs(reply: str, limit: int) -> list[tuple[str, str]]:
+#: what a check echoing the prompt's form instead of the question looks like: no letter at all ("..."), a
+#: slot in angle brackets, or the field's own name
+_PLACEHOLDER = re.compile(r"^\W*$|^\s*<[^<>]*>\s*$|^\s*(?:query|hypothesis|question|fact|entity|answer)\s*$", re.I)
+
+
+def is_placeholder(text: str) -> bool:
+    """True for a check field that is the prompt's form, not content (``...``, ``<what is asked about>``)."""
+    return bool(_PLACEHOLDER.match(text))
+
+
+def parse_pairs(reply: str, limit: int, rejected: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
     """The checks of a planning reply, each pair once: JSON ``{"checks": [{"query", "hypothesis"}]}`` (or a
-    bare list of such objects), else ``query | hypothesis`` lines (list marks dropped)."""
+    bare list of such objects), else ``query | hypothesis`` lines (list marks dropped). A check with a
+    placeholder field (:func:`is_placeholder`) is left out, and added to ``rejected``."""
     pairs: list[tuple[str, str]] = []
+    rejected = rejected if rejected is not None else []
+
+    def keep(pair: tuple[str, str]) -> None:
+        if not all(pair) or pair in pairs or pair in rejected:
+            return
+        (rejected if any(is_placeholder(x) for x in pair) else pairs).append(pair)
+
     for item in _json_checks(reply):
-        pair = (str(item.get("query", "")).strip(), str(item.get("hypothesis", "")).strip())
-        if all(pair) and pair not in pairs:
-            pairs.append(pair)
+        keep((str(item.get("query", "")).strip(), str(item.get("hypothesis", "")).strip()))
     if pairs:
         return pairs[:limit]
     for line in reply.splitlines():
         if "|" not in line:
             continue
         query, _, hypothesis = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)])\s*", "", line).partition("|")
-        pair = (query.strip().strip("'\""), hypothesis.strip().strip("'\""))
-        if all(pair) and pair not in pairs:
-            pairs.append(pair)
+        keep((query.strip().strip("'\""), hypothesis.strip().strip("'\"")))
     return pairs[:limit]
+
+
+def _grounds(pair: tuple[str, str], ctx: QAContext, types: Any) -> bool:
+    """True when either side of a check names a graph entity."""
+    return any(match_entities(_entities(side, ctx), ctx, types) for side in pair)
 
 
 def _json_checks(reply: str) -> list[dict[str, Any]]:

@@ -214,3 +214,43 @@ def test_the_route_and_each_verification_round_are_reported_as_they_happen() -> 
     assert heard[0]["route"] == "scot_kg" and heard[0]["routed_by"] == "scores"
     rounds = [step for step in heard if step["kind"] == "verification"]
     assert [r["round"] for r in rounds] == [1, 2] and rounds[0]["paths"] == answer.trace["verification"][0]["paths"]
+
+
+def test_a_check_echoing_the_prompts_placeholders_is_rejected_and_counted() -> None:
+    echoed = '{"checks": [{"query": "<what is asked about>", "hypothesis": "<a fact an answer rests on>"}]}'
+    rejected: list[tuple[str, str]] = []
+    assert parse_pairs(echoed, 3, rejected) == [] and len(rejected) == 1
+    assert parse_pairs("... | ...\nquery | hypothesis\nalpha | beta", 3) == [("alpha", "beta")]
+    replies = {
+        "query | hypothesis": echoed,
+        "do not fit the question": "none",
+        "Are these paths enough": "yes",
+        "Work in three parts": SCOT,
+    }
+    answer, client = ask(replies, route="scot_kg")
+    (first,) = answer.trace["verification"]
+    assert first["placeholder_checks"] == [["<what is asked about>", "<a fact an answer rests on>"]]
+    assert first["pairs_from"] == "question" and first["paths"]  # the stem's names took over
+    plan = next(c for c in client.calls if "query | hypothesis" in c.messages[-1].content)
+    assert "<" not in plan.messages[-1].content.split("Question:")[0]  # no slot a small model can echo
+
+
+def test_checks_that_ground_nothing_give_way_and_planning_stops_when_nothing_grounds() -> None:
+    nowhere = '{"checks": [{"query": "quantum flux", "hypothesis": "warp drives"}]}'
+    replies = {
+        "query | hypothesis": nowhere,
+        "do not fit the question": "none",
+        "Are these paths enough": "yes",
+        "Work in three parts": SCOT,
+    }
+    answer, _ = ask(replies, route="scot_kg")
+    (first,) = answer.trace["verification"]
+    assert first["pairs_from"] == "question (the checks ground nothing)" and first["paths"]
+    # a question whose own names ground nothing either: one plan round, not max_refinements + 1
+    lone = Question("What about warp drives?", (("A", "quantum flux"), ("B", "nothing")), "q2", "A")
+    client = ScriptedClient(replies)
+    settings = QASettings.model_validate({"medcog": {"route": "scot_kg", "max_refinements": 2}})
+    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=settings, llm=client)
+    lonely = asyncio.run(REGISTRY.create("medcog", settings).answer(lone, ctx))
+    rounds = lonely.trace["verification"]
+    assert len(rounds) == 1 and rounds[0]["stopped"].startswith("nothing grounded")

@@ -64,8 +64,19 @@ def test_a_reply_without_a_score_is_unparseable(reply: str) -> None:
 
 
 def test_scale() -> None:
-    assert (scale(0.5), scale(5), scale(50), scale(5, "%"), scale(0.7, "/10")) == (0.5, 0.5, 0.5, 0.05, 0.07)
-    assert scale(101) is None and scale(-0.1) is None
+    assert (scale(0.5), scale(5, "%"), scale(0.7, "/10"), scale(7, "/10")) == (0.5, 0.05, 0.07, 0.7)
+    # no scale said: as asked (0 to 1), clamped; never a guessed rescale (1.2 is "above the top", not 0.12)
+    assert (scale(1.2), scale(5), scale(50)) == (1.0, 1.0, 1.0)
+    assert scale(101) is None and scale(-0.1) is None and scale(11, "/10") is None
+
+
+def test_a_scale_the_reply_states_once_reads_its_bare_scores() -> None:
+    tenths = parse_assessment("On a scale of 0 to 10: complexity 7, familiarity 2, knowledge density 9.")
+    assert tenths is not None and (tenths.complexity, tenths.familiarity, tenths.knowledge_density) == (0.7, 0.2, 0.9)
+    unsaid = parse_assessment('{"complexity": 0.3, "familiarity": 1.2, "knowledge_density": 0.8}')
+    assert unsaid is not None and unsaid.familiarity == 1.0  # more than certain is familiar, not 0.12
+    percent = parse_assessment('In percent: {"complexity": 30, "familiarity": 80, "knowledge_density": 55}')
+    assert percent is not None and (percent.complexity, percent.familiarity) == (0.3, 0.8)
 
 
 def test_scot_prompt_and_reply() -> None:
