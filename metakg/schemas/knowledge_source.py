@@ -37,17 +37,40 @@ def check_select(query: str, prefixes: str = WIKIDATA_PREFIXES, *, ask: bool = F
     from rdflib.plugins.sparql import prepareQuery
 
     forms = ("SelectQuery", "AskQuery") if ask else ("SelectQuery",)
+    wanted = " or ".join(f[:-5].upper() for f in forms)
+    body = PROLOGUE.sub("", query.lstrip(), count=1)
+    if re.match(r"(?i)(?:insert|delete|load|clear|drop|create|copy|move|add|with)\b", body):
+        raise ValueError(f"updates are refused: only read-only {wanted} queries run here")
+    if not re.search(r"(?i)\b(?:select|ask|construct|describe|insert|delete|load|clear|drop|create)\b", query) or (
+        "{" not in query
+    ):
+        raise ValueError(
+            f"not a SPARQL query: the text reads as plain words (a {wanted} query has the form SELECT ?x WHERE "
+            "{ ... }); to find an entity by its name, search for the name instead"
+        )
     try:
         prepared = prepareQuery(prefixes + query)
     except Exception as e:  # rdflib raises pyparsing and its own errors for anything that is not a query
-        raise ValueError(f"not a read-only {' or '.join(f[:-5].upper() for f in forms)} query (updates are "
-                         f"refused): {str(e)[:200]}") from None  # fmt: skip
+        raise ValueError(f"not a valid read-only {wanted} query: {_where(str(e), query, len(prefixes))}") from None
     if prepared.algebra.name not in forms:
         raise ValueError(f"only {' and '.join(f[:-5].upper() for f in forms)} queries are allowed, not "
                          f"{prepared.algebra.name}")  # fmt: skip
     if re.search(r"(?i)\bSERVICE\b", query):
         raise ValueError("federated SERVICE calls are not allowed")
     return query
+
+
+def _where(message: str, query: str, skipped: int) -> str:
+    """A parser's message with its position counted in the caller's own ``query`` (the parser read
+    ``skipped`` characters of prefixes first), and the text found there."""
+    found = re.search(r"at char (\d+)", message)
+    first = re.split(r",?\s*\(at char|\s*\(line:", message)[0].strip()[:160]
+    if not found:
+        return first
+    at = max(0, int(found.group(1)) - skipped)
+    line = query.count("\n", 0, at) + 1
+    column = at - (query.rfind("\n", 0, at) + 1) + 1
+    return f"{first} at character {at} (line {line}, column {column}): {query[at : at + 30]!r}"
 
 
 #: the prologue of a SPARQL query: its BASE and PREFIX declarations
