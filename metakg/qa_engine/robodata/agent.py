@@ -12,6 +12,8 @@ and edges added; the time is the answer's ``usage``).
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -155,6 +157,96 @@ def _loose(schema: Any) -> Any:
     return schema
 
 
+#: how many times one call may fail the same way before it is no longer run
+SAME_FAILURES = 2
+
+#: what to do instead of repeating a failing call, by tool and by what its error says
+INSTEAD = [
+    ("remote_sparql", "not a SPARQL query", "to find an entity by its name call remote_search with the name"),
+    ("remote_sparql", "", "look the entity up with remote_entity or remote_neighbours instead of a query"),
+    ("", "invalid arguments", "read the tool's arguments in the list above and give each as it is named"),
+    ("", "", "change the arguments, use another tool, or choose the next state"),
+]
+
+
+def instead(tool: str, error: str) -> str:
+    """What to do instead of repeating a call of ``tool`` that failed with ``error``."""
+    return next(advice for name, says, advice in INSTEAD if name in ("", tool) and says in error)
+
+
+@dataclass
+class Failures:
+    """The calls that failed, by tool and by the kind of error (its text up to the first colon): a call
+    failing the same way a second time is told what to do instead, and a call that would fail that way a
+    third time (the same arguments, or a query the same check refuses) is not run."""
+
+    seen: Counter[tuple[str, str]] = field(default_factory=Counter)
+    failed_args: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    blocked: int = 0
+
+    def call(self, tools: ToolBox, name: str, args: Any) -> ToolResult:
+        """Run the call unless it would fail :data:`SAME_FAILURES` + 1 times the same way (then a refusal)."""
+        given = args if isinstance(args, dict) else {}
+        key = (name, _kind(name, self._predicted(name, given)))
+        written = json.dumps(given, sort_keys=True, default=str)
+        for (tool, kind), n in self.seen.items():
+            if (
+                tool == name
+                and n >= SAME_FAILURES
+                and ((kind == key[1] and kind) or written in self.failed_args[(tool, kind)])
+            ):
+                self.blocked += 1
+                return ToolResult(
+                    name, given, False, f"not run: {name} failed {n} times with '{kind}'; {instead(name, kind)}"
+                )
+        result = tools.call(name, args)
+        if result.ok:
+            return result
+        key = (name, _kind(name, result.text))
+        self.seen[key] += 1
+        self.failed_args.setdefault(key, set()).add(written)
+        if self.seen[key] == SAME_FAILURES:
+            advice = f" (the same failure twice: do not repeat it; {instead(name, result.text)})"
+            return ToolResult(result.tool, result.args, False, result.text + advice)
+        return result
+
+    @staticmethod
+    def _predicted(name: str, args: dict[str, Any]) -> str:
+        """The error a call will give, where its arguments tell without running it (a SPARQL query the
+        read-only check refuses); ``""`` otherwise."""
+        if name != "remote_sparql":
+            return ""
+        from metakg.schemas.knowledge_source import check_select
+
+        try:
+            check_select(str(args.get("query", "")), ask=True)
+        except ValueError as e:
+            return str(e)
+        return ""
+
+
+def _kind(tool: str, text: str) -> str:
+    """The kind of a failure: its text, without the tool's prefix, up to the first colon."""
+    return text.removeprefix(f"{tool} failed: ").split(":", 1)[0].strip()[:80] if text else ""
+
+
+_IDS = re.compile(r"\b[QP]\d+\b|\b[a-z][\w.]*:[\w.\-/]+\w")
+
+
+def kept_facts(entries: Sequence[str]) -> str:
+    """The ids and labels the successful calls among ``entries`` returned (``-> ok:`` entries), once each."""
+    found: dict[str, None] = {}
+    for entry in entries:
+        if "-> ok:" not in entry:
+            continue
+        result = entry.split("-> ok:", 1)[1]
+        for label in re.findall(r'"(?:label|name)":\s*"([^"]{1,80})"', result):
+            found.setdefault(label)
+        for ident in _IDS.findall(result):
+            found.setdefault(ident)
+    return ", ".join(list(found)[:60])
+
+
 class Agent:
     """One orchestrator run per question over a local graph, with a tool box per tool set."""
 
@@ -171,7 +263,7 @@ class Agent:
 
     async def run(self, query: str) -> AgentResult:
         """Walk the state machine from local evaluation to an answer."""
-        memory, steps, calls = Memory(), [], Counter[str]()
+        memory, steps, calls, failures = Memory(), [], Counter[str](), Failures()
         start_counts = self.local.counts()
         state, refusals, observation, forced = State.LOCAL_EVALUATION, 0, "", False
         for turn in range(1, self.settings.max_turns + 1):
@@ -196,7 +288,9 @@ class Agent:
             made = parse_calls(reply.text)
             chosen = [args for name, args in made if name == NEXT_STATE]  # the transition, as a function call
             results: list[ToolResult] = (
-                [tools.call(name, args) for name, args in made if name != NEXT_STATE] if tools is not None else []
+                [failures.call(tools, name, args) for name, args in made if name != NEXT_STATE]
+                if tools is not None
+                else []
             )
             calls.update(r.tool for r in results)
             step.update(reply=reply.text[:2000], tool_calls=[r.as_dict() for r in results])
@@ -231,6 +325,7 @@ class Agent:
             "nodes_added": counts["nodes"] - start_counts["nodes"],
             "edges_added": counts["edges"] - start_counts["edges"],
             "memory_summaries": len(memory.summaries),
+            "repeated_failures_blocked": failures.blocked,
             "support_precision": precision(claims),
             "forced_answer": forced,
         }
@@ -287,7 +382,8 @@ class Agent:
         old, memory.entries = memory.entries[:half], memory.entries[half:]
         prompt = SUMMARY_PROMPT.format(entries="\n".join(([memory.summaries[-1]] if memory.summaries else []) + old))
         reply = await ask_llm(self.llm, self.ctx, prompt, 200, "qa:robodata:memory")
-        memory.summaries.append(reply.text.strip()[:1500])
+        facts = kept_facts(old)  # what the calls found, word for word: a summary may drop it
+        memory.summaries.append(reply.text.strip()[:1200] + (f"\nFound so far: {facts}" if facts else ""))
 
     async def _metacognition(self, query: str, steps: list[dict[str, Any]], calls: Counter[str], previous: str) -> str:
         counts = self.local.counts()

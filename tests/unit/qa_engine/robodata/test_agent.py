@@ -241,3 +241,60 @@ def test_each_turn_of_the_walk_is_reported_as_it_is_taken() -> None:
     assert [(s["state"], s.get("next_state")) for s in heard] == [
         (s["state"], s.get("next_state")) for s in result.trace["steps"]
     ]
+
+
+def test_a_call_failing_the_same_way_is_told_what_to_do_and_not_run_a_third_time() -> None:
+    def script(request: ChatRequest) -> str:
+        if state_of(request) == "remote_exploration":
+            call = '{"tool_calls": [{"tool": "entity_info", "args": {"id": "kg:hand/none"}}]}'
+            return call + ' {"next_state": "remote_exploration"}'
+        return "{}"
+
+    result, _, _ = run(script, max_turns=6)
+    calls = [c for s in result.trace["steps"] for c in s.get("tool_calls", [])]
+    ran = [c for c in calls if not c["text"].startswith("not run")]
+    assert len(ran) == 2 and "do not repeat it" in ran[1]["text"]
+    assert len(calls) > 2 and all("not run: entity_info failed 2 times" in c["text"] for c in calls[2:])
+    assert result.stats["repeated_failures_blocked"] == len(calls) - 2
+
+
+def test_english_sent_to_the_sparql_tool_is_pointed_to_search() -> None:
+    from metakg.qa_engine.robodata.remote import remote_tools
+    from tests.unit.qa_engine.robodata.test_remote_args import NoEndpoint
+
+    local = EmbeddedStore(empty_nodes(), empty_edges(), embedder=AxisEmbedder())
+    turns = iter(range(100))
+
+    def script(request: ChatRequest) -> str:
+        if state_of(request) == "remote_exploration":  # a new English text every turn: the same mistake
+            query = json.dumps({"query": f"Who directed the film number {next(turns)}?"})
+            return (
+                '{"tool_calls": [{"tool": "remote_sparql", "args": '
+                + query
+                + '}]} {"next_state": "remote_exploration"}'
+            )
+        return "{}"
+
+    client = ScriptedClient(script)
+    ctx = QAContext(store=local, embedder=AxisEmbedder(), llm=client)
+    toolsets = {"remote": remote_tools(NoEndpoint()), "local": local_tools(local)}
+    result = asyncio.run(Agent(AgentSettings(max_turns=6), ctx, client, local, toolsets).run(QUERY))
+    calls = [c for s in result.trace["steps"] for c in s.get("tool_calls", [])]
+    failed = [c for c in calls if "not a SPARQL query" in c["text"] and not c["text"].startswith("not run")]
+    assert len(failed) == 2 and "call remote_search with the name" in failed[1]["text"]
+    assert result.stats["repeated_failures_blocked"] >= 1
+
+
+def test_the_memory_summary_keeps_what_the_calls_found() -> None:
+    def script(request: ChatRequest) -> str:
+        prompt = request.messages[-1].content
+        if prompt.startswith("Summarise these steps"):
+            return "The agent hit a parse error."  # what a small model wrote: the facts are gone
+        if state_of(request) == "remote_exploration":
+            call = '{"tool_calls": [{"tool": "entity_info", "args": {"id": "' + ident("alpha") + '"}}]}'
+            return call + ' {"next_state": "remote_exploration"}'
+        return "{}"
+
+    result, _, _ = run(script, max_turns=8, memory_size=4)
+    summary = result.trace["memory_summaries"][0]
+    assert summary.startswith("The agent hit a parse error.") and ident("alpha") in summary and "alpha" in summary
