@@ -206,6 +206,16 @@ def match_entities(concepts: Sequence[str], ctx: QAContext, types: Collection[st
     return sorted(best.values(), key=lambda m: -m.score)
 
 
+def without_fragments(matches: Sequence[EntityMatch]) -> list[EntityMatch]:
+    """``matches`` without those whose concept is a run of words inside another concept matched by name."""
+    named = [f" {match_key(m.concept)} " for m in matches if m.how != "embedding"]
+    return [
+        m
+        for m in matches
+        if not any(f" {match_key(m.concept)} " in whole and whole.strip() != match_key(m.concept) for whole in named)
+    ]
+
+
 def _embedding_hits(store: GraphStore, text: str, k: int) -> list[Any]:
     """The store's embedding hits (none without name embeddings): what ``auto`` search gives when no name
     matches."""
@@ -346,9 +356,10 @@ async def find_starts(
     concepts (``trace["concepts"]``, what a strategy checks coverage against) but are never start entities:
     evidence that starts at a choice says nothing about how the question leads to it.
 
-    A marked topic entity (``Question.topic``: MetaQA's ``[X]``, a quoted name) is a concept of its own, and
-    when it grounds by name, concepts that ground by embedding alone start nothing ("movies" is close to
-    the film *Movie Movie*, "acted" to the tag *action*).
+    A concept that is a part of another concept matched by name (*Glass* of *Shattered Glass*) starts
+    nothing: the whole title was meant. A marked topic entity (``Question.topic``: MetaQA's ``[X]``, a
+    quoted name) is a concept of its own, and when it grounds by name, concepts that ground by embedding
+    alone start nothing ("movies" is close to the film *Movie Movie*, "acted" to the tag *action*).
 
     Raises:
         NoEvidence: no concept was found, or no entity matches one.
@@ -359,6 +370,7 @@ async def find_starts(
     found = match_entities(stem, ctx)
     if question.topic and any(m.how != "embedding" for m in match_entities([question.topic], ctx)):
         found = [m for m in found if m.how != "embedding"]  # the topic grounds by name: it leads
+    found = without_fragments(found)
     if found:
         closeness = question_walker(question, ctx).q_sim([m.node for m in found])
         order = sorted(range(len(found)), key=lambda i: (-round(found[i].score, 4), -closeness[i]))

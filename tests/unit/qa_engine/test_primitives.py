@@ -277,3 +277,16 @@ def test_services_are_shared_between_contexts_and_their_caches_between_threads()
     finally:
         sys.setswitchinterval(interval)
     assert not failures and len(cache) == 8
+
+
+def test_a_title_fragment_starts_nothing_when_the_whole_title_matched() -> None:
+    from metakg.qa_engine.primitives import EntityMatch, without_fragments
+    from metakg.schemas.graph_store import NodeRecord
+
+    def match(concept: str, how: str) -> EntityMatch:
+        return EntityMatch(concept, NodeRecord(f"kg:t/{concept}", concept, "concept", "t"), 1.0, how)
+
+    found = [match("Shattered Glass", "exact"), match("glass", "exact"), match("glassware", "embedding")]
+    assert [m.concept for m in without_fragments(found)] == ["Shattered Glass", "glassware"]
+    # a fragment of a title found only by embedding is no reason to drop anything
+    assert len(without_fragments([match("Shattered Glass", "embedding"), match("glass", "exact")])) == 2
