@@ -219,7 +219,14 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
         for path in answer.trace.get("paths", []):
             lines.append(f"from {path['start']}: {' > '.join(path['initial_path'])}")
             for cycle in path["cycles"]:
-                missing = ", ".join(cycle["missing_concepts"]) or "-"
+                by, coverage = cycle.get("covered_by", {}), cycle.get("coverage", {})
+                missing = (
+                    ", ".join(
+                        f"{c} (best {by[c]} {coverage[c]})" if c in by and c in coverage else c
+                        for c in cycle["missing_concepts"]
+                    )
+                    or "-"
+                )
                 step = f"  cycle {cycle['cycle']}: missing {missing}; misleading {len(cycle['misleading_entities'])}"
                 if "pivot" in cycle:
                     step += (

@@ -119,3 +119,11 @@ def test_the_answers_one_edge_away_stay_beside_the_path(kb: EmbeddedStore, minil
     assert {"rocky horror picture show", "shock treatment"} <= set(found), found
     single = ask(kb, minilm, "what films did [Richard O'Brien] write", neighbourhood=0, n_max=0)
     assert len({"rocky horror picture show", "shock treatment"} & set(names(single))) == 1
+
+
+def test_the_trace_says_why_a_concept_is_missing(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
+    answer = ask(kb, minilm, "which catholic films did [Antonia Bird] make in the nineties")
+    strategy = REGISTRY.create("metakgrag", QASettings())
+    lines = "\n".join(strategy.trace_lines(answer))
+    missing = [c for p in answer.trace["paths"] for cycle in p["cycles"] for c in cycle["missing_concepts"]]
+    assert missing and f"{missing[0]} (best " in lines  # what covered it best, and how well
