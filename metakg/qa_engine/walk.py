@@ -30,9 +30,13 @@ class WalkPath:
 
 
 def relation_text(edge: EdgeRecord) -> str:
-    """An edge's relation as words: its display text, else its relation with underscores as spaces."""
-    return edge.display or edge.rel.replace("_", " ")
+    """An edge's relation as words: its display text, else its relation, underscores as spaces either way
+    (``has_genre`` embeds far from "genres", ``has genre`` near it)."""
+    return (edge.display or edge.rel).replace("_", " ")
 
+
+#: dead ends a greedy extension steps back from, at most, before it keeps a shorter path
+MAX_BACKTRACKS = 3
 
 #: with a guide, each relation word after the first still uncovered counts this much less
 GUIDE_DECAY = 0.8
@@ -139,15 +143,25 @@ class Walker:
                     found.setdefault(nb.node.id, nb.node)
         return list(found.values())
 
-    def extend(self, path: WalkPath, hops: int, adjust: dict[str, float]) -> WalkPath:
+    def extend(self, path: WalkPath, hops: int, adjust: dict[str, float], *, backtrack: bool = False) -> WalkPath:
         """Greedily add up to ``hops`` edges to ``path``: at each step the unvisited neighbour of highest weight
-        (its step weight, :meth:`step_weights`, plus its adjustment)."""
+        (its step weight, :meth:`step_weights`, plus its adjustment). With ``backtrack``, a first step from the
+        start entity to a node with nowhere to go is stepped back from (the node stays visited), at most
+        :data:`MAX_BACKTRACKS` times."""
         nodes, edges = list(path.nodes), list(path.edges)
         visited = {n.id for n in nodes}
-        for _ in range(hops):
+        floor, backtracks = len(nodes), 0
+        while len(nodes) - floor < hops:
             candidates = [nb for nb in self.neighbours(nodes[-1].id) if nb.node.id not in visited]
             if not candidates:
-                break
+                # the first step from the start led nowhere: step back and take the next best, a few times (a
+                # later dead end is kept: the path reached something there)
+                if not backtrack or floor != 1 or len(nodes) != 2 or backtracks == MAX_BACKTRACKS:
+                    break
+                nodes.pop()
+                edges.pop()
+                backtracks += 1
+                continue
             weights = self.step_weights(candidates, edges) + np.asarray(
                 [adjust.get(nb.node.id, 0.0) for nb in candidates]
             )

@@ -162,7 +162,7 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
         initials = []
         for match, guide in zip(matches, guides, strict=True):
             search.guide_by(guide)
-            initials.append(search.extend(WalkPath([match.node]), self.settings.path_hops, {}))
+            initials.append(search.extend(WalkPath([match.node]), self.settings.path_hops, {}, backtrack=True))
         finals, starts = [], []
         for number, initial in enumerate(initials):
             others = [p for i, p in enumerate(initials) if i != number] if self.settings.coverage == "question" else []
@@ -347,7 +347,9 @@ def refine(
         changes: dict[str, float] = {}
         if found.missing:
             relevant = walker.around(path)
-            near = walker.sim.nodes_to(relevant, found.missing).max(axis=1) if relevant else []
+            near = walker.sim.nodes_to(relevant, found.missing).max(axis=1) if relevant else np.zeros(0)
+            if settings.relation_coverage and relevant:  # a missing relation word draws the edges that carry it
+                near = np.maximum(near, _relation_pull(path, relevant, found.missing, walker))
             for node, score in zip(relevant, near, strict=True):
                 if score > settings.tau_c:
                     changes[node.id] = changes.get(node.id, 0.0) + settings.delta
@@ -357,6 +359,10 @@ def refine(
             adjust[node_id] = adjust.get(node_id, 0.0) + change
         if settings.no_restart:
             pivot, reason = 0, "start entity (no strategic restart)"
+        elif found.missing and settings.relation_coverage and set(found.missing) <= set(walker.guide):
+            # only relation words are missing: no entity is closer to them than another, and the first
+            # relation of the path may be the wrong one; walk again from the start with the adjustments
+            pivot, reason = 0, "completeness: only relation words are missing, the walk restarts at the start entity"
         elif found.missing:
             f = walker.sim.nodes_to(path.nodes, found.missing).max(axis=1)
             pivot, reason = int(np.argmax(f)), "completeness: closest to the missing concepts"
@@ -434,6 +440,23 @@ def neighbourhood(
             if kept == k:
                 break
     return [step for _, _, step in sorted(found, key=lambda item: (-item[0], item[1]))]
+
+
+def _relation_pull(path: WalkPath, nodes: Sequence[Any], missing: Sequence[str], walker: Walker) -> Any:
+    """For each of ``nodes`` (neighbours of the path): the best similarity of the relation of an edge joining
+    it to the path to a ``missing`` concept."""
+    best: dict[str, float] = {}
+    on_path = set(path.ids)
+    words = walker.sim.vectors(list(missing))
+    for node in path.nodes:
+        around = [nb for nb in walker.neighbours(node.id) if nb.node.id not in on_path]
+        if not around:
+            continue
+        relations = walker.sim.vectors([relation_text(nb.edge) for nb in around])
+        scores = np.clip(relations @ words.T, 0.0, 1.0).max(axis=1)
+        for nb, score in zip(around, scores, strict=True):
+            best[nb.node.id] = max(best.get(nb.node.id, 0.0), float(score))
+    return np.asarray([best.get(n.id, 0.0) for n in nodes])
 
 
 def merge_paths(paths: list[WalkPath]) -> list[EvidencePath]:
