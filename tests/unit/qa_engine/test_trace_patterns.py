@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import polars as pl
 import pytest
 
 from metakg import api
@@ -43,6 +44,9 @@ Tangled Ever After|directed_by|Nathan Greno
 Tangled Ever After|starred_actors|Mandy Moore
 Shattered Glass|directed_by|Billy Ray
 Glass|directed_by|M. Night Shyamalan
+The Sweetest Thing|directed_by|Roger Kumble
+Just Friends|directed_by|Roger Kumble
+Just Friends|starred_actors|Ryan Reynolds
 """
 
 
@@ -127,3 +131,28 @@ def test_the_trace_says_why_a_concept_is_missing(kb: EmbeddedStore, minilm: Onnx
     lines = "\n".join(strategy.trace_lines(answer))
     missing = [c for p in answer.trace["paths"] for cycle in p["cycles"] for c in cycle["missing_concepts"]]
     assert missing and f"{missing[0]} (best " in lines  # what covered it best, and how well
+
+
+def test_a_first_step_into_a_dead_end_is_stepped_back_from(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
+    from metakg.qa_engine.services import QAServices
+    from metakg.qa_engine.walk import Walker, WalkPath
+
+    nodes = kb.bundle().nodes
+    start = kb.get_node(nodes.filter(pl.col("name") == "Roger Kumble")["id"][0])
+    assert start is not None
+    # the question draws the first step to The Sweetest Thing, which leads nowhere but back
+    walker = Walker(kb, QAServices(kb, minilm, max_entries=1000), "The Sweetest Thing", max_neighbours=50)
+    plain = walker.extend(WalkPath([start]), 2, {})
+    stepped = walker.extend(WalkPath([start]), 2, {}, backtrack=True)
+    assert [n.name for n in plain.nodes] == ["Roger Kumble", "The Sweetest Thing"]
+    assert [n.name for n in stepped.nodes] == ["Roger Kumble", "Just Friends", "Ryan Reynolds"]
+
+
+def test_a_missing_relation_word_restarts_at_the_start(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
+    answer = ask(kb, minilm, "what genres are the films written by [Richard O'Brien]")
+    restarts = [
+        c for p in answer.trace["paths"] for c in p["cycles"] if "only relation words" in c.get("pivot_reason", "")
+    ]
+    for cycle in restarts:
+        assert cycle["pivot"] == "Richard O'Brien"
+    assert {"comedy", "musical"} & set(names(answer))
