@@ -92,7 +92,7 @@ class MetaKGRAGSettings(StrategySettings):
     )
     relation_coverage: bool = Field(
         default=True,
-        description="A concept may be covered by the relation of a path's edge (\"directed\" by directed_by), "
+        description='A concept may be covered by the relation of a path\'s edge ("directed" by directed_by), '
         "not only by an entity's name.",
     )
     guide_relations: bool = Field(
