@@ -176,7 +176,25 @@ def per_question(
         "seconds": summary([u["total_ms"] / 1000 for u in usage]),
         "nodes_added": summary([s["nodes_added"] for s in stats]),
         "support_precision": summary([s["support_precision"] or 0.0 for s in stats]),
+        # the most times one question ran a call of one tool that failed with one error (2 at most by design)
+        "most_same_failures": max((same_failures(r["trace"]) for r in rows), default=0),
+        "repeated_failures_blocked": sum(s.get("repeated_failures_blocked", 0) for s in stats),
     }
+
+
+def same_failures(trace: dict[str, Any]) -> int:
+    """The most times the calls of one answer failed the same way (one tool, one error kind), counting
+    only the calls that ran."""
+    from collections import Counter
+
+    from metakg.qa_engine.robodata.agent import failure_kind
+
+    seen: Counter[tuple[str, str]] = Counter()
+    for step in trace.get("steps", []):
+        for call in step.get("tool_calls", []):
+            if not call["ok"] and not call["text"].startswith("not run"):
+                seen[(call["tool"], failure_kind(call["tool"], call["text"]))] += 1
+    return max(seen.values(), default=0)
 
 
 def main() -> None:
@@ -219,6 +237,10 @@ def main() -> None:
             "support_precision",
         ):
             print(f"  {key:<18} mean {q[key]['mean']:>9}  p50 {q[key]['p50']:>9}")
+        print(
+            f"  one call failing the same way, most times in one question: {q['most_same_failures']} "
+            f"(calls not run for it: {q['repeated_failures_blocked']})"
+        )
     record("robodata", figures)
 
 

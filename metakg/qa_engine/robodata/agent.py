@@ -187,7 +187,7 @@ class Failures:
     def call(self, tools: ToolBox, name: str, args: Any) -> ToolResult:
         """Run the call unless it would fail :data:`SAME_FAILURES` + 1 times the same way (then a refusal)."""
         given = args if isinstance(args, dict) else {}
-        key = (name, _kind(name, self._predicted(name, given)))
+        key = (name, failure_kind(name, self._predicted(name, given)))
         written = json.dumps(given, sort_keys=True, default=str)
         for (tool, kind), n in self.seen.items():
             if (
@@ -202,7 +202,7 @@ class Failures:
         result = tools.call(name, args)
         if result.ok:
             return result
-        key = (name, _kind(name, result.text))
+        key = (name, failure_kind(name, result.text))
         self.seen[key] += 1
         self.failed_args.setdefault(key, set()).add(written)
         if self.seen[key] == SAME_FAILURES:
@@ -225,7 +225,7 @@ class Failures:
         return ""
 
 
-def _kind(tool: str, text: str) -> str:
+def failure_kind(tool: str, text: str) -> str:
     """The kind of a failure: its text, without the tool's prefix, up to the first colon."""
     return text.removeprefix(f"{tool} failed: ").split(":", 1)[0].strip()[:80] if text else ""
 
