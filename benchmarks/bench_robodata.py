@@ -190,8 +190,8 @@ def same_failures(trace: dict[str, Any]) -> int:
     from metakg.qa_engine.robodata.agent import failure_kind
 
     seen: Counter[tuple[str, str]] = Counter()
-    for step in trace.get("steps", []):
-        for call in step.get("tool_calls", []):
+    for step in trace.get("steps") or []:
+        for call in step.get("tool_calls") or []:
             if not call["ok"] and not call["text"].startswith("not run"):
                 seen[(call["tool"], failure_kind(call["tool"], call["text"]))] += 1
     return max(seen.values(), default=0)
