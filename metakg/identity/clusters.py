@@ -170,7 +170,7 @@ def id_clusters(
     curated_members = {x for pair in must_link for x in pair}
     named_members = {x for pair in named for x in pair}
     unique = set(one_per_entity)
-    system = {r: _system(ids[r]) for rows in by_part.values() for r in rows} if unique else {}
+    system = {r: id_system(ids[r]) for rows in by_part.values() for r in rows} if unique else {}
     clusters = []
     to_split: list[list[int]] = []
     for label, rows in by_part.items():
@@ -216,7 +216,7 @@ def id_clusters(
     return IdClusters(clusters)
 
 
-def _system(node_id: str) -> str:
+def id_system(node_id: str) -> str:
     """The identifier system of a node id, by its prefix in any spelling (``MONDO:``, ``mondo:``)."""
     written = node_id.split(":", 1)[0]
     spec = prefix_spec(written)

@@ -417,17 +417,16 @@ class Scored:
 
     def calls(self, mask: np.ndarray, threshold: float, margin: float) -> np.ndarray:
         """The rows of ``mask`` called one entity (pairs) or linked (links) at ``threshold`` and ``margin``."""
-        called = mask & (self.scores >= threshold)
-        if self.runner_up is not None:
-            called &= (self.scores >= 1.0) | (self.scores - self.runner_up >= margin)
+        if self.runner_up is None:
+            return mask & (self.scores >= threshold)
+        called: np.ndarray = mask & LinkRule(threshold, margin).accepts(self.scores, self.runner_up)
         return called
 
     def unlinkable(self, mask: np.ndarray, threshold: float, margin: float) -> float | None:
         """Links: the share of ``mask``'s mentions the rule would link were their entity not in the catalog."""
         if self.missing_best is None or self.missing_next is None or not mask.any():
             return None
-        best, after = self.missing_best[mask], self.missing_next[mask]
-        return float(((best >= threshold) & ((best >= 1.0) | (best - after >= margin))).mean())
+        return float(LinkRule(threshold, margin).accepts(self.missing_best[mask], self.missing_next[mask]).mean())
 
 
 def scored(gold: Gold, scorer: Scorer, embedder: Embedder | None) -> Scored:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -61,12 +61,16 @@ class LinkRule:
     threshold: float
     margin: float = 0.0
 
+    def accepts(self, best: Any, runner_up: Any) -> Any:
+        """Whether a best score links, beside the best other entity's score (numbers, or arrays of them)."""
+        return (best >= self.threshold) & ((best >= 1.0) | (best - runner_up >= self.margin))
+
     def pick(self, hits: Sequence[tuple[str, float]]) -> str | None:
         """The linked entity among ``hits`` (entities with their scores, best first), or None."""
-        if not hits or hits[0][1] < self.threshold:
+        if not hits:
             return None
         runner_up = hits[1][1] if len(hits) > 1 else 0.0
-        return hits[0][0] if hits[0][1] >= 1.0 or hits[0][1] - runner_up >= self.margin else None
+        return hits[0][0] if self.accepts(hits[0][1], runner_up) else None
 
 
 #: Linking a mention to a catalog (`extract --link-to`, the link gold sets of `metakg identity eval`) is a

@@ -18,11 +18,11 @@ from typing import Literal
 import polars as pl
 
 from metakg.config import ONE_PER_ENTITY
-from metakg.identity.clusters import MAX_CLUSTER, Cluster, id_clusters
+from metakg.identity.clusters import MAX_CLUSTER, Cluster, id_clusters, id_system
 from metakg.identity.curation import Curation, apply_aliases, check_known
 from metakg.identity.names import NameLink
 from metakg.schemas.bundle import collapse_edges
-from metakg.schemas.curie import normalise_curie, prefix_spec
+from metakg.schemas.curie import normalise_curie
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids_expr, empty_edges, empty_nodes
 from metakg.schemas.vocabulary import TypeVocabulary
 
@@ -89,9 +89,7 @@ def canonical_id(
     order = next((list(priority[t]) for t in chain if t in priority), list(priority.get("*", [])))
 
     def rank(member: str) -> tuple[int, str]:
-        written = member.split(":", 1)[0]
-        spec = prefix_spec(written)  # MONDO:, DrugBank: ... as a source wrote it rank as their prefix
-        prefix = spec.name if spec is not None else written
+        prefix = id_system(member)  # MONDO:, DrugBank: ... as a source wrote it rank as their prefix
         return (order.index(prefix) if prefix in order else len(order), member)
 
     return min(cluster.members, key=rank)
