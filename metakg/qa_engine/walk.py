@@ -108,26 +108,26 @@ class Walker:
                 self._q[node.id] = float(score)
         return [self._q[n.id] for n in nodes]
 
+    def relation_sims(self, edges: Sequence[EdgeRecord], texts: Sequence[str]) -> Any:
+        """The similarity, clipped to [0, 1], of each edge's relation (as words) to each text: edges x texts."""
+        relations = self.sim.vectors([relation_text(e) for e in edges])
+        return np.clip(relations @ self.sim.vectors(list(texts)).T, 0.0, 1.0)
+
     def step_weights(self, options: Sequence[Neighbour], taken: Sequence[EdgeRecord] = ()) -> Any:
         """The weight of each step: the neighbour's relevance, mixed with its edge's relation relevance (to
         the question, or with a guide to the relation words the ``taken`` edges leave uncovered)."""
         weights = np.asarray(self.q_sim([nb.node for nb in options]))
         if self.relation_weight > 0 and options:
-            relations = self.sim.vectors([relation_text(nb.edge) for nb in options])
-            if self.guide:
-                to_question = self._guided(relations, taken)
-            else:
-                to_question = np.clip(relations @ self.sim.vectors(self.texts[:1])[0], 0.0, 1.0)
+            edges = [nb.edge for nb in options]
+            to_question = self._guided(edges, taken) if self.guide else self.relation_sims(edges, self.texts[:1])[:, 0]
             weights = (1 - self.relation_weight) * weights + self.relation_weight * to_question
         return weights
 
-    def _guided(self, relations: Any, taken: Sequence[EdgeRecord]) -> Any:
-        words = self.sim.vectors(self.guide)
-        to_words = np.clip(relations @ words.T, 0.0, 1.0)  # options x words
+    def _guided(self, edges: Sequence[EdgeRecord], taken: Sequence[EdgeRecord]) -> Any:
+        to_words = self.relation_sims(edges, self.guide)  # options x words
         left = np.ones(len(self.guide))
         if taken:
-            done = np.clip(self.sim.vectors([relation_text(e) for e in taken]) @ words.T, 0.0, 1.0)
-            left = 1.0 - done.max(axis=0)
+            left = 1.0 - self.relation_sims(taken, self.guide).max(axis=0)
         open_words = left > 0.5  # a word an earlier relation matches better than 0.5 is covered
         rank = np.where(open_words, np.cumsum(open_words) - 1, len(self.guide))  # the nearest open word first
         return (to_words * left * GUIDE_DECAY**rank).max(axis=1)

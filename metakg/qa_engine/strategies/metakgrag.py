@@ -287,7 +287,7 @@ def diagnose(
     if settings.relation_coverage and path.edges:
         # a relation-like concept is covered by a relation of the path's edges, never by an entity name
         relations = [relation_text(e) for e in path.edges]
-        sim_rc = np.clip(walker.sim.vectors(relations) @ walker.sim.vectors(texts).T, 0.0, 1.0)
+        sim_rc = walker.relation_sims(path.edges, texts)
         for j in range(n_required):
             r = int(np.argmax(sim_rc[:, j]))
             if sim_rc[r, j] > best[j]:
@@ -447,13 +447,11 @@ def _relation_pull(path: WalkPath, nodes: Sequence[Any], missing: Sequence[str],
     it to the path to a ``missing`` concept."""
     best: dict[str, float] = {}
     on_path = set(path.ids)
-    words = walker.sim.vectors(list(missing))
     for node in path.nodes:
         around = [nb for nb in walker.neighbours(node.id) if nb.node.id not in on_path]
         if not around:
             continue
-        relations = walker.sim.vectors([relation_text(nb.edge) for nb in around])
-        scores = np.clip(relations @ words.T, 0.0, 1.0).max(axis=1)
+        scores = walker.relation_sims([nb.edge for nb in around], missing).max(axis=1)
         for nb, score in zip(around, scores, strict=True):
             best[nb.node.id] = max(best.get(nb.node.id, 0.0), float(score))
     return np.asarray([best.get(n.id, 0.0) for n in nodes])
