@@ -31,6 +31,16 @@ def ask(
     return asyncio.run(REGISTRY.create("medcog", settings).answer(MC, ctx)), client
 
 
+def verifying(plan: str) -> dict[str, str]:
+    """Replies for a graph-verification route whose planner answers ``plan``; the paths found are enough."""
+    return {
+        "query | hypothesis": plan,
+        "do not fit the question": "none",
+        "Are these paths enough": "yes",
+        "Work in three parts": SCOT,
+    }
+
+
 def scores(c: float, f: float, k: float) -> str:
     return f'{{"complexity": {c}, "familiarity": {f}, "knowledge_density": {k}}}'
 
@@ -115,12 +125,7 @@ def test_parse_pairs() -> None:
 
 
 def test_a_plan_without_checks_falls_back_to_the_question_against_each_choice() -> None:
-    replies = {
-        "query | hypothesis": "I am not sure what to check.",
-        "do not fit the question": "none",
-        "Are these paths enough": "yes",
-        "Work in three parts": SCOT,
-    }
+    replies = verifying("I am not sure what to check.")
     answer, client = ask(replies, route="scot_kg")
     (first,) = answer.trace["verification"]
     assert first["pairs_from"] == "question"
@@ -221,12 +226,7 @@ def test_a_check_echoing_the_prompts_placeholders_is_rejected_and_counted() -> N
     rejected: list[tuple[str, str]] = []
     assert parse_pairs(echoed, 3, rejected) == [] and len(rejected) == 1
     assert parse_pairs("... | ...\nquery | hypothesis\nalpha | beta", 3) == [("alpha", "beta")]
-    replies = {
-        "query | hypothesis": echoed,
-        "do not fit the question": "none",
-        "Are these paths enough": "yes",
-        "Work in three parts": SCOT,
-    }
+    replies = verifying(echoed)
     answer, client = ask(replies, route="scot_kg")
     (first,) = answer.trace["verification"]
     assert first["placeholder_checks"] == [["<what is asked about>", "<a fact an answer rests on>"]]
@@ -237,12 +237,7 @@ def test_a_check_echoing_the_prompts_placeholders_is_rejected_and_counted() -> N
 
 def test_checks_that_ground_nothing_give_way_and_planning_stops_when_nothing_grounds() -> None:
     nowhere = '{"checks": [{"query": "quantum flux", "hypothesis": "warp drives"}]}'
-    replies = {
-        "query | hypothesis": nowhere,
-        "do not fit the question": "none",
-        "Are these paths enough": "yes",
-        "Work in three parts": SCOT,
-    }
+    replies = verifying(nowhere)
     answer, _ = ask(replies, route="scot_kg")
     (first,) = answer.trace["verification"]
     assert first["pairs_from"] == "question (the checks ground nothing)" and first["paths"]
