@@ -52,6 +52,7 @@ from metakg.llm.scripted import ScriptedClient
 from metakg.llm.usage import percentile
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Question
+from metakg.qa_engine.strategies.medcog import is_placeholder
 from metakg.schemas.bundle import read_bundle
 from metakg.schemas.graph_store import GraphStore
 
@@ -189,10 +190,34 @@ def llm_usage(bundle: Path, settings: Settings, data_dir: Path, limit: int, trai
     }
     figures["medcog"]["routes"] = summary["medcog"]["routes"]
     figures["medcog"]["monitor_fallbacks"] = summary["medcog"]["monitor_fallbacks"]
+    figures["medcog"]["planning"] = planning(report / "answers-medcog.jsonl")
     figures["ORACLE"] = {"accuracy": summary.get("ORACLE", {}).get("accuracy")}
     figures["scaling_fit"] = summary["medcog"].get("scaling_fit")
     figures["seconds"] = round(time.perf_counter() - started, 1)
     return figures
+
+
+def planning(answers: Path) -> dict[str, int]:
+    """How the verification plans of a run's answers went: plan rounds, checks taken from the LLM, checks
+    rejected as the prompt's placeholders, placeholder checks accepted (0 by design), rounds whose checks
+    grounded nothing, and plan rounds run after such a round (0 by design)."""
+    counts = dict.fromkeys(
+        ("rounds", "llm_checks", "placeholders_rejected", "placeholders_accepted", "nothing_grounded",
+         "rounds_after_nothing_grounded"),
+        0,
+    )  # fmt: skip
+    for line in answers.read_text(encoding="utf-8").splitlines():
+        ungrounded = False
+        for entry in json.loads(line)["trace"].get("verification") or []:
+            counts["rounds"] += 1
+            counts["rounds_after_nothing_grounded"] += ungrounded
+            counts["placeholders_rejected"] += len(entry.get("placeholder_checks") or [])
+            if entry["pairs_from"] == "llm":
+                counts["llm_checks"] += len(entry["pairs"])
+                counts["placeholders_accepted"] += sum(any(is_placeholder(x) for x in p) for p in entry["pairs"])
+            ungrounded = not any(g["query_ids"] or g["hypothesis_ids"] for g in entry["grounding"])
+            counts["nothing_grounded"] += ungrounded
+    return counts
 
 
 def per_step(answers: Path) -> dict[str, dict[str, float]]:
@@ -255,6 +280,7 @@ def main() -> None:
                 f"accuracy {f['accuracy']}  density {f['inference_density']}  ({steps})"
             )
     print(f"  META routes: {figures['llm_usage']['medcog']['routes']}")
+    print(f"  verification plans: {figures['llm_usage']['medcog']['planning']}")
     record("medcog", figures)
 
 

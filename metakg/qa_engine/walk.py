@@ -36,7 +36,6 @@ def relation_text(edge: EdgeRecord) -> str:
 
 
 #: dead ends a greedy extension steps back from, at most, before it keeps a shorter path
-MAX_BACKTRACKS = 3
 
 #: with a guide, each relation word after the first still uncovered counts this much less
 GUIDE_DECAY = 0.8
@@ -143,11 +142,10 @@ class Walker:
                     found.setdefault(nb.node.id, nb.node)
         return list(found.values())
 
-    def extend(self, path: WalkPath, hops: int, adjust: dict[str, float], *, backtrack: bool = False) -> WalkPath:
+    def extend(self, path: WalkPath, hops: int, adjust: dict[str, float], *, step_back: int = 0) -> WalkPath:
         """Greedily add up to ``hops`` edges to ``path``: at each step the unvisited neighbour of highest weight
-        (its step weight, :meth:`step_weights`, plus its adjustment). With ``backtrack``, a first step from the
-        start entity to a node with nowhere to go is stepped back from (the node stays visited), at most
-        :data:`MAX_BACKTRACKS` times."""
+        (its step weight, :meth:`step_weights`, plus its adjustment). A first step from the start entity to a
+        node with nowhere to go is stepped back from (the node stays visited), at most ``step_back`` times."""
         nodes, edges = list(path.nodes), list(path.edges)
         visited = {n.id for n in nodes}
         floor, backtracks = len(nodes), 0
@@ -156,7 +154,7 @@ class Walker:
             if not candidates:
                 # the first step from the start led nowhere: step back and take the next best, a few times (a
                 # later dead end is kept: the path reached something there)
-                if not backtrack or floor != 1 or len(nodes) != 2 or backtracks == MAX_BACKTRACKS:
+                if floor != 1 or len(nodes) != 2 or backtracks >= step_back:
                     break
                 nodes.pop()
                 edges.pop()

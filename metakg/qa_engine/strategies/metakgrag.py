@@ -18,7 +18,8 @@ The cycle stops when no deficiency is found, when the new path's Jaccard similar
 exceeds ``tau_similarity``, or after ``n_max`` cycles. The final paths are merged without duplicates.
 Ablation switches (the settings ``no_completeness``, ``no_relevance``, ``no_restart``, ``no_cycle``) turn
 off the completeness check, the relevance check, the strategic restart (restart from the start entity
-instead of the pivot), or the whole cycle.
+instead of the pivot, by the plain greedy walk: no step back from a dead end, see ``step_back``), or the
+whole cycle.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ PAPER = {
     "relation_coverage": False,
     "guide_relations": False,
     "neighbourhood": 0,
+    "step_back": 0,
     "rank_paths": False,
     "coverage": "path",
 }
@@ -107,6 +109,13 @@ class MetaKGRAGSettings(StrategySettings):
         description="One-edge steps kept per start entity beside the paths, the best first (the answers one "
         "edge away that one path per start leaves out).",
     )
+    step_back: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="Times a walk from the start entity may step back from a first step into a node with "
+        "nowhere to go and take the next best (initial paths, and restarts at the start entity).",
+    )
     rank_paths: bool = Field(
         default=True,
         description="Order the final paths by how well they cover the concepts (best first) instead of by "
@@ -127,7 +136,10 @@ class MetaKGRAGSettings(StrategySettings):
 
     no_completeness: bool = Field(default=False, description="Ablation: no completeness check.")
     no_relevance: bool = Field(default=False, description="Ablation: no relevance check.")
-    no_restart: bool = Field(default=False, description="Ablation: restart from the start entity, not the pivot.")
+    no_restart: bool = Field(
+        default=False,
+        description="Ablation: restart from the start entity, not the pivot, by the plain greedy walk (no step back).",
+    )
     no_cycle: bool = Field(default=False, description="Ablation: no cycle at all (the initial greedy paths).")
 
 
@@ -162,7 +174,9 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
         initials = []
         for match, guide in zip(matches, guides, strict=True):
             search.guide_by(guide)
-            initials.append(search.extend(WalkPath([match.node]), self.settings.path_hops, {}, backtrack=True))
+            initials.append(
+                search.extend(WalkPath([match.node]), self.settings.path_hops, {}, step_back=self.settings.step_back)
+            )
         finals, starts = [], []
         for number, initial in enumerate(initials):
             others = [p for i, p in enumerate(initials) if i != number] if self.settings.coverage == "question" else []
@@ -369,7 +383,10 @@ def refine(
         else:
             pivot = int(np.argmax([found.support[n.id] for n in path.nodes]))
             reason = "relevance: highest GlobalSupport"
-        new = walker.extend(path.prefix(pivot), settings.path_hops, adjust)
+        # the strategic restart steps back from dead ends; without it (ablation) the walk is the plain greedy one
+        new = walker.extend(
+            path.prefix(pivot), settings.path_hops, adjust, step_back=0 if settings.no_restart else settings.step_back
+        )
         similarity = jaccard(path, new)
         entry.update(
             {

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -249,3 +252,24 @@ def test_checks_that_ground_nothing_give_way_and_planning_stops_when_nothing_gro
     lonely = asyncio.run(REGISTRY.create("medcog", settings).answer(lone, ctx))
     rounds = lonely.trace["verification"]
     assert len(rounds) == 1 and rounds[0]["stopped"].startswith("nothing grounded")
+
+
+def test_the_benchmark_counts_placeholder_checks_and_rounds_after_nothing_grounded(tmp_path: Path) -> None:
+    from benchmarks.bench_medcog import planning
+
+    def entry(pairs: list[list[str]], source: str, grounded: bool, rejected: int = 0) -> dict[str, Any]:
+        ids = ["n1"] if grounded else []
+        return {"pairs": pairs, "pairs_from": source, "placeholder_checks": [["...", "..."]] * rejected,
+                "grounding": [{"query_ids": ids, "hypothesis_ids": []}]}  # fmt: skip
+
+    rows = [
+        [entry([["aspirin", "aspirin treats pain"]], "llm", True), entry([["...", "x"]], "llm", False, rejected=1)],
+        [entry([["fever", "fever"]], "question (the checks ground nothing)", False, rejected=2),
+         entry([["fever", "flu"]], "question", True)],
+    ]  # fmt: skip
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"trace": {"verification": r}}) + "\n" for r in rows), encoding="utf-8")
+    assert planning(answers) == {
+        "rounds": 4, "llm_checks": 2, "placeholders_rejected": 3, "placeholders_accepted": 1,
+        "nothing_grounded": 2, "rounds_after_nothing_grounded": 1,
+    }  # fmt: skip

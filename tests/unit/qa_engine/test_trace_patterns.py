@@ -143,7 +143,7 @@ def test_a_first_step_into_a_dead_end_is_stepped_back_from(kb: EmbeddedStore, mi
     # the question draws the first step to The Sweetest Thing, which leads nowhere but back
     walker = Walker(kb, QAServices(kb, minilm, max_entries=1000), "The Sweetest Thing", max_neighbours=50)
     plain = walker.extend(WalkPath([start]), 2, {})
-    stepped = walker.extend(WalkPath([start]), 2, {}, backtrack=True)
+    stepped = walker.extend(WalkPath([start]), 2, {}, step_back=3)
     assert [n.name for n in plain.nodes] == ["Roger Kumble", "The Sweetest Thing"]
     assert [n.name for n in stepped.nodes] == ["Roger Kumble", "Just Friends", "Ryan Reynolds"]
 
@@ -156,3 +156,30 @@ def test_a_missing_relation_word_restarts_at_the_start(kb: EmbeddedStore, minilm
     for cycle in restarts:
         assert cycle["pivot"] == "Richard O'Brien"
     assert {"comedy", "musical"} & set(names(answer))
+
+
+@pytest.mark.parametrize("ablated", [False, True])
+def test_the_strategic_restart_steps_back_and_the_ablation_does_not(
+    kb: EmbeddedStore, minilm: OnnxEmbedder, ablated: bool
+) -> None:
+    from metakg.qa_engine.services import QAServices
+    from metakg.qa_engine.strategies.metakgrag import Concepts, MetaKGRAGSettings, refine
+    from metakg.qa_engine.walk import Walker, WalkPath
+
+    nodes = kb.bundle().nodes
+    start = kb.get_node(nodes.filter(pl.col("name") == "Roger Kumble")["id"][0])
+    assert start is not None
+    walker = Walker(kb, QAServices(kb, minilm, max_entries=1000), "The Sweetest Thing", max_neighbours=50)
+    walker.guide_by(["starred"])
+    initial = walker.extend(WalkPath([start]), 2, {})  # plain greedy: into The Sweetest Thing, a dead end
+    assert [n.name for n in initial.nodes] == ["Roger Kumble", "The Sweetest Thing"]
+    _, final, trace = refine(
+        initial, Concepts(["Roger Kumble", "starred"]), walker, MetaKGRAGSettings(no_restart=ablated)
+    )
+    assert trace["cycles"][0]["missing_concepts"] == ["starred"]
+    if ablated:  # the plain restart walks into the same dead end, and the correction is rejected
+        assert [n.name for n in final.nodes] == ["Roger Kumble", "The Sweetest Thing"]
+        assert trace["cycles"][0]["rejected"]
+    else:
+        assert [n.name for n in final.nodes] == ["Roger Kumble", "Just Friends", "Ryan Reynolds"]
+        assert "only relation words" in trace["cycles"][0]["pivot_reason"]
