@@ -274,3 +274,38 @@ def test_a_node_is_found_by_its_id_written_another_way(bundle: Path) -> None:
         shouted = f"{prefix.upper()}:{local}"  # the prefix's case does not count
         assert client.get(f"/api/nodes/{shouted}").json()["id"] == known
         assert client.get("/api/neighbours", params={"id": shouted}).status_code == 200
+
+
+def test_a_write_waits_for_a_running_evaluation(bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from metakg.server import app as served
+    from metakg.server.evaluations import Evaluations
+
+    benchmarks = tmp_path / "benchmarks"
+    benchmarks.mkdir()
+    (benchmarks / "q.json").write_text("[]", encoding="utf-8")
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(_self: Evaluations, _run: Any, _tick: Any) -> dict[str, Any]:
+        entered.set()  # the evaluation reads the store until the test lets it finish
+        assert release.wait(30)
+        return {"summary": {}, "columns": list(api.COLUMNS), "questions": 0, "rejected": 0}
+
+    monkeypatch.setattr(Evaluations, "_evaluate", slow)
+    monkeypatch.setattr(served, "ASK_WAIT_S", 0.5)
+    app = create_app(served_settings(allow_writes=True, benchmarks_dir=benchmarks), bundle=bundle)
+    triple = {"triples": [["aspirin", "treats", "migraine"]], "dataset": "notes"}
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        run = client.post("/api/evaluations", json={"benchmark": "q.json", "format": "pilot", "use_llm": False})
+        assert run.status_code == 202, run.text
+        assert entered.wait(30)
+        refused = client.post("/api/triples", json=triple)
+        assert refused.status_code == 503 and "being read" in refused.json()["error"]
+        release.set()
+        for _ in range(300):
+            if client.get(f"/api/evaluations/{run.json()['id']}").json()["status"] == "done":
+                break
+            threading.Event().wait(0.05)
+        added = client.post("/api/triples", json=triple)
+        assert added.status_code == 200, added.text
