@@ -35,7 +35,18 @@ from metakg.api.bundles import (
 )
 from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog, grow_from_report
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
-from metakg.api.extract import FORMATS, DatasetFormat, RunStats, extract, extracted_dataset, link_target
+from metakg.api.extract import (
+    FORMATS,
+    READERS,
+    DatasetFormat,
+    Reader,
+    RunStats,
+    extract,
+    extracted_dataset,
+    formats_help,
+    formats_table,
+    link_target,
+)
 from metakg.api.identity import (
     GOLD_FORMATS,
     NAME_SCORERS,
@@ -78,6 +89,16 @@ from metakg.api.qa import (
     trace_lines,
 )
 from metakg.api.schema import GraphSchema, graph_schema
+from metakg.api.session import (
+    EvalOptions,
+    LLMRunner,
+    NoLLM,
+    OneShotLLM,
+    QASession,
+    SharedRunner,
+    StoreChoice,
+    llm_runner,
+)
 from metakg.api.stores import (
     element_history,
     export_neo4j_admin,
@@ -107,6 +128,7 @@ __all__ = [
     "FORMATS",
     "GOLD_FORMATS",
     "NAME_SCORERS",
+    "READERS",
     "REFERENCE_SETS",
     "REPORT_HTML",
     "REPORT_JSON",
@@ -115,13 +137,21 @@ __all__ = [
     "Answer",
     "DatasetFormat",
     "DemoResult",
+    "EvalOptions",
     "GraphPath",
     "GraphSchema",
     "GraphStore",
+    "LLMRunner",
+    "NoLLM",
+    "OneShotLLM",
+    "QASession",
     "Question",
+    "Reader",
     "RunSpec",
     "RunStats",
     "SharedLLM",
+    "SharedRunner",
+    "StoreChoice",
     "add_triples",
     "answer_over",
     "answer_snapshot",
@@ -145,6 +175,8 @@ __all__ = [
     "export_rdf",
     "extract",
     "extracted_dataset",
+    "formats_help",
+    "formats_table",
     "graph_as_of",
     "graph_schema",
     "grow_from_report",
@@ -156,6 +188,7 @@ __all__ = [
     "ingest_triples",
     "link_target",
     "llm_reply",
+    "llm_runner",
     "llm_session",
     "load_neo4j",
     "local_graph",

@@ -9,8 +9,8 @@ from pathlib import Path
 from metakg.api._shared import Progress, cache_folder, quiet
 from metakg.api.bundles import validate_bundle
 from metakg.api.ingest import ingest_triples
-from metakg.api.llm import llm_session, run_with
-from metakg.api.qa import create_strategy, embedded_names, qa_context, read_questions
+from metakg.api.qa import read_questions
+from metakg.api.session import OneShotLLM, QASession, embedded_names
 from metakg.api.stores import neighbours_of, open_store, paths_between
 from metakg.config import Settings
 from metakg.errors import ConfigError
@@ -97,15 +97,9 @@ def run_demo(
         answers: list[tuple[Question, Answer]] = []
         if questions > 0:
             asked, _read = read_questions(demo_file(settings, DEMO_QUESTIONS, DEMO_QUESTIONS_URL, say), "pilot")
-            strategy = create_strategy(settings, "metakgrag")
-            with llm_session(settings, progress=say) as client:
-                ctx = qa_context(settings, store, client, progress=say)
-
-                async def answer_all() -> list[Answer]:
-                    return [await strategy.answer(q, ctx) for q in asked[:questions]]
-
-                say(f"answering {questions} CommonsenseQA questions with metakgrag")
-                answers = list(zip(asked[:questions], run_with(client, answer_all()), strict=True))
+            say(f"answering {questions} CommonsenseQA questions with metakgrag")
+            session = QASession(settings, store, runner=OneShotLLM(), progress=say)
+            answers = list(zip(asked[:questions], session.answer_all(asked[:questions], "metakgrag"), strict=True))
         counts = store.counts()
     return DemoResult(
         bundle=out,

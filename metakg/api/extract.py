@@ -22,7 +22,7 @@ from metakg.extractors.resolution import LinkTarget
 from metakg.extractors.update import compare_records, stored_outcomes, units_table
 from metakg.identity.curation import read_curation
 from metakg.identity.names import LinkRule
-from metakg.ingest.datasets import FORMATS, DatasetFormat, read_dataset
+from metakg.ingest.datasets import FORMATS, READERS, DatasetFormat, Reader, formats_help, formats_table, read_dataset
 from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
 from metakg.schemas.bundle import (
     EXTRACTION_FILE,
@@ -36,7 +36,18 @@ from metakg.schemas.bundle_dir import writes_bundle
 from metakg.schemas.curie import check_dataset_name
 from metakg.schemas.vocabulary import default_vocabulary
 
-__all__ = ["FORMATS", "DatasetFormat", "RunStats", "extract", "extracted_dataset", "link_target"]
+__all__ = [
+    "FORMATS",
+    "READERS",
+    "DatasetFormat",
+    "Reader",
+    "RunStats",
+    "extract",
+    "extracted_dataset",
+    "formats_help",
+    "formats_table",
+    "link_target",
+]
 
 
 def link_target(

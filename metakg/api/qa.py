@@ -8,48 +8,41 @@ factory of empty embedded stores.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from metakg.api._shared import Progress, at_least_one, quiet
-from metakg.api.bundles import embed_bundle
-from metakg.api.llm import SharedLLM, llm_session, run_with
-from metakg.api.local_graph import local_graph
-from metakg.api.stores import open_store
-from metakg.api.wikidata import sparql_client
+from metakg.api.llm import SharedLLM
+from metakg.api.session import (
+    EvalOptions,
+    QASession,
+    StoreChoice,
+    llm_runner,
+    open_for_questions,
+    qa_context,
+    qa_services,
+)
 from metakg.config import Settings
-from metakg.errors import BundleError, InputDataError, OutputError, ResourceBusy, UsageError
-from metakg.ingest.datasets import DatasetFormat, DatasetRead, read_dataset
-from metakg.ingest.wikidata import WikidataFragments
-from metakg.llm.client import LLMClient
-from metakg.llm.embedder import Embedder, LazyEmbedder
-from metakg.loaders.embedded_store import EmbeddedStore
-from metakg.qa_engine.context import QAContext
+from metakg.errors import InputDataError, UsageError
+from metakg.ingest.datasets import QUESTION_FORMATS, DatasetFormat, DatasetRead, read_dataset
 from metakg.qa_engine.core import Answer, Question, QuestionError, marked_topic
 from metakg.qa_engine.efficiency import DEFAULT_SCALING, load_reference
 from metakg.qa_engine.evaluate import (
     COLUMNS,
     RunSpec,
     comparison_table,
-    evaluate,
     metric_columns,
     run_specs,
 )
-from metakg.qa_engine.events import listening
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.services import QAServices
 from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
 from metakg.qa_engine.strategy import Strategy
-from metakg.schemas.bundle import read_manifest
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.locks import locked
-from metakg.schemas.tables import empty_edges, empty_nodes
-from metakg.schemas.vocabulary import default_vocabulary
 
 __all__ = [
     "COLUMNS",
@@ -73,56 +66,8 @@ __all__ = [
     "trace_lines",
 ]
 
-EVAL_FORMATS: tuple[DatasetFormat, ...] = ("medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata")
-
-
-def empty_store_factory(embedder: Embedder) -> Callable[[], GraphStore]:
-    """A factory of new, empty embedded stores sharing ``embedder`` (for strategies that grow a local graph)."""
-
-    def make() -> GraphStore:
-        return EmbeddedStore(empty_nodes(), empty_edges(), embedder=embedder)
-
-    return make
-
-
-def qa_context(
-    settings: Settings,
-    store: GraphStore,
-    llm: LLMClient | None,
-    *,
-    progress: Progress | None = None,
-    local: GraphStore | None = None,
-    services: QAServices | None = None,
-) -> QAContext:
-    """A QA context over ``store``: the configured embedder, ``[qa]`` settings, temperature, prices, the SPARQL
-    knowledge source, an empty-store factory and the ``local`` graph kept across questions (the caller owns
-    it; see :func:`metakg.api.local_graph.local_graph`).
-
-    Raises:
-        ConfigError: an unknown default strategy or an invalid ``[qa.<name>]`` section.
-    """
-    STRATEGIES.check(settings.qa)
-    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
-    return QAContext(
-        store=store,
-        embedder=embedder,
-        settings=settings.qa,
-        llm=llm,
-        temperature=settings.llm.temperature,
-        prices=settings.llm.prices_per_mtok,
-        knowledge_source=WikidataFragments(sparql_client(settings), default_vocabulary()),
-        graph_factory=empty_store_factory(embedder),
-        local_graph=local,
-        cache_dir=settings.paths.cache_dir,
-        reuse=services,
-    )
-
-
-def qa_services(settings: Settings, store: GraphStore) -> QAServices:
-    """Services (caches, the phrase index) to share between the questions a long-lived process answers over
-    ``store`` (pass them to :func:`answer_over`); make new ones when the graph changes."""
-    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, quiet)
-    return QAServices(store, embedder, max_entries=settings.qa.cache_entries, cache_dir=settings.paths.cache_dir)
+#: the formats of question sets (the reader registry's, :data:`metakg.ingest.datasets.READERS`)
+EVAL_FORMATS: tuple[DatasetFormat, ...] = QUESTION_FORMATS
 
 
 def make_question(text: str, choices: Sequence[str] = (), *, question_id: str = "q1") -> Question:
@@ -179,8 +124,10 @@ def ask(
     """
     say = progress or quiet
     chosen = create_strategy(settings, strategy, switches)
-    with qa_store(settings, chosen, bundle=bundle, neo4j=neo4j, as_of=as_of, progress=say) as store:
-        return answer_over(settings, store, question, chosen, use_llm=use_llm, progress=say, steps=steps)
+    say("loading the store")
+    where = StoreChoice(bundle, neo4j, as_of, graphless=not chosen.uses_graph)
+    with QASession(settings, where, runner=llm_runner(use_llm=use_llm), progress=say) as session:
+        return session.answer(question, chosen, steps=steps)
 
 
 def qa_store(
@@ -201,7 +148,7 @@ def qa_store(
     """
     say = progress or quiet
     say("loading the store")
-    return _store_for(settings, bundle, neo4j, graphless=not strategy.uses_graph, as_of=as_of, progress=say)
+    return open_for_questions(settings, bundle, neo4j, graphless=not strategy.uses_graph, as_of=as_of, progress=say)
 
 
 def answer_snapshot(
@@ -256,57 +203,9 @@ def answer_over(
     session the caller keeps across questions (else one is opened for this question); ``services``: caches
     shared with other questions over this store (:func:`qa_services`). Runs its own event loop: call it from
     a thread, not from a running loop."""
-    if steps is not None:
-        with listening(steps):
-            return answer_over(
-                settings, store, question, strategy, use_llm=use_llm, progress=progress, llm=llm, services=services
-            )
-    say = progress or quiet
-    if not use_llm:
-        rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
-        return asyncio.run(strategy.answer(question, qa_context(rules, store, None, progress=say, services=services)))
-    if llm is not None:
-        return llm.run(
-            lambda client, local: strategy.answer(
-                question, qa_context(settings, store, client, progress=say, local=local, services=services)
-            )
-        )
-    with llm_session(settings, progress=say) as client, local_graph(settings, say) as local:
-        ctx = qa_context(settings, store, client, progress=say, local=local, services=services)
-        say(f"answering with {strategy.label}")
-        return run_with(client, strategy.answer(question, ctx))
-
-
-def _store_for(
-    settings: Settings,
-    bundle: Path | None,
-    neo4j: bool,
-    *,
-    graphless: bool,
-    progress: Progress,
-    as_of: datetime | None = None,
-) -> GraphStore:
-    """The bundle or Neo4j store; with ``graphless`` and neither given, an empty store (for strategies that
-    read no graph: the LLM alone, or an agent growing its own)."""
-    if graphless and bundle is None and not neo4j:
-        return EmbeddedStore(empty_nodes(), empty_edges())
-    if bundle is not None and not neo4j and as_of is None:
-        embedded_names(bundle, settings, progress)
-    return open_store(settings, bundle, neo4j=neo4j, as_of=as_of, progress=progress)
-
-
-def embedded_names(bundle: Path, settings: Settings, progress: Progress) -> None:
-    """Give a bundle opened for QA its name embeddings once (``metakg embed``), stored in the bundle, so no
-    question embeds the graph's names; a bundle that cannot be written is answered over as it is (its names
-    are then embedded in memory by the first question that needs them)."""
-    manifest = read_manifest(bundle)
-    if "embeddings" in manifest or not manifest.get("counts", {}).get("nodes", 1):
-        return
-    progress("embedding the node names once for QA; they are stored in the bundle (metakg embed)")
-    try:
-        embed_bundle(bundle, settings, progress=progress)
-    except (BundleError, OutputError, ResourceBusy, OSError) as e:  # read-only, or being written: read as it is
-        progress(f"the bundle keeps no name embeddings ({e}); the first question embeds them in memory")
+    runner = llm_runner(use_llm=use_llm, llm=llm)
+    session = QASession(settings, store, runner=runner, services=services, progress=progress)
+    return session.answer(question, strategy, steps=steps)
 
 
 def trace_lines(answer: Answer) -> list[str]:
@@ -433,36 +332,12 @@ def evaluate_benchmark(
             f"({read.rejects.height} lines rejected)."
         )
 
-    def run(ctx: QAContext) -> Coroutine[Any, Any, dict[str, dict[str, Any]]]:
-        return evaluate(
-            questions,
-            specs,
-            ctx,
-            out_dir,
-            registry,
-            resume=resume,
-            keep_failed=keep_failed,
-            budget=budget,
-            scaling_reference=ref_set,
-            iie_reference=iie_reference,
-            tick=tick,
-        )
-
     graphless = graphless or not any(registry.get(spec.strategy).uses_graph for spec in specs)
-    opened: AbstractContextManager[GraphStore] = (
-        nullcontext(store)
-        if store is not None
-        else _store_for(settings, bundle, neo4j, graphless=graphless, progress=say)
-    )
-    with opened as graph:
-        if use_llm and llm is not None:
-            summary = llm.run(lambda client, local: run(qa_context(settings, graph, client, progress=say, local=local)))
-        elif use_llm:
-            with llm_session(settings, progress=say) as client, local_graph(settings, say) as local:
-                summary = run_with(client, run(qa_context(settings, graph, client, progress=say, local=local)))
-        else:
-            rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
-            summary = asyncio.run(run(qa_context(rules, graph, None, progress=say)))
+    options = EvalOptions(resume, keep_failed, budget, ref_set, iie_reference, tick)
+    where = store if store is not None else StoreChoice(bundle, neo4j, graphless=graphless)
+    runner = llm_runner(use_llm=use_llm, llm=llm)
+    with QASession(settings, where, runner=runner, registry=registry, progress=say) as session:
+        summary = session.evaluate(questions, specs, out_dir, options)
     return {
         "summary": summary,
         "questions": len(questions),

@@ -7,7 +7,6 @@ then by fewer evidence entities.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 from collections.abc import Callable, Sequence
@@ -17,12 +16,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from metakg.api._shared import Progress, at_least_one, quiet
-from metakg.api.qa import STRATEGIES, qa_context, read_questions
+from metakg.api.qa import STRATEGIES, read_questions
+from metakg.api.session import EvalOptions, NoLLM, QASession
 from metakg.api.stores import open_store
 from metakg.config import QASettings, Settings
 from metakg.errors import ConfigError, InputDataError, UsageError
 from metakg.ingest.datasets import DatasetFormat
-from metakg.qa_engine.evaluate import RunSpec, evaluate
+from metakg.qa_engine.evaluate import RunSpec
 from metakg.schemas.locks import locked, write_output
 
 __all__ = ["TUNE_COLUMNS", "parse_grid", "tune_benchmark", "tune_table"]
@@ -155,20 +155,9 @@ def tune_benchmark(
         for number, (combination, run_settings) in enumerate(zip(combinations, configured, strict=True), start=1):
             folder = out_dir / f"run-{number}"
             say(f"run {number}/{len(combinations)}: {_label(combination)}")
-            ctx = qa_context(run_settings, store, None, progress=say)
-            run_tick = _run_tick(tick, number)
-            summary = asyncio.run(
-                evaluate(
-                    questions,
-                    [RunSpec(strategy)],
-                    ctx,
-                    folder,
-                    STRATEGIES,
-                    resume=False,
-                    budget=budget,
-                    tick=run_tick,
-                )
-            )
+            session = QASession(run_settings, store, runner=NoLLM(), progress=say)
+            options = EvalOptions(resume=False, budget=budget, tick=_run_tick(tick, number))
+            summary = session.evaluate(questions, [RunSpec(strategy)], folder, options)
             runs.append({"settings": combination, "folder": str(folder), **summary[strategy]})
     runs.sort(
         key=lambda r: (

@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from typer._click.globals import get_current_context  # the click typer bundles
 
+from metakg import api
 from metakg.config import Settings, load_settings
 from metakg.errors import MetakgError, UsageError
 
@@ -40,7 +41,7 @@ TOLERANCE_HELP = (
     "(default 0: any reject fails; the bundle is written either way)."
 )
 #: the --format help of the commands that read question sets
-QUESTION_FORMAT_HELP = "medagents | csqa | pilot | metaqa | simplequestions | robodata (the RoboData authors' queries)."
+QUESTION_FORMAT_HELP = f"{api.formats_help(questions=True)} (docs/formats.md says what each reads)."
 
 
 def settings() -> Settings:

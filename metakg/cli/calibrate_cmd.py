@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from metakg import api
-from metakg.cli._common import JSON_HELP, finish, guarded, out, progress, progress_bar, settings
+from metakg.cli._common import JSON_HELP, QUESTION_FORMAT_HELP, finish, guarded, out, progress, progress_bar, settings
 from metakg.errors import UsageError
 
 app = typer.Typer(
@@ -24,9 +24,7 @@ casebank_app = typer.Typer(
 @casebank_app.command("build")
 def casebank_build(
     dataset: Path = typer.Argument(..., metavar="DATASET", help="Training questions with gold answers."),
-    fmt: str = typer.Option(
-        ..., "--format", "-f", help="medagents | csqa | pilot | metaqa | simplequestions | robodata."
-    ),
+    fmt: str = typer.Option(..., "--format", "-f", help=QUESTION_FORMAT_HELP),
     output: Path = typer.Option(..., "--output", "-o", help="The case bank folder (merged into when it exists)."),
     route: str = typer.Option("scot", help="scot | scot_kg: the route whose trajectories are kept."),
     limit: int | None = typer.Option(None, help="Only the first N questions."),
@@ -57,9 +55,7 @@ def casebank_build(
 @app.command("medcog")
 def medcog(
     benchmark: Path = typer.Argument(..., metavar="BENCHMARK", help="The calibration questions (with gold answers)."),
-    fmt: str = typer.Option(
-        ..., "--format", "-f", help="medagents | csqa | pilot | metaqa | simplequestions | robodata."
-    ),
+    fmt: str = typer.Option(..., "--format", "-f", help=QUESTION_FORMAT_HELP),
     grid: str = typer.Option(
         ",".join(str(g) for g in api.DEFAULT_GRID), help="Threshold values tried for each of tau_c, tau_f, tau_k."
     ),

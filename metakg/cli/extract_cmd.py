@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import cast
 
 import typer
 from rich.markup import escape
@@ -36,8 +35,8 @@ def extract(
         ...,
         "--format",
         "-f",
-        help=f"{' | '.join(api.FORMATS)}: MedAgentsBench/MedQA jsonl, CommonsenseQA (official or HF layout), "
-        "MetaKGRAG pilot json, plain text, or jsonl/csv documents (see --text-field).",
+        help=f"{api.formats_help()}: question sets, plain text, or jsonl/csv documents (see --text-field); "
+        "docs/formats.md says what each reads.",
     ),
     output: Path | None = typer.Option(
         None, "--output", "-o", help="Bundle directory to write (replaced if it exists; default: the --update bundle)."
@@ -114,7 +113,7 @@ def extract(
 
             summary = api.extract(
                 dataset_file,
-                cast(api.DatasetFormat, fmt),
+                fmt,
                 output,
                 cfg,
                 dataset=name,

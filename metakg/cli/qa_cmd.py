@@ -13,6 +13,7 @@ from metakg import api
 from metakg.cli._common import (
     AS_OF_HELP,
     JSON_HELP,
+    QUESTION_FORMAT_HELP,
     err,
     finish,
     guarded,
@@ -127,9 +128,7 @@ def ask(
 
 def evaluate(
     benchmark: Path = typer.Argument(..., metavar="BENCHMARK", help="The benchmark file."),
-    fmt: str = typer.Option(
-        ..., "--format", "-f", help="medagents | csqa | pilot | metaqa | simplequestions | robodata."
-    ),
+    fmt: str = typer.Option(..., "--format", "-f", help=QUESTION_FORMAT_HELP),
     strategy: str = typer.Option(
         "metakgrag", "--strategy", "-s", help="Comma-separated strategies (`metakg strategies` lists them)."
     ),
@@ -268,9 +267,7 @@ def strategies(json_mode: bool = typer.Option(False, "--json", help=JSON_HELP)) 
 
 def tune(
     benchmark: Path = typer.Argument(..., metavar="BENCHMARK", help="The question file."),
-    fmt: str = typer.Option(
-        ..., "--format", "-f", help="medagents | csqa | pilot | metaqa | simplequestions | robodata."
-    ),
+    fmt: str = typer.Option(..., "--format", "-f", help=QUESTION_FORMAT_HELP),
     strategy: str = typer.Option("metakgrag", "--strategy", "-s", help="The retrieval strategy to tune."),
     grid: list[str] = typer.Option(
         ...,

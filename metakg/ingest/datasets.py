@@ -28,9 +28,49 @@ from metakg.ingest.hygiene import strip_bom
 DatasetFormat = Literal[
     "medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata", "text", "jsonl", "csv"
 ]  # fmt: skip
-FORMATS: tuple[str, ...] = (
-    "medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata", "text", "jsonl", "csv"
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One dataset format :func:`read_dataset` reads: its name, whether its records are questions (what
+    ``eval``, ``tune``, ``calibrate`` and ``casebank build`` take; every format can be extracted), and what it
+    reads, in a line."""
+
+    name: DatasetFormat
+    questions: bool
+    reads: str
+
+
+#: every format, in the order the help texts and docs list them; the CLI's choices, the server's validator,
+#: the help texts and the docs' table (docs/formats.md) come from here
+READERS: tuple[Reader, ...] = (
+    Reader("medagents", True, "MedAgentsBench / MedQA JSON Lines: `question`, `options`, `answer_idx`"),
+    Reader("csqa", True, "CommonsenseQA JSON Lines, the official schema or the Hugging Face layout"),
+    Reader("pilot", True, "the MetaKGRAG authors' pilot JSON: multiple choice, or free text"),
+    Reader("metaqa", True, "MetaQA: `question with [topic entity] TAB answer1|answer2`, or a TSV whose header "
+           "names `question` and `answers`"),
+    Reader("simplequestions", True, "SimpleQuestions-Wikidata: `Qsubject TAB Pxxx|Rxxx TAB Qobject TAB question`"),
+    Reader("robodata", True, "the RoboData authors' experiments, one JSON object `{\"experiments\": [...]}`"),
+    Reader("text", False, "plain text, one document per file"),
+    Reader("jsonl", False, "documents as JSON Lines (`--text-field`, `--id-field`, `--time-field`)"),
+    Reader("csv", False, "documents as CSV rows (`--text-field`, `--id-field`, `--time-field`)"),
 )  # fmt: skip
+FORMATS: tuple[DatasetFormat, ...] = tuple(r.name for r in READERS)
+#: the formats whose records are questions
+QUESTION_FORMATS: tuple[DatasetFormat, ...] = tuple(r.name for r in READERS if r.questions)
+
+
+def formats_help(*, questions: bool = False) -> str:
+    """The formats (only those of questions with ``questions``) as a help text lists them: ``a | b | c``."""
+    return " | ".join(QUESTION_FORMATS if questions else FORMATS)
+
+
+def formats_table() -> str:
+    """The formats as the Markdown table of docs/formats.md."""
+    rows = [f"| `{r.name}` | {'yes' if r.questions else 'no'} | {r.reads} |" for r in READERS]
+    return "\n".join(["| format | questions | reads |", "|---|---|---|", *rows]) + "\n"
+
+
 #: the labels file a SimpleQuestions-Wikidata file may have beside it (``id TAB label ...``, with a header)
 SIMPLEQUESTIONS_LABELS = "simplequestions_wd_labels_en.tsv"
 

@@ -29,7 +29,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import metakg
@@ -170,7 +170,9 @@ class EvaluationRequest(BaseModel):
     benchmark: str = Field(
         min_length=1, max_length=500, description="A benchmark file, relative to server.benchmarks_dir."
     )
-    format: Literal["medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata"]
+    format: str = Field(
+        description="The question set's format (docs/formats.md).", json_schema_extra={"enum": list(api.EVAL_FORMATS)}
+    )
     strategies: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
         default_factory=lambda: ["metakgrag"], min_length=1, max_length=8
     )
@@ -179,6 +181,13 @@ class EvaluationRequest(BaseModel):
     skip: int = Field(default=0, ge=0, le=1_000_000)
     budget: int = Field(default=10, ge=1, le=1000, description="Evidence budget of recall@budget.")
     use_llm: bool = Field(default=True, description="False: retrieval only, the evidence metrics.")
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        if value not in api.EVAL_FORMATS:
+            raise ValueError(f"unknown format {value!r}; choose one of {', '.join(api.EVAL_FORMATS)}")
+        return value
 
 
 class ReadWriteLock:

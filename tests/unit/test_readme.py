@@ -54,3 +54,21 @@ def test_links_and_file_references_resolve() -> None:
             if not target.startswith(("http://", "https://")):
                 assert (base / target).exists(), f"{name} links to {target}, which does not exist"
         assert "../shared" not in text and "ARCHITECTURE.md" not in text and "SOURCES.md" not in text, name
+
+
+def test_the_formats_table_is_the_reader_registrys_and_the_cli_offers_the_same() -> None:
+    from typing import get_args
+
+    from typer.testing import CliRunner
+
+    from metakg.ingest.datasets import FORMATS, QUESTION_FORMATS, READERS, DatasetFormat, formats_table
+
+    assert FORMATS == get_args(DatasetFormat)  # the type and the registry name the same formats
+    assert formats_table() in DOCS["formats.md"]
+    assert set(QUESTION_FORMATS) == {r.name for r in READERS if r.questions} and "text" not in QUESTION_FORMATS
+    runner = CliRunner()
+    for command in (["eval", "--help"], ["tune", "--help"], ["calibrate", "medcog", "--help"]):
+        shown = re.sub(r"[\s│]+", " ", runner.invoke(app, command, terminal_width=400).output)
+        assert " | ".join(QUESTION_FORMATS) in shown, command
+    shown = re.sub(r"[\s│]+", " ", runner.invoke(app, ["extract", "--help"], terminal_width=400).output)
+    assert " | ".join(FORMATS) in shown

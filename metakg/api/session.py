@@ -1,0 +1,351 @@
+"""One QA session: the settings, the store questions are answered over, how the LLM is run and the strategy
+registry, held together while a process asks (:class:`QASession`).
+
+How the LLM is run is one protocol, :class:`LLMRunner`, with three forms: :class:`NoLLM` (retrieval only,
+concepts by rules), :class:`OneShotLLM` (a session opened for one piece of work and closed after it: the
+CLI's question or evaluation) and :class:`SharedRunner` (the session a long-lived process keeps,
+:class:`~metakg.api.llm.SharedLLM`). The one-shot functions of :mod:`metakg.api.qa` are wrappers over a
+session.
+
+    with QASession(settings, StoreChoice(bundle=Path("kg")), runner=NoLLM()) as session:
+        answer = session.answer(make_question("What does aspirin treat?"), "metakgrag")
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
+
+from metakg.api._shared import Progress, quiet
+from metakg.api.bundles import embed_bundle
+from metakg.api.llm import SharedLLM, llm_session, run_with
+from metakg.api.local_graph import local_graph
+from metakg.api.stores import open_store
+from metakg.api.wikidata import sparql_client
+from metakg.config import Settings
+from metakg.errors import BundleError, OutputError, ResourceBusy
+from metakg.ingest.wikidata import WikidataFragments
+from metakg.llm.client import LLMClient
+from metakg.llm.embedder import Embedder, LazyEmbedder
+from metakg.loaders.embedded_store import EmbeddedStore
+from metakg.qa_engine.context import QAContext
+from metakg.qa_engine.core import Answer, Question
+from metakg.qa_engine.efficiency import DEFAULT_SCALING, ReferenceSet
+from metakg.qa_engine.evaluate import RunSpec, evaluate
+from metakg.qa_engine.events import listening
+from metakg.qa_engine.registry import StrategyRegistry
+from metakg.qa_engine.services import QAServices
+from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
+from metakg.qa_engine.strategy import Strategy
+from metakg.schemas.bundle import read_manifest
+from metakg.schemas.graph_store import GraphStore
+from metakg.schemas.tables import empty_edges, empty_nodes
+from metakg.schemas.vocabulary import default_vocabulary
+
+T = TypeVar("T")
+Work = Callable[[QAContext], Coroutine[Any, Any, T]]
+
+
+def empty_store_factory(embedder: Embedder) -> Callable[[], GraphStore]:
+    """A factory of new, empty embedded stores sharing ``embedder`` (for strategies that grow a local graph)."""
+
+    def make() -> GraphStore:
+        return EmbeddedStore(empty_nodes(), empty_edges(), embedder=embedder)
+
+    return make
+
+
+def qa_context(
+    settings: Settings,
+    store: GraphStore,
+    llm: LLMClient | None,
+    *,
+    progress: Progress | None = None,
+    local: GraphStore | None = None,
+    services: QAServices | None = None,
+) -> QAContext:
+    """A QA context over ``store``: the configured embedder, ``[qa]`` settings, temperature, prices, the SPARQL
+    knowledge source, an empty-store factory and the ``local`` graph kept across questions (the caller owns
+    it; see :func:`metakg.api.local_graph.local_graph`).
+
+    Raises:
+        ConfigError: an unknown default strategy or an invalid ``[qa.<name>]`` section.
+    """
+    STRATEGIES.check(settings.qa)
+    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
+    return QAContext(
+        store=store,
+        embedder=embedder,
+        settings=settings.qa,
+        llm=llm,
+        temperature=settings.llm.temperature,
+        prices=settings.llm.prices_per_mtok,
+        knowledge_source=WikidataFragments(sparql_client(settings), default_vocabulary()),
+        graph_factory=empty_store_factory(embedder),
+        local_graph=local,
+        cache_dir=settings.paths.cache_dir,
+        reuse=services,
+    )
+
+
+def qa_services(settings: Settings, store: GraphStore) -> QAServices:
+    """Services (caches, the phrase index) to share between the questions a long-lived process answers over
+    ``store``; make new ones when the graph changes."""
+    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, quiet)
+    return QAServices(store, embedder, max_entries=settings.qa.cache_entries, cache_dir=settings.paths.cache_dir)
+
+
+class LLMRunner(Protocol):
+    """How a piece of QA work gets its LLM: ``work`` receives a context over ``store`` and is run to its end."""
+
+    def run(
+        self,
+        settings: Settings,
+        store: GraphStore,
+        work: Work[T],
+        *,
+        progress: Progress = quiet,
+        services: QAServices | None = None,
+    ) -> T: ...
+
+
+@dataclass(frozen=True)
+class NoLLM:
+    """Retrieval only: no LLM is asked, the question's concepts are found by rules."""
+
+    def run(
+        self,
+        settings: Settings,
+        store: GraphStore,
+        work: Work[T],
+        *,
+        progress: Progress = quiet,
+        services: QAServices | None = None,
+    ) -> T:
+        rules = settings.model_copy(update={"qa": settings.qa.model_copy(update={"concepts": "rules"})})
+        return asyncio.run(work(qa_context(rules, store, None, progress=progress, services=services)))
+
+
+@dataclass(frozen=True)
+class OneShotLLM:
+    """An LLM session (and the local graph an agent grows) opened for one piece of work and closed after it."""
+
+    def run(
+        self,
+        settings: Settings,
+        store: GraphStore,
+        work: Work[T],
+        *,
+        progress: Progress = quiet,
+        services: QAServices | None = None,
+    ) -> T:
+        with llm_session(settings, progress=progress) as client, local_graph(settings, progress) as local:
+            return run_with(
+                client, work(qa_context(settings, store, client, progress=progress, local=local, services=services))
+            )
+
+
+@dataclass(frozen=True)
+class SharedRunner:
+    """The LLM session a long-lived process keeps (``metakg serve``, ``metakg mcp``), shared by its questions."""
+
+    llm: SharedLLM
+
+    def run(
+        self,
+        settings: Settings,
+        store: GraphStore,
+        work: Work[T],
+        *,
+        progress: Progress = quiet,
+        services: QAServices | None = None,
+    ) -> T:
+        return self.llm.run(
+            lambda client, local: work(
+                qa_context(settings, store, client, progress=progress, local=local, services=services)
+            )
+        )
+
+
+def llm_runner(*, use_llm: bool = True, llm: SharedLLM | None = None) -> LLMRunner:
+    """The runner for a call: none without ``use_llm``, the shared session ``llm`` when given, else one-shot."""
+    if not use_llm:
+        return NoLLM()
+    return SharedRunner(llm) if llm is not None else OneShotLLM()
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """How an evaluation runs: resume from earlier answers (asking failed ones again unless ``keep_failed``),
+    the evidence ``budget``, the inference-density ``scaling`` reference (fitted), the run IIE is measured
+    against, and a ``tick(label, done, total)`` after each answer."""
+
+    resume: bool = True
+    keep_failed: bool = False
+    budget: int = 10
+    scaling: str | Path | ReferenceSet = DEFAULT_SCALING
+    iie_reference: str | None = None
+    tick: Callable[[str, int, int], None] | None = None
+
+
+@dataclass(frozen=True)
+class StoreChoice:
+    """Which store a session opens: the ``bundle`` (embedded) or the configured Neo4j database, as of a time;
+    with ``graphless`` and neither given, an empty store (strategies that read no graph)."""
+
+    bundle: Path | None = None
+    neo4j: bool = False
+    as_of: datetime | None = None
+    graphless: bool = False
+
+
+class QASession:
+    """Questions over one store with one way of running the LLM and one strategy registry (a context
+    manager). ``over`` is a store the caller holds open (left open) or the :class:`StoreChoice` of the store
+    to open here (closed with the session)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        over: GraphStore | StoreChoice,
+        *,
+        runner: LLMRunner | None = None,
+        services: QAServices | None = None,
+        registry: StrategyRegistry | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.settings = settings
+        self.runner: LLMRunner = runner or OneShotLLM()
+        self.registry = registry or STRATEGIES
+        self.services = services
+        self._progress = progress or quiet
+        self._over = over
+        self._owned: GraphStore | None = None
+
+    @property
+    def store(self) -> GraphStore:
+        """The store the session answers over (opened by entering the session)."""
+        found = self._owned if isinstance(self._over, StoreChoice) else self._over
+        if found is None:
+            raise RuntimeError("enter the session (with QASession(...) as session) before asking")
+        return found
+
+    def __enter__(self) -> QASession:
+        if isinstance(self._over, StoreChoice) and self._owned is None:
+            where = self._over
+            self._owned = open_for_questions(
+                self.settings, where.bundle, where.neo4j, graphless=where.graphless, progress=self._progress,
+                as_of=where.as_of,
+            )  # fmt: skip
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the store the session opened (a store given to it stays open)."""
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            owned.close()
+
+    def strategy(self, name: str | None = None, switches: Sequence[str] = ()) -> Strategy[Any]:
+        """The strategy ``name`` (default ``qa.strategy``) with ``switches`` on."""
+        return self.registry.create(name or self.settings.qa.strategy, self.settings.qa, list(switches))
+
+    def answer(
+        self,
+        question: Question,
+        strategy: Strategy[Any] | str | None = None,
+        *,
+        steps: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Answer:
+        """Answer ``question`` with ``strategy`` (a name, default ``qa.strategy``); ``steps`` receives each step
+        of the trace as the strategy takes it. Runs its own event loop: call it from a thread, not a loop."""
+        chosen = strategy if isinstance(strategy, Strategy) else self.strategy(strategy)
+        if steps is not None:
+            with listening(steps):
+                return self.answer(question, chosen)
+        if isinstance(self.runner, OneShotLLM):
+            self._progress(f"answering with {chosen.label}")
+        return self.runner.run(
+            self.settings,
+            self.store,
+            lambda ctx: chosen.answer(question, ctx),
+            progress=self._progress,
+            services=self.services,
+        )
+
+    def answer_all(self, questions: Sequence[Question], strategy: Strategy[Any] | str | None = None) -> list[Answer]:
+        """Answer ``questions`` one after another with ``strategy`` in one run of the LLM (one session)."""
+        chosen = strategy if isinstance(strategy, Strategy) else self.strategy(strategy)
+
+        async def answer_each(ctx: QAContext) -> list[Answer]:
+            return [await chosen.answer(q, ctx) for q in questions]
+
+        return self.runner.run(self.settings, self.store, answer_each, progress=self._progress, services=self.services)
+
+    def evaluate(
+        self, questions: Sequence[Question], runs: Sequence[RunSpec], out_dir: Path, options: EvalOptions
+    ) -> dict[str, dict[str, Any]]:
+        """Every run over ``questions``; the answers, summary and comparison are written into ``out_dir``.
+        Returns the summary keyed by run label."""
+        return self.runner.run(
+            self.settings,
+            self.store,
+            lambda ctx: evaluate(
+                list(questions),
+                list(runs),
+                ctx,
+                out_dir,
+                self.registry,
+                resume=options.resume,
+                keep_failed=options.keep_failed,
+                budget=options.budget,
+                scaling_reference=options.scaling,
+                iie_reference=options.iie_reference,
+                tick=options.tick,
+            ),
+            progress=self._progress,
+            services=self.services,
+        )
+
+
+def open_for_questions(
+    settings: Settings,
+    bundle: Path | None,
+    neo4j: bool,
+    *,
+    graphless: bool,
+    progress: Progress,
+    as_of: datetime | None = None,
+) -> GraphStore:
+    """The bundle or Neo4j store (a bundle is given its name embeddings once); with ``graphless`` and neither
+    given, an empty store (for strategies that read no graph: the LLM alone, or an agent growing its own).
+
+    Raises:
+        UsageError: the store choice is wrong; ConfigError: Neo4j cannot be reached.
+    """
+    if graphless and bundle is None and not neo4j:
+        return EmbeddedStore(empty_nodes(), empty_edges())
+    if bundle is not None and not neo4j and as_of is None:
+        embedded_names(bundle, settings, progress)
+    return open_store(settings, bundle, neo4j=neo4j, as_of=as_of, progress=progress)
+
+
+def embedded_names(bundle: Path, settings: Settings, progress: Progress) -> None:
+    """Give a bundle opened for QA its name embeddings once (``metakg embed``), stored in the bundle, so no
+    question embeds the graph's names; a bundle that cannot be written is answered over as it is (its names
+    are then embedded in memory by the first question that needs them)."""
+    manifest = read_manifest(bundle)
+    if "embeddings" in manifest or not manifest.get("counts", {}).get("nodes", 1):
+        return
+    progress("embedding the node names once for QA; they are stored in the bundle (metakg embed)")
+    try:
+        embed_bundle(bundle, settings, progress=progress)
+    except (BundleError, OutputError, ResourceBusy, OSError) as e:  # read-only, or being written: read as it is
+        progress(f"the bundle keeps no name embeddings ({e}); the first question embeds them in memory")
