@@ -16,7 +16,7 @@ import re
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
+from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -48,19 +48,12 @@ from metakg.errors import (
 )
 from metakg.redact import mask_query, secret_pattern
 from metakg.server.evaluations import EvaluationRun, Evaluations
+from metakg.server.served import MAX_HOPS, MAX_K, MAX_NEIGHBOURS, FieldError, ServedGraph
 
 logger = logging.getLogger("metakg.server")
 
-#: the most results a route returns, whatever it is asked for
-MAX_K = 100
-MAX_LIMIT = 1000
-#: the most neighbours one request returns: the page shows up to this many around a node
-MAX_NEIGHBOURS = 5000
-MAX_HOPS = 6
 #: the web page and its assets (the JavaScript libraries are vendored at build time: tools/vendor_js.sh)
 STATIC = Path(__file__).with_name("static")
-#: seconds a question waits for one of the ``max_concurrent_asks`` slots before a 503
-ASK_WAIT_S = 60.0
 
 
 class ErrorBody(BaseModel):
@@ -190,43 +183,6 @@ class EvaluationRequest(BaseModel):
         return value
 
 
-class ReadWriteLock:
-    """Many readers or one writer: reads of the served graph go together, a write waits for them to end and
-    holds off new ones (used only when the server allows writes)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._writing = False
-
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        with self._cond:
-            self._cond.wait_for(lambda: not self._writing)
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                self._cond.notify_all()
-
-    @contextmanager
-    def writing(self, timeout: float) -> Iterator[bool]:
-        """Yields whether the write may go ahead (False: the readers did not finish within ``timeout``)."""
-        with self._cond:
-            ready = self._cond.wait_for(lambda: not self._writing and not self._readers, timeout)
-            if ready:
-                self._writing = True
-        try:
-            yield ready
-        finally:
-            if ready:
-                with self._cond:
-                    self._writing = False
-                    self._cond.notify_all()
-
-
 KEY_REQUIRED = "a valid X-API-Key header is required"
 
 
@@ -346,48 +302,14 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     Raises:
         UsageError: neither or both of a bundle and Neo4j.
     """
-    if (bundle is None) == (not neo4j):
-        raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
+    served = ServedGraph(settings, bundle=bundle, neo4j=neo4j)  # checks the choice; opened by the lifespan
     limits = settings.server
     key = limits.api_key.get_secret_value()
-    slots = threading.BoundedSemaphore(limits.max_concurrent_asks)
-    state: dict[str, Any] = {}
-    lock = ReadWriteLock()
-
-    def reading() -> AbstractContextManager[None]:
-        """Hold off writes while the graph is read (nothing to hold off on a read-only server)."""
-        return lock.reading() if limits.allow_writes else nullcontext()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        # the version served: a write refuses to replace a version this process has not read
-        state["token"] = api.bundle_token(bundle) if bundle is not None else None
-        with api.open_store(settings, bundle, neo4j=neo4j) as store:
-            if bundle is not None and api.bundle_token(bundle) != state["token"]:
-                state["token"] = None  # it changed while being opened: which version is served is unknown
-            state["store"] = store
-            # one LLM session for every question (started by the first that needs it): one local server,
-            # and llm.concurrency bounds the requests of all questions together
-            state["llm"] = api.SharedLLM(settings)
-            state["services"] = api.qa_services(settings, store)  # caches and phrase index for every question
-            state["evaluations"] = Evaluations(
-                settings,
-                store,
-                llm=state["llm"],
-                benchmarks_dir=limits.benchmarks_dir or settings.paths.data_dir,
-                runs_dir=settings.paths.cache_dir / "evaluations",
-                max_queued=limits.max_queued_evaluations,
-                guard=reading,  # a write waits for a running evaluation, as for a question
-            )
-            try:
-                yield
-            finally:
-                state["evaluations"].close()  # before the store closes under a running evaluation
-                state["llm"].close()
-        state.clear()
-
-    def store() -> Any:
-        return state["store"]
+        with served:
+            yield
 
     def authorised(request: Request, x_api_key: Annotated[str | None, Header()] = None) -> None:
         if request.url.path == "/":  # the page itself holds no data; it asks for the key, then sends it
@@ -491,7 +413,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     @app.get("/api/graph", responses=error_responses())
     def graph() -> dict[str, Any]:
         """The graph's node and edge counts (and, for a bundle, its sources and validation summary)."""
-        info: dict[str, Any] = {"counts": store().counts()}
+        info: dict[str, Any] = {"counts": served.store.counts()}
         if bundle is not None:
             manifest = api.bundle_info(bundle)
             info["sources"] = [s.get("name") for s in manifest.get("sources", [])]
@@ -502,11 +424,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     @app.get("/api/nodes/{node_id:path}", responses=error_responses(404))
     def node(node_id: str) -> dict[str, Any]:
         """One node by id (as written or in its one form: ``MONDO:4975`` is ``mondo:0004975``)."""
-        with reading():
-            found = api.node_by_id(store(), node_id)
-        if found is None:
-            raise NodeNotFound(f"no node with id {node_id!r}; find ids with /api/search.")
-        return asdict(found)
+        return asdict(served.node(node_id))
 
     @app.get("/api/neighbours", responses=error_responses(404))
     def neighbours(
@@ -516,10 +434,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         limit: Annotated[int, Query(ge=1, le=MAX_NEIGHBOURS)] = 50,
     ) -> list[dict[str, Any]]:
         """The node's neighbours: outgoing first, then incoming, each side in edge-id order."""
-        with reading():
-            known = api.node_by_id(store(), id)
-            found = store().neighbours(known.id if known else id, relations=relation, direction=direction, limit=limit)
-        return [asdict(nb) for nb in found]
+        return [asdict(nb) for nb in served.neighbours(id, relations=relation, direction=direction, limit=limit)]
 
     @app.get("/api/search", responses=error_responses(503))
     def search(
@@ -528,8 +443,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
     ) -> list[dict[str, Any]]:
         """Nodes matching the text: exact name or alias, normalised, then by name embedding (``auto``)."""
-        with reading():
-            return [asdict(hit) for hit in store().search(q, mode=mode, k=k)]
+        return [asdict(hit) for hit in served.search(q, mode=mode, k=k)]
 
     @app.get("/api/paths", responses=error_responses(404))
     def paths(
@@ -540,8 +454,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         directed: bool = False,
     ) -> list[dict[str, Any]]:
         """Up to ``k`` shortest simple paths between two node ids, shortest first."""
-        with reading():
-            found = store().shortest_paths(src, dst, k=k, max_hops=max_hops, directed=directed)
+        found = served.paths(src, dst, k=k, max_hops=max_hops, directed=directed)
         return [asdict(path) | {"hops": path.hops} for path in found]
 
     @app.get("/api/strategies", responses=error_responses())
@@ -549,44 +462,22 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         """The QA strategies, their settings and switches."""
         return api.describe_strategies()
 
-    def invalid(field: str, message: str) -> HTTPException:
-        return HTTPException(status_code=422, detail=[{"loc": ["body", field], "msg": message, "type": "value_error"}])
-
-    def checked(request: AskRequest) -> tuple[Settings, Any, Any]:
+    def checked(request: AskRequest) -> tuple[Settings, api.Question, Any]:
         """The settings for this question, the question and the strategy, or a 4xx naming the field."""
-        if len(request.question) > limits.max_question_chars:
-            raise invalid("question", f"longer than {limits.max_question_chars} characters")
-        question = api.make_question(request.question, request.choices)
-        chosen = request.strategy or settings.qa.strategy
-        strategy = api.create_strategy(settings, chosen, request.switches or None)
-        cfg = settings
-        if request.settings:
-            try:
-                cfg = api.with_overrides(settings, chosen, request.settings, source="settings")
-            except ConfigError as e:
-                raise invalid("settings", str(e)) from e
-            strategy = api.create_strategy(cfg, chosen, request.switches or None)
-        return cfg, question, strategy
+        try:
+            return served.question(
+                request.question, request.choices, strategy=request.strategy, switches=request.switches,
+                overrides=request.settings,
+            )  # fmt: skip
+        except FieldError as e:
+            detail = [{"loc": ["body", e.field], "msg": e.reason, "type": "value_error"}]
+            raise HTTPException(status_code=422, detail=detail) from e
 
     @app.post("/api/ask", responses=error_responses(408, 413, 503))
     def ask(request: AskRequest) -> dict[str, Any]:
         """Answer a question over the graph: the answer, its evidence, trace and usage."""
         cfg, question, strategy = checked(request)
-        if not slots.acquire(timeout=ASK_WAIT_S):
-            raise HTTPException(status_code=503, detail="the server is answering as many questions as it allows")
-        try:
-            with reading():
-                answer = api.answer_over(
-                    cfg,
-                    store(),
-                    question,
-                    strategy,
-                    use_llm=request.use_llm,
-                    llm=state["llm"],
-                    services=state["services"],
-                )
-        finally:
-            slots.release()
+        answer = served.answer(cfg, question, strategy, use_llm=request.use_llm)
         return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
 
     @app.post(
@@ -609,23 +500,16 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         events: queue.Queue[tuple[str, Any]] = queue.Queue()
 
         def work() -> None:
-            if not slots.acquire(timeout=ASK_WAIT_S):
-                events.put(("error", {"error": "the server is answering as many questions as it allows"}))
-                return
             try:
-                with reading():
-                    answer = api.answer_over(
-                        cfg, store(), question, strategy, use_llm=request.use_llm, llm=state["llm"],
-                        services=state["services"], steps=lambda step: events.put(("step", step)),
-                    )  # fmt: skip
+                answer = served.answer(
+                    cfg, question, strategy, use_llm=request.use_llm, steps=lambda step: events.put(("step", step))
+                )
                 events.put(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))
             except MetakgError as e:
                 events.put(("error", {"error": str(e)}))
             except Exception as e:  # a bug: the stream must still end, with an error event
                 logger.exception("streamed answer failed")
                 events.put(("error", {"error": f"internal error ({type(e).__name__}); see the server log"}))
-            finally:
-                slots.release()
 
         def stream() -> Iterator[str]:
             threading.Thread(target=work, daemon=True).start()
@@ -644,23 +528,10 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         with ``--allow-writes`` (403 otherwise)."""
         if not limits.allow_writes:
             raise HTTPException(status_code=403, detail="this server is read-only; start it with --allow-writes")
-        with lock.writing(timeout=ASK_WAIT_S) as ready:
-            if not ready:
-                raise HTTPException(status_code=503, detail="the graph is being read; try again shortly")
-            if bundle is not None and state["token"] is None:
-                raise BundleChanged(
-                    f"{bundle} changed while this server opened it; restart the server, then repeat the change."
-                )
-            added = api.add_triples(
-                settings, store(), request.triples, request.dataset, bundle=bundle, expect=state["token"]
-            )
-            state["token"] = added.pop("token", None)
-            state["services"] = api.qa_services(settings, store())  # the old caches know the old graph
-            return added
+        return served.add_triples(request.triples, request.dataset)
 
     def evaluations() -> Evaluations:
-        found: Evaluations = state["evaluations"]
-        return found
+        return served.evaluations
 
     def evaluation(run_id: str) -> EvaluationRun:
         run = evaluations().get(run_id)

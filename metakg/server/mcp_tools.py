@@ -20,7 +20,7 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal, cast
@@ -29,23 +29,14 @@ from pydantic import Field
 
 from metakg import api
 from metakg.config import Settings
-from metakg.errors import MetakgError, UsageError
+from metakg.errors import MetakgError
+from metakg.server.served import MAX_HOPS, MAX_K, MAX_LIMIT, ServedGraph, bounded
 
-#: the most results a tool returns, whatever it is asked for (as the HTTP API)
-MAX_K = 100
-MAX_LIMIT = 1000
-MAX_HOPS = 6
 #: the longest log message written (longer ones are cut, with their length said)
 MAX_LOGGED_CHARS = 500
 #: the longest traceback written with a log record
 MAX_LOGGED_TRACEBACK_CHARS = 4000
 logger = logging.getLogger("metakg.mcp")
-
-
-def _bounded(name: str, value: int, upper: int) -> int:
-    if not 1 <= value <= upper:
-        raise UsageError(f"{name} must be from 1 to {upper}, got {value}.")
-    return value
 
 
 def _told(tool: Callable[..., Any]) -> Callable[..., Any]:
@@ -84,12 +75,11 @@ NODE_HELP = (
 NodeRef = Annotated[str, Field(min_length=1, max_length=1000, description=NODE_HELP)]
 
 
-def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> Any:
-    """The MCP server over an open store and LLM session (the caller closes both after the server stops)."""
+def build(settings: Settings, served: ServedGraph) -> Any:
+    """The MCP server over an open served graph (the caller closes it after the server stops)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
-    services = api.qa_services(settings, store)  # shared by every ask of the session
     strategies = {d["name"]: d["summary"] for d in api.describe_strategies()}
     listed = "; ".join(f"{name}: {summary}" for name, summary in strategies.items())
     server = MCPServer(
@@ -103,7 +93,7 @@ def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> A
     reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
     def resolved(ref: str) -> str:
-        return api.resolve_node(store, ref).id
+        return str(served.resolve(ref).id)
 
     @server.tool(
         title="Find nodes by name",
@@ -123,7 +113,7 @@ def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> A
             Field(description="How to match: auto (every way, in that order), or one way only."),
         ] = "auto",
     ) -> list[dict[str, Any]]:
-        return [asdict(hit) for hit in store.search(text, mode=mode, k=_bounded("k", k, MAX_K))]
+        return [asdict(hit) for hit in served.search(text, mode=mode, k=k)]
 
     @server.tool(
         title="Read a node",
@@ -133,7 +123,7 @@ def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> A
     )
     @_told
     def node(id: NodeRef) -> dict[str, Any]:
-        return asdict(api.resolve_node(store, id))
+        return asdict(served.resolve(id))
 
     @server.tool(
         title="A node's neighbours",
@@ -154,8 +144,8 @@ def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> A
         ] = "both",
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"At most this many (1 to {MAX_LIMIT}).")] = 50,
     ) -> list[dict[str, Any]]:
-        found = store.neighbours(
-            resolved(id), relations=relations, direction=direction, limit=_bounded("limit", limit, MAX_LIMIT)
+        found = served.neighbours(
+            resolved(id), relations=relations, direction=direction, limit=bounded("limit", limit, MAX_LIMIT)
         )
         return [asdict(nb) for nb in found]
 
@@ -175,9 +165,7 @@ def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> A
             int, Field(ge=1, le=MAX_HOPS, description=f"The longest path, in edges (1 to {MAX_HOPS}).")
         ] = 3,
     ) -> list[dict[str, Any]]:
-        found = store.shortest_paths(
-            resolved(src), resolved(dst), k=_bounded("k", k, MAX_K), max_hops=_bounded("max_hops", max_hops, MAX_HOPS)
-        )
+        found = served.paths(resolved(src), resolved(dst), k=k, max_hops=max_hops)
         return [asdict(path) | {"hops": path.hops} for path in found]
 
     @server.tool(
@@ -201,14 +189,9 @@ def build(settings: Settings, store: Any, llm: api.SharedLLM | None = None) -> A
         ] = None,
         use_llm: Annotated[bool, Field(description="False: retrieval only, no LLM call.")] = True,
     ) -> dict[str, Any]:
-        if len(question) > settings.server.max_question_chars:
-            raise UsageError(f"the question is longer than {settings.server.max_question_chars} characters.")
-        asked = api.make_question(question, choices or [])
-        chosen = api.create_strategy(settings, strategy)
+        cfg, asked, chosen = served.question(question, choices or [], strategy=strategy)
         # the answer runs its own event loop: in a worker thread, off the server's loop
-        answer = await asyncio.to_thread(
-            api.answer_over, settings, store, asked, chosen, use_llm=use_llm, llm=llm, services=services
-        )
+        answer = await asyncio.to_thread(served.answer, cfg, asked, chosen, use_llm=use_llm)
         return {k: v for k, v in answer.to_dict().items() if k != "trace"} | {"trace": api.trace_lines(answer)}
 
     return server
@@ -221,12 +204,10 @@ def run_stdio(settings: Settings, *, bundle: Path | None = None, neo4j: bool = F
     Raises:
         UsageError: neither or both of a bundle and Neo4j.
     """
-    if (bundle is None) == (not neo4j):
-        raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
     import anyio
 
-    with api.open_store(settings, bundle, neo4j=neo4j) as store, closing(api.SharedLLM(settings)) as llm:
-        server = build(settings, store, llm)
+    with ServedGraph(settings, bundle=bundle, neo4j=neo4j, evaluations=False) as served:
+        server = build(settings, served)
         bound_logs()
         anyio.run(serve_stdio, server, settings.server.max_body_bytes)
 
@@ -241,14 +222,11 @@ def run_http(settings: Settings, *, bundle: Path | None = None, neo4j: bool = Fa
     """
     from metakg.server.app import RequestGuard, check_binding, run_asgi, with_key
 
-    if (bundle is None) == (not neo4j):
-        raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
+    graph = ServedGraph(settings, bundle=bundle, neo4j=neo4j, evaluations=False)  # checks the choice first
     check_binding(settings)
     limits = settings.server
-    with api.open_store(settings, bundle, neo4j=neo4j) as store, closing(api.SharedLLM(settings)) as llm:
-        app = build(settings, store, llm).streamable_http_app(
-            host=limits.host, max_request_body_size=limits.max_body_bytes
-        )
+    with graph as served:
+        app = build(settings, served).streamable_http_app(host=limits.host, max_request_body_size=limits.max_body_bytes)
         bound_logs()
         key = limits.api_key.get_secret_value()
         run_asgi(RequestGuard(with_key(app, key) if key else app, settings), settings)

@@ -279,7 +279,7 @@ def test_a_node_is_found_by_its_id_written_another_way(bundle: Path) -> None:
 def test_a_write_waits_for_a_running_evaluation(bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    from metakg.server import app as served
+    from metakg.server import served
     from metakg.server.evaluations import Evaluations
 
     benchmarks = tmp_path / "benchmarks"
