@@ -86,6 +86,7 @@ from metakg.api.qa import (
     qa_services,
     qa_store,
     read_questions,
+    strategies_left_out,
     trace_lines,
 )
 from metakg.api.schema import GraphSchema, graph_schema
@@ -217,6 +218,7 @@ __all__ = [
     "sparql_client",
     "start_local_server",
     "stop_local_server",
+    "strategies_left_out",
     "sync_wikidata",
     "synthetic_primekg",
     "trace_lines",

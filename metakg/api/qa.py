@@ -39,6 +39,7 @@ from metakg.qa_engine.evaluate import (
 )
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.services import QAServices
+from metakg.qa_engine.strategies import PLUGIN_PROBLEMS
 from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
 from metakg.qa_engine.strategy import Strategy
 from metakg.schemas.graph_store import GraphStore
@@ -63,6 +64,7 @@ __all__ = [
     "qa_services",
     "qa_store",
     "read_questions",
+    "strategies_left_out",
     "trace_lines",
 ]
 
@@ -219,6 +221,12 @@ def trace_lines(answer: Answer) -> list[str]:
 def describe_strategies() -> list[dict[str, Any]]:
     """Every registered strategy with its summary, settings section, switches and settings."""
     return STRATEGIES.describe()
+
+
+def strategies_left_out() -> list[str]:
+    """The strategies installed packages name (entry-point group ``metakg.strategies``) that could not be
+    loaded, each with the reason."""
+    return list(PLUGIN_PROBLEMS)
 
 
 def read_questions(

@@ -251,6 +251,9 @@ def strategies(json_mode: bool = typer.Option(False, "--json", help=JSON_HELP)) 
     default and meaning, and the switches `eval --ablation` can turn on."""
     with guarded("strategies", json_mode):
         described = api.describe_strategies()
+        left_out = api.strategies_left_out()
+        for problem in left_out:  # an installed strategy that could not be loaded
+            err.print(f"left out: {problem}", markup=False, highlight=False)
         if not json_mode:
             for item in described:
                 switches = f" switches: {', '.join(item['switches'])}" if item["switches"] else ""
@@ -262,7 +265,10 @@ def strategies(json_mode: bool = typer.Option(False, "--json", help=JSON_HELP)) 
                         markup=False,
                         highlight=False,
                     )
-        finish(True, {"command": "strategies", "strategies": described}, json_mode=json_mode)
+        payload: dict[str, Any] = {"command": "strategies", "strategies": described}
+        if left_out:
+            payload["left_out"] = left_out
+        finish(True, payload, json_mode=json_mode)
 
 
 def tune(

@@ -2,13 +2,16 @@
 
 The built-in strategies are registered in :mod:`metakg.qa_engine.strategies`; a new one is a module with a
 :class:`~metakg.qa_engine.strategy.Strategy` subclass, registered with :meth:`StrategyRegistry.register`
-(tests register their own on a copy of the registry).
+(tests register their own on a copy of the registry), or shipped in a package of its own that names it in
+the :data:`ENTRY_POINTS` entry-point group, which :meth:`StrategyRegistry.load_entry_points` reads.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Sequence
+from importlib.metadata import entry_points
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,6 +22,9 @@ from metakg.qa_engine.strategy import Strategy, switch_setting
 
 StrategyClass = type[Strategy[Any]]
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+#: the entry-point group a package names its strategies in (``name = "package.module:StrategyClass"``)
+ENTRY_POINTS = "metakg.strategies"
+logger = logging.getLogger("metakg.strategies")
 
 
 class StrategyRegistry:
@@ -56,6 +62,25 @@ class StrategyRegistry:
             )
         self._classes[name] = cls
         return cls
+
+    def load_entry_points(self, group: str = ENTRY_POINTS) -> list[str]:
+        """Register the strategies installed packages name in the entry-point ``group``. A strategy that cannot
+        be loaded or registered is left out with a warning; returns those problems, one line each."""
+        problems: list[str] = []
+        for point in sorted(entry_points(group=group), key=lambda p: p.name):
+            where = f"entry point {point.name!r} ({point.value}"
+            where += f", from {point.dist.name})" if point.dist is not None else ")"
+            try:
+                cls = point.load()
+                if not (isinstance(cls, type) and issubclass(cls, Strategy)):
+                    raise ValueError(f"it names {cls!r}, not a Strategy subclass")
+                if getattr(cls, "name", None) != point.name:
+                    raise ValueError(f"its strategy is named {getattr(cls, 'name', None)!r}, not {point.name!r}")
+                self.register(cls)
+            except Exception as e:  # a broken plugin must not stop the toolkit: it is reported and left out
+                problems.append(f"{where}: {type(e).__name__}: {e}")
+                logger.warning("strategy left out: %s", problems[-1])
+        return problems
 
     def copy(self) -> StrategyRegistry:
         """A new registry with the same strategies (to register more without touching this one)."""

@@ -63,7 +63,7 @@ def test_the_formats_table_is_the_reader_registrys_and_the_cli_offers_the_same()
 
     from metakg.ingest.datasets import FORMATS, QUESTION_FORMATS, READERS, DatasetFormat, formats_table
 
-    assert FORMATS == get_args(DatasetFormat)  # the type and the registry name the same formats
+    assert get_args(DatasetFormat) == FORMATS  # the type and the registry name the same formats
     assert formats_table() in DOCS["formats.md"]
     assert set(QUESTION_FORMATS) == {r.name for r in READERS if r.questions} and "text" not in QUESTION_FORMATS
     runner = CliRunner()

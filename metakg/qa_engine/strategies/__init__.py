@@ -1,4 +1,5 @@
-"""The built-in strategies, one module each, and the registry that holds them (:data:`REGISTRY`)."""
+"""The built-in strategies, one module each, and the registry that holds them with the installed ones
+(:data:`REGISTRY`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from metakg.qa_engine.strategies.metakgrag import MetaKGRAG
 from metakg.qa_engine.strategies.robodata import RoboData
 
 #: the strategies metakg ships
-REGISTRY = StrategyRegistry([LLMOnly, KGRag, MetaKGRAG, MedCoG, RoboData])
+BUILT_IN = (LLMOnly, KGRag, MetaKGRAG, MedCoG, RoboData)
+#: the strategies metakg ships, and those installed packages name in the ``metakg.strategies`` group
+REGISTRY = StrategyRegistry(BUILT_IN)
+#: the installed strategies that could not be loaded, one line each (each was logged as a warning)
+PLUGIN_PROBLEMS = REGISTRY.load_entry_points()
 
-__all__ = ["REGISTRY", "KGRag", "LLMOnly", "MedCoG", "MetaKGRAG", "RoboData"]
+__all__ = ["BUILT_IN", "PLUGIN_PROBLEMS", "REGISTRY", "KGRag", "LLMOnly", "MedCoG", "MetaKGRAG", "RoboData"]

@@ -11,11 +11,12 @@ from metakg.config import QASettings
 from metakg.llm.scripted import ScriptedClient
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.qa_engine.context import QAContext
-from metakg.qa_engine.strategies import REGISTRY
+from metakg.qa_engine.strategies import BUILT_IN, REGISTRY
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.knowledge_source import Binding
 from metakg.schemas.tables import empty_edges, empty_nodes
 from tests.contract.example_strategy import EXAMPLE_REGISTRY
+from tests.contract.installed_strategy import INSTALLED_PROBLEMS, INSTALLED_REGISTRY
 from tests.contract.strategy_contract import MC, PRICES, StrategyContract
 from tests.unit.qa_engine.handmade import AxisEmbedder, store
 
@@ -66,6 +67,22 @@ class TestRoboDataContract(StrategyContract):
 class TestExampleStrategyContract(StrategyContract):
     strategy_name = "first_edges"
     registry = EXAMPLE_REGISTRY
+
+
+class TestInstalledStrategyContract(StrategyContract):
+    """A strategy from a package of its own, found through the ``metakg.strategies`` entry points."""
+
+    strategy_name = "word_edges"
+    registry = INSTALLED_REGISTRY
+
+
+def test_an_installed_strategy_is_registered_and_a_broken_one_left_out_with_the_reason() -> None:
+    assert INSTALLED_REGISTRY.names[:-1] == tuple(cls.name for cls in BUILT_IN)  # the built-ins first
+    assert "word_edges" in INSTALLED_REGISTRY.names and "broken" not in INSTALLED_REGISTRY.names
+    (problem,) = INSTALLED_PROBLEMS
+    assert "'broken'" in problem and "metakg-example-plugin" in problem and "not a Strategy subclass" in problem
+    described = next(d for d in INSTALLED_REGISTRY.describe() if d["name"] == "word_edges")
+    assert [s["key"] for s in described["settings"]] == ["k"]
 
 
 def _contracts() -> list[type[StrategyContract]]:
