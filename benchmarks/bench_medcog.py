@@ -177,8 +177,8 @@ def llm_usage(bundle: Path, settings: Settings, data_dir: Path, limit: int, trai
     started = time.perf_counter()
     report = WORK / "medcog_llm"
     result = api.evaluate_benchmark(
-        run, data_dir / HARD, "medagents", report, strategies=["medcog"], ablations=["all"], limit=limit,
-        bundle=bundle, resume=False,
+        run, api.Benchmark(data_dir / HARD, "medagents", limit=limit), report, api.Runs(["medcog"], ["all"]),
+        over=api.StoreChoice(bundle), options=api.EvalOptions(resume=False),
     )  # fmt: skip
     summary = result["summary"]
     keys = ("calls_per_question", "method_tokens_per_question", "cost_per_question", "accuracy", "fail")

@@ -201,12 +201,10 @@ def llm_usage(bundle: Path, settings: Settings, data_dir: Path, limit: int) -> d
         local = settings.model_copy(update={"llm": llm, "paths": paths})
         result = api.evaluate_benchmark(
             local,
-            data_dir / PILOT_QUESTIONS,
-            "pilot",
+            api.Benchmark(data_dir / PILOT_QUESTIONS, "pilot", limit=limit),
             Path(tmp) / "report",
-            strategies=["llm_only", "kg_rag", "metakgrag"],
-            limit=limit,
-            bundle=bundle,
+            api.Runs(["llm_only", "kg_rag", "metakgrag"]),
+            over=api.StoreChoice(bundle),
         )
     keys = ("calls_per_question", "tokens_per_question", "latency_p50_ms", "latency_p95_ms", "accuracy", "fail")
     return {label: {k: s[k] for k in keys} for label, s in result["summary"].items() if label != "ORACLE"}

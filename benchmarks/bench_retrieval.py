@@ -68,29 +68,16 @@ def runs(settings: Settings, questions: Path, fmt: str, graph: Path, skip: int, 
     """kg_rag, metakgrag with every ablation, and metakgrag with the paper preset, on the held-out part."""
     out = WORK / f"retrieval_eval_{name}"
     shutil.rmtree(out, ignore_errors=True)
+    benchmark = api.Benchmark(questions, fmt, skip=skip)  # type: ignore[arg-type]
+    where = api.StoreChoice(graph)
     summary = api.evaluate_benchmark(
-        settings,
-        questions,
-        fmt,  # type: ignore[arg-type]
-        out,
-        strategies=["kg_rag", "metakgrag"],
-        ablations=["all"],
-        skip=skip,
-        bundle=graph,
-        use_llm=False,
+        settings, benchmark, out, api.Runs(["kg_rag", "metakgrag"], ["all"]), over=where, runner=api.NoLLM()
     )["summary"]
     paper = settings.model_copy(
         update={"qa": settings.qa.model_validate(settings.qa.model_dump() | {"metakgrag": {"preset": "paper"}})}
     )
     paper_summary = api.evaluate_benchmark(
-        paper,
-        questions,
-        fmt,
-        out / "paper",
-        strategies=["metakgrag"],
-        skip=skip,
-        bundle=graph,
-        use_llm=False,  # type: ignore[arg-type]
+        paper, benchmark, out / "paper", api.Runs(["metakgrag"]), over=where, runner=api.NoLLM()
     )["summary"]
     summary["metakgrag (paper preset)"] = paper_summary["metakgrag"]
     return {label: {k: s.get(k) for k in KEYS} | {"questions": s["questions"]} for label, s in summary.items()}

@@ -154,8 +154,8 @@ def per_question(
                 }
             )
             out = Path(tmp) / "report"
-            api.evaluate_benchmark(run, data_dir / questions_file, fmt, out, strategies=["robodata"],
-                                   limit=questions, resume=False)  # fmt: skip
+            api.evaluate_benchmark(run, api.Benchmark(data_dir / questions_file, fmt, limit=questions), out,
+                                   api.Runs(["robodata"]), options=api.EvalOptions(resume=False))  # fmt: skip
             rows = [pl.read_ndjson(out / "answers-robodata.jsonl").to_dicts()][0]
         finally:
             sparql_server.stop(server)

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from metakg.api._shared import Progress
-from metakg.api.qa import evaluate_benchmark
+from metakg.api.qa import Benchmark, Runs, evaluate_benchmark
+from metakg.api.session import EvalOptions, StoreChoice
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
 from metakg.ingest.datasets import DatasetFormat
@@ -84,16 +85,12 @@ def calibrate_medcog(
         raise UsageError('calibration needs the monitoring step: set [qa.medcog] route = "meta".')
     evaluate_benchmark(
         settings,
-        path,
-        fmt,
+        Benchmark(path, fmt, limit=limit),
         out_dir,
-        strategies=["medcog"],
-        ablations=["all"],
-        limit=limit,
-        bundle=bundle,
-        neo4j=neo4j,
+        Runs(["medcog"], ["all"]),
+        over=StoreChoice(bundle, neo4j),
+        options=EvalOptions(tick=tick),
         progress=progress,
-        tick=tick,
     )
     meta = _rows(out_dir / "answers-medcog.jsonl")
     scores = {
@@ -163,8 +160,9 @@ def build_casebank(
     run_settings = settings.model_copy(update={"qa": settings.qa.with_section("medcog", {"route": route})})
     work = out / "build"
     evaluate_benchmark(
-        run_settings, path, fmt, work, strategies=["medcog"], limit=limit, bundle=bundle, neo4j=neo4j,
-        graphless=route == "scot", progress=progress, tick=tick,  # SCoT alone reads no graph
+        run_settings, Benchmark(path, fmt, limit=limit), work, Runs(["medcog"]),
+        over=StoreChoice(bundle, neo4j, graphless=route == "scot"),  # SCoT alone reads no graph
+        options=EvalOptions(tick=tick), progress=progress,
     )  # fmt: skip
     rows = _rows(work / "answers-medcog.jsonl")  # the run is named by its spec; its route is fixed in settings
     return grow_casebank(settings, rows, out, source=path.name, progress=progress)

@@ -9,7 +9,7 @@ factory of empty embedded stores.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,9 @@ from metakg.api._shared import Progress, at_least_one, quiet
 from metakg.api.llm import SharedLLM
 from metakg.api.session import (
     EvalOptions,
+    LLMRunner,
+    NoLLM,
+    OneShotLLM,
     QASession,
     StoreChoice,
     llm_runner,
@@ -29,7 +32,7 @@ from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
 from metakg.ingest.datasets import QUESTION_FORMATS, DatasetFormat, DatasetRead, read_dataset
 from metakg.qa_engine.core import Answer, Question, QuestionError, marked_topic
-from metakg.qa_engine.efficiency import DEFAULT_SCALING, load_reference
+from metakg.qa_engine.efficiency import ReferenceSet, load_reference
 from metakg.qa_engine.evaluate import (
     COLUMNS,
     RunSpec,
@@ -50,8 +53,10 @@ __all__ = [
     "EVAL_FORMATS",
     "STRATEGIES",
     "Answer",
+    "Benchmark",
     "Question",
     "RunSpec",
+    "Runs",
     "answer_over",
     "answer_snapshot",
     "ask",
@@ -259,47 +264,54 @@ def read_questions(
     return questions[skip:], read
 
 
+@dataclass(frozen=True)
+class Benchmark:
+    """A question file in one of :data:`EVAL_FORMATS`: ``skip`` leaves out its first questions and ``limit``
+    keeps the next N (tune on one part of a file, report on the rest)."""
+
+    path: Path
+    fmt: DatasetFormat
+    limit: int | None = None
+    skip: int = 0
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The runs of an evaluation: each strategy, and each with its switch variants (``ablations``: switches,
+    or ``all`` for one run per switch), built by ``registry`` (default: the shipped one)."""
+
+    strategies: Sequence[str]
+    ablations: Sequence[str] = ()
+    registry: StrategyRegistry | None = None
+
+
 @locked("out_dir", "the evaluation folder")
 def evaluate_benchmark(
     settings: Settings,
-    path: Path,
-    fmt: DatasetFormat,
+    benchmark: Benchmark,
     out_dir: Path,
+    runs: Runs,
     *,
-    strategies: Sequence[str],
-    ablations: Sequence[str] = (),
-    limit: int | None = None,
-    skip: int = 0,
-    bundle: Path | None = None,
-    neo4j: bool = False,
-    resume: bool = True,
-    keep_failed: bool = False,
-    use_llm: bool = True,
-    budget: int = 10,
-    scaling: str | Path = DEFAULT_SCALING,
-    iie_reference: str | None = None,
-    graphless: bool = False,
-    store: GraphStore | None = None,
-    llm: SharedLLM | None = None,
-    registry: StrategyRegistry | None = None,
+    over: GraphStore | StoreChoice | None = None,
+    runner: LLMRunner | None = None,
+    options: EvalOptions | None = None,
     progress: Progress | None = None,
-    tick: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Run strategies (and their switch variants, e.g. MetaKGRAG ablations) over a benchmark; writes the
     answers, summary and comparison into ``out_dir``.
 
-    ``skip`` leaves out the first questions and ``limit`` keeps the next N (tune on one part of a file,
-    report on the rest); ``budget`` is the evidence budget of the recall-at-budget figures. ``scaling``
-    names the reference set of the inference density (or a CSV or an eval report of the user's own runs) and
-    ``iie_reference`` the run IIE is measured against (both are checked before any question is asked).
-    ``graphless`` runs over an empty graph, with no bundle or database (for runs that read none, such as
-    MedCoG's SCoT route building a case bank). ``store``: a store the caller holds open (``metakg serve``),
-    used instead of ``bundle``/``neo4j`` and left open; ``llm``: an LLM session the caller keeps (else one is
-    opened for the run).
+    ``over``: a store the caller holds open (``metakg serve``; left open) or the :class:`StoreChoice` to open
+    (``graphless`` there runs over an empty graph, for runs that read none, such as MedCoG's SCoT route
+    building a case bank; it is implied when no run reads a graph). ``runner``: how the LLM runs (default:
+    a session opened for the run; :class:`NoLLM` evaluates retrieval only). ``options``: resume, the
+    evidence ``budget`` of the recall-at-budget figures, the reference set of the inference density
+    (``scaling``: a name, a CSV or an eval report of the user's own runs) and the run IIE is measured against
+    (both checked before any question is asked), and a ``tick`` after each answer.
     Input lines that are not questions go to ``out_dir/rejects.csv`` with their reason. A re-run resumes
-    from the answers in ``out_dir`` (failed ones are asked again unless ``keep_failed``). Without
-    ``use_llm`` only the graph strategies run, retrieval only (concepts by rules): the report then holds
-    the evidence metrics and retrieval times, and every answer fails with "retrieval only: the LLM was not asked".
+    from the answers in ``out_dir`` (failed ones are asked again unless ``keep_failed``). With
+    :class:`NoLLM` only the graph strategies run, retrieval only (concepts by rules): the report then holds
+    the evidence metrics and retrieval times, and every answer fails with "retrieval only: the LLM was not
+    asked".
 
     Returns:
         ``summary`` (keyed by run label), ``questions``, ``rejected``, ``out``, ``columns`` (the comparison
@@ -310,11 +322,17 @@ def evaluate_benchmark(
         InputDataError: the benchmark file cannot be read, or it holds no question.
     """
     say = progress or quiet
-    registry = registry or STRATEGIES
+    options = options or EvalOptions()
+    runner = runner or OneShotLLM()
+    where = over if over is not None else StoreChoice()
+    registry = runs.registry or STRATEGIES
+    path, fmt, limit, skip = benchmark.path, benchmark.fmt, benchmark.limit, benchmark.skip
+    strategies, ablations, budget = runs.strategies, runs.ablations, options.budget
+    iie_reference, use_llm = options.iie_reference, not isinstance(runner, NoLLM)
     if fmt not in EVAL_FORMATS:
         raise UsageError(f"unknown benchmark format {fmt!r}; choose one of {', '.join(EVAL_FORMATS)}.")
     specs = run_specs(strategies, ablations, registry)
-    ref_set = load_reference(scaling)
+    ref_set = options.scaling if isinstance(options.scaling, ReferenceSet) else load_reference(options.scaling)
     try:
         ref_set.fit()
     except ValueError as e:
@@ -340,10 +358,9 @@ def evaluate_benchmark(
             f"({read.rejects.height} lines rejected)."
         )
 
-    graphless = graphless or not any(registry.get(spec.strategy).uses_graph for spec in specs)
-    options = EvalOptions(resume, keep_failed, budget, ref_set, iie_reference, tick)
-    where = store if store is not None else StoreChoice(bundle, neo4j, graphless=graphless)
-    runner = llm_runner(use_llm=use_llm, llm=llm)
+    if isinstance(where, StoreChoice) and not any(registry.get(spec.strategy).uses_graph for spec in specs):
+        where = replace(where, graphless=True)
+    options = replace(options, scaling=ref_set)
     with QASession(settings, where, runner=runner, registry=registry, progress=say) as session:
         summary = session.evaluate(questions, specs, out_dir, options)
     return {

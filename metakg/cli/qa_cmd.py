@@ -195,25 +195,16 @@ def evaluate(
             def tick(label: str, done: int, total: int) -> None:
                 bar(done, total, label)
 
+            options = api.EvalOptions(not fresh, keep_failed, budget, scaling, iie_reference, tick)
             result = api.evaluate_benchmark(
                 cfg,
-                benchmark,
-                fmt,
+                api.Benchmark(benchmark, fmt, limit=limit, skip=skip),
                 output,
-                strategies=strategy.split(","),
-                ablations=ablation or [],
-                limit=limit,
-                skip=skip,
-                budget=budget,
-                scaling=scaling,
-                iie_reference=iie_reference,
-                bundle=bundle,
-                neo4j=neo4j,
-                resume=not fresh,
-                keep_failed=keep_failed,
-                use_llm=not no_llm,
+                api.Runs(strategy.split(","), ablation or []),
+                over=api.StoreChoice(bundle, neo4j),
+                runner=api.llm_runner(use_llm=not no_llm),
+                options=options,
                 progress=say,
-                tick=tick,
             )
         summary: dict[str, dict[str, Any]] = result["summary"]
         if grow is not None:

@@ -181,16 +181,12 @@ class Evaluations:
         request = run.request
         return api.evaluate_benchmark(
             self._settings,
-            self.benchmark_path(request["benchmark"]),
-            request["format"],
+            api.Benchmark(
+                self.benchmark_path(request["benchmark"]), request["format"], request["limit"], request["skip"]
+            ),
             run.out_dir,
-            strategies=request["strategies"],
-            ablations=request["ablations"],
-            limit=request["limit"],
-            skip=request["skip"],
-            budget=request["budget"],
-            use_llm=request["use_llm"],
-            store=self._store,
-            llm=self._llm,
-            tick=tick,
+            api.Runs(request["strategies"], request["ablations"]),
+            over=self._store,
+            runner=api.llm_runner(use_llm=request["use_llm"], llm=self._llm),
+            options=api.EvalOptions(budget=request["budget"], tick=tick),
         )

@@ -60,14 +60,10 @@ def evaluate_and_check(settings: Settings, data_dir: Path, out: Path, csqa_bundl
     """Every strategy and ablation over 4 questions; checks the report, the evidence ids and the cycles."""
     result = api.evaluate_benchmark(
         settings,
-        data_dir / QUESTIONS,
-        "pilot",
+        api.Benchmark(data_dir / QUESTIONS, "pilot", limit=4),
         out,
-        strategies=["llm_only", "kg_rag", "metakgrag"],
-        ablations=["all"],
-        limit=4,
-        bundle=None if neo4j else csqa_bundle,
-        neo4j=neo4j,
+        api.Runs(["llm_only", "kg_rag", "metakgrag"], ["all"]),
+        over=api.StoreChoice(None if neo4j else csqa_bundle, neo4j),
     )
     summary: dict[str, dict[str, Any]] = result["summary"]
     bundle = read_bundle(csqa_bundle)
@@ -128,13 +124,10 @@ def test_medcog_routes_checks_the_graph_and_counts_every_call(
     out = tmp_path / "medcog"
     result = api.evaluate_benchmark(
         settings_for(local_llm),
-        data_dir / QUESTIONS,
-        "pilot",
+        api.Benchmark(data_dir / QUESTIONS, "pilot", limit=2),
         out,
-        strategies=["medcog"],
-        ablations=["route=scot_kg"],
-        limit=2,
-        bundle=csqa_bundle,
+        api.Runs(["medcog"], ["route=scot_kg"]),
+        over=api.StoreChoice(csqa_bundle),
     )
     summary: dict[str, dict[str, Any]] = result["summary"]
     assert {"medcog", "medcog[route=scot_kg]"} <= set(summary)

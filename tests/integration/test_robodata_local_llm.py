@@ -38,7 +38,7 @@ def test_ten_simplequestions_end_to_end(
     before = sparql(qa_sparql_endpoint, count)
     out = tmp_path / "report"
     result = api.evaluate_benchmark(
-        settings, data_dir / QUESTIONS, "simplequestions", out, strategies=["robodata"], limit=10
+        settings, api.Benchmark(data_dir / QUESTIONS, "simplequestions", limit=10), out, api.Runs(["robodata"])
     )
     figures = result["summary"]["robodata"]
     assert figures["questions"] == 10 and figures["iterations_per_question"] <= TURNS
@@ -83,12 +83,10 @@ def test_robodata_kg_rag_and_metakgrag_compared_on_one_slice(
     out = tmp_path / "compare"
     result = api.evaluate_benchmark(
         settings,
-        data_dir / QUESTIONS,
-        "simplequestions",
+        api.Benchmark(data_dir / QUESTIONS, "simplequestions", limit=5),
         out,
-        strategies=["robodata", "kg_rag", "metakgrag"],
-        limit=5,
-        bundle=tmp_path / "slice",
+        api.Runs(["robodata", "kg_rag", "metakgrag"]),
+        over=api.StoreChoice(tmp_path / "slice"),
     )
     summary = result["summary"]
     assert set(summary) == {"robodata", "kg_rag", "metakgrag", "ORACLE"}

@@ -68,7 +68,9 @@ def test_a_second_writer_of_an_evaluation_folder_is_refused(tmp_path: Path) -> N
     questions.write_text('{"question": "What links alpha?\\nA: beta\\nB: zeta", "answer": "A"}\n')
     out = tmp_path / "report"
     with exclusive(out, "the evaluation folder"), pytest.raises(ResourceBusy, match="another metakg process"):
-        api.evaluate_benchmark(load_settings(), questions, "pilot", out, strategies=["kg_rag"], use_llm=False)
+        api.evaluate_benchmark(
+            load_settings(), api.Benchmark(questions, "pilot"), out, api.Runs(["kg_rag"]), runner=api.NoLLM()
+        )
     assert not (out / "summary.json").exists()
 
 
