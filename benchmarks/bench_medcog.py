@@ -172,7 +172,7 @@ def llm_usage(bundle: Path, settings: Settings, data_dir: Path, limit: int, trai
     llm = settings.llm.model_copy(update={"prices_per_mtok": PRICES})
     priced = settings.model_copy(update={"llm": llm})
     if not (bank / "manifest.json").is_file():
-        api.build_casebank(priced, data_dir / TRAIN, "medagents", bank, limit=train)
+        api.build_casebank(priced, api.Benchmark(data_dir / TRAIN, "medagents", limit=train), bank)
     run = priced.model_copy(update={"qa": priced.qa.with_section("medcog", {"casebank": bank})})
     started = time.perf_counter()
     report = WORK / "medcog_llm"

@@ -33,7 +33,7 @@ from metakg.api.bundles import (
     validation_page,
     write_validated,
 )
-from metakg.api.calibrate import DEFAULT_GRID, build_casebank, calibrate_medcog, grow_from_report
+from metakg.api.calibrate import DEFAULT_GRID, Goal, build_casebank, calibrate_medcog, grow_from_report
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import (
     FORMATS,
@@ -86,7 +86,6 @@ from metakg.api.qa import (
     make_question,
     qa_context,
     qa_services,
-    qa_store,
     read_questions,
     strategies_left_out,
     trace_lines,
@@ -142,6 +141,7 @@ __all__ = [
     "DatasetFormat",
     "DemoResult",
     "EvalOptions",
+    "Goal",
     "GraphPath",
     "GraphSchema",
     "GraphStore",
@@ -209,7 +209,6 @@ __all__ = [
     "primekg_download",
     "qa_context",
     "qa_services",
-    "qa_store",
     "read_questions",
     "recorded_diff",
     "rejects_tolerated",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,6 @@ from metakg.api.qa import Benchmark, Runs, evaluate_benchmark
 from metakg.api.session import EvalOptions, StoreChoice
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
-from metakg.ingest.datasets import DatasetFormat
 from metakg.llm.embedder import LazyEmbedder
 from metakg.qa_engine.calibrate import Candidate, Objective, Outcome, search
 from metakg.qa_engine.casebank import CaseBank
@@ -26,7 +26,7 @@ from metakg.qa_engine.evaluate import list_cost_of
 from metakg.qa_engine.metacog import ROUTES, Assessment
 from metakg.schemas.locks import write_output
 
-__all__ = ["DEFAULT_GRID", "build_casebank", "calibrate_medcog", "grow_casebank", "grow_from_report"]
+__all__ = ["DEFAULT_GRID", "Goal", "build_casebank", "calibrate_medcog", "grow_casebank", "grow_from_report"]
 
 DEFAULT_GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -47,23 +47,30 @@ def _as_dict(candidate: Candidate) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Goal:
+    """What calibration looks for: the threshold values tried for each of tau_c, tau_f and tau_k, and the
+    ``objective`` (``accuracy``, ties to the cheapest; or ``budget``: the best within ``budget`` USD per
+    question)."""
+
+    grid: Sequence[float] = DEFAULT_GRID
+    objective: Objective = "accuracy"
+    budget: float | None = None
+
+
 def calibrate_medcog(
     settings: Settings,
-    path: Path,
-    fmt: DatasetFormat,
+    benchmark: Benchmark,
     out_dir: Path,
+    goal: Goal | None = None,
     *,
-    grid: Sequence[float] = DEFAULT_GRID,
-    objective: Objective = "accuracy",
-    budget: float | None = None,
-    limit: int | None = None,
-    bundle: Path | None = None,
-    neo4j: bool = False,
+    over: StoreChoice | None = None,
     settings_out: Path | None = None,
     progress: Progress | None = None,
     tick: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate MedCoG's monitoring and its five fixed routes over ``path``, then pick the thresholds.
+    """Evaluate MedCoG's monitoring and its five fixed routes over the ``benchmark``'s questions (on the
+    bundle or Neo4j ``over`` names), then pick the thresholds the ``goal`` asks for.
 
     Writes the evaluation into ``out_dir``, ``out_dir/calibration.json`` (every triple, best first) and the
     chosen ``[qa.medcog]`` thresholds into ``settings_out`` (default ``out_dir/medcog.toml``).
@@ -77,6 +84,8 @@ def calibrate_medcog(
             ``[qa.medcog] route`` (the monitoring step must run).
         InputDataError: no question was both rated and answered by every route.
     """
+    goal = goal or Goal()
+    grid, objective, budget = goal.grid, goal.objective, goal.budget
     if not grid or any(not 0 <= g <= 1 for g in grid):
         raise UsageError(f"--grid values must lie in [0, 1], got {list(grid)}.")
     if objective == "budget" and budget is None:
@@ -85,10 +94,10 @@ def calibrate_medcog(
         raise UsageError('calibration needs the monitoring step: set [qa.medcog] route = "meta".')
     evaluate_benchmark(
         settings,
-        Benchmark(path, fmt, limit=limit),
+        benchmark,
         out_dir,
         Runs(["medcog"], ["all"]),
-        over=StoreChoice(bundle, neo4j),
+        over=over,
         options=EvalOptions(tick=tick),
         progress=progress,
     )
@@ -136,21 +145,18 @@ def calibrate_medcog(
 
 def build_casebank(
     settings: Settings,
-    path: Path,
-    fmt: DatasetFormat,
+    benchmark: Benchmark,
     out: Path,
     *,
     route: str = "scot",
-    limit: int | None = None,
-    bundle: Path | None = None,
-    neo4j: bool = False,
+    over: StoreChoice | None = None,
     progress: Progress | None = None,
     tick: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Answer the questions of ``path`` with MedCoG's fixed ``route`` (``scot`` or ``scot_kg``) and keep each
-    trajectory with its reward in the case bank at ``out`` (merged into the bank already there: a bank grows
-    run by run). Answers without a reply (an LLM failure) are left out and counted. The ``scot`` route needs
-    no graph: without ``bundle`` or ``neo4j`` it runs over an empty one.
+    """Answer the ``benchmark``'s questions with MedCoG's fixed ``route`` (``scot`` or ``scot_kg``) and keep
+    each trajectory with its reward in the case bank at ``out`` (merged into the bank already there: a bank
+    grows run by run). Answers without a reply (an LLM failure) are left out and counted. The ``scot`` route
+    needs no graph: when ``over`` names no bundle or Neo4j it runs over an empty one.
 
     Raises:
         UsageError: a route other than ``scot`` or ``scot_kg``.
@@ -159,13 +165,12 @@ def build_casebank(
         raise UsageError(f"a case bank is built from the scot or scot_kg route, not {route!r}.")
     run_settings = settings.model_copy(update={"qa": settings.qa.with_section("medcog", {"route": route})})
     work = out / "build"
+    where = replace(over or StoreChoice(), graphless=route == "scot")  # SCoT alone reads no graph
     evaluate_benchmark(
-        run_settings, Benchmark(path, fmt, limit=limit), work, Runs(["medcog"]),
-        over=StoreChoice(bundle, neo4j, graphless=route == "scot"),  # SCoT alone reads no graph
-        options=EvalOptions(tick=tick), progress=progress,
-    )  # fmt: skip
+        run_settings, benchmark, work, Runs(["medcog"]), over=where, options=EvalOptions(tick=tick), progress=progress
+    )
     rows = _rows(work / "answers-medcog.jsonl")  # the run is named by its spec; its route is fixed in settings
-    return grow_casebank(settings, rows, out, source=path.name, progress=progress)
+    return grow_casebank(settings, rows, out, source=benchmark.path.name, progress=progress)
 
 
 def grow_casebank(

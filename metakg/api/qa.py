@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from metakg.api._shared import Progress, at_least_one, quiet
-from metakg.api.llm import SharedLLM
 from metakg.api.session import (
     EvalOptions,
     LLMRunner,
@@ -23,8 +21,6 @@ from metakg.api.session import (
     OneShotLLM,
     QASession,
     StoreChoice,
-    llm_runner,
-    open_for_questions,
     qa_context,
     qa_services,
 )
@@ -67,7 +63,6 @@ __all__ = [
     "make_question",
     "qa_context",
     "qa_services",
-    "qa_store",
     "read_questions",
     "strategies_left_out",
     "trace_lines",
@@ -110,20 +105,19 @@ def ask(
     settings: Settings,
     question: Question,
     *,
-    bundle: Path | None = None,
-    neo4j: bool = False,
+    over: StoreChoice | None = None,
     strategy: str | None = None,
     switches: str | Sequence[str] | None = None,
-    use_llm: bool = True,
-    as_of: datetime | None = None,
+    runner: LLMRunner | None = None,
     progress: Progress | None = None,
     steps: Callable[[dict[str, Any]], None] | None = None,
 ) -> Answer:
-    """Answer one question over the bundle or Neo4j with ``strategy`` (default ``qa.strategy``); with
-    ``as_of``, over the graph as it was recorded then (see :func:`~metakg.api.stores.open_store`).
+    """Answer one question over the bundle or Neo4j ``over`` names (with ``as_of``, the graph as it was
+    recorded then; see :func:`~metakg.api.stores.open_store`) with ``strategy`` (default ``qa.strategy``).
 
-    Without ``use_llm`` only retrieval runs (concepts by rules) and the answer fails with that reason. The
-    store is opened and closed here; ``steps`` receives each step of the trace as it is taken.
+    ``runner``: how the LLM runs (default: a session opened for this question; :class:`NoLLM`: retrieval
+    only, concepts by rules, and the answer fails with that reason). The store is opened and closed here;
+    ``steps`` receives each step of the trace as it is taken.
 
     Raises:
         UsageError: an unknown strategy or switch, or the store choice is wrong.
@@ -132,30 +126,9 @@ def ask(
     say = progress or quiet
     chosen = create_strategy(settings, strategy, switches)
     say("loading the store")
-    where = StoreChoice(bundle, neo4j, as_of, graphless=not chosen.uses_graph)
-    with QASession(settings, where, runner=llm_runner(use_llm=use_llm), progress=say) as session:
+    where = replace(over or StoreChoice(), graphless=not chosen.uses_graph)
+    with QASession(settings, where, runner=runner, progress=say) as session:
         return session.answer(question, chosen, steps=steps)
-
-
-def qa_store(
-    settings: Settings,
-    strategy: Strategy[Any],
-    *,
-    bundle: Path | None = None,
-    neo4j: bool = False,
-    as_of: datetime | None = None,
-    progress: Progress | None = None,
-) -> GraphStore:
-    """The store ``strategy`` answers over (a context manager; the caller closes it): the bundle (given its
-    name embeddings once) or Neo4j, as of a time, or an empty store for a strategy that reads no graph
-    when neither is given.
-
-    Raises:
-        UsageError: the store choice is wrong; ConfigError: Neo4j cannot be reached.
-    """
-    say = progress or quiet
-    say("loading the store")
-    return open_for_questions(settings, bundle, neo4j, graphless=not strategy.uses_graph, as_of=as_of, progress=say)
 
 
 def answer_snapshot(
@@ -198,19 +171,17 @@ def answer_over(
     question: Question,
     strategy: Strategy[Any],
     *,
-    use_llm: bool = True,
+    runner: LLMRunner | None = None,
     progress: Progress | None = None,
     steps: Callable[[dict[str, Any]], None] | None = None,
-    llm: SharedLLM | None = None,
     services: QAServices | None = None,
 ) -> Answer:
     """Answer ``question`` with ``strategy`` over a store the caller holds open (``metakg serve`` keeps one
-    for the process). Without ``use_llm`` only retrieval runs (concepts by rules). ``steps`` receives each
-    step of the trace as the strategy takes it (concepts found, a start's refined path, ...). ``llm``: a
-    session the caller keeps across questions (else one is opened for this question); ``services``: caches
-    shared with other questions over this store (:func:`qa_services`). Runs its own event loop: call it from
-    a thread, not from a running loop."""
-    runner = llm_runner(use_llm=use_llm, llm=llm)
+    for the process). ``runner``: how the LLM runs (default: a session opened for this question;
+    :class:`SharedRunner` over the session a long-lived process keeps; :class:`NoLLM`: retrieval only).
+    ``steps`` receives each step of the trace as the strategy takes it (concepts found, a start's refined
+    path, ...); ``services``: caches shared with other questions over this store (:func:`qa_services`).
+    Runs its own event loop: call it from a thread, not from a running loop."""
     session = QASession(settings, store, runner=runner, services=services, progress=progress)
     return session.answer(question, strategy, steps=steps)
 

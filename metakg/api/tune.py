@@ -16,12 +16,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from metakg.api._shared import Progress, at_least_one, quiet
-from metakg.api.qa import STRATEGIES, read_questions
-from metakg.api.session import EvalOptions, NoLLM, QASession
+from metakg.api.qa import STRATEGIES, Benchmark, read_questions
+from metakg.api.session import EvalOptions, NoLLM, QASession, StoreChoice
 from metakg.api.stores import open_store
 from metakg.config import QASettings, Settings
 from metakg.errors import ConfigError, InputDataError, UsageError
-from metakg.ingest.datasets import DatasetFormat
 from metakg.qa_engine.evaluate import RunSpec
 from metakg.schemas.locks import locked, write_output
 
@@ -109,21 +108,17 @@ def _with(settings: Settings, strategy: str, combination: dict[str, Any]) -> Set
 @locked("out_dir", "the tuning folder")
 def tune_benchmark(
     settings: Settings,
-    path: Path,
-    fmt: DatasetFormat,
+    benchmark: Benchmark,
     out_dir: Path,
     *,
     strategy: str,
     grid: dict[str, list[Any]],
-    limit: int | None = None,
-    skip: int = 0,
-    bundle: Path | None = None,
-    neo4j: bool = False,
-    budget: int = 10,
+    over: StoreChoice | None = None,
+    options: EvalOptions | None = None,
     progress: Progress | None = None,
-    tick: Tick | None = None,
 ) -> dict[str, Any]:
-    """Evaluate ``strategy`` without an LLM for every combination of ``grid`` (from :func:`parse_grid`).
+    """Evaluate ``strategy`` without an LLM for every combination of ``grid`` (from :func:`parse_grid`) over
+    the bundle or Neo4j ``over`` names; ``options`` gives the evidence ``budget`` and a ``tick`` per answer.
 
     Each run's answers and summary go to ``out_dir/run-<n>/``; ``out_dir/tune.json`` and ``tune.md`` hold
     the ranked table.
@@ -137,6 +132,10 @@ def tune_benchmark(
         InputDataError: the question file cannot be read or holds no question.
     """
     say = progress or quiet
+    options = options or EvalOptions()
+    where = over or StoreChoice()
+    path, fmt, limit, skip = benchmark.path, benchmark.fmt, benchmark.limit, benchmark.skip
+    budget, tick = options.budget, options.tick
     at_least_one("--budget", budget)
     cls = STRATEGIES.get(strategy)
     if not cls.uses_graph:
@@ -151,7 +150,7 @@ def tune_benchmark(
     if not questions:
         raise InputDataError(f"{path} holds no question in the {fmt} format after skipping {skip}.")
     runs: list[dict[str, Any]] = []
-    with open_store(settings, bundle, neo4j=neo4j, progress=say) as store:
+    with open_store(settings, where.bundle, neo4j=where.neo4j, progress=say) as store:
         for number, (combination, run_settings) in enumerate(zip(combinations, configured, strict=True), start=1):
             folder = out_dir / f"run-{number}"
             say(f"run {number}/{len(combinations)}: {_label(combination)}")

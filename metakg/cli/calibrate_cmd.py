@@ -41,8 +41,9 @@ def casebank_build(
     with guarded("casebank build", json_mode):
         with progress("casebank") as say, progress_bar("questions") as bar:
             result = api.build_casebank(
-                cfg, dataset, fmt, output, route=route, limit=limit, bundle=bundle, neo4j=neo4j,  # type: ignore[arg-type]
-                progress=say, tick=lambda label, done, total: bar(done, total, label),
+                cfg, api.Benchmark(dataset, fmt, limit=limit), output, route=route,  # type: ignore[arg-type]
+                over=api.StoreChoice(bundle, neo4j), progress=say,
+                tick=lambda label, done, total: bar(done, total, label),
             )  # fmt: skip
         if not json_mode:
             out.print(
@@ -85,15 +86,10 @@ def medcog(
         with progress("calibrate") as say, progress_bar("questions") as bar:
             result = api.calibrate_medcog(
                 cfg,
-                benchmark,
-                fmt,  # type: ignore[arg-type]
+                api.Benchmark(benchmark, fmt, limit=limit),  # type: ignore[arg-type]
                 output,
-                grid=values,
-                objective=objective,  # type: ignore[arg-type]
-                budget=budget,
-                limit=limit,
-                bundle=bundle,
-                neo4j=neo4j,
+                api.Goal(values, objective, budget),  # type: ignore[arg-type]
+                over=api.StoreChoice(bundle, neo4j),
                 settings_out=settings_out,
                 progress=say,
                 tick=lambda label, done, total: bar(done, total, label),

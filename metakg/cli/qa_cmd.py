@@ -105,14 +105,15 @@ def ask(
             when = api.parse_time(as_of) if as_of is not None else None
             if identity is not None and bundle is not None:
                 bundle = api.curated_bundle(cfg, bundle, identity, say)
-            with api.qa_store(cfg, chosen, bundle=bundle, neo4j=neo4j, as_of=when, progress=say) as store:
-                answer = api.answer_over(
-                    cfg, store, asked, chosen, use_llm=not no_llm, progress=say, steps=heard.append
-                )  # fmt: skip
+            say("loading the store")
+            where = api.StoreChoice(bundle, neo4j, when, graphless=not chosen.uses_graph)
+            runner = api.llm_runner(use_llm=not no_llm)
+            with api.QASession(cfg, where, runner=runner, progress=say) as session:
+                answer = session.answer(asked, chosen, steps=heard.append)
                 if html is not None:  # the page holds the evidence nodes' records and neighbours: read them now
                     from metakg.server.page import offline_page
 
-                    page = offline_page(api.answer_snapshot(store, asked, answer, heard))
+                    page = offline_page(api.answer_snapshot(session.store, asked, answer, heard))
                     try:
                         html.parent.mkdir(parents=True, exist_ok=True)
                         html.write_text(page, encoding="utf-8")
@@ -293,18 +294,13 @@ def tune(
         with progress("tune") as say, progress_bar("questions") as bar:
             result = api.tune_benchmark(
                 cfg,
-                benchmark,
-                fmt,
+                api.Benchmark(benchmark, fmt, limit=limit, skip=skip),
                 output,
                 strategy=strategy,
                 grid=parsed,
-                limit=limit,
-                skip=skip,
-                bundle=bundle,
-                neo4j=neo4j,
-                budget=budget,
+                over=api.StoreChoice(bundle, neo4j),
+                options=api.EvalOptions(budget=budget, tick=lambda label, done, total: bar(done, total, label)),
                 progress=say,
-                tick=lambda label, done, total: bar(done, total, label),
             )
         if not json_mode:
             out.print(api.tune_table(result["runs"]), markup=False, highlight=False)

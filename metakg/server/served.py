@@ -273,10 +273,9 @@ class ServedGraph:
             raise ResourceBusy("the server is answering as many questions as it allows")
         try:
             with self.reading():
-                return api.answer_over(
-                    cfg, self.store, question, strategy, use_llm=use_llm, llm=self.llm, services=self.services,
-                    steps=steps,
-                )  # fmt: skip
+                runner = api.llm_runner(use_llm=use_llm, llm=self.llm)
+                return api.answer_over(cfg, self.store, question, strategy, runner=runner, services=self.services,
+                                       steps=steps)  # fmt: skip
         finally:
             self._slots.release()
 

@@ -111,7 +111,9 @@ def test_a_question_crosses_primekg_wikidata_and_extracted_edges(
     # the evidence of a question joins the three sources
     settings = load_settings()
     question = api.make_question(f"How is {chain.primekg_drug} connected to {PLACE}?")
-    answer = api.ask(settings, question, bundle=tmp_path / "one", strategy="metakgrag", use_llm=False)
+    answer = api.ask(
+        settings, question, over=api.StoreChoice(tmp_path / "one"), strategy="metakgrag", runner=api.NoLLM()
+    )
     sources = dict(zip(one.edges["id"].to_list(), one.edges["source"].to_list(), strict=True))
     crossing = [p for p in answer.evidence if {"primekg", "wikidata", "notes"} <= {sources[e] for e in p.edges}]
     assert crossing, [p.triples for p in answer.evidence]

@@ -112,8 +112,8 @@ def test_every_strategy_and_ablation_on_neo4j(
     evaluate_and_check(settings, data_dir, tmp_path / "report", csqa_bundle, neo4j=True)
     # the same question asked on both stores starts from the same entities
     question = api.read_questions(data_dir / QUESTIONS, "pilot", limit=1)[0][0]
-    on_neo4j = api.ask(settings, question, neo4j=True, use_llm=False)
-    embedded = api.ask(settings, question, bundle=csqa_bundle, use_llm=False)
+    on_neo4j = api.ask(settings, question, over=api.StoreChoice(neo4j=True), runner=api.NoLLM())
+    embedded = api.ask(settings, question, over=api.StoreChoice(csqa_bundle), runner=api.NoLLM())
     assert on_neo4j.trace["start_entities"] == embedded.trace["start_entities"]
 
 

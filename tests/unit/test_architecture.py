@@ -65,3 +65,16 @@ def test_importing_the_package_does_nothing_heavy() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_question_entry_points_take_at_most_eight_parameters() -> None:
+    import inspect
+
+    from metakg import api
+
+    entry_points = (
+        api.ask, api.answer_over, api.evaluate_benchmark, api.tune_benchmark, api.calibrate_medcog,
+        api.build_casebank, api.QASession.__init__, api.QASession.evaluate,
+    )  # fmt: skip
+    crowded = {f.__qualname__: n for f in entry_points if (n := len(inspect.signature(f).parameters)) > 8}
+    assert not crowded, f"group the parameters (Benchmark, Runs, StoreChoice, EvalOptions): {crowded}"

@@ -41,7 +41,7 @@ def test_questions_from_many_threads_share_one_bounded_client(endpoint: FaultSer
             question = api.make_question(f"What does aspirin treat? ({number})", ["A: headache", "B: warfarin"])
             heard[number] = []
             answers[number] = api.answer_over(
-                settings, store, question, api.create_strategy(settings, "kg_rag"), llm=shared,
+                settings, store, question, api.create_strategy(settings, "kg_rag"), runner=api.SharedRunner(shared),
                 steps=lambda step: heard[number].append(step["kind"]),
             )  # fmt: skip
 
