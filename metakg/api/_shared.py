@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from metakg.config import Settings
 from metakg.errors import ConfigError, OutputError, UsageError
+from metakg.progress import Counter, Progress, quiet
 from metakg.schemas.locks import require_folder
 
-Progress = Callable[[str], None]
-Counter = Callable[[int, int], None]  # (done, total)
-
-
-def quiet(_message: str) -> None:
-    """A progress callback that says nothing."""
-    return None
+__all__ = ["Counter", "Progress", "at_least_one", "cache_folder", "output_folder", "quiet"]
 
 
 def at_least_one(name: str, value: int | None) -> None:

@@ -9,7 +9,7 @@ offline (:mod:`metakg.qa_engine.calibrate`) and the chosen thresholds are writte
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from metakg.api.session import EvalOptions, StoreChoice
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
 from metakg.llm.embedder import LazyEmbedder
+from metakg.progress import Tick
 from metakg.qa_engine.calibrate import Candidate, Objective, Outcome, search
 from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.evaluate import list_cost_of
@@ -67,7 +68,7 @@ def calibrate_medcog(
     over: StoreChoice | None = None,
     settings_out: Path | None = None,
     progress: Progress | None = None,
-    tick: Callable[[str, int, int], None] | None = None,
+    tick: Tick | None = None,
 ) -> dict[str, Any]:
     """Evaluate MedCoG's monitoring and its five fixed routes over the ``benchmark``'s questions (on the
     bundle or Neo4j ``over`` names), then pick the thresholds the ``goal`` asks for.
@@ -151,7 +152,7 @@ def build_casebank(
     route: str = "scot",
     over: StoreChoice | None = None,
     progress: Progress | None = None,
-    tick: Callable[[str, int, int], None] | None = None,
+    tick: Tick | None = None,
 ) -> dict[str, Any]:
     """Answer the ``benchmark``'s questions with MedCoG's fixed ``route`` (``scot`` or ``scot_kg``) and keep
     each trajectory with its reward in the case bank at ``out`` (merged into the bank already there: a bank

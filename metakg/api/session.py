@@ -33,6 +33,7 @@ from metakg.ingest.wikidata import WikidataFragments
 from metakg.llm.client import LLMClient
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
+from metakg.progress import Tick
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
 from metakg.qa_engine.efficiency import DEFAULT_SCALING, ReferenceSet
@@ -190,7 +191,7 @@ class EvalOptions:
     budget: int = 10
     scaling: str | Path | ReferenceSet = DEFAULT_SCALING
     iie_reference: str | None = None
-    tick: Callable[[str, int, int], None] | None = None
+    tick: Tick | None = None
 
 
 @dataclass(frozen=True)

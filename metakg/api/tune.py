@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from metakg.api.session import EvalOptions, NoLLM, QASession, StoreChoice
 from metakg.api.stores import open_store
 from metakg.config import QASettings, Settings
 from metakg.errors import ConfigError, InputDataError, UsageError
+from metakg.progress import Tick
 from metakg.qa_engine.evaluate import RunSpec
 from metakg.schemas.locks import locked, write_output
 
@@ -35,7 +36,6 @@ TUNE_COLUMNS = (
     ("retrieval_p50_ms", "retrieval p50 ms"),
 )
 MAX_RUNS = 200
-Tick = Callable[[str, int, int], None]
 
 
 def _value(text: str) -> Any:

@@ -32,6 +32,7 @@ from metakg.identity.names import DEFAULT_LINKS, DEFAULT_THRESHOLDS, LinkRule
 from metakg.llm.client import ChatRequest, Completion, LLMClient, request
 from metakg.llm.embedder import Embedder
 from metakg.llm.usage import UsageMeter, UsageSummary, metered
+from metakg.progress import Progress
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import (
     conform_edges,
@@ -110,7 +111,8 @@ class RunStats:
         self.cost_usd += usage.cost_usd
 
 
-Progress = Callable[[RunStats], None]
+#: receives the run's statistics after each unit
+OnStats = Callable[[RunStats], None]
 
 
 def plan_units(records: pl.DataFrame, *, chunk_chars: int = 1500, relations: Sequence[str] | None = None) -> list[Unit]:
@@ -145,7 +147,7 @@ async def run_units(
     concurrency: int = 4,
     budget_usd: float | None = None,
     prices: dict[str, tuple[float, float]] | None = None,
-    progress: Progress | None = None,
+    progress: OnStats | None = None,
 ) -> tuple[list[Outcome], RunStats]:
     """Send every unit to ``client``; returns one outcome per unit, in unit order, and the totals.
 
@@ -216,7 +218,7 @@ def build_bundle(
     target: LinkTarget | None = None,
     curation: Curation | None = None,
     input_rejects: pl.DataFrame | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> ExtractionResult:
     """Parse the replies of ``outcomes`` into a bundle; every reply line and every unit is accounted for.
 

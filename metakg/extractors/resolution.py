@@ -15,7 +15,7 @@ edges validate on their own and merge cleanly with the target bundle later.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +24,7 @@ import polars as pl
 from metakg.identity.curation import Curation, apply_aliases
 from metakg.identity.names import DEFAULT_LINKS, DEFAULT_THRESHOLDS, LinkRule, compact, keys_of
 from metakg.llm.embedder import Embedder, Vectors
+from metakg.progress import Progress
 from metakg.schemas.curie import dataset_id_expr
 from metakg.schemas.tables import conform_nodes, match_key_expr
 from metakg.text_processing import lemma_key
@@ -117,7 +118,7 @@ def resolve_mentions(
     link: LinkRule = DEFAULT_LINKS["cascade"],
     target: LinkTarget | None = None,
     curation: Curation | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> Resolution:
     """Group ``mentions`` (distinct, in first-seen order) into nodes and link the groups to ``target``;
     ``curation`` (an identity file) has the last word (:func:`_curate`).

@@ -21,7 +21,6 @@ import hashlib
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +30,7 @@ import polars as pl
 
 from metakg.errors import ConfigError, InputDataError
 from metakg.ingest.hygiene import strip_bom
+from metakg.progress import Progress
 from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.curie import prefix_spec
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids, normalise_relation_expr
@@ -62,8 +62,6 @@ def _source_prefixes() -> dict[str, tuple[str, int]]:
 
 #: PrimeKG source -> (CURIE prefix, zero-pad numeric ids to this width or 0)
 SOURCE_PREFIXES = _source_prefixes()
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)

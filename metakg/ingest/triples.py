@@ -8,7 +8,6 @@ Every non-blank line is a record that ends up accepted or rejected with a reason
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ import polars as pl
 
 from metakg.errors import InputDataError, UsageError
 from metakg.ingest.hygiene import has_control, strip_bom, without_invisible
+from metakg.progress import Progress
 from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.curie import check_dataset_name, dataset_id_expr
 from metakg.schemas.tables import (
@@ -31,7 +31,6 @@ from metakg.schemas.tables import (
 from metakg.schemas.validation import code_names, first_failure_code
 
 IMPORTER = "metakg.ingest.triples"
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)

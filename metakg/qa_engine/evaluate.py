@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from metakg.errors import InputDataError, UsageError
 from metakg.llm.usage import percentile
+from metakg.progress import Tick
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
 from metakg.qa_engine.efficiency import DEFAULT_SCALING, ReferenceSet, iie, inference_density, load_reference
@@ -31,8 +32,6 @@ from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.strategy import Strategy
 from metakg.schemas.bundle import write_bundle
 from metakg.schemas.locks import open_output, write_output
-
-Tick = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
