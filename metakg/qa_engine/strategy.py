@@ -70,6 +70,25 @@ class Strategy(ABC, Generic[S]):
         if not isinstance(self.settings, self.Settings):
             raise TypeError(f"{self.name} takes {self.Settings.__name__}, not {type(self.settings).__name__}")
 
+    @staticmethod
+    def read_reply(answer: Answer, question: Question, text: str, *, free_text: str | None = None) -> None:
+        """Put what a reply answers into ``answer``: for a multiple-choice question the letter it names (in
+        ``free_text`` when given, else in ``text``) and that choice's text; otherwise ``free_text`` or the short
+        answer read from ``text``. A reply naming no letter, or an empty free-text answer, fails the answer
+        with that reason. Every strategy's answer step ends here."""
+        if question.choices:
+            letter = parse_choice(free_text or text, question)
+            if letter is None:
+                shown = text.strip()
+                shown = shown if len(shown) <= 200 else "..." + shown[-200:]
+                answer.fail(f"the reply names no choice letter: {shown!r}")
+                return
+            answer.choice, answer.text = letter, question.choice_text[letter]
+        else:
+            answer.text = free_text or parse_free_answer(text)
+            if not answer.text:
+                answer.fail("the reply is empty")
+
     @classmethod
     def switches(cls) -> tuple[str, ...]:
         """Settings the harness may turn on to evaluate variants: a boolean setting's name (MetaKGRAG's
@@ -175,14 +194,4 @@ async def answer_with_evidence(
     )
     answer.trace["evidence_lines"] = lines
     answer.trace["reply"] = reply.text
-    if question.choices:
-        letter = parse_choice(reply.text, question)
-        if letter is None:
-            answer.fail(f"the reply names no choice letter: {reply.text.strip()[:200]!r}")
-            return
-        answer.choice = letter
-        answer.text = question.choice_text[letter]
-    else:
-        answer.text = parse_free_answer(reply.text)
-        if not answer.text:
-            answer.fail("the reply is empty")
+    Strategy.read_reply(answer, question, reply.text)

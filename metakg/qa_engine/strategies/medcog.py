@@ -44,8 +44,6 @@ from metakg.qa_engine.primitives import (
     ask_llm,
     json_values,
     match_entities,
-    parse_choice,
-    parse_free_answer,
 )
 from metakg.qa_engine.scot import parse_scot, scot_prompt
 from metakg.qa_engine.strategy import Strategy, StrategySettings, answer_with_evidence
@@ -168,16 +166,7 @@ class MedCoG(Strategy[MedCoGSettings]):
         )
         parsed = parse_scot(reply.text)
         answer.trace.update({"reply": reply.text, "scot_paths": [list(p) for p in parsed.paths]})
-        if question.choices:
-            letter = parse_choice(parsed.answer or reply.text, question)
-            if letter is None:
-                answer.fail(f"the reply names no choice letter: {reply.text.strip()[-200:]!r}")
-                return
-            answer.choice, answer.text = letter, question.choice_text[letter]
-        else:
-            answer.text = parsed.answer or parse_free_answer(reply.text)
-            if not answer.text:
-                answer.fail("the reply is empty")
+        self.read_reply(answer, question, reply.text, free_text=parsed.answer)
 
     def recall(self, question: Question, ctx: QAContext, trace: dict[str, Any]) -> list[str]:
         """The ``cases`` past cases most like ``question`` (rendered), named in ``trace["cases"]``; none, and

@@ -17,7 +17,6 @@ from pydantic import Field
 from metakg.llm.usage import MeteredClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, ClaimSupport, Question
-from metakg.qa_engine.primitives import parse_choice
 from metakg.qa_engine.robodata.agent import Agent, AgentResult, AgentSettings, LocalGraph
 from metakg.qa_engine.robodata.remote import remote_tools
 from metakg.qa_engine.robodata.tools import local_tools
@@ -114,13 +113,7 @@ class RoboData(Strategy[RoboDataSettings]):
         if not result.claims:
             answer.fail("the agent's answer holds no sentence")
             return
-        answer.text = result.text
-        if question.choices:
-            letter = parse_choice(result.text, question)
-            if letter is None:
-                answer.fail(f"the answer names no choice: {result.text[:200]!r}")
-                return
-            answer.choice, answer.text = letter, question.choice_text[letter]
+        self.read_reply(answer, question, result.text, free_text=result.text)
 
     def metrics(self, answer: Answer) -> dict[str, float]:
         """The agent's statistics and the support-set precision of the answer."""
