@@ -1,6 +1,6 @@
-"""The FastAPI app of ``metakg serve``: one store opened for the process and closed on shutdown, read-only
-routes over it, and ``ask``; every input validated (a 422 names the field), bounded, and behind an API key
-when one is set."""
+"""The FastAPI app of ``metakg serve``: the served graph opened by the lifespan and closed on shutdown, the
+middleware (host and body guards, CORS when configured, the API key) and error handlers, and the routers by
+topic (:mod:`metakg.server.routes`); every input validated (a 422 names the field) and bounded."""
 
 from __future__ import annotations
 
@@ -8,28 +8,20 @@ import asyncio
 import copy
 import errno
 import hmac
-import json
 import logging
-import math
-import queue
 import re
 import socket
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
-from fastapi import Path as Path_
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import metakg
@@ -47,140 +39,12 @@ from metakg.errors import (
     UsageError,
 )
 from metakg.redact import mask_query, secret_pattern
-from metakg.server.evaluations import EvaluationRun, Evaluations
-from metakg.server.served import MAX_HOPS, MAX_K, MAX_NEIGHBOURS, FieldError, ServedGraph
+from metakg.server.models import printable
+from metakg.server.routes import ask, evaluations, graph, pages
+from metakg.server.routes.pages import STATIC
+from metakg.server.served import ServedGraph
 
 logger = logging.getLogger("metakg.server")
-
-#: the web page and its assets (the JavaScript libraries are vendored at build time: tools/vendor_js.sh)
-STATIC = Path(__file__).with_name("static")
-
-
-class ErrorBody(BaseModel):
-    """Every error but a 422: what went wrong, in a sentence."""
-
-    error: str = Field(description="What went wrong, and what to do about it.")
-
-
-#: what each error status of the API means (the OpenAPI document lists them per route)
-ERROR_STATUSES: dict[int, str] = {
-    400: "A request the server cannot act on, with the reason: a Host header it does not answer for "
-    "(server.allowed_hosts), a bad choice, strategy or benchmark, a body that is not UTF-8.",
-    401: "The server has an API key and the request's X-API-Key header is not it.",
-    403: "Writes are off: the server was not started with --allow-writes.",
-    404: "No such node or evaluation run.",
-    408: "The request body stopped arriving (no part for server.body_idle_s): send it whole.",
-    409: "The served bundle was changed by another process since this server read it; restart the server.",
-    413: "The request body is larger than server.max_body_bytes.",
-    507: "The served bundle could not be written (a full disk): nothing was changed, the graph served is as it was.",
-    503: "The server is busy (every question slot taken, the graph being read for a write, or another process "
-    "writing the bundle), or cannot answer now: the LLM or the embedding model cannot be reached or loaded; "
-    "try again shortly.",
-}
-#: the statuses every route can answer: a Host header refused, a missing or wrong key
-EVERY_ROUTE = (400, 401)
-
-
-def error_responses(*statuses: int, json_route: bool = True) -> dict[int | str, dict[str, Any]]:
-    """The OpenAPI ``responses`` of a route that can answer ``statuses`` (and those of every route), each
-    with the :class:`ErrorBody` model as JSON; a 422's model is FastAPI's own (``detail`` naming the field).
-    A route whose own answer is not JSON (``json_route=False``) names the model by reference, since FastAPI
-    would give a ``model`` the route's media type."""
-    body: dict[str, Any] = (
-        {"model": ErrorBody}
-        if json_route
-        else {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
-    )
-    return {status: body | {"description": ERROR_STATUSES[status]} for status in sorted({*EVERY_ROUTE, *statuses})}
-
-
-def printable(value: Any) -> Any:
-    """``value`` (JSON data) with every string's lone surrogates written as ``\\udXXX`` escapes, so that it
-    can be encoded as UTF-8, and every number JSON has no form for (``NaN``, ``Infinity``, which Python's parser
-    accepts) as its text: a request's invalid input is echoed in its 422 without breaking the answer."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, bytes | bytearray):  # a body that is not UTF-8: shown as escapes
-        return bytes(value).decode("utf-8", "backslashreplace")
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {printable(k): printable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [printable(v) for v in value]
-    return value
-
-
-class EventStream(StreamingResponse):
-    """Server-sent events (the OpenAPI document gives the stream this media type)."""
-
-    media_type = "text/event-stream"
-
-
-class AskRequest(BaseModel):
-    """A question to answer over the served graph."""
-
-    model_config = ConfigDict(allow_inf_nan=False)  # NaN or Infinity for a number is a 422, never a setting
-
-    question: str = Field(min_length=1, description="The question.")
-    choices: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
-        default_factory=list, max_length=26, description='Multiple-choice options, each "A: text".'
-    )
-    strategy: str | None = Field(default=None, max_length=64, description="A strategy (default: qa.strategy).")
-    switches: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=16)
-    use_llm: bool = Field(default=True, description="False: retrieval only (concepts by rules), no LLM call.")
-    settings: dict[Annotated[str, Field(max_length=64)], str | int | float | bool] = Field(
-        default_factory=dict,
-        max_length=32,
-        description="Settings for this question only: a [qa] key (tau_entity) or one of the strategy's "
-        "(path_hops), as `metakg strategies` lists them.",
-    )
-
-
-Field_ = Annotated[str, Field(min_length=1, max_length=1000)]
-
-
-class TriplesRequest(BaseModel):
-    """Triples to add to the served graph (only on a server started with ``--allow-writes``)."""
-
-    model_config = ConfigDict(allow_inf_nan=False)
-
-    triples: list[tuple[Field_, Field_, Field_]] = Field(
-        min_length=1, max_length=10_000, description="(head, relation, tail) triples, as a triple file holds them."
-    )
-    dataset: str = Field(
-        default="api",
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
-        description="Scopes the new nodes' ids, kg:<dataset>/<name>.",
-    )
-
-
-class EvaluationRequest(BaseModel):
-    """An evaluation run over the served graph, as ``metakg eval`` runs it."""
-
-    model_config = ConfigDict(allow_inf_nan=False)
-
-    benchmark: str = Field(
-        min_length=1, max_length=500, description="A benchmark file, relative to server.benchmarks_dir."
-    )
-    format: str = Field(
-        description="The question set's format (docs/formats.md).", json_schema_extra={"enum": list(api.EVAL_FORMATS)}
-    )
-    strategies: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
-        default_factory=lambda: ["metakgrag"], min_length=1, max_length=8
-    )
-    ablations: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list, max_length=16)
-    limit: int | None = Field(default=None, ge=1, le=100_000, description="Only the first N questions (after skip).")
-    skip: int = Field(default=0, ge=0, le=1_000_000)
-    budget: int = Field(default=10, ge=1, le=1000, description="Evidence budget of recall@budget.")
-    use_llm: bool = Field(default=True, description="False: retrieval only, the evidence metrics.")
-
-    @field_validator("format")
-    @classmethod
-    def _known_format(cls, value: str) -> str:
-        if value not in api.EVAL_FORMATS:
-            raise ValueError(f"unknown format {value!r}; choose one of {', '.join(api.EVAL_FORMATS)}")
-        return value
 
 
 KEY_REQUIRED = "a valid X-API-Key header is required"
@@ -367,203 +231,10 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
     app.add_middleware(RequestGuard, settings=settings)  # added last: the outermost, before anything else
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    def swagger(_request: Request) -> HTMLResponse:
-        """The interactive API reference (Swagger UI), from files fetched at build time: it works offline."""
-        return get_swagger_ui_html(
-            openapi_url=app.openapi_url or "/openapi.json",
-            title="metakg API",
-            swagger_js_url="/static/vendor/swagger-ui-bundle.js",
-            swagger_css_url="/static/vendor/swagger-ui.css",
-            swagger_favicon_url="/static/vendor/swagger-favicon.png",
-        )
-
-    def redoc(_request: Request) -> HTMLResponse:
-        """The API reference as one page (ReDoc), from files fetched at build time, without web fonts."""
-        return get_redoc_html(
-            openapi_url=app.openapi_url or "/openapi.json",
-            title="metakg API",
-            redoc_js_url="/static/vendor/redoc.standalone.js",
-            redoc_favicon_url="/static/vendor/swagger-favicon.png",
-            with_google_fonts=False,
-        )
-
-    # as FastAPI serves its own: documentation, readable without the key (the API's routes still need it)
-    app.router.add_route("/docs", swagger, include_in_schema=False)
-    app.router.add_route("/redoc", redoc, include_in_schema=False)
-
-    @app.get("/", include_in_schema=False)
-    def page() -> FileResponse:
-        """The web page: search, ask, the evidence as an interactive graph."""
-        return FileResponse(STATIC / "index.html")
-
-    @app.get("/report", include_in_schema=False)
-    def report() -> Response:
-        """The served bundle's validation report (``metakg validate``), when it has one: a regular file in the
-        bundle's folder (a link, to /etc/passwd say, is not followed)."""
-        page = api.validation_page(bundle) if bundle is not None else None
-        if page is None:
-            raise HTTPException(status_code=404, detail="this graph has no validation report (metakg validate)")
-        return Response(page, media_type="text/html")
-
-    @app.get("/api/health", responses=error_responses())
-    def health() -> dict[str, Any]:
-        """Liveness, the version, and which store is served."""
-        return {"status": "ok", "version": metakg.__version__, "store": "neo4j" if neo4j else "embedded"}
-
-    @app.get("/api/graph", responses=error_responses())
-    def graph() -> dict[str, Any]:
-        """The graph's node and edge counts (and, for a bundle, its sources and validation summary)."""
-        info: dict[str, Any] = {"counts": served.store.counts()}
-        if bundle is not None:
-            manifest = api.bundle_info(bundle)
-            info["sources"] = [s.get("name") for s in manifest.get("sources", [])]
-            info["validation"] = {k: manifest.get("validation", {}).get(k) for k in ("ok", "rejected", "warned")}
-        shown: dict[str, Any] = printable(info)  # a received bundle's manifest may hold text that is not Unicode
-        return shown
-
-    @app.get("/api/nodes/{node_id:path}", responses=error_responses(404))
-    def node(node_id: str) -> dict[str, Any]:
-        """One node by id (as written or in its one form: ``MONDO:4975`` is ``mondo:0004975``)."""
-        return asdict(served.node(node_id))
-
-    @app.get("/api/neighbours", responses=error_responses(404))
-    def neighbours(
-        id: Annotated[str, Query(min_length=1, max_length=1000, description="The node's id.")],
-        relation: Annotated[list[str] | None, Query(description="Only these relations.")] = None,
-        direction: Literal["out", "in", "both"] = "both",
-        limit: Annotated[int, Query(ge=1, le=MAX_NEIGHBOURS)] = 50,
-    ) -> list[dict[str, Any]]:
-        """The node's neighbours: outgoing first, then incoming, each side in edge-id order."""
-        return [asdict(nb) for nb in served.neighbours(id, relations=relation, direction=direction, limit=limit)]
-
-    @app.get("/api/search", responses=error_responses(503))
-    def search(
-        q: Annotated[str, Query(min_length=1, max_length=500, description="A name or description.")],
-        mode: Literal["exact", "normalised", "fuzzy", "embedding", "auto"] = "auto",
-        k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
-    ) -> list[dict[str, Any]]:
-        """Nodes matching the text: exact name or alias, normalised, then by name embedding (``auto``)."""
-        return [asdict(hit) for hit in served.search(q, mode=mode, k=k)]
-
-    @app.get("/api/paths", responses=error_responses(404))
-    def paths(
-        src: Annotated[str, Query(min_length=1, max_length=1000)],
-        dst: Annotated[str, Query(min_length=1, max_length=1000)],
-        k: Annotated[int, Query(ge=1, le=MAX_K)] = 3,
-        max_hops: Annotated[int, Query(ge=1, le=MAX_HOPS)] = 3,
-        directed: bool = False,
-    ) -> list[dict[str, Any]]:
-        """Up to ``k`` shortest simple paths between two node ids, shortest first."""
-        found = served.paths(src, dst, k=k, max_hops=max_hops, directed=directed)
-        return [asdict(path) | {"hops": path.hops} for path in found]
-
-    @app.get("/api/strategies", responses=error_responses())
-    def strategies() -> list[dict[str, Any]]:
-        """The QA strategies, their settings and switches."""
-        return api.describe_strategies()
-
-    def checked(request: AskRequest) -> tuple[Settings, api.Question, Any]:
-        """The settings for this question, the question and the strategy, or a 4xx naming the field."""
-        try:
-            return served.question(
-                request.question, request.choices, strategy=request.strategy, switches=request.switches,
-                overrides=request.settings,
-            )  # fmt: skip
-        except FieldError as e:
-            detail = [{"loc": ["body", e.field], "msg": e.reason, "type": "value_error"}]
-            raise HTTPException(status_code=422, detail=detail) from e
-
-    @app.post("/api/ask", responses=error_responses(408, 413, 503))
-    def ask(request: AskRequest) -> dict[str, Any]:
-        """Answer a question over the graph: the answer, its evidence, trace and usage."""
-        cfg, question, strategy = checked(request)
-        answer = served.answer(cfg, question, strategy, use_llm=request.use_llm)
-        return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
-
-    @app.post(
-        "/api/ask/stream",
-        response_class=EventStream,
-        responses={
-            200: {
-                "description": "Server-sent events: `step` events, then one `answer` (or `error`) event, each "
-                "with JSON data.",
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
-            },
-            **error_responses(408, 413, 503, json_route=False),
-        },
-    )
-    def ask_stream(request: AskRequest) -> EventStream:
-        """The same answer as ``/api/ask``, as server-sent events: a ``step`` event for each step of the
-        trace as the strategy takes it (the concepts and start entities, each start's refined path, the
-        evidence retrieved), then one ``answer`` event (or an ``error`` event)."""
-        cfg, question, strategy = checked(request)
-        events: queue.Queue[tuple[str, Any]] = queue.Queue()
-
-        def work() -> None:
-            try:
-                answer = served.answer(
-                    cfg, question, strategy, use_llm=request.use_llm, steps=lambda step: events.put(("step", step))
-                )
-                events.put(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))
-            except MetakgError as e:
-                events.put(("error", {"error": str(e)}))
-            except Exception as e:  # a bug: the stream must still end, with an error event
-                logger.exception("streamed answer failed")
-                events.put(("error", {"error": f"internal error ({type(e).__name__}); see the server log"}))
-
-        def stream() -> Iterator[str]:
-            threading.Thread(target=work, daemon=True).start()
-            while True:
-                kind, data = events.get()
-                yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
-                if kind != "step":
-                    return
-
-        return EventStream(stream())
-
-    @app.post("/api/triples", responses=error_responses(403, 408, 409, 413, 503, 507))
-    def add_triples(request: TriplesRequest) -> dict[str, Any]:
-        """Add triples to the graph, read as ``metakg ingest triples`` reads a file (each failing triple
-        rejected with its reason); a served bundle is validated and written back. Only on a server started
-        with ``--allow-writes`` (403 otherwise)."""
-        if not limits.allow_writes:
-            raise HTTPException(status_code=403, detail="this server is read-only; start it with --allow-writes")
-        return served.add_triples(request.triples, request.dataset)
-
-    def evaluations() -> Evaluations:
-        return served.evaluations
-
-    def evaluation(run_id: str) -> EvaluationRun:
-        run = evaluations().get(run_id)
-        if run is None:
-            raise HTTPException(status_code=404, detail=f"no evaluation {run_id!r}; GET /api/evaluations lists them")
-        return run
-
-    @app.post("/api/evaluations", status_code=202, responses=error_responses(408, 413, 503))
-    def start_evaluation(request: EvaluationRequest) -> dict[str, Any]:
-        """Start an evaluation run in the background (one runs at a time, the others wait): answers and
-        metrics as ``metakg eval`` writes them. Poll ``GET /api/evaluations/{id}`` for its status."""
-        run = evaluations().start(request.model_dump())
-        return run.view(full=False) | {"url": f"/api/evaluations/{run.id}"}
-
-    @app.get("/api/evaluations", responses=error_responses())
-    def list_evaluations() -> list[dict[str, Any]]:
-        """Every evaluation run of this process, oldest first: status and progress."""
-        return [run.view(full=False) for run in evaluations().all()]
-
-    @app.get("/api/evaluations/{run_id}", responses=error_responses(404))
-    def get_evaluation(run_id: Annotated[str, Path_(max_length=64)]) -> dict[str, Any]:
-        """One run: status (queued, running, done, failed, cancelled), progress, and when done its summary
-        (per run label) and comparison table."""
-        return evaluation(run_id).view()
-
-    @app.delete("/api/evaluations/{run_id}", responses=error_responses(404))
-    def cancel_evaluation(run_id: Annotated[str, Path_(max_length=64)]) -> dict[str, Any]:
-        """Cancel a waiting or running run (a running one stops before its next question; its answers so
-        far stay in its folder)."""
-        evaluations().cancel(run_id)
-        return evaluation(run_id).view(full=False)
-
+    app.include_router(pages.router(bundle, app.openapi_url or "/openapi.json"))
+    app.include_router(graph.router(served))
+    app.include_router(ask.router(served))
+    app.include_router(evaluations.router(served))
     return app
 
 

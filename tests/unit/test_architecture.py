@@ -16,7 +16,13 @@ OWNERS = {
     "openai": {"llm/openai_client.py"},
     "spacy": {"text_processing.py"},
     "onnxruntime": {"llm/embedder.py"},
-    "fastapi": {"server/app.py"},
+    "fastapi": {
+        "server/app.py",
+        "server/routes/graph.py",
+        "server/routes/ask.py",
+        "server/routes/evaluations.py",
+        "server/routes/pages.py",
+    },
     "uvicorn": {"server/app.py"},
     "mcp": {"server/mcp_tools.py"},
 }

@@ -1,0 +1,94 @@
+"""Questions: one answer (``/api/ask``), or its steps as server-sent events while it is made
+(``/api/ask/stream``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import StreamingResponse
+
+from metakg import api
+from metakg.config import Settings
+from metakg.errors import MetakgError
+from metakg.server.models import AskRequest, error_responses
+from metakg.server.served import FieldError, ServedGraph
+
+logger = logging.getLogger("metakg.server")
+
+
+class EventStream(StreamingResponse):
+    """Server-sent events (the OpenAPI document gives the stream this media type)."""
+
+    media_type = "text/event-stream"
+
+
+def router(served: ServedGraph) -> APIRouter:
+    """The question routes over ``served``."""
+    router = APIRouter()
+
+    def checked(request: AskRequest) -> tuple[Settings, api.Question, Any]:
+        """The settings for this question, the question and the strategy, or a 4xx naming the field."""
+        try:
+            return served.question(
+                request.question, request.choices, strategy=request.strategy, switches=request.switches,
+                overrides=request.settings,
+            )  # fmt: skip
+        except FieldError as e:
+            detail = [{"loc": ["body", e.field], "msg": e.reason, "type": "value_error"}]
+            raise HTTPException(status_code=422, detail=detail) from e
+
+    @router.post("/api/ask", responses=error_responses(408, 413, 503))
+    def ask(request: AskRequest) -> dict[str, Any]:
+        """Answer a question over the graph: the answer, its evidence, trace and usage."""
+        cfg, question, strategy = checked(request)
+        answer = served.answer(cfg, question, strategy, use_llm=request.use_llm)
+        return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
+
+    @router.post(
+        "/api/ask/stream",
+        response_class=EventStream,
+        responses={
+            200: {
+                "description": "Server-sent events: `step` events, then one `answer` (or `error`) event, each "
+                "with JSON data.",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+            **error_responses(408, 413, 503, json_route=False),
+        },
+    )
+    def ask_stream(request: AskRequest) -> EventStream:
+        """The same answer as ``/api/ask``, as server-sent events: a ``step`` event for each step of the
+        trace as the strategy takes it (the concepts and start entities, each start's refined path, the
+        evidence retrieved), then one ``answer`` event (or an ``error`` event)."""
+        cfg, question, strategy = checked(request)
+        events: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+        def work() -> None:
+            try:
+                answer = served.answer(
+                    cfg, question, strategy, use_llm=request.use_llm, steps=lambda step: events.put(("step", step))
+                )
+                events.put(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))
+            except MetakgError as e:
+                events.put(("error", {"error": str(e)}))
+            except Exception as e:  # a bug: the stream must still end, with an error event
+                logger.exception("streamed answer failed")
+                events.put(("error", {"error": f"internal error ({type(e).__name__}); see the server log"}))
+
+        def stream() -> Iterator[str]:
+            threading.Thread(target=work, daemon=True).start()
+            while True:
+                kind, data = events.get()
+                yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+                if kind != "step":
+                    return
+
+        return EventStream(stream())
+
+    return router
