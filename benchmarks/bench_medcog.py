@@ -52,7 +52,7 @@ from metakg.llm.scripted import ScriptedClient
 from metakg.llm.usage import percentile
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Question
-from metakg.qa_engine.strategies.medcog import is_placeholder
+from metakg.qa_engine.strategies.medcog.strategy import is_placeholder
 from metakg.schemas.bundle import read_bundle
 from metakg.schemas.graph_store import GraphStore
 

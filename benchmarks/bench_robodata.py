@@ -187,7 +187,7 @@ def same_failures(trace: dict[str, Any]) -> int:
     only the calls that ran."""
     from collections import Counter
 
-    from metakg.qa_engine.robodata.agent import failure_kind
+    from metakg.qa_engine.strategies.robodata.agent import failure_kind
 
     seen: Counter[tuple[str, str]] = Counter()
     for step in trace.get("steps") or []:

@@ -3,7 +3,7 @@ its five fixed routes, and its case bank from SCoT runs.
 
 The evaluation (``metakg eval --strategy medcog --ablation all``) answers every question with the monitoring
 step and with each fixed route; the response cache makes a rerun free. The threshold search then runs
-offline (:mod:`metakg.qa_engine.calibrate`) and the chosen thresholds are written as a settings file.
+offline (:mod:`metakg.qa_engine.strategies.medcog.calibrate`) and the chosen thresholds are written as a settings file.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
 from metakg.llm.embedder import LazyEmbedder
 from metakg.progress import Tick
-from metakg.qa_engine.calibrate import Candidate, Objective, Outcome, search
-from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.evaluate import list_cost_of
-from metakg.qa_engine.metacog import ROUTES, Assessment
+from metakg.qa_engine.strategies.medcog.calibrate import Candidate, Objective, Outcome, search
+from metakg.qa_engine.strategies.medcog.casebank import CaseBank
+from metakg.qa_engine.strategies.medcog.monitor import ROUTES, Assessment
 from metakg.schemas.locks import write_output
 
 __all__ = ["DEFAULT_GRID", "Goal", "build_casebank", "calibrate_medcog", "grow_casebank", "grow_from_report"]

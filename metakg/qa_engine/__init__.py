@@ -4,7 +4,8 @@
 - :mod:`~metakg.qa_engine.strategy`: the strategy contract and the retrieve-then-answer base.
 - :mod:`~metakg.qa_engine.registry` and :mod:`~metakg.qa_engine.strategies`: strategies by name.
 - :mod:`~metakg.qa_engine.context` and :mod:`~metakg.qa_engine.services`: what a strategy works with.
-- :mod:`~metakg.qa_engine.primitives` and :mod:`~metakg.qa_engine.walk`: shared retrieval steps.
+- :mod:`~metakg.qa_engine.primitives` and :mod:`~metakg.qa_engine.walk`: shared retrieval steps; each method's
+  own parts live in its folder under :mod:`~metakg.qa_engine.strategies` (MedCoG's monitor, RoboData's agent).
 - :mod:`~metakg.qa_engine.evaluate`: runs strategies over a benchmark and compares them.
 
 It reaches data only through the GraphStore protocol, models only through the LLMClient and Embedder

@@ -265,7 +265,7 @@ def test_read_query_returns_rows_and_refuses_every_write(clean_neo4j: Any, neo4j
     import json
 
     from metakg.errors import StoreError
-    from metakg.qa_engine.robodata.tools import local_tools
+    from metakg.qa_engine.strategies.robodata.tools import local_tools
 
     bundle = small_bundle()
     store = Neo4jStore(clean_neo4j, database=neo4j_settings.database, target=neo4j_settings.uri)

@@ -18,8 +18,8 @@ from metakg.ingest.wikidata import WikidataFragments
 from metakg.llm.client import ChatRequest
 from metakg.llm.scripted import ScriptedClient
 from metakg.loaders.embedded_store import EmbeddedStore
-from metakg.qa_engine.robodata.remote import remote_tools
-from metakg.qa_engine.robodata.update import update_tools
+from metakg.qa_engine.strategies.robodata.remote import remote_tools
+from metakg.qa_engine.strategies.robodata.update import update_tools
 from metakg.schemas.bundle import read_bundle
 from metakg.schemas.tables import empty_edges, empty_nodes
 from metakg.schemas.vocabulary import default_vocabulary

@@ -6,9 +6,9 @@ from __future__ import annotations
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.strategies.kg_rag import KGRag
 from metakg.qa_engine.strategies.llm_only import LLMOnly
-from metakg.qa_engine.strategies.medcog import MedCoG
-from metakg.qa_engine.strategies.metakgrag import MetaKGRAG
-from metakg.qa_engine.strategies.robodata import RoboData
+from metakg.qa_engine.strategies.medcog.strategy import MedCoG
+from metakg.qa_engine.strategies.metakgrag.strategy import MetaKGRAG
+from metakg.qa_engine.strategies.robodata.strategy import RoboData
 
 #: the strategies metakg ships
 BUILT_IN = (LLMOnly, KGRag, MetaKGRAG, MedCoG, RoboData)

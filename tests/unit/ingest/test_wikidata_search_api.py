@@ -16,7 +16,7 @@ import pytest
 from metakg import api
 from metakg.config import WIKIDATA_SEARCH_API, load_settings
 from metakg.ingest.wikidata import SparqlClient, SyncError, WikidataFragments
-from metakg.qa_engine.robodata.remote import remote_tools
+from metakg.qa_engine.strategies.robodata.remote import remote_tools
 from metakg.schemas.vocabulary import default_vocabulary
 from tests.scripted_http import QuietHandler, ScriptedHTTP
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from metakg.qa_engine.calibrate import Outcome, score, search
-from metakg.qa_engine.metacog import ROUTES, Assessment, Thresholds
+from metakg.qa_engine.strategies.medcog.calibrate import Outcome, score, search
+from metakg.qa_engine.strategies.medcog.monitor import ROUTES, Assessment, Thresholds
 
 # q1 (low scores) and q3 (high complexity) are right on every route; q2 (high knowledge density) only on
 # the routes with graph verification. Zero-shot is the cheapest route, the graph the dearest.

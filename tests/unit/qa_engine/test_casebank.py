@@ -11,10 +11,10 @@ import pytest
 from metakg.config import QASettings
 from metakg.errors import InputDataError
 from metakg.llm.scripted import ScriptedClient
-from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Question
 from metakg.qa_engine.strategies import REGISTRY
+from metakg.qa_engine.strategies.medcog.casebank import CaseBank
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, store
 
 # AxisEmbedder knows these texts: the hand-made question and entity names (see handmade.VECTORS)

@@ -15,10 +15,10 @@ from metakg.llm.scripted import ScriptedClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
 from metakg.qa_engine.evaluate import record, run_specs, summarise
-from metakg.qa_engine.metacog import ROUTES
 from metakg.qa_engine.metrics import EvidenceScorer
 from metakg.qa_engine.strategies import REGISTRY
-from metakg.qa_engine.strategies.medcog import parse_pairs
+from metakg.qa_engine.strategies.medcog.monitor import ROUTES
+from metakg.qa_engine.strategies.medcog.strategy import parse_pairs
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, ident, store
 
 MC = Question(QUESTION, (("A", "zeta"), ("B", "bridge")), "q1", "A", "zeta")

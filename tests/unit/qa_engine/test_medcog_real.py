@@ -14,7 +14,7 @@ from benchmarks.primekg_real import write_real_kg
 from metakg import api
 from metakg.config import Settings, load_settings
 from metakg.qa_engine.core import Answer, EvidencePath, Question
-from metakg.qa_engine.strategies.medcog import render
+from metakg.qa_engine.strategies.medcog.strategy import render
 from metakg.schemas.graph_store import GraphStore
 
 CMV = Question(

@@ -7,8 +7,16 @@ import itertools
 import pytest
 
 from metakg.qa_engine.core import Question
-from metakg.qa_engine.metacog import MISSING_SCORE, ROUTES, Assessment, Thresholds, parse_assessment, plan, scale
-from metakg.qa_engine.scot import parse_path, parse_scot, scot_prompt
+from metakg.qa_engine.strategies.medcog.monitor import (
+    MISSING_SCORE,
+    ROUTES,
+    Assessment,
+    Thresholds,
+    parse_assessment,
+    plan,
+    scale,
+)
+from metakg.qa_engine.strategies.medcog.scot import parse_path, parse_scot, scot_prompt
 
 
 @pytest.mark.parametrize("high", list(itertools.product([False, True], repeat=3)))

@@ -10,7 +10,7 @@ import pytest
 
 from metakg.llm.embedder import Vectors
 from metakg.qa_engine.services import QAServices
-from metakg.qa_engine.strategies.metakgrag import Concepts, MetaKGRAGSettings, diagnose, refine
+from metakg.qa_engine.strategies.metakgrag.strategy import Concepts, MetaKGRAGSettings, diagnose, refine
 from metakg.qa_engine.walk import Walker, WalkPath, jaccard
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, ident, store
 

@@ -163,7 +163,7 @@ def test_the_strategic_restart_steps_back_and_the_ablation_does_not(
     kb: EmbeddedStore, minilm: OnnxEmbedder, ablated: bool
 ) -> None:
     from metakg.qa_engine.services import QAServices
-    from metakg.qa_engine.strategies.metakgrag import Concepts, MetaKGRAGSettings, refine
+    from metakg.qa_engine.strategies.metakgrag.strategy import Concepts, MetaKGRAGSettings, refine
     from metakg.qa_engine.walk import Walker, WalkPath
 
     nodes = kb.bundle().nodes

@@ -15,8 +15,8 @@ from metakg.llm.client import ChatRequest
 from metakg.llm.scripted import ScriptedClient
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.qa_engine.context import QAContext
-from metakg.qa_engine.robodata.agent import Agent, AgentResult, AgentSettings
-from metakg.qa_engine.robodata.tools import NodeArgs, Tool, ToolBox, local_tools
+from metakg.qa_engine.strategies.robodata.agent import Agent, AgentResult, AgentSettings
+from metakg.qa_engine.strategies.robodata.tools import NodeArgs, Tool, ToolBox, local_tools
 from metakg.schemas.tables import empty_edges, empty_nodes
 from tests.unit.qa_engine.handmade import AxisEmbedder, ident, store
 
@@ -187,8 +187,8 @@ def test_the_same_walk_through_function_calling_over_http() -> None:
     from metakg.config import LLMSettings
     from metakg.llm.client import Message
     from metakg.llm.openai_client import OpenAICompatibleClient
-    from metakg.qa_engine.robodata.fsm import parse_transition
-    from metakg.qa_engine.robodata.tools import parse_calls
+    from metakg.qa_engine.strategies.robodata.fsm import parse_transition
+    from metakg.qa_engine.strategies.robodata.tools import parse_calls
     from tests.fault_server import FaultServer
 
     model = walker()
@@ -259,7 +259,7 @@ def test_a_call_failing_the_same_way_is_told_what_to_do_and_not_run_a_third_time
 
 
 def test_english_sent_to_the_sparql_tool_is_pointed_to_search() -> None:
-    from metakg.qa_engine.robodata.remote import remote_tools
+    from metakg.qa_engine.strategies.robodata.remote import remote_tools
     from tests.unit.qa_engine.robodata.test_remote_args import NoEndpoint
 
     local = EmbeddedStore(empty_nodes(), empty_edges(), embedder=AxisEmbedder())

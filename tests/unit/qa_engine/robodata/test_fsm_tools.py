@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from metakg.qa_engine.robodata.fsm import (
+from metakg.qa_engine.strategies.robodata.fsm import (
     EVALUATION_STATES,
     INSTRUCTIONS,
     SUCCESSORS,
@@ -16,7 +16,7 @@ from metakg.qa_engine.robodata.fsm import (
     parse_transition,
     urgency,
 )
-from metakg.qa_engine.robodata.tools import ToolBox, local_tools, parse_calls
+from metakg.qa_engine.strategies.robodata.tools import ToolBox, local_tools, parse_calls
 from tests.unit.qa_engine.handmade import ident, store
 
 

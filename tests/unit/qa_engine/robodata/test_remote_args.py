@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metakg.qa_engine.robodata.remote import remote_tools
+from metakg.qa_engine.strategies.robodata.remote import remote_tools
 from metakg.schemas.knowledge_source import Binding, check_select
 
 

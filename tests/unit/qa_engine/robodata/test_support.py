@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from metakg.qa_engine.core import ClaimSupport
-from metakg.qa_engine.robodata.support import parse_support, precision, verify
+from metakg.qa_engine.strategies.robodata.support import parse_support, precision, verify
 from tests.unit.qa_engine.handmade import ident, store
 
 

@@ -9,8 +9,8 @@ from typing import Any, Literal
 import polars as pl
 from pydantic import Field, field_validator
 
-from metakg.qa_engine.robodata.remote import WD, EntityArgs, property_id, statement_pattern
-from metakg.qa_engine.robodata.tools import Tool, ToolBox
+from metakg.qa_engine.strategies.robodata.remote import WD, EntityArgs, property_id, statement_pattern
+from metakg.qa_engine.strategies.robodata.tools import Tool, ToolBox
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.knowledge_source import EntityFetcher
 

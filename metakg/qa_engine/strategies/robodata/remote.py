@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from metakg.qa_engine.robodata.tools import Tool, ToolArgs, ToolBox
+from metakg.qa_engine.strategies.robodata.tools import Tool, ToolArgs, ToolBox
 from metakg.schemas.knowledge_source import (
     PROLOGUE,
     Binding,

@@ -2,10 +2,10 @@
 a question needs.
 
 1. **Monitoring** (one call): complexity, familiarity and knowledge density in [0, 1]
-   (:mod:`metakg.qa_engine.metacog`). An unparseable reply takes ``fallback_route`` and is counted.
+   (:mod:`metakg.qa_engine.strategies.medcog.monitor`). An unparseable reply takes ``fallback_route`` and is counted.
 2. **Planning**: the thresholds pick one of five routes: ``zero_shot``, ``scot``, ``scot_mem``, ``scot_kg``,
    ``scot_kg_mem``. ``route`` forces one of them (the harness runs all five as fixed strategies).
-3. **Executing**: zero-shot answers directly; SCoT (:mod:`metakg.qa_engine.scot`) elicits fact paths, then
+3. **Executing**: zero-shot answers directly; SCoT (:mod:`.scot`) elicits fact paths, then
    reasons, then answers. ``_kg`` first verifies against the graph: the LLM writes verification pairs
    (what the question asks, what an answer would claim; JSON asked as structured output, or lines; a reply
    with none falls back to the stem's graph names against each choice); each side's entities are grounded
@@ -19,7 +19,7 @@ a question needs.
    pairs, at most ``max_refinements`` times, before SCoT answers with the evidence.
 
 The memory routes (``_mem``) show the ``cases`` past cases most like the question from the case bank
-(:mod:`metakg.qa_engine.casebank`, ``[qa.medcog] casebank``), each with its outcome; without a bank they
+(:mod:`.casebank`, ``[qa.medcog] casebank``), each with its outcome; without a bank they
 run without cases and the trace says so.
 """
 
@@ -34,18 +34,25 @@ from pydantic import Field
 from metakg.errors import InputDataError
 from metakg.llm.client import LLMClient
 from metakg.llm.usage import MeteredClient, price
-from metakg.qa_engine.casebank import CaseBank
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, EvidencePath, Question, path_records
 from metakg.qa_engine.events import emit
-from metakg.qa_engine.metacog import MONITOR_PROMPT, MONITOR_SCHEMA, ROUTES, Thresholds, parse_assessment, plan
 from metakg.qa_engine.primitives import (
     allowed_types,
     ask_llm,
     json_values,
     match_entities,
 )
-from metakg.qa_engine.scot import parse_scot, scot_prompt
+from metakg.qa_engine.strategies.medcog.casebank import CaseBank
+from metakg.qa_engine.strategies.medcog.monitor import (
+    MONITOR_PROMPT,
+    MONITOR_SCHEMA,
+    ROUTES,
+    Thresholds,
+    parse_assessment,
+    plan,
+)
+from metakg.qa_engine.strategies.medcog.scot import parse_scot, scot_prompt
 from metakg.qa_engine.strategy import Strategy, StrategySettings, answer_with_evidence
 from metakg.schemas.graph_store import GraphPath
 from metakg.schemas.vocabulary import default_vocabulary

@@ -26,7 +26,7 @@ from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import ClaimSupport
 from metakg.qa_engine.events import emit
 from metakg.qa_engine.primitives import ask_llm
-from metakg.qa_engine.robodata.fsm import (
+from metakg.qa_engine.strategies.robodata.fsm import (
     EVALUATION_STATES,
     INSTRUCTIONS,
     SUCCESSORS,
@@ -36,8 +36,8 @@ from metakg.qa_engine.robodata.fsm import (
     parse_transition,
     urgency,
 )
-from metakg.qa_engine.robodata.support import ANSWER_SCHEMA, parse_support, precision, verify
-from metakg.qa_engine.robodata.tools import ToolBox, ToolResult, parse_calls
+from metakg.qa_engine.strategies.robodata.support import ANSWER_SCHEMA, parse_support, precision, verify
+from metakg.qa_engine.strategies.robodata.tools import ToolBox, ToolResult, parse_calls
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.graph_store import GraphStore
 

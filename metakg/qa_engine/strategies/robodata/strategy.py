@@ -1,7 +1,7 @@
 """``robodata``: RoboData (Musumeci, Suriani, Nardi, Wikidata workshop at ISWC 2025). An agent copies the facts
 a question needs from a remote knowledge base (Wikidata by default, ``wikidata.endpoint``) into a new local
 graph, then answers from that graph with a support set per sentence, each checked against it
-(:mod:`metakg.qa_engine.robodata`).
+(:mod:`metakg.qa_engine.strategies.robodata`).
 
 The answer's ``support`` holds every claim with its cited ids, whether it is supported and why not; the trace
 holds every step (state, reply, tool calls and results, transition or refusal), the memory summaries, the
@@ -17,10 +17,10 @@ from pydantic import Field
 from metakg.llm.usage import MeteredClient
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, ClaimSupport, Question
-from metakg.qa_engine.robodata.agent import Agent, AgentResult, AgentSettings, LocalGraph
-from metakg.qa_engine.robodata.remote import remote_tools
-from metakg.qa_engine.robodata.tools import local_tools
-from metakg.qa_engine.robodata.update import update_tools
+from metakg.qa_engine.strategies.robodata.agent import Agent, AgentResult, AgentSettings, LocalGraph
+from metakg.qa_engine.strategies.robodata.remote import remote_tools
+from metakg.qa_engine.strategies.robodata.tools import local_tools
+from metakg.qa_engine.strategies.robodata.update import update_tools
 from metakg.qa_engine.strategy import Strategy, StrategySettings
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.knowledge_source import Checkpointed, EntityFetcher

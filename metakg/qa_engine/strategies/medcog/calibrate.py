@@ -1,7 +1,7 @@
 """Calibrating MedCoG's thresholds offline, from runs already made.
 
 Every question was answered once by each of the five fixed routes and once by the monitoring step (its
-three scores). A threshold triple then decides each question's route (:func:`~metakg.qa_engine.metacog.plan`)
+three scores). A threshold triple then decides each question's route (:func:`.monitor.plan`)
 and so its outcome and cost, with no further LLM call. :func:`search` tries every triple of a grid and keeps
 the best one for an objective: the highest accuracy (ties: the lowest cost), or the highest accuracy within a
 cost budget per question.
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from metakg.qa_engine.metacog import ROUTES, Assessment, Thresholds, plan
+from metakg.qa_engine.strategies.medcog.monitor import ROUTES, Assessment, Thresholds, plan
 
 Objective = Literal["accuracy", "budget"]
 
