@@ -27,7 +27,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from metakg.errors import InputDataError, MetakgError
 from metakg.progress import Progress
 from metakg.redact import credentials_in, mask_url, scrub, split_credentials
+from metakg.schemas import sparql
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.curie import normalise_curie
 from metakg.schemas.knowledge_source import WIKIDATA_PREFIXES, check_select
@@ -53,8 +54,7 @@ from metakg.schemas.tables import (
 )
 from metakg.schemas.vocabulary import TypeVocabulary
 
-WD = "http://www.wikidata.org/entity/"
-WDT = "http://www.wikidata.org/prop/direct/"
+WD, WDT = sparql.WD, sparql.WDT
 IMPORTER = "wikidata"
 PREFIXES = WIKIDATA_PREFIXES
 #: external-identifier properties that become ``xrefs`` (prefix:value), so PrimeKG nodes and items meet
@@ -78,9 +78,9 @@ XREF_PROPERTIES = {
     "P592": "chembl",
 }
 TYPE_PROPERTY = "P31"
-_QID = re.compile(r"^Q[1-9][0-9]*$")
+_QID = sparql.QID
 _T = TypeVar("_T")
-_PID = re.compile(r"^P[1-9][0-9]*$")
+_PID = sparql.PID
 #: PREFIX and BASE declarations (the client sends its own prefixes)
 _PROLOGUE = re.compile(r"(?i)\b(?:PREFIX\s+[A-Za-z0-9_.-]*:\s*<[^>]*>|BASE\s*<[^>]*>)")
 
@@ -561,10 +561,6 @@ def _retry_after(value: str | None, cap: float) -> float | None:
         return None
 
 
-def _values(ids: Iterable[str], prefix: str = "wd:") -> str:
-    return " ".join(f"{prefix}{i}" for i in ids)
-
-
 def _qid(uri: str) -> str | None:
     if uri.startswith(WD):
         tail = uri[len(WD) :]
@@ -599,29 +595,16 @@ def select_items(spec: SubsetSpec, client: SparqlClient, batch_size: int, page_s
     """The item ids of the subset, in a stable order (seeds, then hop by hop, then classes, then sparql)."""
     chosen: dict[str, None] = dict.fromkeys(spec.seeds)
     frontier = list(spec.seeds)
-    props = _values(spec.properties, "wdt:")
     for _ in range(spec.hops if spec.properties else 0):
-        rows = batched(
-            client,
-            frontier,
-            batch_size,
-            lambda b: (
-                f"SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {_values(b)} }} VALUES ?p {{ {props} }} ?s ?p ?o . "
-                "FILTER(isIRI(?o)) }"
-            ),
-        )
+        rows = batched(client, frontier, batch_size, lambda b: sparql.linked_items(b, spec.properties))
         _bound(client, rows, "o")
         frontier = [q for q in (_qid(r["o"]["value"]) for r in rows) if q and q not in chosen]
         chosen.update(dict.fromkeys(frontier))
     for selection in spec.classes:
-        having = f"?item wdt:{selection.property} ?x ." if selection.property else ""
         offset = 0
         while offset < selection.limit:
             size = min(page_size, selection.limit - offset)
-            rows = client.select(
-                f"SELECT DISTINCT ?item WHERE {{ ?item wdt:P31 wd:{selection.class_} . {having} }} "
-                f"ORDER BY ?item LIMIT {size} OFFSET {offset}"
-            )
+            rows = client.select(sparql.class_members(selection.class_, selection.property, size, offset))
             _bound(client, rows, "item")
             chosen.update(dict.fromkeys(q for q in (_qid(r["item"]["value"]) for r in rows) if q))
             if len(rows) < size:
@@ -650,16 +633,7 @@ class Revision:
 
 def check_revisions(client: SparqlClient, ids: Sequence[str], batch_size: int) -> dict[str, Revision]:
     """Revision, modification time, redirect target and existence of each id (one query per batch)."""
-    rows = batched(
-        client,
-        ids,
-        batch_size,
-        lambda b: (
-            f"SELECT ?item ?rev ?mod ?same ?exists WHERE {{ VALUES ?item {{ {_values(b)} }} "
-            "OPTIONAL { ?item schema:version ?rev } OPTIONAL { ?item schema:dateModified ?mod } "
-            "OPTIONAL { ?item owl:sameAs ?same } BIND(EXISTS { ?item ?anyp ?anyo } AS ?exists) }"
-        ),
-    )
+    rows = batched(client, ids, batch_size, sparql.revisions)
     _bound(client, rows, "item", "exists")  # ?rev, ?mod and ?same are OPTIONAL: absent when unbound
     found: dict[str, Revision] = {}
     for row in rows:
@@ -693,17 +667,7 @@ def fetch_entities(
     records: dict[str, dict[str, Any]] = {
         i: {"labels": {}, "descriptions": {}, "aliases": {}, "statements": {}, "retrieved_at": now} for i in ids
     }
-    langs = ", ".join(json.dumps(lang) for lang in spec.languages)
-    terms = batched(
-        client,
-        ids,
-        batch_size,
-        lambda b: (
-            f"SELECT ?item ?p ?o WHERE {{ VALUES ?item {{ {_values(b)} }} "
-            "VALUES ?p { rdfs:label schema:description skos:altLabel } ?item ?p ?o . "
-            f"FILTER(LANG(?o) IN ({langs})) }}"
-        ),
-    )
+    terms = batched(client, ids, batch_size, lambda b: sparql.terms(b, spec.languages))
     _bound(client, terms, "item", "p", "o")
     kinds = {
         "http://www.w3.org/2000/01/rdf-schema#label": "labels",
@@ -721,15 +685,7 @@ def fetch_entities(
         else:
             records[qid][kind].setdefault(lang, row["o"]["value"])
     props = sorted({*spec.properties, TYPE_PROPERTY, *spec.xref_properties()})
-    statements = batched(
-        client,
-        ids,
-        batch_size,
-        lambda b: (
-            f"SELECT ?item ?p ?o WHERE {{ VALUES ?item {{ {_values(b)} }} "
-            f"VALUES ?p {{ {_values(props, 'wdt:')} }} ?item ?p ?o }}"
-        ),
-    )
+    statements = batched(client, ids, batch_size, lambda b: sparql.statements(b, props))
     _bound(client, statements, "item", "p", "o")
     for row in statements:
         qid = _qid(row["item"]["value"])
@@ -748,10 +704,7 @@ def property_labels(client: SparqlClient, pids: Sequence[str], language: str) ->
     """English (or the first configured language's) labels of properties; ids without one map to themselves."""
     if not pids:
         return {}
-    rows = client.select(
-        f"SELECT ?p ?label WHERE {{ VALUES ?p {{ {_values(pids)} }} ?p rdfs:label ?label . "
-        f"FILTER(LANG(?label) = {json.dumps(language)}) }}"
-    )
+    rows = client.select(sparql.property_labels(pids, language))
     _bound(client, rows, "p", "label")
     labels = {pid: pid for pid in pids}
     for row in rows:

@@ -12,13 +12,13 @@ endpoint (exact, then containing).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from metakg.qa_engine.strategies.robodata.tools import Tool, ToolArgs, ToolBox
+from metakg.schemas import sparql
 from metakg.schemas.knowledge_source import (
     PROLOGUE,
     Binding,
@@ -28,7 +28,7 @@ from metakg.schemas.knowledge_source import (
     check_select,
 )
 
-WD, WDT = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"
+WD, WDT = sparql.WD, sparql.WDT
 #: rows at most of a raw SPARQL query
 MAX_ROWS = 200
 #: seconds a raw SPARQL query may take
@@ -92,12 +92,6 @@ class SparqlArgs(ToolArgs):
     limit: int = Field(default=50, ge=1, le=MAX_ROWS)
 
 
-def statement_pattern(entity: str, predicate: str, direction: str) -> str:
-    """The triple pattern linking ``wd:entity`` to ``?other`` by ``predicate``: its own statements (``out``)
-    or statements about it (``in``). ``entity`` must be a validated id."""
-    return f"wd:{entity} {predicate} ?other" if direction == "out" else f"?other {predicate} wd:{entity}"
-
-
 def _value(row: Binding, name: str) -> str:
     """The value of ``?name`` in a result row.
 
@@ -110,31 +104,12 @@ def _value(row: Binding, name: str) -> str:
         raise ValueError(f"the remote endpoint answered a row without ?{name}; its reply cannot be used") from None
 
 
-def _terms(source: KnowledgeSource, entity: str) -> list[Binding]:
-    """The English label and description of ``wd:entity`` (a validated id)."""
-    return source.select(
-        f"SELECT ?p ?o WHERE {{ VALUES ?p {{ rdfs:label schema:description }} wd:{entity} ?p ?o . "
-        'FILTER(LANG(?o) = "en") }'
-    )
-
-
-def _label_rows(source: KnowledgeSource, where: str, k: int) -> list[Binding]:
-    return source.select(
-        f"SELECT DISTINCT ?item ?label ?description WHERE {{ {where} "
-        'OPTIONAL { ?item schema:description ?description . FILTER(LANG(?description) = "en") } } '
-        f"LIMIT {int(k)}"
-    )
-
-
 def remote_tools(source: KnowledgeSource) -> ToolBox:
     """The read-only remote tools over ``source``."""
 
     def entity(a: EntityArgs) -> Any:
-        terms = _terms(source, a.id)
-        claims = source.select(
-            f"SELECT ?p (COUNT(?o) AS ?n) (SAMPLE(?o) AS ?example) WHERE {{ wd:{a.id} ?p ?o . "
-            f'FILTER(STRSTARTS(STR(?p), "{WDT}")) }} GROUP BY ?p ORDER BY DESC(?n) ?p LIMIT 60'
-        )
+        terms = source.select(sparql.entity_terms(a.id))
+        claims = source.select(sparql.entity_claims(a.id))
         if not terms and not claims:
             raise KeyError(f"the remote knowledge base has nothing on {a.id}")
         label = next((_value(r, "o") for r in terms if _value(r, "p").endswith("label")), None)
@@ -150,7 +125,7 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         return {"id": a.id, "label": label, "description": description, "claims": summary}
 
     def prop(a: PropertyArgs) -> Any:
-        rows = _terms(source, a.id)
+        rows = source.select(sparql.entity_terms(a.id))
         if not rows:
             raise KeyError(f"the remote knowledge base has no label for {a.id}")
         return {"id": a.id} | {
@@ -161,15 +136,8 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         served = source.search_entities(a.text, a.k) if isinstance(source, EntitySearch) else None
         if served is not None:  # the search API: labels and aliases, ranked as Wikidata ranks them
             return served
-        text = json.dumps(a.text.lower())
-        exact = _label_rows(
-            source, f'?item rdfs:label ?label . FILTER(LANG(?label) = "en" && LCASE(STR(?label)) = {text})', a.k
-        )
-        rows = exact or _label_rows(
-            source,
-            f'?item rdfs:label ?label . FILTER(LANG(?label) = "en" && CONTAINS(LCASE(STR(?label)), {text}))',
-            a.k,
-        )
+        exact = source.select(sparql.label_search(a.text, a.k, exact=True))
+        rows = exact or source.select(sparql.label_search(a.text, a.k, exact=False))
         return [
             {
                 "id": _short(_value(r, "item")),
@@ -181,14 +149,7 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
         ]
 
     def neighbours(a: RemoteNeighbourArgs) -> Any:
-        pattern = statement_pattern(a.id, "?p", a.direction)
-        only = f"VALUES ?p {{ wdt:{a.property} }} " if a.property else ""
-        rows = source.select(
-            f"SELECT ?p ?other ?label WHERE {{ {only}{pattern} . FILTER(isIRI(?other)) "
-            f'FILTER(STRSTARTS(STR(?p), "{WDT}")) '
-            'OPTIONAL { ?other rdfs:label ?label . FILTER(LANG(?label) = "en") } } '
-            f"LIMIT {a.limit}"
-        )
+        rows = source.select(sparql.neighbours(a.id, a.direction, a.property, a.limit))
         return [
             {
                 "property": _short(_value(r, "p")),
@@ -198,7 +159,7 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
             for r in rows
         ]
 
-    def sparql(a: SparqlArgs) -> Any:
+    def raw_query(a: SparqlArgs) -> Any:
         query = check_select(a.query, ask=True).rstrip().rstrip(";")
         if re.match(r"(?i)^ASK\b", PROLOGUE.sub("", query, count=1)):
             return {"ask": bool(source.select(ask_as_select(query), timeout_s=RAW_TIMEOUT_S))}
@@ -224,7 +185,7 @@ def remote_tools(source: KnowledgeSource) -> ToolBox:
                 "remote_sparql",
                 "Run one read-only SELECT or ASK query on the remote knowledge base (rows and time are limited).",
                 SparqlArgs,
-                sparql,
+                raw_query,
             ),
         ]
     )

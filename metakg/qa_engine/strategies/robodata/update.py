@@ -9,8 +9,9 @@ from typing import Any, Literal
 import polars as pl
 from pydantic import Field, field_validator
 
-from metakg.qa_engine.strategies.robodata.remote import WD, EntityArgs, property_id, statement_pattern
+from metakg.qa_engine.strategies.robodata.remote import WD, EntityArgs, property_id
 from metakg.qa_engine.strategies.robodata.tools import Tool, ToolBox
+from metakg.schemas import sparql
 from metakg.schemas.graph_store import GraphStore
 from metakg.schemas.knowledge_source import EntityFetcher
 
@@ -42,8 +43,7 @@ def update_tools(fetcher: EntityFetcher, local: GraphStore) -> ToolBox:
         return {"node": fragment.nodes["id"][0], "name": fragment.nodes["name"][0]} | added(before)
 
     def fetch_relationships(a: FetchRelationshipsArgs) -> Any:
-        pattern = statement_pattern(a.id, f"wdt:{a.property}", a.direction)
-        rows = fetcher.select(f"SELECT DISTINCT ?other WHERE {{ {pattern} . FILTER(isIRI(?other)) }} LIMIT {a.limit}")
+        rows = fetcher.select(sparql.linked(a.id, a.property, a.direction, a.limit))
         linked = [r["other"]["value"][len(WD) :] for r in rows if r["other"]["value"].startswith(WD)]
         if not linked:
             return {"statements": 0, "note": f"{a.id} has no {a.property} statement ({a.direction})"}
