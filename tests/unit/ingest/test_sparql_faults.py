@@ -255,7 +255,7 @@ def test_every_part_of_a_term_must_be_text(endpoint: SparqlServer, term: dict[st
 
 
 def test_a_lone_surrogate_in_a_term_is_a_malformed_reply() -> None:
-    from metakg.ingest.wikidata import _bindings
+    from metakg.ingest.wikidata.client import _bindings
 
     reply = {"head": {"vars": ["item"]}, "results": {"bindings": [{"item": {"type": "literal", "value": "a\ud800"}}]}}
     with pytest.raises(ValueError, match=r"item\.value is not Unicode text"):

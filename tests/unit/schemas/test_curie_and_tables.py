@@ -175,7 +175,7 @@ def test_a_node_is_found_by_its_id_written_any_way() -> None:
 
 
 def test_wikidata_external_ids_become_xrefs_in_their_one_form() -> None:
-    from metakg.ingest.wikidata import _xref
+    from metakg.ingest.wikidata.mapping import _xref
 
     assert _xref("doid", "DOID:10652") == "doid:10652"  # P699 values carry their prefix
     assert _xref("mondo", "0004975") == "mondo:0004975"
