@@ -180,7 +180,7 @@ def llm_usage(bundle: Path, settings: Settings, data_dir: Path, limit: int, trai
         run, api.Benchmark(data_dir / HARD, "medagents", limit=limit), report, api.Runs(["medcog"], ["all"]),
         over=api.StoreChoice(bundle), options=api.EvalOptions(resume=False),
     )  # fmt: skip
-    summary = result["summary"]
+    summary = result.summary
     keys = ("calls_per_question", "method_tokens_per_question", "cost_per_question", "accuracy", "fail")
     keys += ("inference_density", "iie")
     figures: dict[str, Any] = {

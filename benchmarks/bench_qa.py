@@ -207,7 +207,7 @@ def llm_usage(bundle: Path, settings: Settings, data_dir: Path, limit: int) -> d
             over=api.StoreChoice(bundle),
         )
     keys = ("calls_per_question", "tokens_per_question", "latency_p50_ms", "latency_p95_ms", "accuracy", "fail")
-    return {label: {k: s[k] for k in keys} for label, s in result["summary"].items() if label != "ORACLE"}
+    return {label: {k: s[k] for k in keys} for label, s in result.summary.items() if label != "ORACLE"}
 
 
 def main() -> None:

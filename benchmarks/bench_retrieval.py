@@ -72,13 +72,13 @@ def runs(settings: Settings, questions: Path, fmt: str, graph: Path, skip: int, 
     where = api.StoreChoice(graph)
     summary = api.evaluate_benchmark(
         settings, benchmark, out, api.Runs(["kg_rag", "metakgrag"], ["all"]), over=where, runner=api.NoLLM()
-    )["summary"]
+    ).summary
     paper = settings.model_copy(
         update={"qa": settings.qa.model_validate(settings.qa.model_dump() | {"metakgrag": {"preset": "paper"}})}
     )
     paper_summary = api.evaluate_benchmark(
         paper, benchmark, out / "paper", api.Runs(["metakgrag"]), over=where, runner=api.NoLLM()
-    )["summary"]
+    ).summary
     summary["metakgrag (paper preset)"] = paper_summary["metakgrag"]
     return {label: {k: s.get(k) for k in KEYS} | {"questions": s["questions"]} for label, s in summary.items()}
 

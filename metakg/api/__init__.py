@@ -93,6 +93,7 @@ from metakg.api.qa import (
 from metakg.api.schema import GraphSchema, graph_schema
 from metakg.api.session import (
     EvalOptions,
+    EvaluationResult,
     LLMRunner,
     NoLLM,
     OneShotLLM,
@@ -141,6 +142,7 @@ __all__ = [
     "DatasetFormat",
     "DemoResult",
     "EvalOptions",
+    "EvaluationResult",
     "Goal",
     "GraphPath",
     "GraphSchema",

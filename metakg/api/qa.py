@@ -16,6 +16,7 @@ from typing import Any
 from metakg.api._shared import Progress, at_least_one, quiet
 from metakg.api.session import (
     EvalOptions,
+    EvaluationResult,
     LLMRunner,
     NoLLM,
     OneShotLLM,
@@ -33,7 +34,6 @@ from metakg.qa_engine.evaluate import (
     COLUMNS,
     RunSpec,
     comparison_table,
-    metric_columns,
     run_specs,
 )
 from metakg.qa_engine.registry import StrategyRegistry
@@ -267,7 +267,7 @@ def evaluate_benchmark(
     runner: LLMRunner | None = None,
     options: EvalOptions | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> EvaluationResult:
     """Run strategies (and their switch variants, e.g. MetaKGRAG ablations) over a benchmark; writes the
     answers, summary and comparison into ``out_dir``.
 
@@ -285,8 +285,8 @@ def evaluate_benchmark(
     asked".
 
     Returns:
-        ``summary`` (keyed by run label), ``questions``, ``rejected``, ``out``, ``columns`` (the comparison
-        table's extra columns) and ``skipped`` (runs left out without an LLM).
+        the :class:`EvaluationResult`: the summary keyed by run label, the questions, the rejected input lines,
+        the comparison table's columns and the runs left out without an LLM.
 
     Raises:
         UsageError: unknown strategy, switch or format, or a wrong store choice.
@@ -333,12 +333,5 @@ def evaluate_benchmark(
         where = replace(where, graphless=True)
     options = replace(options, scaling=ref_set)
     with QASession(settings, where, runner=runner, registry=registry, progress=say) as session:
-        summary = session.evaluate(questions, specs, out_dir, options)
-    return {
-        "summary": summary,
-        "questions": len(questions),
-        "rejected": read.rejects.height,
-        "out": out_dir,
-        "columns": [*COLUMNS, *metric_columns(specs, registry)],
-        "skipped": skipped,
-    }
+        result = session.evaluate(questions, specs, out_dir, options)
+    return replace(result, rejected=read.rejects.height, skipped=skipped)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -37,7 +37,7 @@ from metakg.progress import Tick
 from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer, Question
 from metakg.qa_engine.efficiency import DEFAULT_SCALING, ReferenceSet
-from metakg.qa_engine.evaluate import RunSpec, evaluate
+from metakg.qa_engine.evaluate import COLUMNS, RunSpec, comparison_table, evaluate, metric_columns
 from metakg.qa_engine.events import listening
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.services import QAServices
@@ -205,6 +205,49 @@ class StoreChoice:
     graphless: bool = False
 
 
+@dataclass(frozen=True)
+class EvaluationResult:
+    """What an evaluation found: the ``summary`` per run label (and the ORACLE row), the number of
+    ``questions``, the input lines ``rejected``, the folder ``out``, the comparison table's ``columns``, the
+    runs ``skipped`` without an LLM, and whether it was ``retrieval_only``."""
+
+    summary: dict[str, dict[str, Any]]
+    questions: int
+    out: Path
+    columns: list[tuple[str, str]]
+    rejected: int = 0
+    skipped: list[str] = field(default_factory=list)
+    retrieval_only: bool = False
+
+    def failed_runs(self) -> list[str]:
+        """The runs whose every answer failed (an unreachable LLM, a graph that matches no question); none for
+        a retrieval-only evaluation, whose answers all fail by design."""
+        if self.retrieval_only:
+            return []
+        runs = {label: s for label, s in self.summary.items() if "fail" in s}  # not the ORACLE row
+        return [label for label, s in runs.items() if s["questions"] and s["fail"] == s["questions"]]
+
+    @property
+    def ok(self) -> bool:
+        """No run failed every answer."""
+        return not self.failed_runs()
+
+    def table(self) -> str:
+        """The comparison table (Markdown): the shared columns, then the strategies' own."""
+        return comparison_table(self.summary, self.columns[len(COLUMNS) :])
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as JSON data."""
+        return {
+            "summary": self.summary,
+            "questions": self.questions,
+            "rejected": self.rejected,
+            "out": str(self.out),
+            "columns": [list(c) for c in self.columns],
+            "skipped": list(self.skipped),
+        }
+
+
 class QASession:
     """Questions over one store with one way of running the LLM and one strategy registry (a context
     manager). ``over`` is a store the caller holds open (left open) or the :class:`StoreChoice` of the store
@@ -292,10 +335,9 @@ class QASession:
 
     def evaluate(
         self, questions: Sequence[Question], runs: Sequence[RunSpec], out_dir: Path, options: EvalOptions
-    ) -> dict[str, dict[str, Any]]:
-        """Every run over ``questions``; the answers, summary and comparison are written into ``out_dir``.
-        Returns the summary keyed by run label."""
-        return self.runner.run(
+    ) -> EvaluationResult:
+        """Every run over ``questions``; the answers, summary and comparison are written into ``out_dir``."""
+        summary = self.runner.run(
             self.settings,
             self.store,
             lambda ctx: evaluate(
@@ -313,6 +355,10 @@ class QASession:
             ),
             progress=self._progress,
             services=self.services,
+        )
+        columns = [*COLUMNS, *metric_columns(runs, self.registry)]
+        return EvaluationResult(
+            summary, len(questions), out_dir, columns, retrieval_only=isinstance(self.runner, NoLLM)
         )
 
 

@@ -156,7 +156,7 @@ def tune_benchmark(
             say(f"run {number}/{len(combinations)}: {_label(combination)}")
             session = QASession(run_settings, store, runner=NoLLM(), progress=say)
             options = EvalOptions(resume=False, budget=budget, tick=_run_tick(tick, number))
-            summary = session.evaluate(questions, [RunSpec(strategy)], folder, options)
+            summary = session.evaluate(questions, [RunSpec(strategy)], folder, options).summary
             runs.append({"settings": combination, "folder": str(folder), **summary[strategy]})
     runs.sort(
         key=lambda r: (

@@ -207,15 +207,11 @@ def evaluate(
                 options=options,
                 progress=say,
             )
-        summary: dict[str, dict[str, Any]] = result["summary"]
+        summary = result.summary
         if grow is not None:
             grown = api.grow_from_report(cfg, output, list(summary), grow)
             err.print(escape(f"case bank {grow}: {grown['added']} cases added, {grown['cases']} in all"), style="dim")
-        # a run that answered nothing (an unreachable LLM, a graph that matches no question) is a failure
-        runs = {label: s for label, s in summary.items() if "fail" in s}  # not the ORACLE row
-        failed = (
-            [] if no_llm else [label for label, s in runs.items() if s["questions"] and s["fail"] == s["questions"]]
-        )
+        failed = result.failed_runs()  # a run that answered nothing is a failure
         for label in failed:
             err.print(
                 escape(f"every answer of {label} failed; see the reasons in {output}/answers-{label}.jsonl"),
@@ -226,13 +222,12 @@ def evaluate(
             if failed:
                 raise typer.Exit(1)
             return
-        columns = result["columns"][len(api.COLUMNS) :]
-        out.print(api.comparison_table(summary, columns), markup=False, highlight=False)
+        out.print(result.table(), markup=False, highlight=False)
         for note in api.efficiency_notes(summary):
             out.print(f"[dim]{escape(note)}[/]", highlight=False)
-        skipped = f"; left out without an LLM: {', '.join(result['skipped'])}" if result["skipped"] else ""
+        skipped = f"; left out without an LLM: {', '.join(result.skipped)}" if result.skipped else ""
         out.print(
-            f"[dim]{result['questions']} questions ({result['rejected']} input lines rejected){skipped}; "
+            f"[dim]{result.questions} questions ({result.rejected} input lines rejected){skipped}; "
             f"report in {output}[/]"
         )
         finish(not failed, {}, json_mode=False)

@@ -173,11 +173,11 @@ class Evaluations:
 
         with self._guard():  # no write changes the graph under a run
             result = self._evaluate(run, tick)
-        run.summary = result["summary"]
-        run.comparison = api.comparison_table(result["summary"], result["columns"][len(api.COLUMNS) :])
-        run.progress |= {"questions": result["questions"], "rejected": result["rejected"]}
+        run.summary = result.summary
+        run.comparison = result.table()
+        run.progress |= {"questions": result.questions, "rejected": result.rejected}
 
-    def _evaluate(self, run: EvaluationRun, tick: Callable[[str, int, int], None]) -> dict[str, Any]:
+    def _evaluate(self, run: EvaluationRun, tick: Callable[[str, int, int], None]) -> api.EvaluationResult:
         request = run.request
         return api.evaluate_benchmark(
             self._settings,

@@ -65,7 +65,7 @@ def evaluate_and_check(settings: Settings, data_dir: Path, out: Path, csqa_bundl
         api.Runs(["llm_only", "kg_rag", "metakgrag"], ["all"]),
         over=api.StoreChoice(None if neo4j else csqa_bundle, neo4j),
     )
-    summary: dict[str, dict[str, Any]] = result["summary"]
+    summary: dict[str, dict[str, Any]] = result.summary
     bundle = read_bundle(csqa_bundle)
     node_ids, edge_ids = set(bundle.nodes["id"].to_list()), set(bundle.edges["id"].to_list())
     assert set(summary) == RUNS | {"ORACLE"}
@@ -129,7 +129,7 @@ def test_medcog_routes_checks_the_graph_and_counts_every_call(
         api.Runs(["medcog"], ["route=scot_kg"]),
         over=api.StoreChoice(csqa_bundle),
     )
-    summary: dict[str, dict[str, Any]] = result["summary"]
+    summary: dict[str, dict[str, Any]] = result.summary
     assert {"medcog", "medcog[route=scot_kg]"} <= set(summary)
     routed = summary["medcog"]
     assert sum(routed["routes"].values()) == 2  # every question took exactly one route

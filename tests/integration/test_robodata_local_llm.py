@@ -40,7 +40,7 @@ def test_ten_simplequestions_end_to_end(
     result = api.evaluate_benchmark(
         settings, api.Benchmark(data_dir / QUESTIONS, "simplequestions", limit=10), out, api.Runs(["robodata"])
     )
-    figures = result["summary"]["robodata"]
+    figures = result.summary["robodata"]
     assert figures["questions"] == 10 and figures["iterations_per_question"] <= TURNS
     rows = [json.loads(line) for line in (out / "answers-robodata.jsonl").read_text().splitlines()]
     assert len(rows) == 10
@@ -88,7 +88,7 @@ def test_robodata_kg_rag_and_metakgrag_compared_on_one_slice(
         api.Runs(["robodata", "kg_rag", "metakgrag"]),
         over=api.StoreChoice(tmp_path / "slice"),
     )
-    summary = result["summary"]
+    summary = result.summary
     assert set(summary) == {"robodata", "kg_rag", "metakgrag", "ORACLE"}
     assert all(summary[run]["questions"] == 5 for run in ("robodata", "kg_rag", "metakgrag"))
     assert summary["kg_rag"]["evidence_recall"] > 0  # the synced slice holds the answers the graph strategies find

@@ -88,6 +88,19 @@ def test_evaluate_writes_the_report_and_the_wrapper_returns_the_same(bundle: Pat
     questions = [api.make_question("What does aspirin treat?", question_id="q1")]
     options = api.EvalOptions(resume=False, budget=5)
     with api.QASession(settings, api.StoreChoice(bundle), runner=api.NoLLM()) as session:
-        summary = session.evaluate(questions, [api.RunSpec("kg_rag")], tmp_path / "run", options)
-    assert summary["kg_rag"]["questions"] == 1
+        result = session.evaluate(questions, [api.RunSpec("kg_rag")], tmp_path / "run", options)
+    assert result.summary["kg_rag"]["questions"] == 1 and result.questions == 1 and result.retrieval_only
+    assert result.ok and result.failed_runs() == []  # every answer fails retrieval only, by design
+    assert "| kg_rag |" in result.table() and result.as_dict()["summary"] == result.summary
     assert (tmp_path / "run" / "summary.json").is_file() and (tmp_path / "run" / "answers-kg_rag.jsonl").is_file()
+
+
+def test_a_run_whose_every_answer_failed_is_a_failed_run(tmp_path: Path) -> None:
+    summary = {
+        "llm_only": {"questions": 3, "fail": 3},
+        "kg_rag": {"questions": 3, "fail": 1},
+        "ORACLE": {"questions": 3, "accuracy": 0.3},
+    }
+    result = api.EvaluationResult(summary, 3, tmp_path, list(api.COLUMNS))
+    assert result.failed_runs() == ["llm_only"] and not result.ok
+    assert api.EvaluationResult(summary, 3, tmp_path, list(api.COLUMNS), retrieval_only=True).ok

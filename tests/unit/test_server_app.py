@@ -287,10 +287,10 @@ def test_a_write_waits_for_a_running_evaluation(bundle: Path, tmp_path: Path, mo
     (benchmarks / "q.json").write_text("[]", encoding="utf-8")
     entered, release = threading.Event(), threading.Event()
 
-    def slow(_self: Evaluations, _run: Any, _tick: Any) -> dict[str, Any]:
+    def slow(_self: Evaluations, run: Any, _tick: Any) -> api.EvaluationResult:
         entered.set()  # the evaluation reads the store until the test lets it finish
         assert release.wait(30)
-        return {"summary": {}, "columns": list(api.COLUMNS), "questions": 0, "rejected": 0}
+        return api.EvaluationResult({}, 0, run.out_dir, list(api.COLUMNS))
 
     monkeypatch.setattr(Evaluations, "_evaluate", slow)
     monkeypatch.setattr(served, "ASK_WAIT_S", 0.5)
