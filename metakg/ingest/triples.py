@@ -122,157 +122,17 @@ def read_triples(
     decoded, raw_lines = _split_lines(strip_bom(data))
     record_prefix = path.name
     say("parsing")
-    lines = pl.DataFrame(
-        {"line": pl.Series(decoded, dtype=pl.String()), "line_no": pl.int_range(1, len(decoded) + 1, eager=True)}
-    )
-    lines = lines.with_columns(without_invisible(pl.col("line").str.strip_suffix("\r")))
-    blank = lines["line"].is_not_null() & (lines["line"].str.strip_chars() == "")
-    blank_lines = int(blank.sum())
-    lines = lines.filter(~blank)
-    fields = pl.col("line").str.split(separator)
-    parsed = lines.with_columns(
-        fields.list.len().alias("n_fields"),
-        fields.list.get(0, null_on_oob=True).alias("raw_head"),
-        fields.list.get(1, null_on_oob=True).str.strip_chars().alias("relation"),
-        fields.list.get(2, null_on_oob=True).alias("raw_tail"),
-    )
-    # Normalisation is costly per string and names repeat a lot: normalise each distinct value once.
-    raw_names = pl.concat(
-        [parsed.select(pl.col("raw_head").alias("raw")), parsed.select(pl.col("raw_tail").alias("raw"))]
-    )
-    names = raw_names.unique().with_columns(
-        _name(pl.col("raw")).alias("name"), normalise_name_expr(pl.col("raw")).alias("surface")
-    )
-    relations = (
-        parsed.select("relation").unique().with_columns(normalise_relation_expr(pl.col("relation")).alias("rel"))
-    )
-    parsed = (
-        parsed.join(
-            names.rename({"raw": "raw_head", "name": "head", "surface": "head_surface"}),
-            on="raw_head",
-            how="left",
-            nulls_equal=True,
-            maintain_order="left",
-        )
-        .join(
-            names.rename({"raw": "raw_tail", "name": "tail", "surface": "tail_surface"}),
-            on="raw_tail",
-            how="left",
-            nulls_equal=True,
-            maintain_order="left",
-        )
-        .join(relations, on="relation", how="left", nulls_equal=True, maintain_order="left")
-        .drop("raw_head", "raw_tail")
-    )
-    longest = pl.max_horizontal(
-        pl.col("head").str.len_chars(), pl.col("relation").str.len_chars(), pl.col("tail").str.len_chars()
-    )
-    # (check, reason, failing): the first failing rule of a line decides its check and reason
-    rules: list[tuple[str, str, pl.Expr]] = [
-        ("invalid_utf8", "line is not valid UTF-8", pl.col("line").is_null()),
-        ("control_character", "line holds a control character (such as NUL or BEL)", has_control(pl.col("line"))),
-        (
-            "field_count",
-            f"expected 3 {'tab' if separator == chr(9) else repr(separator)}-separated fields (head, relation, "
-            "tail), found ",
-            pl.col("n_fields") != 3,
-        ),
-        ("empty_field", "head is empty", pl.col("head") == ""),
-        ("empty_field", "relation is empty", pl.col("relation") == ""),
-        ("empty_field", "tail is empty", pl.col("tail") == ""),
-        (
-            "field_too_long",
-            f"a field is longer than {max_field_chars} characters (ingest.max_field_chars)",
-            longest > max_field_chars,
-        ),
-        ("bad_relation", "relation has no letters", ~pl.col("relation").str.contains(r"\p{L}")),
-    ]
-    parsed = parsed.with_columns(first_failure_code([(c, f) for c, _, f in rules]).alias("_code")).with_columns(
-        code_names(pl.col("_code"), [(c, f) for c, _, f in rules]).alias("check"),
-        code_names(pl.col("_code"), [(r, f) for _, r, f in rules]).alias("reason"),
-    )
-    parsed = parsed.with_columns(
-        pl.when(pl.col("check") == "field_count")
-        .then(pl.col("reason") + pl.col("n_fields").cast(pl.String))
-        .otherwise(pl.col("reason"))
-        .alias("reason")
-    )
+    lines, blank_lines = _lines(decoded)
+    parsed = _checked(_parsed(lines, separator), separator, max_field_chars)
     bad = parsed.filter(pl.col("check").is_not_null())
     good = parsed.filter(pl.col("check").is_null())
 
     say("building nodes")
-    invalid_payload = {
-        i + 1: raw_lines[i].decode("utf-8", errors="backslashreplace") for i, t in enumerate(decoded) if t is None
-    }
-    rejects = bad.select(
-        pl.lit("ingest").alias("stage"),
-        pl.lit("input").alias("table"),
-        (pl.lit(f"{record_prefix}:") + pl.col("line_no").cast(pl.String)).alias("record"),
-        pl.col("check"),
-        pl.col("reason"),
-        pl.coalesce(
-            pl.col("line"),
-            pl.col("line_no").replace_strict(invalid_payload, default=None, return_dtype=pl.String),
-        ).alias("payload"),
-    )
-
-    # Each distinct name is turned into an id once; mentions keep file order so that the first name seen
-    # becomes the node's name and the others its aliases, with every surface form as written (a name that
-    # lost a final full stop keeps it as an alias), so no input string stops being findable.
-    mentions = pl.concat(
-        [
-            good.select(
-                pl.col("head").alias("name"),
-                pl.col("head_surface").alias("surface"),
-                (pl.col("line_no") * 2).alias("order"),
-            ),
-            good.select(
-                pl.col("tail").alias("name"),
-                pl.col("tail_surface").alias("surface"),
-                (pl.col("line_no") * 2 + 1).alias("order"),
-            ),
-        ]
-    )
-    surface = mentions.group_by("name").agg(pl.col("order").min(), pl.col("surface").unique())
-    surface = surface.with_columns(dataset_id_expr(dataset, pl.col("name")).alias("id")).sort("order")
-    nodes = (
-        surface.group_by("id", maintain_order=True)
-        .agg(pl.col("name").first(), pl.col("name").slice(1).alias("_others"), pl.col("surface").explode())
-        .with_columns(
-            pl.concat_list("_others", "surface")
-            .list.unique(maintain_order=True)
-            .list.set_difference(pl.concat_list("name"))
-            .alias("aliases")
-        )
-        .drop("_others", "surface")
-        .with_columns(pl.lit(node_type).alias("type"), pl.lit(source).alias("source"))
-    )
+    rejects = _rejects(bad, decoded, raw_lines, record_prefix)
+    nodes, ids = _nodes(good, dataset, node_type, source)
 
     say("building edges")
-    now = datetime.now(UTC)
-    ids = surface.select("name", "id")
-    triples = (
-        good.join(ids.rename({"name": "head", "id": "src"}), on="head", how="left")
-        .join(ids.rename({"name": "tail", "id": "dst"}), on="tail", how="left")
-        .sort("line_no")
-        .with_columns((pl.lit(f"{record_prefix}:") + pl.col("line_no").cast(pl.String)).alias("record"))
-    )
-    edges = (
-        triples.group_by(["src", "rel", "dst"], maintain_order=True)
-        .agg(
-            pl.col("relation").first().alias("display"),
-            pl.len().cast(pl.Int64).alias("count"),
-            pl.col("record").alias("record_ids"),
-        )
-        .with_columns(
-            pl.lit(source).alias("source"),
-            pl.lit(confidence, dtype=pl.Float64).alias("confidence"),
-            pl.lit(IMPORTER).alias("importer"),
-            pl.lit(run_id).alias("run_id"),
-            pl.lit(now, dtype=pl.Datetime("us", "UTC")).alias("created_at"),
-        )
-    )
-    edges = edges.with_columns(edge_ids(edges))
+    edges = _edges(good, ids, record_prefix, source, confidence, run_id)
 
     report = TripleIngestReport(
         read=lines.height,
@@ -301,3 +161,174 @@ def read_triples(
         nodes=conform_nodes(nodes), edges=conform_edges(edges), rejects=conform_rejects(rejects), manifest=manifest
     )
     return bundle, report
+
+
+def _lines(decoded: list[str | None]) -> tuple[pl.DataFrame, int]:
+    """The file's lines (``None`` for one that is not UTF-8) numbered from 1, invisible characters and a
+    final carriage return removed, blank lines left out; and how many were blank."""
+    lines = pl.DataFrame(
+        {"line": pl.Series(decoded, dtype=pl.String()), "line_no": pl.int_range(1, len(decoded) + 1, eager=True)}
+    )
+    lines = lines.with_columns(without_invisible(pl.col("line").str.strip_suffix("\r")))
+    blank = lines["line"].is_not_null() & (lines["line"].str.strip_chars() == "")
+    return lines.filter(~blank), int(blank.sum())
+
+
+def _parsed(lines: pl.DataFrame, separator: str) -> pl.DataFrame:
+    """Each line split into head, relation and tail, the names cleaned and the relation normalised (each
+    distinct value once: normalisation is costly per string and names repeat a lot)."""
+    fields = pl.col("line").str.split(separator)
+    parsed = lines.with_columns(
+        fields.list.len().alias("n_fields"),
+        fields.list.get(0, null_on_oob=True).alias("raw_head"),
+        fields.list.get(1, null_on_oob=True).str.strip_chars().alias("relation"),
+        fields.list.get(2, null_on_oob=True).alias("raw_tail"),
+    )
+    raw_names = pl.concat(
+        [parsed.select(pl.col("raw_head").alias("raw")), parsed.select(pl.col("raw_tail").alias("raw"))]
+    )
+    names = raw_names.unique().with_columns(
+        _name(pl.col("raw")).alias("name"), normalise_name_expr(pl.col("raw")).alias("surface")
+    )
+    relations = (
+        parsed.select("relation").unique().with_columns(normalise_relation_expr(pl.col("relation")).alias("rel"))
+    )
+    return (
+        parsed.join(
+            names.rename({"raw": "raw_head", "name": "head", "surface": "head_surface"}),
+            on="raw_head",
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        )
+        .join(
+            names.rename({"raw": "raw_tail", "name": "tail", "surface": "tail_surface"}),
+            on="raw_tail",
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        )
+        .join(relations, on="relation", how="left", nulls_equal=True, maintain_order="left")
+        .drop("raw_head", "raw_tail")
+    )
+
+
+def _checked(parsed: pl.DataFrame, separator: str, max_field_chars: int) -> pl.DataFrame:
+    """``parsed`` with the ``check`` and ``reason`` of the first rule each line fails (null: accepted)."""
+    longest = pl.max_horizontal(
+        pl.col("head").str.len_chars(), pl.col("relation").str.len_chars(), pl.col("tail").str.len_chars()
+    )
+    # (check, reason, failing): the first failing rule of a line decides its check and reason
+    rules: list[tuple[str, str, pl.Expr]] = [
+        ("invalid_utf8", "line is not valid UTF-8", pl.col("line").is_null()),
+        ("control_character", "line holds a control character (such as NUL or BEL)", has_control(pl.col("line"))),
+        (
+            "field_count",
+            f"expected 3 {'tab' if separator == chr(9) else repr(separator)}-separated fields (head, relation, "
+            "tail), found ",
+            pl.col("n_fields") != 3,
+        ),
+        ("empty_field", "head is empty", pl.col("head") == ""),
+        ("empty_field", "relation is empty", pl.col("relation") == ""),
+        ("empty_field", "tail is empty", pl.col("tail") == ""),
+        (
+            "field_too_long",
+            f"a field is longer than {max_field_chars} characters (ingest.max_field_chars)",
+            longest > max_field_chars,
+        ),
+        ("bad_relation", "relation has no letters", ~pl.col("relation").str.contains(r"\p{L}")),
+    ]
+    parsed = parsed.with_columns(first_failure_code([(c, f) for c, _, f in rules]).alias("_code")).with_columns(
+        code_names(pl.col("_code"), [(c, f) for c, _, f in rules]).alias("check"),
+        code_names(pl.col("_code"), [(r, f) for _, r, f in rules]).alias("reason"),
+    )
+    return parsed.with_columns(
+        pl.when(pl.col("check") == "field_count")
+        .then(pl.col("reason") + pl.col("n_fields").cast(pl.String))
+        .otherwise(pl.col("reason"))
+        .alias("reason")
+    )
+
+
+def _rejects(bad: pl.DataFrame, decoded: list[str | None], raw_lines: list[bytes], record_prefix: str) -> pl.DataFrame:
+    """The rejected lines, each with its check, reason and the line as written (escaped when not UTF-8)."""
+    invalid_payload = {
+        i + 1: raw_lines[i].decode("utf-8", errors="backslashreplace") for i, t in enumerate(decoded) if t is None
+    }
+    return bad.select(
+        pl.lit("ingest").alias("stage"),
+        pl.lit("input").alias("table"),
+        (pl.lit(f"{record_prefix}:") + pl.col("line_no").cast(pl.String)).alias("record"),
+        pl.col("check"),
+        pl.col("reason"),
+        pl.coalesce(
+            pl.col("line"),
+            pl.col("line_no").replace_strict(invalid_payload, default=None, return_dtype=pl.String),
+        ).alias("payload"),
+    )
+
+
+def _nodes(good: pl.DataFrame, dataset: str, node_type: str, source: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The nodes of the accepted lines, and each name's id.
+
+    Each distinct name is turned into an id once; mentions keep file order so that the first name seen
+    becomes the node's name and the others its aliases, with every surface form as written (a name that
+    lost a final full stop keeps it as an alias), so no input string stops being findable."""
+    mentions = pl.concat(
+        [
+            good.select(
+                pl.col("head").alias("name"),
+                pl.col("head_surface").alias("surface"),
+                (pl.col("line_no") * 2).alias("order"),
+            ),
+            good.select(
+                pl.col("tail").alias("name"),
+                pl.col("tail_surface").alias("surface"),
+                (pl.col("line_no") * 2 + 1).alias("order"),
+            ),
+        ]
+    )
+    surface = mentions.group_by("name").agg(pl.col("order").min(), pl.col("surface").unique())
+    surface = surface.with_columns(dataset_id_expr(dataset, pl.col("name")).alias("id")).sort("order")
+    nodes = (
+        surface.group_by("id", maintain_order=True)
+        .agg(pl.col("name").first(), pl.col("name").slice(1).alias("_others"), pl.col("surface").explode())
+        .with_columns(
+            pl.concat_list("_others", "surface")
+            .list.unique(maintain_order=True)
+            .list.set_difference(pl.concat_list("name"))
+            .alias("aliases")
+        )
+        .drop("_others", "surface")
+        .with_columns(pl.lit(node_type).alias("type"), pl.lit(source).alias("source"))
+    )
+    return nodes, surface.select("name", "id")
+
+
+def _edges(
+    good: pl.DataFrame, ids: pl.DataFrame, record_prefix: str, source: str, confidence: float, run_id: str
+) -> pl.DataFrame:
+    """One edge per distinct (head, relation, tail), counting the lines that state it, with their record ids."""
+    now = datetime.now(UTC)
+    triples = (
+        good.join(ids.rename({"name": "head", "id": "src"}), on="head", how="left")
+        .join(ids.rename({"name": "tail", "id": "dst"}), on="tail", how="left")
+        .sort("line_no")
+        .with_columns((pl.lit(f"{record_prefix}:") + pl.col("line_no").cast(pl.String)).alias("record"))
+    )
+    edges = (
+        triples.group_by(["src", "rel", "dst"], maintain_order=True)
+        .agg(
+            pl.col("relation").first().alias("display"),
+            pl.len().cast(pl.Int64).alias("count"),
+            pl.col("record").alias("record_ids"),
+        )
+        .with_columns(
+            pl.lit(source).alias("source"),
+            pl.lit(confidence, dtype=pl.Float64).alias("confidence"),
+            pl.lit(IMPORTER).alias("importer"),
+            pl.lit(run_id).alias("run_id"),
+            pl.lit(now, dtype=pl.Datetime("us", "UTC")).alias("created_at"),
+        )
+    )
+    return edges.with_columns(edge_ids(edges))
