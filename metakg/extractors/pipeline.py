@@ -227,11 +227,63 @@ def build_bundle(
     rejects, each with its reason.
     """
     say = progress or (lambda _s: None)
-    now = datetime.now(UTC)
     rejects: list[dict[str, str]] = []
-    rows: list[tuple[str, str, str, str, str, str, datetime | None]] = []  # unit, s, p, o, model, prompt hash, time
-    without = repaired = 0
     say("parsing replies")
+    rows, without, repaired = _reply_triples(outcomes, rejects)
+    frame = _checked_triples(rows, rejects)
+
+    resolution: Resolution | None = None
+    nodes = empty_nodes()
+    if frame.height:
+        mentions = pl.concat([frame["subject"], frame["object"]]).unique(maintain_order=True).to_list()
+        say(f"resolving {len(mentions)} mentions")
+        resolution = resolve_mentions(
+            mentions,
+            dataset,
+            node_type=node_type,
+            embedder=embedder,
+            threshold=threshold,
+            link=link,
+            target=target,
+            curation=curation,
+            progress=say,
+        )
+        ids = pl.DataFrame({"mention": list(resolution.ids), "id": list(resolution.ids.values())})
+        frame = frame.join(ids.rename({"mention": "subject", "id": "src"}), on="subject", how="left").join(
+            ids.rename({"mention": "object", "id": "dst"}), on="object", how="left"
+        )
+        frame = _refused(frame, pl.col("src") == pl.col("dst"), rejects, "self_loop",
+                         "the subject and the object resolve to the same entity")  # fmt: skip
+        nodes = resolution.nodes
+    accepted = frame.height
+    edges = _edges(frame, dataset, confidence, run_id) if frame.height else empty_edges()
+    edges = conform_edges(edges)  # computes the edge ids
+    used = pl.concat([edges["src"], edges["dst"]]).unique()
+    nodes = nodes.filter(pl.col("id").is_in(used.implode())).unique("id", keep="first", maintain_order=True)
+    reject_frame = conform_rejects(pl.DataFrame(rejects, schema=dict.fromkeys(_REJECT_COLUMNS, pl.String)))
+    if input_rejects is not None and input_rejects.height:
+        reject_frame = pl.concat([conform_rejects(input_rejects), reject_frame], how="vertical")
+    bundle = Bundle(nodes=nodes, edges=edges, rejects=reject_frame, manifest={})
+    return ExtractionResult(
+        bundle=bundle,
+        triples=accepted,
+        rejected_lines=sum(1 for r in rejects if r["table"] == "reply"),
+        repaired_lines=repaired,
+        records_without_triples=without,
+        resolution=resolution,
+    )
+
+
+#: Row = unit, subject, predicate, object, model, prompt hash, the record's time
+Row = tuple[str, str, str, str, str, str, datetime | None]
+
+
+def _reply_triples(outcomes: Sequence[Outcome], rejects: list[dict[str, str]]) -> tuple[list[Row], int, int]:
+    """The triples of every answered unit's reply; a unit that failed or was skipped, a line that is not a
+    triple, a reply cut at max_tokens (its last triple) and a reply holding no triple go to ``rejects``.
+    Returns the rows, the units without a triple and the lines repaired."""
+    rows: list[Row] = []
+    without = repaired = 0
     for outcome in outcomes:
         unit = outcome.unit
         if outcome.status != "ok" or outcome.completion is None:
@@ -269,6 +321,24 @@ def build_bundle(
             rows.append(
                 (unit.unit_id, t.subject, t.predicate, t.object, completion.model, unit.prompt.template_hash, unit.time)
             )
+    return rows, without, repaired
+
+
+_PAYLOAD = pl.col("subject") + pl.lit("\\") + pl.col("predicate") + pl.lit("\\") + pl.col("object")
+
+
+def _refused(
+    frame: pl.DataFrame, failing: pl.Expr, rejects: list[dict[str, str]], check: str, reason: str
+) -> pl.DataFrame:
+    """``frame`` without the rows ``failing`` marks, which go to ``rejects`` with ``check`` and ``reason``."""
+    bad = frame.filter(failing).select("unit", _PAYLOAD.alias("payload"))
+    rejects.extend(_reject(u, check, reason, p) for u, p in bad.iter_rows())
+    return frame.filter(~failing)
+
+
+def _checked_triples(rows: list[Row], rejects: list[dict[str, str]]) -> pl.DataFrame:
+    """The rows as a frame with their names, relation and match keys; a triple whose subject, object or
+    predicate has no letters or digits goes to ``rejects``."""
     columns = ("unit", "subject", "predicate", "object", "model", "prompt_hash")
     schema: dict[str, pl.DataType] = {**dict.fromkeys(columns, pl.String()), "time": pl.Datetime("us", "UTC")}
     frame = pl.DataFrame(rows, schema=schema, orient="row")
@@ -279,46 +349,19 @@ def build_bundle(
         match_key_expr(pl.col("subject")).alias("s_key"),
         match_key_expr(pl.col("object")).alias("o_key"),
     )
-    payload = pl.col("subject") + pl.lit("\\") + pl.col("predicate") + pl.lit("\\") + pl.col("object")
-
-    def refuse(failing: pl.Expr, check: str, reason: str) -> None:
-        bad = frame.filter(failing).select("unit", payload.alias("payload"))
-        rejects.extend(_reject(u, check, reason, p) for u, p in bad.iter_rows())
-
     checks = [
         ("empty_subject", "the subject has no letters or digits", pl.col("s_key") == ""),
         ("empty_object", "the object has no letters or digits", pl.col("o_key") == ""),
         ("bad_relation", "the predicate has no letters or digits", pl.col("rel") == ""),
     ]
     for check, reason, failing in checks:
-        refuse(failing, check, reason)
-        frame = frame.filter(~failing)
+        frame = _refused(frame, failing, rejects, check, reason)
+    return frame
 
-    resolution: Resolution | None = None
-    nodes = empty_nodes()
-    if frame.height:
-        mentions = pl.concat([frame["subject"], frame["object"]]).unique(maintain_order=True).to_list()
-        say(f"resolving {len(mentions)} mentions")
-        resolution = resolve_mentions(
-            mentions,
-            dataset,
-            node_type=node_type,
-            embedder=embedder,
-            threshold=threshold,
-            link=link,
-            target=target,
-            curation=curation,
-            progress=say,
-        )
-        ids = pl.DataFrame({"mention": list(resolution.ids), "id": list(resolution.ids.values())})
-        frame = frame.join(ids.rename({"mention": "subject", "id": "src"}), on="subject", how="left").join(
-            ids.rename({"mention": "object", "id": "dst"}), on="object", how="left"
-        )
-        refuse(pl.col("src") == pl.col("dst"), "self_loop", "the subject and the object resolve to the same entity")
-        frame = frame.filter(pl.col("src") != pl.col("dst"))
-        nodes = resolution.nodes
-    accepted = frame.height
-    edges = (
+
+def _edges(frame: pl.DataFrame, dataset: str, confidence: float, run_id: str) -> pl.DataFrame:
+    """One edge per distinct (src, relation, dst), with the units stating it and the earliest record time."""
+    return (
         frame.group_by(["src", "rel", "dst"], maintain_order=True)
         .agg(
             pl.col("predicate").first().alias("display"),
@@ -333,25 +376,8 @@ def build_bundle(
             pl.lit(confidence, dtype=pl.Float64).alias("confidence"),
             pl.lit(IMPORTER).alias("importer"),
             pl.lit(run_id).alias("run_id"),
-            pl.lit(now, dtype=pl.Datetime("us", "UTC")).alias("created_at"),
+            pl.lit(datetime.now(UTC), dtype=pl.Datetime("us", "UTC")).alias("created_at"),
         )
-        if frame.height
-        else empty_edges()
-    )
-    edges = conform_edges(edges)  # computes the edge ids
-    used = pl.concat([edges["src"], edges["dst"]]).unique()
-    nodes = nodes.filter(pl.col("id").is_in(used.implode())).unique("id", keep="first", maintain_order=True)
-    reject_frame = conform_rejects(pl.DataFrame(rejects, schema=dict.fromkeys(_REJECT_COLUMNS, pl.String)))
-    if input_rejects is not None and input_rejects.height:
-        reject_frame = pl.concat([conform_rejects(input_rejects), reject_frame], how="vertical")
-    bundle = Bundle(nodes=nodes, edges=edges, rejects=reject_frame, manifest={})
-    return ExtractionResult(
-        bundle=bundle,
-        triples=accepted,
-        rejected_lines=sum(1 for r in rejects if r["table"] == "reply"),
-        repaired_lines=repaired,
-        records_without_triples=without,
-        resolution=resolution,
     )
 
 
