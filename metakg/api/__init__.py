@@ -116,7 +116,7 @@ from metakg.api.stores import (
     search_nodes,
     snapshot,
 )
-from metakg.api.tune import TUNE_COLUMNS, parse_grid, tune_benchmark, tune_table, with_overrides
+from metakg.api.tune import TUNE_COLUMNS, TuneResult, parse_grid, tune_benchmark, tune_table, with_overrides
 from metakg.api.wikidata import sparql_client, sync_wikidata
 from metakg.qa_engine.efficiency import DEFAULT_SCALING, REFERENCE_SETS
 from metakg.qa_engine.evaluate import efficiency_notes
@@ -159,6 +159,7 @@ __all__ = [
     "SharedLLM",
     "SharedRunner",
     "StoreChoice",
+    "TuneResult",
     "add_triples",
     "answer_over",
     "answer_snapshot",

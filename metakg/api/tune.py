@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,32 @@ from metakg.progress import Tick
 from metakg.qa_engine.evaluate import RunSpec
 from metakg.schemas.locks import locked, write_output
 
-__all__ = ["TUNE_COLUMNS", "parse_grid", "tune_benchmark", "tune_table"]
+__all__ = ["TUNE_COLUMNS", "TuneResult", "parse_grid", "tune_benchmark", "tune_table"]
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """The runs of a grid, best first (each: ``settings``, the summary figures and ``folder``), for a
+    ``strategy`` over ``questions`` at an evidence ``budget``."""
+
+    strategy: str
+    questions: int
+    budget: int
+    runs: list[dict[str, Any]]
+
+    @property
+    def best(self) -> dict[str, Any] | None:
+        """The best run (the highest recall at the budget, then recall, then fewer evidence entities)."""
+        return self.runs[0] if self.runs else None
+
+    def table(self) -> str:
+        """The ranked runs as a Markdown table."""
+        return tune_table(self.runs)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as JSON data (also ``tune.json``)."""
+        return {"strategy": self.strategy, "questions": self.questions, "budget": self.budget, "runs": self.runs}
+
 
 TUNE_COLUMNS = (
     ("recall_at_budget", "recall@budget"),
@@ -116,7 +142,7 @@ def tune_benchmark(
     over: StoreChoice | None = None,
     options: EvalOptions | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> TuneResult:
     """Evaluate ``strategy`` without an LLM for every combination of ``grid`` (from :func:`parse_grid`) over
     the bundle or Neo4j ``over`` names; ``options`` gives the evidence ``budget`` and a ``tick`` per answer.
 
@@ -124,7 +150,7 @@ def tune_benchmark(
     the ranked table.
 
     Returns:
-        ``runs`` (each: ``settings``, the summary figures and ``folder``), best first, and ``questions``.
+        the :class:`TuneResult`: the runs best first, and the number of questions.
 
     Raises:
         UsageError: an unknown strategy, no grid, more than 200 combinations, or bad --skip/--limit/--budget.
@@ -165,10 +191,10 @@ def tune_benchmark(
             r["evidence_entities_per_question"] or 0,
         )
     )
-    result = {"strategy": strategy, "questions": len(questions), "budget": budget, "runs": runs}
+    result = TuneResult(strategy, len(questions), budget, runs)
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_output(out_dir / "tune.json", json.dumps(result, indent=2, default=str) + "\n")
-    write_output(out_dir / "tune.md", tune_table(runs))
+    write_output(out_dir / "tune.json", json.dumps(result.as_dict(), indent=2, default=str) + "\n")
+    write_output(out_dir / "tune.md", result.table())
     return result
 
 

@@ -298,6 +298,6 @@ def tune(
                 progress=say,
             )
         if not json_mode:
-            out.print(api.tune_table(result["runs"]), markup=False, highlight=False)
-            out.print(f"[dim]{result['questions']} questions, budget {budget} entities; report in {output}[/]")
-        finish(True, {"command": "tune", **result}, json_mode=json_mode)
+            out.print(result.table(), markup=False, highlight=False)
+            out.print(f"[dim]{result.questions} questions, budget {budget} entities; report in {output}[/]")
+        finish(True, {"command": "tune", **result.as_dict()}, json_mode=json_mode)
