@@ -33,7 +33,15 @@ from metakg.api.bundles import (
     validation_page,
     write_validated,
 )
-from metakg.api.calibrate import DEFAULT_GRID, Goal, build_casebank, calibrate_medcog, grow_from_report
+from metakg.api.calibrate import (
+    DEFAULT_GRID,
+    Calibration,
+    CasebankGrowth,
+    Goal,
+    build_casebank,
+    calibrate_medcog,
+    grow_from_report,
+)
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import (
     FORMATS,
@@ -139,6 +147,8 @@ __all__ = [
     "TUNE_COLUMNS",
     "Answer",
     "Benchmark",
+    "Calibration",
+    "CasebankGrowth",
     "DatasetFormat",
     "DemoResult",
     "EvalOptions",

@@ -27,9 +27,60 @@ from metakg.qa_engine.strategies.medcog.casebank import CaseBank
 from metakg.qa_engine.strategies.medcog.monitor import ROUTES, Assessment
 from metakg.schemas.locks import write_output
 
-__all__ = ["DEFAULT_GRID", "Goal", "build_casebank", "calibrate_medcog", "grow_casebank", "grow_from_report"]
+__all__ = [
+    "DEFAULT_GRID",
+    "Calibration",
+    "CasebankGrowth",
+    "Goal",
+    "build_casebank",
+    "calibrate_medcog",
+    "grow_casebank",
+    "grow_from_report",
+]
 
 DEFAULT_GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+@dataclass(frozen=True)
+class CasebankGrowth:
+    """What a case bank run added: the ``bank`` folder, its ``cases`` in all, the cases ``added`` (of which
+    ``correct``), and the answers ``without_reply`` (an LLM failure) left out."""
+
+    bank: Path
+    cases: int
+    added: int
+    correct: int
+    without_reply: int
+
+    def summary(self) -> str:
+        """One line for people."""
+        return (
+            f"added {self.added} cases ({self.correct} correct, {self.without_reply} without a reply left out); "
+            f"{self.cases} cases in {self.bank}"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as JSON data."""
+        return {"bank": str(self.bank), "cases": self.cases, "added": self.added, "correct": self.correct,
+                "without_reply": self.without_reply}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The chosen thresholds: the ``best`` triple (thresholds, accuracy, cost per question, route counts), the
+    ``top`` ten, the ``questions`` rated and answered by every route, those ``unrated`` (the monitor fell
+    back), and the ``settings`` file the best triple was written to."""
+
+    best: dict[str, Any]
+    top: list[dict[str, Any]]
+    questions: int
+    unrated: int
+    settings: Path
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as JSON data."""
+        return {"best": self.best, "top": self.top, "questions": self.questions, "unrated": self.unrated,
+                "settings": str(self.settings)}  # fmt: skip
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -69,7 +120,7 @@ def calibrate_medcog(
     settings_out: Path | None = None,
     progress: Progress | None = None,
     tick: Tick | None = None,
-) -> dict[str, Any]:
+) -> Calibration:
     """Evaluate MedCoG's monitoring and its five fixed routes over the ``benchmark``'s questions (on the
     bundle or Neo4j ``over`` names), then pick the thresholds the ``goal`` asks for.
 
@@ -135,13 +186,7 @@ def calibrate_medcog(
     table = [_as_dict(c) for c in ranked]
     write_output(out_dir / "calibration.json", json.dumps(table, indent=1) + "\n")
     answered = sum(1 for q in scores if all(q in outcomes[r] for r in ROUTES))
-    return {
-        "best": table[0],
-        "top": table[:10],
-        "questions": answered,
-        "unrated": len(meta) - len(scores),
-        "settings": str(target),
-    }
+    return Calibration(table[0], table[:10], answered, len(meta) - len(scores), target)
 
 
 def build_casebank(
@@ -153,7 +198,7 @@ def build_casebank(
     over: StoreChoice | None = None,
     progress: Progress | None = None,
     tick: Tick | None = None,
-) -> dict[str, Any]:
+) -> CasebankGrowth:
     """Answer the ``benchmark``'s questions with MedCoG's fixed ``route`` (``scot`` or ``scot_kg``) and keep
     each trajectory with its reward in the case bank at ``out`` (merged into the bank already there: a bank
     grows run by run). Answers without a reply (an LLM failure) are left out and counted. The ``scot`` route
@@ -176,7 +221,7 @@ def build_casebank(
 
 def grow_casebank(
     settings: Settings, rows: Sequence[dict[str, Any]], out: Path, *, source: str, progress: Progress | None = None
-) -> dict[str, Any]:
+) -> CasebankGrowth:
     """Add the answers of evaluated ``rows`` that hold a SCoT reply to the bank at ``out`` (made when absent)."""
     kept = [
         (r["question_id"], r["question"], r["trace"]["reply"], int(r["correct"] is True))
@@ -188,18 +233,12 @@ def grow_casebank(
     if (out / "manifest.json").is_file():
         bank = CaseBank.read(out).merge(bank)
     bank.write(out)
-    return {
-        "bank": str(out),
-        "cases": len(bank),
-        "added": len(kept),
-        "correct": sum(k[3] for k in kept),
-        "without_reply": len(rows) - len(kept),
-    }
+    return CasebankGrowth(out, len(bank), len(kept), sum(k[3] for k in kept), len(rows) - len(kept))
 
 
 def grow_from_report(
     settings: Settings, report: Path, labels: Sequence[str], bank: Path, progress: Progress | None = None
-) -> dict[str, Any]:
+) -> CasebankGrowth:
     """Grow the bank at ``bank`` with the SCoT answers of the MedCoG runs among ``labels`` in an ``eval``
     report folder (``eval --grow``): the next run's memory routes see this run's trajectories."""
     rows = [

@@ -46,11 +46,8 @@ def casebank_build(
                 tick=lambda label, done, total: bar(done, total, label),
             )  # fmt: skip
         if not json_mode:
-            out.print(
-                f"added {result['added']} cases ({result['correct']} correct, {result['without_reply']} without a "
-                f"reply left out); {result['cases']} cases in {result['bank']}"
-            )
-        finish(True, {"command": "casebank build", **result}, json_mode=json_mode)
+            out.print(result.summary())
+        finish(True, {"command": "casebank build", **result.as_dict()}, json_mode=json_mode)
 
 
 @app.command("medcog")
@@ -97,7 +94,7 @@ def medcog(
         if not json_mode:
             out.print("| tau_c | tau_f | tau_k | accuracy | USD/question | routes |", markup=False)
             out.print("|---:|---:|---:|---:|---:|---|", markup=False)
-            for row in result["top"]:
+            for row in result.top:
                 routes = ", ".join(f"{r} {n}" for r, n in row["routes"].items() if n)
                 out.print(
                     f"| {row['tau_c']} | {row['tau_f']} | {row['tau_k']} | {row['accuracy']} | "
@@ -106,7 +103,7 @@ def medcog(
                     highlight=False,
                 )
             out.print(
-                f"[dim]{result['questions']} questions rated and answered by every route "
-                f"({result['unrated']} unrated); thresholds written to {result['settings']}[/]"
+                f"[dim]{result.questions} questions rated and answered by every route "
+                f"({result.unrated} unrated); thresholds written to {result.settings}[/]"
             )
-        finish(True, {"command": "calibrate medcog", **result}, json_mode=json_mode)
+        finish(True, {"command": "calibrate medcog", **result.as_dict()}, json_mode=json_mode)

@@ -210,7 +210,7 @@ def evaluate(
         summary = result.summary
         if grow is not None:
             grown = api.grow_from_report(cfg, output, list(summary), grow)
-            err.print(escape(f"case bank {grow}: {grown['added']} cases added, {grown['cases']} in all"), style="dim")
+            err.print(escape(f"case bank {grow}: {grown.added} cases added, {grown.cases} in all"), style="dim")
         failed = result.failed_runs()  # a run that answered nothing is a failure
         for label in failed:
             err.print(
