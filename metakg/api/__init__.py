@@ -22,6 +22,7 @@ from __future__ import annotations
 from metakg.api.bundles import (
     REPORT_HTML,
     REPORT_JSON,
+    RdfExport,
     bundle_info,
     bundle_token,
     diff,
@@ -162,6 +163,7 @@ __all__ = [
     "OneShotLLM",
     "QASession",
     "Question",
+    "RdfExport",
     "Reader",
     "RunSpec",
     "RunStats",

@@ -35,6 +35,7 @@ __all__ = [
     "REPORT_HTML",
     "REPORT_JSON",
     "Earlier",
+    "RdfExport",
     "bundle_info",
     "bundle_token",
     "diff",
@@ -211,6 +212,42 @@ def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:
         return write_bundle(out, merged)
 
 
+@dataclass(frozen=True)
+class RdfExport:
+    """What an RDF export wrote: the file, the format, the statements written and those the mapping promises
+    (equal when nothing was lost), the nodes and edges, the history written (its summary) or left out (a
+    format of one graph), and the language tag of the literals."""
+
+    output: Path
+    format: str
+    statements_written: int
+    statements_expected: int
+    nodes: int
+    edges: int
+    history: dict[str, Any] | None
+    history_left_out: bool
+    lang: str | None
+
+    @property
+    def complete(self) -> bool:
+        """Every statement the mapping promises was written."""
+        return self.statements_written == self.statements_expected
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as JSON data."""
+        return {
+            "output": str(self.output),
+            "format": self.format,
+            "statements_written": self.statements_written,
+            "statements_expected": self.statements_expected,
+            "nodes": self.nodes,
+            "edges": self.edges,
+            "history": self.history,
+            "history_left_out": self.history_left_out,
+            "lang": self.lang,
+        }
+
+
 def export_rdf(
     path: Path,
     out: Path,
@@ -219,7 +256,7 @@ def export_rdf(
     provenance: bool = True,
     lang: str | None = "en",
     progress: Counter | None = None,
-) -> dict[str, Any]:
+) -> RdfExport:
     """Export a bundle as RDF; returns the statement counts written and promised by the mapping.
 
     The history of a bundle that keeps one goes into its own named graph, so only the formats with named
@@ -249,17 +286,10 @@ def export_rdf(
     if kept is not None:
         quads = itertools.chain(quads, history_quads(kept.nodes, kept.edges, lang))
     written = write_rdf(quads, out, fmt, progress=report)
-    return {
-        "output": str(out),
-        "format": fmt,
-        "statements_written": written,
-        "statements_expected": expected,
-        "nodes": bundle.nodes.height,
-        "edges": bundle.edges.height,
-        "history": kept.summary() if kept is not None else None,
-        "history_left_out": history is not None and kept is None,
-        "lang": lang or None,
-    }
+    history_written = kept.summary() if kept is not None else None
+    left_out = history is not None and kept is None
+    return RdfExport(out, fmt, written, expected, bundle.nodes.height, bundle.edges.height, history_written,
+                     left_out, lang or None)  # fmt: skip
 
 
 def embed_bundle(

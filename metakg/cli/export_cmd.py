@@ -47,10 +47,10 @@ def rdf(
         with progress_bar(f"writing {fmt.value} statements") as advance:
             result = api.export_rdf(bundle, output, fmt.value, provenance=provenance, lang=lang, progress=advance)
         if not json_mode:
-            out.print(f"wrote {result['statements_written']} statements ({fmt.value}) to {output}")
-            if result["history_left_out"]:
+            out.print(f"wrote {result.statements_written} statements ({fmt.value}) to {output}")
+            if result.history_left_out:
                 out.print(f"the bundle's history is not in it: {fmt.value} holds one graph; use nq or trig")
-        finish(True, {"command": "export rdf", **result}, json_mode=json_mode)
+        finish(True, {"command": "export rdf", **result.as_dict()}, json_mode=json_mode)
 
 
 @app.command("neo4j-admin")

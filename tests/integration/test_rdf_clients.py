@@ -70,9 +70,9 @@ def test_jena_and_oxigraph_read_every_format_with_the_promised_count(bundle: Pat
     assert verdict.valid, verdict.reason
     store = ox.Store()
     store.load(path=str(out), format=FORMATS[fmt])
-    assert len(store) == result["statements_expected"] == verdict.triples + verdict.quads
+    assert len(store) == result.statements_expected == verdict.triples + verdict.quads and result.complete
     named = fmt in ("nq", "trig")
-    assert result["history_left_out"] is not named and verdict.graphs == (2 if named else 0)  # a source, history
+    assert result.history_left_out is not named and verdict.graphs == (2 if named else 0)  # a source, history
 
 
 @pytest.mark.parametrize("fmt", ["ttl", "nt"])
