@@ -246,12 +246,13 @@ class ServedGraph:
             raise FieldError("question", f"longer than {self.limits.max_question_chars} characters")
         question = api.make_question(text, list(choices))
         chosen = strategy or self.settings.qa.strategy
-        cfg = self.settings
-        if overrides:
-            try:
-                cfg = api.with_overrides(self.settings, chosen, overrides, source="settings")
-            except ConfigError as e:
-                raise FieldError("settings", str(e)) from e
+        built = api.create_strategy(self.settings, chosen, list(switches) or None)  # the name and switches first
+        if not overrides:
+            return self.settings, question, built
+        try:
+            cfg = api.with_overrides(self.settings, chosen, overrides, source="settings")
+        except ConfigError as e:
+            raise FieldError("settings", str(e)) from e
         return cfg, question, api.create_strategy(cfg, chosen, list(switches) or None)
 
     def answer(

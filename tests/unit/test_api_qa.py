@@ -92,25 +92,12 @@ def test_a_bundle_asked_over_keeps_its_name_embeddings(tmp_path: Path, any_embed
     settings = load_settings()
     said: list[str] = []
     question = api.make_question("Which drug treats headache?")
-    first = api.ask(
-        settings,
-        question,
-        over=api.StoreChoice(tmp_path / "b"),
-        strategy="kg_rag",
-        runner=api.NoLLM(),
-        progress=said.append,
-    )
+    where, rules = api.StoreChoice(tmp_path / "b"), api.NoLLM()
+    first = api.ask(settings, question, over=where, strategy="kg_rag", runner=rules, progress=said.append)
     assert first.evidence and any("embedding the node names once" in s for s in said)
     assert read_manifest(tmp_path / "b")["embeddings"]["nodes"] == small_bundle().nodes.height
     stored = pl.read_parquet(tmp_path / "b" / "embeddings.parquet")
     said.clear()
-    again = api.ask(
-        settings,
-        question,
-        over=api.StoreChoice(tmp_path / "b"),
-        strategy="kg_rag",
-        runner=api.NoLLM(),
-        progress=said.append,
-    )
+    again = api.ask(settings, question, over=where, strategy="kg_rag", runner=rules, progress=said.append)
     assert again.evidence == first.evidence and not any("embedding the node names" in s for s in said)
     assert pl.read_parquet(tmp_path / "b" / "embeddings.parquet").equals(stored)
