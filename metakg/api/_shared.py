@@ -1,15 +1,17 @@
-"""What the api modules share: the progress callback types."""
+"""What the api modules share: the progress callback types, the base of the typed results, folder checks."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any, ClassVar
 
 from metakg.config import Settings
 from metakg.errors import ConfigError, OutputError, UsageError
 from metakg.progress import Counter, Progress, quiet
 from metakg.schemas.locks import require_folder
 
-__all__ = ["Counter", "Progress", "at_least_one", "cache_folder", "output_folder", "quiet"]
+__all__ = ["Counter", "JsonResult", "Progress", "at_least_one", "cache_folder", "output_folder", "quiet"]
 
 
 def at_least_one(name: str, value: int | None) -> None:
@@ -48,3 +50,40 @@ def output_folder(path: Path, what: str) -> Path:
     except OSError as e:
         raise OutputError(f"cannot make the folder {path} for {what}: {e.strerror or e}.") from e
     return path
+
+
+def as_json(value: Any) -> Any:
+    """``value`` as JSON data: a path as its string, a typed result as its :meth:`JsonResult.as_dict`, the
+    items of a list or tuple likewise; anything else as it is (it is JSON data already)."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, JsonResult):
+        return value.as_dict()
+    if isinstance(value, list | tuple) and any(isinstance(v, Path | JsonResult) for v in value):
+        return [as_json(v) for v in value]
+    return value
+
+
+class JsonResult:
+    """The base of the api's typed results (dataclasses): :meth:`as_dict` writes the fields in their order,
+    which is the order of the keys the CLI's ``--json`` prints.
+
+    ``spread`` names fields holding a dict of further figures, written in place of the field (their keys at
+    its position); ``omit_none`` names fields left out when None (keys a result only has sometimes).
+    """
+
+    spread: ClassVar[tuple[str, ...]] = ()
+    omit_none: ClassVar[tuple[str, ...]] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as JSON data."""
+        data: dict[str, Any] = {}
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            if value is None and field.name in self.omit_none:
+                continue
+            if field.name in self.spread:
+                data.update(as_json(value) or {})
+            else:
+                data[field.name] = as_json(value)
+        return data

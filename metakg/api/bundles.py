@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from metakg.api._shared import Counter, Progress, quiet
+from metakg.api._shared import Counter, JsonResult, Progress, quiet
 from metakg.config import Settings
 from metakg.errors import BundleError, UsageError
 from metakg.llm.embedder import LazyEmbedder, embed_in_blocks
@@ -35,7 +35,10 @@ __all__ = [
     "REPORT_HTML",
     "REPORT_JSON",
     "Earlier",
+    "EmbeddingsEntry",
+    "Manifest",
     "RdfExport",
+    "RecordedDiff",
     "bundle_info",
     "bundle_token",
     "diff",
@@ -139,19 +142,101 @@ def write_validated(
     return report
 
 
-def record_diff(bundle: Bundle, previous: Bundle) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RecordedDiff(JsonResult):
+    """The diff an update recorded in its manifest: for ``nodes`` and ``edges`` the rows ``added``,
+    ``removed``, ``changed`` and ``unchanged`` and the ``changed_columns``; ``against`` is when the version it
+    replaced was written."""
+
+    nodes: dict[str, Any]
+    edges: dict[str, Any]
+    against: str | None
+
+    @classmethod
+    def from_manifest(cls, entry: Mapping[str, Any]) -> RecordedDiff:
+        return cls(dict(entry.get("nodes", {})), dict(entry.get("edges", {})), entry.get("against"))
+
+
+def record_diff(bundle: Bundle, previous: Bundle) -> RecordedDiff:
     """Put the diff of ``bundle`` against ``previous`` (the version it replaces) into its manifest as
     ``diff``, and return it."""
-    recorded = diff_bundles(previous, bundle).summary() | {"against": previous.manifest.get("written_at")}
-    bundle.manifest["diff"] = recorded
+    recorded = RecordedDiff.from_manifest(
+        diff_bundles(previous, bundle).summary() | {"against": previous.manifest.get("written_at")}
+    )
+    bundle.manifest["diff"] = recorded.as_dict()
     return recorded
 
 
-def recorded_diff(path: Path) -> dict[str, Any] | None:
+def recorded_diff(path: Path) -> RecordedDiff | None:
     """The diff the last update of the bundle at ``path`` recorded in its manifest (None when it has none);
     reads the manifest only."""
-    diff: dict[str, Any] | None = read_manifest(path).get("diff")
-    return diff
+    entry = read_manifest(path).get("diff")
+    return RecordedDiff.from_manifest(entry) if entry is not None else None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A bundle's manifest (``manifest.json``) as written (``data``), with the figures callers read."""
+
+    data: Mapping[str, Any]
+
+    @property
+    def schema_version(self) -> str | None:
+        return self.data.get("schema_version")
+
+    @property
+    def written_at(self) -> str | None:
+        """When this version was written (ISO 8601, UTC)."""
+        return self.data.get("written_at")
+
+    @property
+    def counts(self) -> dict[str, Any]:
+        """Rows per table (``nodes``, ``edges``, ``rejects``) and per type, relation, source and check."""
+        return dict(self.data.get("counts", {}))
+
+    @property
+    def nodes(self) -> int:
+        return int(self.counts.get("nodes", 0))
+
+    @property
+    def edges(self) -> int:
+        return int(self.counts.get("edges", 0))
+
+    @property
+    def rejects(self) -> int:
+        return int(self.counts.get("rejects", 0))
+
+    @property
+    def sources(self) -> list[dict[str, Any]]:
+        """One entry per source: its name, importer, run and figures."""
+        return list(self.data.get("sources", []))
+
+    @property
+    def validation(self) -> dict[str, Any] | None:
+        """The summary of the last validation (None: never validated)."""
+        found = self.data.get("validation")
+        return dict(found) if found else None
+
+    @property
+    def embeddings(self) -> EmbeddingsEntry | None:
+        """The name embeddings the bundle holds (None: none)."""
+        found = self.data.get("embeddings")
+        return EmbeddingsEntry(**found) if found else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The manifest as JSON data."""
+        return dict(self.data)
+
+
+@dataclass(frozen=True)
+class EmbeddingsEntry(JsonResult):
+    """The name embeddings of a bundle: the ``model``, the vectors' ``dim``, the node ``field`` embedded and the
+    ``nodes`` embedded."""
+
+    model: str
+    dim: int
+    field: str
+    nodes: int
 
 
 #: the largest validation report served: a report lists its checks and 20 examples of each, so a few hundred KB
@@ -180,13 +265,13 @@ def bundle_token(path: Path) -> str | None:
     return token_of(bundle_path(path))
 
 
-def bundle_info(path: Path) -> dict[str, Any]:
+def bundle_info(path: Path) -> Manifest:
     """The manifest of the bundle at ``path`` (counts, sources, hashes, validation summary).
 
     Raises:
         BundleError: no bundle there, or a table changed since the bundle was written.
     """
-    return verify_bundle(path)
+    return Manifest(verify_bundle(path))
 
 
 def diff(old: Path, new: Path, *, examples: int = 5) -> BundleDiff:
@@ -198,7 +283,7 @@ def diff(old: Path, new: Path, *, examples: int = 5) -> BundleDiff:
     return diff_bundles(read_bundle(old), read_bundle(new), examples=examples)
 
 
-def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:
+def merge(paths: Sequence[Path], out: Path) -> Manifest:
     """Merge bundles into a new bundle at ``out``; returns its manifest.
 
     Raises:
@@ -209,11 +294,11 @@ def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:
         raise UsageError(f"the output {out} is also an input; merge into a new directory.")
     with writing(out):
         merged = merge_bundles([read_bundle(p) for p in paths])
-        return write_bundle(out, merged)
+        return Manifest(write_bundle(out, merged))
 
 
 @dataclass(frozen=True)
-class RdfExport:
+class RdfExport(JsonResult):
     """What an RDF export wrote: the file, the format, the statements written and those the mapping promises
     (equal when nothing was lost), the nodes and edges, the history written (its summary) or left out (a
     format of one graph), and the language tag of the literals."""
@@ -232,20 +317,6 @@ class RdfExport:
     def complete(self) -> bool:
         """Every statement the mapping promises was written."""
         return self.statements_written == self.statements_expected
-
-    def as_dict(self) -> dict[str, Any]:
-        """The result as JSON data."""
-        return {
-            "output": str(self.output),
-            "format": self.format,
-            "statements_written": self.statements_written,
-            "statements_expected": self.statements_expected,
-            "nodes": self.nodes,
-            "edges": self.edges,
-            "history": self.history,
-            "history_left_out": self.history_left_out,
-            "lang": self.lang,
-        }
 
 
 def export_rdf(
@@ -294,7 +365,7 @@ def export_rdf(
 
 def embed_bundle(
     path: Path, settings: Settings, *, progress: Progress | None = None, counter: Counter | None = None
-) -> dict[str, Any]:
+) -> EmbeddingsEntry:
     """Compute name embeddings for every node and store them in the bundle (``embeddings.parquet``).
 
     Args:
@@ -304,7 +375,7 @@ def embed_bundle(
         counter: called with (names embedded, total) after each block.
 
     Returns:
-        The manifest's embeddings entry (model, dim, field, nodes).
+        The manifest's embeddings entry.
 
     Raises:
         BundleError: the bundle cannot be read or written.
@@ -316,4 +387,6 @@ def embed_bundle(
         embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
         vectors = embed_in_blocks(embedder, bundle.nodes["name"].to_list(), counter)
         dim = int(vectors.shape[1]) if len(vectors) else embedder.dim
-        return write_embeddings(path, bundle, bundle.nodes["id"], vectors, model=embedder.name, dim=dim)
+        return EmbeddingsEntry(
+            **write_embeddings(path, bundle, bundle.nodes["id"], vectors, model=embedder.name, dim=dim)
+        )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from metakg.api._shared import Progress
+from metakg.api._shared import JsonResult, Progress
 from metakg.api.qa import Benchmark, Runs, evaluate_benchmark
 from metakg.api.session import EvalOptions, StoreChoice
 from metakg.config import Settings
@@ -42,7 +42,7 @@ DEFAULT_GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
 @dataclass(frozen=True)
-class CasebankGrowth:
+class CasebankGrowth(JsonResult):
     """What a case bank run added: the ``bank`` folder, its ``cases`` in all, the cases ``added`` (of which
     ``correct``), and the answers ``without_reply`` (an LLM failure) left out."""
 
@@ -59,14 +59,9 @@ class CasebankGrowth:
             f"{self.cases} cases in {self.bank}"
         )
 
-    def as_dict(self) -> dict[str, Any]:
-        """The result as JSON data."""
-        return {"bank": str(self.bank), "cases": self.cases, "added": self.added, "correct": self.correct,
-                "without_reply": self.without_reply}  # fmt: skip
-
 
 @dataclass(frozen=True)
-class Calibration:
+class Calibration(JsonResult):
     """The chosen thresholds: the ``best`` triple (thresholds, accuracy, cost per question, route counts), the
     ``top`` ten, the ``questions`` rated and answered by every route, those ``unrated`` (the monitor fell
     back), and the ``settings`` file the best triple was written to."""
@@ -76,11 +71,6 @@ class Calibration:
     questions: int
     unrated: int
     settings: Path
-
-    def as_dict(self) -> dict[str, Any]:
-        """The result as JSON data."""
-        return {"best": self.best, "top": self.top, "questions": self.questions, "unrated": self.unrated,
-                "settings": str(self.settings)}  # fmt: skip
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:

@@ -213,7 +213,8 @@ def extract(
     result.bundle.side[EXTRACTION_FILE] = units_table(outcomes, keys)
     report = write_validated(out, result.bundle, settings, previous=previous, history=history, progress=say)
     if previous is not None:
-        edges = (recorded_diff(out) or {})["edges"]
+        recorded = recorded_diff(out)
+        edges = recorded.edges if recorded is not None else {"added": 0, "removed": 0}
         figures["edges_changes"] = {
             "added": edges["added"],
             "retracted": edges["removed"],

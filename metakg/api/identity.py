@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from metakg.api._shared import Progress, cache_folder, quiet
+from metakg.api._shared import JsonResult, Progress, cache_folder, quiet
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
 from metakg.errors import NodeNotFound, UsageError
@@ -51,6 +52,12 @@ NAME_SCORERS = SCORERS
 __all__ = [
     "GOLD_FORMATS",
     "NAME_SCORERS",
+    "ClusterScore",
+    "ClusterView",
+    "IdentityCounts",
+    "NameScoring",
+    "Resolved",
+    "Split",
     "curated_bundle",
     "identity_eval",
     "identity_eval_bundle",
@@ -63,7 +70,105 @@ __all__ = [
 SHOWN_REFUSED = 20
 
 
-def _summary(resolution: Resolution, before: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class IdentityCounts(JsonResult):
+    """What a resolution (or the undoing of part of one) left: ``nodes_before`` and after, the ``edges``, the
+    ``clusters`` joined and the ``nodes_in_clusters``; the groups ``refused`` (types that cannot be one entity,
+    too large) with the first examples; the nodes ``kept_apart`` by the curator's cannot-links, with examples;
+    and the nodes ``joined_by_name``."""
+
+    nodes_before: int
+    nodes: int
+    edges: int
+    clusters: int
+    nodes_in_clusters: int
+    refused: int
+    refused_examples: list[dict[str, Any]]
+    kept_apart: int
+    kept_apart_examples: list[dict[str, Any]]
+    joined_by_name: int
+
+    def recorded(self, *, left_out: tuple[str, ...] = ("refused_examples",)) -> dict[str, Any]:
+        """The counts a manifest records (the examples are in the decision table)."""
+        return {k: v for k, v in self.as_dict().items() if k not in left_out}
+
+
+@dataclass(frozen=True)
+class Resolved(JsonResult):
+    """A resolution: the new ``bundle``, its ``inputs``, the ``mode``, its counts, and what the LLM ``judge``
+    was asked and answered (None: no judge)."""
+
+    bundle: Path
+    inputs: list[Path]
+    mode: Mode
+    counts: IdentityCounts
+    judge: dict[str, Any] | None
+
+    spread = ("counts",)
+
+
+@dataclass(frozen=True)
+class ClusterView(JsonResult):
+    """One identity cluster: its id, the ``canonical`` node (None: left apart, ``problem`` says why), the
+    ``mode``, the identifiers (``evidence``) that join it and each member's decision (node, decided_by,
+    scorer, score)."""
+
+    cluster: str
+    canonical: str | None
+    mode: str
+    problem: str | None
+    evidence: list[str]
+    members: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Split(JsonResult):
+    """What ``identity split`` undid: the ``bundle`` rewritten, the clusters ``split``, and the ``nodes`` and
+    ``edges`` it holds now."""
+
+    bundle: Path
+    split: list[str]
+    nodes: int
+    edges: int
+
+
+@dataclass(frozen=True)
+class NameScoring(JsonResult):
+    """Name scorers against a gold mapping (also ``summary.json``): the ``gold`` set, its ``kind`` (pairs or
+    links) and ``rows``, the ``target_precision`` thresholds are tuned for, how the halves are ``split``, and
+    per scorer the tuned threshold, the held-out figures at it and at the default threshold."""
+
+    gold: str
+    kind: str
+    rows: int
+    target_precision: float
+    split: str
+    scorers: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ClusterScore(JsonResult):
+    """A graph's identity against gold id pairs (also ``summary.json``): the ``bundle`` (``resolved`` when it
+    holds decisions), the ``pairs`` and those ``covered`` by its nodes, the pairs it ``called`` one entity
+    and the ``right`` ones among them, the gold ``positives``, precision, recall and F1, and the first
+    wrong and missed pairs."""
+
+    bundle: Path
+    resolved: bool
+    gold: str
+    pairs: int
+    covered: int
+    precision: float
+    recall: float
+    f1: float
+    called: int
+    right: int
+    positives: int
+    wrong_examples: list[list[str]]
+    missed_examples: list[list[str]]
+
+
+def _summary(resolution: Resolution, before: int) -> IdentityCounts:
     decisions = resolution.decisions
     kept = decisions.filter(pl.col("canonical").is_not_null())
     alone = decisions.filter(pl.col("canonical").is_null())
@@ -74,18 +179,18 @@ def _summary(resolution: Resolution, before: int) -> dict[str, Any]:
         .agg(pl.col("node"), pl.col("evidence").first(), pl.col("problem").first())
         .head(SHOWN_REFUSED)
     )
-    return {
-        "nodes_before": before,
-        "nodes": resolution.nodes.height,
-        "edges": resolution.edges.height,
-        "clusters": kept["cluster"].n_unique(),
-        "nodes_in_clusters": kept.height,
-        "refused": refused["cluster"].n_unique(),
-        "refused_examples": shown.to_dicts(),
-        "kept_apart": kept_apart.height,
-        "kept_apart_examples": kept_apart.select("node", "evidence", "problem").head(SHOWN_REFUSED).to_dicts(),
-        "joined_by_name": kept.filter(pl.col("decided_by") == "name").height,
-    }
+    return IdentityCounts(
+        nodes_before=before,
+        nodes=resolution.nodes.height,
+        edges=resolution.edges.height,
+        clusters=kept["cluster"].n_unique(),
+        nodes_in_clusters=kept.height,
+        refused=refused["cluster"].n_unique(),
+        refused_examples=shown.to_dicts(),
+        kept_apart=kept_apart.height,
+        kept_apart_examples=kept_apart.select("node", "evidence", "problem").head(SHOWN_REFUSED).to_dicts(),
+        joined_by_name=kept.filter(pl.col("decided_by") == "name").height,
+    )
 
 
 def resolve(
@@ -99,7 +204,7 @@ def resolve(
     threshold: float | None = None,
     judge: bool = False,
     progress: Progress = quiet,
-) -> dict[str, Any]:
+) -> Resolved:
     """Resolve the bundles at ``paths`` into one bundle at ``out``: nodes that share an identifier become one
     (``merge``) or are linked by ``same_as`` edges (``link``); the decisions and what undoing them needs are
     tables of the new bundle. Returns the counts and the refused clusters (the first 20).
@@ -172,11 +277,11 @@ def resolve(
                 "names": None
                 if names is None
                 else {"scorer": names, "threshold": DEFAULT_THRESHOLDS[names] if threshold is None else threshold},
-                **{k: v for k, v in summary.items() if k != "refused_examples"},
+                **summary.recorded(),
             }
         }
         _write_resolution(out, result, merged.rejects, manifest)
-    return {"bundle": str(out), "inputs": [str(p) for p in paths], "mode": mode, **summary, "judge": judged}
+    return Resolved(out, list(paths), mode, summary, judged)
 
 
 def _judged(
@@ -241,7 +346,7 @@ def _clusters_of(decisions: pl.DataFrame, refs: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def identity_show(path: Path, ref: str) -> dict[str, Any]:
+def identity_show(path: Path, ref: str) -> ClusterView:
     """The identity cluster of the node ``ref`` (its id, a member's, or the cluster's), with every decision.
 
     Raises:
@@ -251,17 +356,17 @@ def identity_show(path: Path, ref: str) -> dict[str, Any]:
     decisions = _resolution(path, bundle).decisions
     [cluster] = _clusters_of(decisions, [ref])[:1]
     rows = decisions.filter(pl.col("cluster") == cluster)
-    return {
-        "cluster": cluster,
-        "canonical": rows["canonical"][0],
-        "mode": rows["mode"][0],
-        "problem": rows["problem"][0],
-        "evidence": rows["evidence"][0].to_list(),
-        "members": rows.select("node", "decided_by", "scorer", "score").to_dicts(),
-    }
+    return ClusterView(
+        cluster=cluster,
+        canonical=rows["canonical"][0],
+        mode=rows["mode"][0],
+        problem=rows["problem"][0],
+        evidence=rows["evidence"][0].to_list(),
+        members=rows.select("node", "decided_by", "scorer", "score").to_dicts(),
+    )
 
 
-def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> dict[str, Any]:
+def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> Split:
     """Undo the merges (or links) of the clusters ``refs`` name, in place: their members come back with their
     own rows and edges; every other cluster stays as it was.
 
@@ -278,12 +383,12 @@ def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> dict[
         done = unresolve(resolution, default_vocabulary(), clusters)
         summary = _summary(done, resolution.nodes.height)
         manifest = dict(bundle.manifest)
-        manifest["identity"] = dict(manifest.get("identity", {})) | {
-            k: v for k, v in summary.items() if k not in ("refused_examples", "nodes_before")
-        }
+        manifest["identity"] = dict(manifest.get("identity", {})) | summary.recorded(
+            left_out=("refused_examples", "nodes_before")
+        )
         manifest.pop("embeddings", None)  # the nodes changed: their name embeddings are made again when needed
         _write_resolution(path, done, bundle.rejects, manifest, expect=bundle.token)
-    return {"bundle": str(path), "split": clusters, "nodes": done.nodes.height, "edges": done.edges.height}
+    return Split(path, clusters, done.nodes.height, done.edges.height)
 
 
 def identity_eval(
@@ -296,7 +401,7 @@ def identity_eval(
     scorers: Sequence[Scorer] = SCORERS,
     limit: int | None = None,
     progress: Progress = quiet,
-) -> dict[str, Any]:
+) -> NameScoring:
     """Score each name scorer against a gold mapping: the operating point tuned on one half, the held-out
     half's precision, recall and F1 at it and at the default threshold; the curve as ``out/curve.csv`` and
     ``out/pr-curve.png``, the figures as ``out/summary.json`` (returned).
@@ -322,7 +427,7 @@ def identity_eval(
     for scorer in scorers:
         progress(f"scoring with {scorer}")
         results.extend(evaluate_gold(gold, [scorer], embedder=embedder))
-    return write_report(gold, results, out)
+    return NameScoring(**write_report(gold, results, out))
 
 
 def curated_bundle(settings: Settings, bundle: Path, identity_file: Path, progress: Progress = quiet) -> Path:
@@ -348,7 +453,7 @@ def curated_bundle(settings: Settings, bundle: Path, identity_file: Path, progre
     return out
 
 
-def identity_eval_bundle(gold_path: Path, bundle_dir: Path, out: Path) -> dict[str, Any]:
+def identity_eval_bundle(gold_path: Path, bundle_dir: Path, out: Path) -> ClusterScore:
     """Score a graph's identity (a bundle made by :func:`resolve`, or any bundle: its nodes as they are)
     against gold identifier pairs (:func:`~metakg.identity.evaluate.read_id_pairs`); writes and returns
     ``out/summary.json``.
@@ -364,13 +469,9 @@ def identity_eval_bundle(gold_path: Path, bundle_dir: Path, out: Path) -> dict[s
     if decisions is not None:
         kept = decisions.filter(pl.col("canonical").is_not_null())
         canonical = dict(zip(kept["node"].to_list(), kept["canonical"].to_list(), strict=True))
-    summary = {
-        "bundle": str(bundle_dir),
-        "resolved": decisions is not None,
-        **evaluate_clusters(gold, bundle.nodes, canonical),
-    }
+    score = ClusterScore(bundle_dir, decisions is not None, **evaluate_clusters(gold, bundle.nodes, canonical))
     require_folder(out, "the evaluation output")
     out.mkdir(parents=True, exist_ok=True)
     with open_output(out / "summary.json") as fh:
-        fh.write(json.dumps(summary, indent=1) + "\n")
-    return summary
+        fh.write(json.dumps(score.as_dict(), indent=1) + "\n")
+    return score

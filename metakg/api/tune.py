@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from metakg.api._shared import Progress, at_least_one, quiet
+from metakg.api._shared import JsonResult, Progress, at_least_one, quiet
 from metakg.api.qa import STRATEGIES, Benchmark, read_questions
 from metakg.api.session import EvalOptions, NoLLM, QASession, StoreChoice
 from metakg.api.stores import open_store
@@ -26,11 +26,11 @@ from metakg.progress import Tick
 from metakg.qa_engine.evaluate import RunSpec
 from metakg.schemas.locks import locked, write_output
 
-__all__ = ["TUNE_COLUMNS", "TuneResult", "parse_grid", "tune_benchmark", "tune_table"]
+__all__ = ["TUNE_COLUMNS", "Grid", "TuneResult", "parse_grid", "tune_benchmark", "tune_table"]
 
 
 @dataclass(frozen=True)
-class TuneResult:
+class TuneResult(JsonResult):
     """The runs of a grid, best first (each: ``settings``, the summary figures and ``folder``), for a
     ``strategy`` over ``questions`` at an evidence ``budget``."""
 
@@ -47,10 +47,6 @@ class TuneResult:
     def table(self) -> str:
         """The ranked runs as a Markdown table."""
         return tune_table(self.runs)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The result as JSON data (also ``tune.json``)."""
-        return {"strategy": self.strategy, "questions": self.questions, "budget": self.budget, "runs": self.runs}
 
 
 TUNE_COLUMNS = (
@@ -72,9 +68,23 @@ def _value(text: str) -> Any:
         return text
 
 
-def parse_grid(items: Sequence[str], strategy: str) -> dict[str, list[Any]]:
-    """``key=v1,v2`` items as {setting path: values}. A key of ``[qa]`` (``tau_entity``, or ``qa.tau_entity``)
-    stays shared; any other key is the strategy's (``path_hops`` or ``metakgrag.path_hops``).
+@dataclass(frozen=True)
+class Grid:
+    """Setting paths (``qa.tau_entity``, ``metakgrag.path_hops``) and the values each takes, in the order
+    given: every combination of them is one tuning run."""
+
+    values: dict[str, list[Any]]
+
+    def combinations(self) -> list[dict[str, Any]]:
+        """Every combination of the values, as {setting path: value}, the first key's values outermost."""
+        keys = list(self.values)
+        product = itertools.product(*(self.values[k] for k in keys))
+        return [dict(zip(keys, values, strict=True)) for values in product]
+
+
+def parse_grid(items: Sequence[str], strategy: str) -> Grid:
+    """``key=v1,v2`` items as a grid of setting paths and values. A key of ``[qa]`` (``tau_entity``, or
+    ``qa.tau_entity``) stays shared; any other key is the strategy's (``path_hops`` or ``metakgrag.path_hops``).
 
     Raises:
         UsageError: an item without ``=`` or values, or a key named twice.
@@ -90,12 +100,7 @@ def parse_grid(items: Sequence[str], strategy: str) -> dict[str, list[Any]]:
         if path in grid:
             raise UsageError(f"--grid names {path} twice.")
         grid[path] = parsed
-    return grid
-
-
-def _combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    keys = list(grid)
-    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(grid[k] for k in keys))]
+    return Grid(grid)
 
 
 def with_overrides(settings: Settings, strategy: str, values: dict[str, Any], *, source: str = "--grid") -> Settings:
@@ -138,7 +143,7 @@ def tune_benchmark(
     out_dir: Path,
     *,
     strategy: str,
-    grid: dict[str, list[Any]],
+    grid: Grid,
     over: StoreChoice | None = None,
     options: EvalOptions | None = None,
     progress: Progress | None = None,
@@ -166,9 +171,9 @@ def tune_benchmark(
     cls = STRATEGIES.get(strategy)
     if not cls.uses_graph:
         raise UsageError(f"{strategy} uses no graph; tune a retrieval strategy.")
-    if not grid:
+    if not grid.values:
         raise UsageError("give at least one --grid key=value1,value2.")
-    combinations = _combinations(grid)
+    combinations = grid.combinations()
     if len(combinations) > MAX_RUNS:
         raise UsageError(f"the grid has {len(combinations)} combinations; at most {MAX_RUNS}.")
     configured = [_with(settings, strategy, c) for c in combinations]  # every value is checked before any run

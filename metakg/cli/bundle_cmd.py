@@ -75,16 +75,16 @@ def info(
     settings()  # a broken settings file or variable is refused by every command (exit 2)
     with guarded("info", json_mode):
         manifest = api.bundle_info(bundle)
-        counts = manifest.get("counts", {})
+        counts = manifest.counts
         if not json_mode:
-            validation = manifest.get("validation")
+            validation = manifest.validation
             status = (
                 "not validated"
                 if not validation
                 else ("passed" if validation.get("ok") else f"failed ({', '.join(validation.get('failures', []))})")
             )
             out.print(
-                f"[bold]{bundle}[/] (schema {manifest.get('schema_version')}, written {manifest.get('written_at')})"
+                f"[bold]{bundle}[/] (schema {manifest.schema_version}, written {manifest.written_at})"
             )
             out.print(
                 f"nodes {counts.get('nodes', 0)}, edges {counts.get('edges', 0)}, rejects {counts.get('rejects', 0)}; "
@@ -103,19 +103,19 @@ def info(
                     for name, n in items[:top]:
                         table.add_row(name, str(n))
                     out.print(table)
-            for src in manifest.get("sources", []):
+            for src in manifest.sources:
                 out.print(_source_line(src), highlight=False)
-            if "embeddings" in manifest:
-                out.print(f"embeddings: {manifest['embeddings']}")
+            if manifest.embeddings is not None:
+                out.print(f"embeddings: {manifest.embeddings.as_dict()}")
         finish(
             True,
             {
                 "command": "info",
                 "bundle": str(bundle),
-                "nodes": counts.get("nodes", 0),
-                "edges": counts.get("edges", 0),
-                "rejected": counts.get("rejects", 0),
-                "manifest": manifest,
+                "nodes": manifest.nodes,
+                "edges": manifest.edges,
+                "rejected": manifest.rejects,
+                "manifest": manifest.as_dict(),
             },
             json_mode=json_mode,
         )
@@ -181,18 +181,17 @@ def merge(
     settings()  # a broken settings file or variable is refused by every command (exit 2)
     with guarded("merge", json_mode):
         manifest = api.merge(bundles, output)
-        counts = manifest["counts"]
         if not json_mode:
-            out.print(f"merged {len(bundles)} bundles into {output}: {counts['nodes']} nodes, {counts['edges']} edges")
+            out.print(f"merged {len(bundles)} bundles into {output}: {manifest.nodes} nodes, {manifest.edges} edges")
         finish(
             True,
             {
                 "command": "merge",
                 "bundle": str(output),
                 "inputs": [str(b) for b in bundles],
-                "nodes": counts["nodes"],
-                "edges": counts["edges"],
-                "rejected": counts["rejects"],
+                "nodes": manifest.nodes,
+                "edges": manifest.edges,
+                "rejected": manifest.rejects,
             },
             json_mode=json_mode,
         )
@@ -209,5 +208,5 @@ def embed(
         with progress_bar("embedding node names") as advance:
             result = api.embed_bundle(bundle, cfg, progress=lambda message: err.print(message), counter=advance)
         if not json_mode:
-            out.print(f"embedded {result['nodes']} node names with {result['model']} ({result['dim']} dimensions)")
-        finish(True, {"command": "embed", "bundle": str(bundle), **result}, json_mode=json_mode)
+            out.print(f"embedded {result.nodes} node names with {result.model} ({result.dim} dimensions)")
+        finish(True, {"command": "embed", "bundle": str(bundle), **result.as_dict()}, json_mode=json_mode)

@@ -66,26 +66,27 @@ def resolve(
                 judge=judge,
                 progress=say,
             )
+        counts = report.counts
         if not json_mode:
             out.print(
-                f"resolved {len(bundles)} bundle(s) into {escape(str(output))}: {report['nodes_before']:,} nodes "
-                f"-> {report['nodes']:,} ({report['clusters']:,} entities held by {report['nodes_in_clusters']:,} "
-                f"nodes, {mode}), {report['edges']:,} edges"
+                f"resolved {len(bundles)} bundle(s) into {escape(str(output))}: {counts.nodes_before:,} nodes "
+                f"-> {counts.nodes:,} ({counts.clusters:,} entities held by {counts.nodes_in_clusters:,} "
+                f"nodes, {mode}), {counts.edges:,} edges"
             )
             if names:
-                out.print(f"{report['joined_by_name']:,} node(s) joined by name ({escape(names)})")
-            if report["judge"]:
-                j = report["judge"]
+                out.print(f"{counts.joined_by_name:,} node(s) joined by name ({escape(names)})")
+            if report.judge:
+                j = report.judge
                 out.print(
                     f"LLM judge: {j['asked']:,} pair(s) asked, {j['yes']:,} yes, {j['no']:,} no, {j['unclear']:,} "
                     f"unclear ({j.get('llm_calls', 0):,} calls, {j.get('cache_hits', 0):,} cached, "
                     f"${j.get('cost_usd', 0.0):.4f})"
                 )
-            if report["refused"]:
-                out.print(f"{report['refused']:,} group(s) left apart, for example:")
-                for example in report["refused_examples"][:5]:
+            if counts.refused:
+                out.print(f"{counts.refused:,} group(s) left apart, for example:")
+                for example in counts.refused_examples[:5]:
                     out.print(f"  {escape(', '.join(example['node']))}: {escape(example['problem'])}")
-        finish(True, {"command": "resolve", **report}, json_mode=json_mode)
+        finish(True, {"command": "resolve", **report.as_dict()}, json_mode=json_mode)
 
 
 @app.command("show")
@@ -101,15 +102,15 @@ def show(
         found = api.identity_show(bundle, node)
         if not json_mode:
             verdict = (
-                f"-> {found['canonical']} ({found['mode']})" if found["canonical"] else f"apart: {found['problem']}"
+                f"-> {found.canonical} ({found.mode})" if found.canonical else f"apart: {found.problem}"
             )
-            out.print(f"cluster {escape(found['cluster'])} {escape(verdict)}")
-            out.print(f"  joined by: {escape(', '.join(found['evidence']) or '-')}")
-            for member in found["members"]:
+            out.print(f"cluster {escape(found.cluster)} {escape(verdict)}")
+            out.print(f"  joined by: {escape(', '.join(found.evidence) or '-')}")
+            for member in found.members:
                 score = "" if member["score"] is None else f" {member['score']:.2f}"
                 scorer = f" ({member['scorer']}{score})" if member["scorer"] else ""
                 out.print(f"  {escape(member['node'])}: {member['decided_by']}{escape(scorer)}")
-        finish(True, {"command": "identity show", **found}, json_mode=json_mode)
+        finish(True, {"command": "identity show", **found.as_dict()}, json_mode=json_mode)
 
 
 @app.command("split")
@@ -125,10 +126,10 @@ def split(
         done = api.identity_split(bundle, nodes, cfg)
         if not json_mode:
             out.print(
-                f"split {len(done['split'])} cluster(s) in {escape(str(bundle))}: {done['nodes']:,} nodes, "
-                f"{done['edges']:,} edges"
+                f"split {len(done.split)} cluster(s) in {escape(str(bundle))}: {done.nodes:,} nodes, "
+                f"{done.edges:,} edges"
             )
-        finish(True, {"command": "identity split", **done}, json_mode=json_mode)
+        finish(True, {"command": "identity split", **done.as_dict()}, json_mode=json_mode)
 
 
 @app.command("eval")
@@ -175,11 +176,11 @@ def evaluate(
             scored = api.identity_eval_bundle(gold, bundle, output)
             if not json_mode:
                 out.print(
-                    f"{escape(scored['gold'])} on {escape(str(bundle))}: {scored['covered']:,} of {scored['pairs']:,} "
-                    f"pairs in the graph; precision {scored['precision']:.3f}, recall {scored['recall']:.3f}, "
-                    f"F1 {scored['f1']:.3f} ({scored['called']:,} joined, {scored['right']:,} right)"
+                    f"{escape(scored.gold)} on {escape(str(bundle))}: {scored.covered:,} of {scored.pairs:,} "
+                    f"pairs in the graph; precision {scored.precision:.3f}, recall {scored.recall:.3f}, "
+                    f"F1 {scored.f1:.3f} ({scored.called:,} joined, {scored.right:,} right)"
                 )
-            finish(True, {"command": "identity eval", **scored}, json_mode=json_mode)
+            finish(True, {"command": "identity eval", **scored.as_dict()}, json_mode=json_mode)
             return
         if fmt not in api.GOLD_FORMATS:
             raise UsageError(f"--format must be one of {', '.join(api.GOLD_FORMATS)}, got {fmt!r}.")
@@ -195,12 +196,12 @@ def evaluate(
                 progress=say,
             )
         if not json_mode:
-            unit = "pairs" if summary["kind"] == "pairs" else "mentions"
-            out.print(f"{escape(summary['gold'])}: {summary['rows']:,} {unit}, figures on the held-out half")
-            links = summary["kind"] == "links"
+            unit = "pairs" if summary.kind == "pairs" else "mentions"
+            out.print(f"{escape(summary.gold)}: {summary.rows:,} {unit}, figures on the held-out half")
+            links = summary.kind == "links"
             columns = ("tuned", "P", "R", "F1", "default", "P", "R", "F1") + (("missing",) if links else ())
             out.print(f"  {'scorer':<10} " + " ".join(f"{c:>7}" for c in columns))
-            for row in summary["scorers"]:
+            for row in summary.scorers:
                 held, default = row["held_out"], row["at_default"]
                 rule = f"{row['default_threshold']:.2f}" + (f"+{row['margin']:.2f}" if row["margin"] else "")
                 out.print(
@@ -215,4 +216,4 @@ def evaluate(
                     "were their entity not in the catalog"
                 )
             out.print(f"curve and figures in {escape(str(output))}")
-        finish(True, {"command": "identity eval", **summary}, json_mode=json_mode)
+        finish(True, {"command": "identity eval", **summary.as_dict()}, json_mode=json_mode)

@@ -139,13 +139,13 @@ def _diff(output: Path, previous: Path | None, json_mode: bool) -> dict[str, obj
     """The diff an ingest with --previous recorded, printed for people and returned for --json."""
     if previous is None:
         return {}
-    recorded = api.recorded_diff(output) or {}
+    recorded = api.recorded_diff(output)
     if not json_mode:
         for table in ("nodes", "edges"):
-            part = recorded.get(table, {})
+            part = getattr(recorded, table) if recorded is not None else {}
             out.print(
                 f"against {previous}: {table} +{part.get('added', 0)} added, -{part.get('removed', 0)} removed, "
                 f"~{part.get('changed', 0)} changed",
                 highlight=False,
             )
-    return {"diff": recorded}
+    return {"diff": recorded.as_dict() if recorded is not None else {}}

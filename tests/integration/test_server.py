@@ -389,7 +389,7 @@ def test_triples_are_added_only_with_allow_writes_and_the_bundle_keeps_them(bund
             assert refused.status_code in (400, 422), bad
     finally:
         stop(served)
-    kept = api.bundle_info(copy)  # written back, validated, with the change recorded
+    kept = api.bundle_info(copy).as_dict()  # written back, validated, with the change recorded
     assert kept["counts"]["nodes"] == small_bundle().nodes.height + 3  # ibuprofen, headache, warfarin (notes)
     assert kept["diff"]["nodes"]["added"] == 3 and kept["validation"]["ok"] is not None
     again = start(["--bundle", str(copy)], tmp_path / "again.log")

@@ -241,7 +241,7 @@ def test_a_write_never_replaces_a_version_the_server_did_not_read(bundle: Path, 
         stop(first)
         stop(second)
     assert {"ibuprofen", "naproxen", "aspirin"} <= node_names(copy)
-    assert [s["name"] for s in api.bundle_info(copy)["sources"]] == ["api:notes"] * 3
+    assert [s["name"] for s in api.bundle_info(copy).sources] == ["api:notes"] * 3
 
 
 def test_a_write_keeps_the_bundles_sources_and_name_embeddings(
@@ -254,7 +254,7 @@ def test_a_write_keeps_the_bundles_sources_and_name_embeddings(
     for command in (["ingest", "triples", str(triples), "-d", "base", "-o", str(copy)], ["embed", str(copy)]):
         done = subprocess.run([str(METAKG), *command], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
-    before = api.bundle_info(copy)
+    before = api.bundle_info(copy).as_dict()
     assert [s["name"] for s in before["sources"]] == ["base"] and before["embeddings"]["nodes"] == 3
     served = start(["--bundle", str(copy), "--allow-writes"], tmp_path / "writes.log")
     try:
@@ -262,7 +262,7 @@ def test_a_write_keeps_the_bundles_sources_and_name_embeddings(
         assert added.status_code == 200, added.text
     finally:
         stop(served)
-    after = api.bundle_info(copy)
+    after = api.bundle_info(copy).as_dict()
     assert after["sources"][:1] == before["sources"] and [s["name"] for s in after["sources"]] == ["base", "api:notes"]
     assert after["embeddings"]["model"] == before["embeddings"]["model"]
     assert after["embeddings"]["nodes"] == after["counts"]["nodes"] == 5  # the new names embedded too

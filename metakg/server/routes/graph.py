@@ -30,8 +30,8 @@ def router(served: ServedGraph) -> APIRouter:
         info: dict[str, Any] = {"counts": served.store.counts()}
         if bundle is not None:
             manifest = api.bundle_info(bundle)
-            info["sources"] = [s.get("name") for s in manifest.get("sources", [])]
-            info["validation"] = {k: manifest.get("validation", {}).get(k) for k in ("ok", "rejected", "warned")}
+            info["sources"] = [s.get("name") for s in manifest.sources]
+            info["validation"] = {k: (manifest.validation or {}).get(k) for k in ("ok", "rejected", "warned")}
         shown: dict[str, Any] = printable(info)  # a received bundle's manifest may hold text that is not Unicode
         return shown
 
