@@ -49,17 +49,13 @@ def one_run(
 
     start = time.perf_counter()
     summary = api.extract(
-        path,
-        "csqa",
+        api.TextSource(path, "csqa", "csqa", limit=items),
         WORK / "extract" / f"bundle_c{concurrency}",
         settings,
-        dataset="csqa",
-        limit=items,
-        concurrency=concurrency,
+        options=api.ExtractOptions(concurrency=concurrency),
         counter=count,
     )
-    summary["total_wall_s"] = time.perf_counter() - start
-    return {**summary, **rate}
+    return {**summary.as_dict(), "total_wall_s": time.perf_counter() - start, **rate}
 
 
 def simulated_endpoint(path: Path, items: int, max_tokens: int, latency_s: float = 0.5) -> dict[str, Any]:

@@ -57,13 +57,13 @@ def main() -> None:
             start = time.perf_counter()
             summary = api.sync_wikidata(spec, out, settings, endpoint=server.endpoint)
             wall = time.perf_counter() - start
-            entities = summary["nodes"]
+            entities = summary.nodes
             figures[f"{label}_s"] = round(wall, 2)
             figures[f"{label}_entities"] = entities
-            figures[f"{label}_entities_fetched"] = summary["entities_fetched"]
-            figures[f"{label}_queries"] = summary["queries"]
+            figures[f"{label}_entities_fetched"] = summary.entities_fetched
+            figures[f"{label}_queries"] = summary.queries
             figures[f"{label}_entities_per_s"] = round(entities / wall, 1)
-            figures[f"{label}_queries_per_1000_entities"] = round(1000 * summary["queries"] / max(entities, 1), 1)
+            figures[f"{label}_queries_per_1000_entities"] = round(1000 * summary.queries / max(entities, 1), 1)
             print(
                 f"  {label}: {entities} entities ({summary['entities_fetched']} fetched) in {wall:.1f} s, "
                 f"{summary['queries']} queries",

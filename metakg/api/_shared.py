@@ -53,13 +53,13 @@ def output_folder(path: Path, what: str) -> Path:
 
 
 def as_json(value: Any) -> Any:
-    """``value`` as JSON data: a path as its string, a typed result as its :meth:`JsonResult.as_dict`, the
+    """``value`` as JSON data: a path as its string, a typed result as its ``as_dict()``, the
     items of a list or tuple likewise; anything else as it is (it is JSON data already)."""
     if isinstance(value, Path):
         return str(value)
-    if isinstance(value, JsonResult):
+    if callable(getattr(value, "as_dict", None)):
         return value.as_dict()
-    if isinstance(value, list | tuple) and any(isinstance(v, Path | JsonResult) for v in value):
+    if isinstance(value, list | tuple) and any(isinstance(v, Path) or hasattr(v, "as_dict") for v in value):
         return [as_json(v) for v in value]
     return value
 

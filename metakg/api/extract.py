@@ -4,26 +4,46 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from metakg.api._shared import Progress, at_least_one, quiet
+from metakg.api._shared import JsonResult, Progress, at_least_one, quiet
 from metakg.api.bundles import Earlier, earlier_version, recorded_diff, write_validated
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
-from metakg.extractors.pipeline import IMPORTER, RunStats, build_bundle, plan_units, run_units, unit_request
+from metakg.extractors.pipeline import (
+    IMPORTER,
+    Outcome,
+    RunStats,
+    Unit,
+    build_bundle,
+    plan_units,
+    run_units,
+    unit_request,
+)
 from metakg.extractors.pipeline import summary as extraction_summary
 from metakg.extractors.resolution import LinkTarget
 from metakg.extractors.update import compare_records, stored_outcomes, units_table
 from metakg.identity.curation import read_curation
 from metakg.identity.names import LinkRule
-from metakg.ingest.datasets import FORMATS, READERS, DatasetFormat, Reader, formats_help, formats_table, read_dataset
+from metakg.ingest.datasets import (
+    FORMATS,
+    READERS,
+    DatasetFormat,
+    DatasetRead,
+    Reader,
+    formats_help,
+    formats_table,
+    read_dataset,
+)
 from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
+from metakg.llm.usage import UsageSummary
 from metakg.schemas.bundle import (
     EXTRACTION_FILE,
     read_bundle,
@@ -40,8 +60,11 @@ __all__ = [
     "FORMATS",
     "READERS",
     "DatasetFormat",
+    "ExtractOptions",
+    "Extraction",
     "Reader",
     "RunStats",
+    "TextSource",
     "extract",
     "extracted_dataset",
     "formats_help",
@@ -73,75 +96,148 @@ def link_target(
     return LinkTarget.from_nodes(bundle.nodes, embed_in_blocks(embedder, names), bundle.nodes["id"].to_list())
 
 
-@writes_bundle("out")
-def extract(
-    path: Path,
-    fmt: DatasetFormat,
-    out: Path,
-    settings: Settings,
-    *,
-    dataset: str,
-    limit: int | None = None,
-    concurrency: int | None = None,
-    budget_usd: float | None = None,
-    link_to: Path | None = None,
-    identity_file: Path | None = None,
-    text_field: str = "text",
-    id_field: str | None = None,
-    time_field: str | None = None,
-    update: Path | None = None,
-    history: bool | None = None,
-    progress: Progress | None = None,
-    counter: Callable[[RunStats], None] | None = None,
-) -> dict[str, Any]:
-    """Extract triples from a dataset with the configured LLM into a validated bundle at ``out``.
+@dataclass(frozen=True)
+class TextSource:
+    """The records to extract from: the file at ``path`` in the format ``fmt``, under the name ``dataset``
+    (it scopes the ids, ``kg:<dataset>/<name>``), with the fields holding a record's text, id and time, and
+    the first ``limit`` records only (None: all)."""
 
-    Replies are cached, so a run that was killed, failed in part or ran out of budget continues where it
-    stopped when started again, and a repeated run makes no LLM call.
+    path: Path
+    fmt: DatasetFormat
+    dataset: str
+    text_field: str = "text"
+    id_field: str | None = None
+    time_field: str | None = None
+    limit: int | None = None
 
-    ``identity_file``: a curator's must-links, cannot-links and aliases (the file `metakg resolve
-    --identity` reads), applied to the mentions' nodes and their links (entries naming nothing of this run
-    are left alone).
 
-    With ``update`` (a bundle an earlier extraction wrote; ``out`` may be the same directory), the units
-    whose request the earlier run answered take its stored replies, whatever the cache holds; only new and
-    changed records go to the model, and the bundle is built from all replies as a fresh run would build
-    it (see :mod:`metakg.extractors.update`). The summary adds ``records_changes`` and ``edges_changes``,
-    and the diff against the earlier bundle goes into the new manifest; ``history`` keeps the versions
-    (default: when the earlier bundle keeps them).
+@dataclass(frozen=True)
+class ExtractOptions:
+    """How an extraction runs: the requests in flight (``concurrency``, default ``llm.concurrency``), a spend
+    limit (``budget_usd``), a bundle to link the mentions to (``link_to``), a curator's identity file, and an
+    earlier extraction to ``update`` (``history``: keep the versions; default: when the earlier bundle does)."""
 
-    Returns:
-        The run summary (records, LLM calls, cache hits, triples, rejected lines, tokens, cost, ...).
+    concurrency: int | None = None
+    budget_usd: float | None = None
+    link_to: Path | None = None
+    identity_file: Path | None = None
+    update: Path | None = None
+    history: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Extraction(JsonResult):
+    """The figures of an extraction (the ``--json`` of ``metakg extract``): records ``read``, those accepted
+    (``records``) and rejected (``input_rejects``); the prompts (``units``, ``reused_units`` an update kept),
+    the LLM calls, cache hits, ``failed`` prompts and those ``skipped_budget``; the triples and the reply
+    lines rejected or repaired; tokens and cost; the bundle's ``nodes`` and ``edges``, the ``resolution`` of
+    mentions to nodes, the distinct ``errors``; for an update the ``records_changes`` and ``edges_changes``;
+    the run, the model, the ``bundle`` and its validation, and the wall time."""
+
+    records: int
+    read: int
+    input_rejects: int
+    units: int
+    llm_calls: int
+    cache_hits: int
+    failed: int
+    skipped_budget: int
+    triples: int
+    rejected_lines: int
+    repaired_lines: int
+    units_without_triples: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens: int
+    saved_tokens: int
+    cost_usd: float
+    nodes: int
+    edges: int
+    resolution: dict[str, Any] | None
+    errors: list[str]
+    reused_units: int
+    retries: int
+    records_changes: dict[str, int] | None = None
+    edges_changes: dict[str, int] | None = None
+    run_id: str
+    model: str
+    bundle: Path
+    validation_ok: bool
+    validation_rejected: int
+    wall_s: float
+
+    omit_none = ("records_changes", "edges_changes")
+
+    @property
+    def complete(self) -> bool:
+        """Every prompt was answered (none failed, none left out by the budget)."""
+        return self.failed == 0 and self.skipped_budget == 0
+
+
+def _check(source: TextSource, out: Path, settings: Settings, options: ExtractOptions) -> None:
+    """Refuse a request that cannot run, before any work.
 
     Raises:
-        UsageError: bad dataset name, format, limit, concurrency or budget.
-        InputDataError: the dataset cannot be read.
-        BundleError: the link target cannot be read or ``out`` cannot be written.
-        ConfigError: no endpoint configured and the local model cannot be started.
+        UsageError: bad dataset name, limit, concurrency, budget or node type, or a link target that is ``out``.
     """
-    say = progress or quiet
-    check_dataset_name(dataset)
-    at_least_one("--limit", limit)
-    at_least_one("--concurrency", concurrency)
-    if budget_usd is not None and budget_usd < 0:
-        raise UsageError(f"--budget-usd must not be negative, got {budget_usd}.")
+    check_dataset_name(source.dataset)
+    at_least_one("--limit", source.limit)
+    at_least_one("--concurrency", options.concurrency)
+    if options.budget_usd is not None and options.budget_usd < 0:
+        raise UsageError(f"--budget-usd must not be negative, got {options.budget_usd}.")
     if settings.extract.node_type not in default_vocabulary().names:
         raise UsageError(f"extract.node_type {settings.extract.node_type!r} is not a vocabulary type.")
-    if link_to is not None and link_to.resolve() == out.resolve():
-        raise UsageError(f"--link-to {link_to} is also the output; write the extraction to a new directory.")
-    curation = read_curation(identity_file) if identity_file is not None else None
-    started = time.perf_counter()
-    run_id = uuid.uuid4().hex
-    previous, stored = _earlier_run(update, dataset) if update is not None else (None, None)
-    say(f"reading {path}")
-    data = read_dataset(path, fmt, limit=limit, text_field=text_field, id_field=id_field, time_field=time_field)
+    if options.link_to is not None and options.link_to.resolve() == out.resolve():
+        raise UsageError(f"--link-to {options.link_to} is also the output; write the extraction to a new directory.")
+
+
+def _read(source: TextSource) -> DatasetRead:
+    """The records of ``source``.
+
+    Raises:
+        InputDataError: the file cannot be read, or no record of it can.
+    """
+    data = read_dataset(
+        source.path,
+        source.fmt,
+        limit=source.limit,
+        text_field=source.text_field,
+        id_field=source.id_field,
+        time_field=source.time_field,
+    )
     if data.accepted == 0:
         why = "; ".join(f"{r['record']}: {r['reason']}" for r in data.rejects.head(3).iter_rows(named=True))
-        raise InputDataError(f"no record of {path} could be read in the {fmt} format ({why or 'the file is empty'}).")
-    units = plan_units(data.records, chunk_chars=settings.extract.chunk_chars, relations=settings.extract.relations)
-    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, say) if settings.extract.embeddings else None
-    target = link_target(link_to, settings, embedder, progress) if link_to is not None else None
-    llm = settings.llm.model_copy(update={"concurrency": concurrency or settings.llm.concurrency})
+        raise InputDataError(
+            f"no record of {source.path} could be read in the {source.fmt} format ({why or 'the file is empty'})."
+        )
+    return data
+
+
+@dataclass(frozen=True)
+class _Replies:
+    """The LLM phase of a run: every unit's outcome in unit order, their request keys, the units an update
+    kept, the run's figures and the model that answered."""
+
+    outcomes: list[Outcome]
+    keys: list[str]
+    kept: int
+    stats: RunStats
+    usage: UsageSummary
+    model: str
+
+
+def _ask(
+    units: Sequence[Unit],
+    settings: Settings,
+    options: ExtractOptions,
+    stored: pl.DataFrame | None,
+    run_id: str,
+    say: Progress,
+    progress: Progress | None,
+    counter: Callable[[RunStats], None] | None,
+) -> _Replies:
+    """Put the units to the configured LLM (an update's unchanged units take their stored replies)."""
+    llm = settings.llm.model_copy(update={"concurrency": options.concurrency or settings.llm.concurrency})
     session_settings = settings.model_copy(update={"llm": llm})
     with llm_session(session_settings, run_id=run_id, progress=progress) as client:
         keys = [
@@ -158,18 +254,69 @@ def extract(
                 temperature=llm.temperature,
                 max_tokens=llm.max_tokens,
                 concurrency=llm.concurrency,
-                budget_usd=budget_usd,
+                budget_usd=options.budget_usd,
                 prices=llm.prices_per_mtok,
                 progress=counter,
             ),
         )
-        model = client.model
         usage = client.meter.summary()
+        model = client.model
     answers = iter(asked)
     outcomes = [kept[i] if i in kept else next(answers) for i in range(len(units))]
+    return _Replies(outcomes, keys, len(kept), stats, usage, model)
+
+
+@writes_bundle("out")
+def extract(
+    source: TextSource,
+    out: Path,
+    settings: Settings,
+    *,
+    options: ExtractOptions | None = None,
+    progress: Progress | None = None,
+    counter: Callable[[RunStats], None] | None = None,
+) -> Extraction:
+    """Extract triples from the records of ``source`` with the configured LLM into a validated bundle at
+    ``out``; ``counter`` hears the run's figures after each prompt.
+
+    Replies are cached, so a run that was killed, failed in part or ran out of budget continues where it
+    stopped when started again, and a repeated run makes no LLM call.
+
+    ``options.identity_file``: a curator's must-links, cannot-links and aliases (the file `metakg resolve
+    --identity` reads), applied to the mentions' nodes and their links (entries naming nothing of this run
+    are left alone).
+
+    With ``options.update`` (a bundle an earlier extraction wrote; ``out`` may be the same directory), the
+    units whose request the earlier run answered take its stored replies, whatever the cache holds; only new
+    and changed records go to the model, and the bundle is built from all replies as a fresh run would build
+    it (see :mod:`metakg.extractors.update`). The result adds ``records_changes`` and ``edges_changes``, and
+    the diff against the earlier bundle goes into the new manifest; ``options.history`` keeps the versions
+    (default: when the earlier bundle keeps them).
+
+    Raises:
+        UsageError: bad dataset name, format, limit, concurrency or budget.
+        InputDataError: the dataset cannot be read.
+        BundleError: the link target cannot be read or ``out`` cannot be written.
+        ConfigError: no endpoint configured and the local model cannot be started.
+    """
+    say = progress or quiet
+    options = options or ExtractOptions()
+    _check(source, out, settings, options)
+    link_to, identity_file = options.link_to, options.identity_file
+    curation = read_curation(identity_file) if identity_file is not None else None
+    started = time.perf_counter()
+    run_id = uuid.uuid4().hex
+    update = options.update
+    previous, stored = _earlier_run(update, source.dataset) if update is not None else (None, None)
+    say(f"reading {source.path}")
+    data = _read(source)
+    units = plan_units(data.records, chunk_chars=settings.extract.chunk_chars, relations=settings.extract.relations)
+    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, say) if settings.extract.embeddings else None
+    target = link_target(link_to, settings, embedder, progress) if link_to is not None else None
+    replies = _ask(units, settings, options, stored, run_id, say, progress, counter)
     result = build_bundle(
-        outcomes,
-        dataset,
+        replies.outcomes,
+        source.dataset,
         run_id=run_id,
         node_type=settings.extract.node_type,
         confidence=settings.extract.confidence,
@@ -185,33 +332,33 @@ def extract(
         "records": data.accepted,
         "read": data.read,
         "input_rejects": data.rejects.height,
-        **extraction_summary(stats, result, outcomes),
+        **extraction_summary(replies.stats, result, replies.outcomes),
         "units": len(units),
-        "reused_units": len(kept),
-        "retries": usage.retries,
+        "reused_units": replies.kept,
+        "retries": replies.usage.retries,
     }
     if stored is not None:
-        figures["records_changes"] = compare_records(stored, units, keys).counts()
+        figures["records_changes"] = compare_records(stored, units, replies.keys).counts()
     result.bundle.manifest = {
         "sources": [
             source_entry(
-                dataset,
+                source.dataset,
                 IMPORTER,
                 run_id,
-                dataset=dataset,
-                input=str(path),
-                format=fmt,
-                model=model,
+                dataset=source.dataset,
+                input=str(source.path),
+                format=source.fmt,
+                model=replies.model,
                 prompts=sorted({f"{u.prompt.version}:{u.prompt.template_hash}" for u in units}),
                 link_to=str(link_to) if link_to is not None else None,
                 identity_file=str(identity_file) if identity_file is not None else None,
                 **{k: v for k, v in figures.items() if k != "errors"},
             )
         ],
-        "extraction": {"units": len(units), "model": model},
+        "extraction": {"units": len(units), "model": replies.model},
     }
-    result.bundle.side[EXTRACTION_FILE] = units_table(outcomes, keys)
-    report = write_validated(out, result.bundle, settings, previous=previous, history=history, progress=say)
+    result.bundle.side[EXTRACTION_FILE] = units_table(replies.outcomes, replies.keys)
+    report = write_validated(out, result.bundle, settings, previous=previous, history=options.history, progress=say)
     if previous is not None:
         recorded = recorded_diff(out)
         edges = recorded.edges if recorded is not None else {"added": 0, "removed": 0}
@@ -220,17 +367,15 @@ def extract(
             "retracted": edges["removed"],
             "kept": previous.bundle.edges.height - edges["removed"],
         }
-    figures.update(
-        {
-            "run_id": run_id,
-            "model": model,
-            "bundle": str(out),
-            "validation_ok": report.ok,
-            "validation_rejected": report.rejected,
-            "wall_s": round(time.perf_counter() - started, 3),
-        }
+    return Extraction(
+        **figures,
+        run_id=run_id,
+        model=replies.model,
+        bundle=out,
+        validation_ok=report.ok,
+        validation_rejected=report.rejected,
+        wall_s=round(time.perf_counter() - started, 3),
     )
-    return figures
 
 
 def extracted_dataset(path: Path) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from metakg.api._shared import Progress, cache_folder, output_folder, quiet
+from metakg.api._shared import JsonResult, Progress, cache_folder, output_folder, quiet
 from metakg.api.bundles import earlier_version, record_update, write_validated
 from metakg.config import Settings
 from metakg.errors import BundleChanged, BundleError, ConfigError, InputDataError, OutputError, UsageError
@@ -219,6 +219,22 @@ def rejects_tolerated(rejected: int, read: int, max_rejects: str = "0") -> bool:
         raise UsageError(f"--max-rejects {max_rejects!r} must be a count (25) or a percentage (0.5%).") from None
 
 
+@dataclasses.dataclass(frozen=True)
+class TriplesAdded(JsonResult):
+    """What :func:`add_triples` did: the triples ``read`` and ``accepted``, each one ``rejected`` (its number
+    from 1, the check and the reason), the ids of the ``nodes`` and ``edges`` written, and for a bundle the
+    ``token`` of the version written (the one to expect next)."""
+
+    read: int
+    accepted: int
+    rejected: list[dict[str, Any]]
+    nodes: list[str]
+    edges: list[str]
+    token: str | None = None
+
+    omit_none = ("token",)
+
+
 def add_triples(
     settings: Settings,
     store: GraphStore,
@@ -227,7 +243,7 @@ def add_triples(
     *,
     bundle: Path | None = None,
     expect: str | None = None,
-) -> dict[str, Any]:
+) -> TriplesAdded:
     """Add ``(head, relation, tail)`` triples to an open store, read as ``metakg ingest triples`` reads a
     file (ids ``kg:<dataset>/<name>``; the same checks, each failing triple rejected with its reason). With
     ``bundle`` (the folder the store was read from), the graph with the triples is validated and written to it
@@ -259,13 +275,7 @@ def add_triples(
         {"triple": int(str(r["record"]).rsplit(":", 1)[1]), "check": r["check"], "reason": r["reason"]}
         for r in new.rejects.iter_rows(named=True)
     ]
-    result: dict[str, Any] = {
-        "read": report.read,
-        "accepted": report.accepted,
-        "rejected": rejected,
-        "nodes": new.nodes["id"].to_list(),
-        "edges": new.edges["id"].to_list(),
-    }
+    result = TriplesAdded(report.read, report.accepted, rejected, new.nodes["id"].to_list(), new.edges["id"].to_list())
     if bundle is None:
         if new.nodes.height or new.edges.height:
             store.upsert(new.nodes, new.edges)
@@ -274,7 +284,7 @@ def add_triples(
     if whole is None:
         raise UsageError("only a store read from a bundle can be written back to it.")
     if not (new.nodes.height or new.edges.height):
-        return result | {"token": expect}
+        return dataclasses.replace(result, token=expect)
     with writing(bundle):
         previous = earlier_version(bundle)
         if expect is not None and previous.bundle.token != expect:
@@ -296,12 +306,12 @@ def add_triples(
         written = Bundle(merged.nodes, merged.edges, rejects=rejects, manifest=manifest)
         _carry_embeddings(bundle, previous.bundle, written, getattr(store, "embedder", None))
         write_validated(bundle, written, settings, previous=previous)
-    added_nodes = set(result["nodes"])
-    added_edges = set(result["edges"])
+    added_nodes = set(result.nodes)
+    added_edges = set(result.edges)
     store.upsert(
         written.nodes.filter(pl.col("id").is_in(added_nodes)), written.edges.filter(pl.col("id").is_in(added_edges))
     )
-    return result | {"token": written.token}
+    return dataclasses.replace(result, token=written.token)
 
 
 #: manifest keys a new version computes afresh (the others are kept from the version it replaces)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from metakg.api._shared import Progress, at_least_one, quiet
+from metakg.api._shared import JsonResult, Progress, at_least_one, quiet
 from metakg.api.session import (
     EvalOptions,
     EvaluationResult,
@@ -49,10 +49,12 @@ __all__ = [
     "EVAL_FORMATS",
     "STRATEGIES",
     "Answer",
+    "AnswerSnapshot",
     "Benchmark",
     "Question",
     "RunSpec",
     "Runs",
+    "StrategyInfo",
     "answer_over",
     "answer_snapshot",
     "ask",
@@ -131,6 +133,36 @@ def ask(
         return session.answer(question, chosen, steps=steps)
 
 
+@dataclass(frozen=True)
+class AnswerSnapshot(JsonResult):
+    """Everything a page needs to show one answer without a server: the ``question`` (text and lettered
+    choices), the ``answer`` with its ``trace_lines``, the ``steps`` heard while it was made, the store's
+    ``counts``, the records of the evidence ``nodes`` and of their ``neighbours`` (the first
+    ``neighbour_limit`` of each)."""
+
+    question: dict[str, Any]
+    answer: dict[str, Any]
+    steps: list[dict[str, Any]]
+    counts: dict[str, Any]
+    nodes: dict[str, Any]
+    neighbours: dict[str, Any]
+    neighbour_limit: int
+
+
+@dataclass(frozen=True)
+class StrategyInfo(JsonResult):
+    """A registered strategy: its ``name`` and ``summary``, its settings ``section`` (``qa.<name>``), whether
+    it ``uses_graph``, the ``switches`` an ablation turns on, and its ``settings`` (key, type, default,
+    description)."""
+
+    name: str
+    summary: str
+    section: str
+    uses_graph: bool
+    switches: list[str]
+    settings: list[dict[str, Any]]
+
+
 def answer_snapshot(
     store: GraphStore,
     question: Question,
@@ -138,7 +170,7 @@ def answer_snapshot(
     steps: Sequence[dict[str, Any]] = (),
     *,
     neighbours: int = 25,
-) -> dict[str, Any]:
+) -> AnswerSnapshot:
     """Everything a page needs to show ``answer`` without a server: the question, the answer with its trace
     lines, the ``steps`` heard while it was made, the store's counts, and the records and first
     ``neighbours`` neighbours of every evidence node (read from ``store`` while it is open)."""
@@ -154,15 +186,15 @@ def answer_snapshot(
         around[node_id] = [asdict(nb) for nb in found]
         for nb in found:
             records.setdefault(nb.node.id, asdict(nb.node))
-    return {
-        "question": {"text": question.text, "choices": [f"{letter}: {text}" for letter, text in question.choices]},
-        "answer": answer.to_dict() | {"trace_lines": trace_lines(answer)},
-        "steps": list(steps),
-        "counts": store.counts(),
-        "nodes": records,
-        "neighbours": around,
-        "neighbour_limit": neighbours,
-    }
+    return AnswerSnapshot(
+        question={"text": question.text, "choices": [f"{letter}: {text}" for letter, text in question.choices]},
+        answer=answer.to_dict() | {"trace_lines": trace_lines(answer)},
+        steps=list(steps),
+        counts=store.counts(),
+        nodes=records,
+        neighbours=around,
+        neighbour_limit=neighbours,
+    )
 
 
 def answer_over(
@@ -194,9 +226,9 @@ def trace_lines(answer: Answer) -> list[str]:
     return STRATEGIES.create(name).trace_lines(answer)
 
 
-def describe_strategies() -> list[dict[str, Any]]:
+def describe_strategies() -> list[StrategyInfo]:
     """Every registered strategy with its summary, settings section, switches and settings."""
-    return STRATEGIES.describe()
+    return [StrategyInfo(**d) for d in STRATEGIES.describe()]
 
 
 def strategies_left_out() -> list[str]:

@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from metakg.api._shared import Counter, Progress, at_least_one, output_folder, quiet
-from metakg.api.bundles import validate_bundle
+from metakg.api._shared import Counter, JsonResult, Progress, at_least_one, output_folder, quiet
+from metakg.api.bundles import Manifest, validate_bundle
 from metakg.config import NEO4J_SCHEMES, Neo4jSettings, Settings, validation_messages
 from metakg.errors import NodeNotFound, OutputError, UsageError
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_admin import write_admin_import
-from metakg.loaders.neo4j_loader import follow_bundle, load_bundle
+from metakg.loaders.neo4j_loader import FollowReport, LoadReport, follow_bundle, load_bundle
 from metakg.loaders.neo4j_loader import graph_as_of as neo4j_graph_as_of
 from metakg.loaders.neo4j_loader import versions_of as neo4j_versions_of
 from metakg.loaders.neo4j_store import Neo4jStore, connect
@@ -137,7 +138,52 @@ def graph_as_of(settings: Settings, graph: str | Path | None, at: datetime) -> B
     return history_as_of(bundle, kept, at)
 
 
-def element_history(settings: Settings, graph: str | Path | None, element_id: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ElementVersion:
+    """One recorded version of a node or an edge: its row as it was (``data``: the columns, ``kind``,
+    ``recorded_at``, ``retired_at``, ``valid_from``, ``valid_to`` and ``current``)."""
+
+    data: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        """``node`` or ``edge``."""
+        return str(self.data["kind"])
+
+    @property
+    def current(self) -> bool:
+        """The version the graph holds now (else a retired one)."""
+        return bool(self.data["current"])
+
+    @property
+    def recorded_at(self) -> datetime | None:
+        """When metakg recorded it (None: before history was kept)."""
+        return self.data.get("recorded_at")
+
+    @property
+    def retired_at(self) -> datetime | None:
+        """When metakg retired it (None: current)."""
+        return self.data.get("retired_at")
+
+    @property
+    def valid_from(self) -> datetime | None:
+        """The source's own time it held from (a Wikidata modification time)."""
+        return self.data.get("valid_from")
+
+    @property
+    def valid_to(self) -> datetime | None:
+        return self.data.get("valid_to")
+
+    def get(self, column: str) -> Any:
+        """A column of the row (``name``, ``type``, ``src``, ``rel``, ``dst``, ``count`` ...), None when it has none."""
+        return self.data.get(column)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The version as JSON data: times as ISO text, empty columns left out."""
+        return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in self.data.items() if v is not None}
+
+
+def element_history(settings: Settings, graph: str | Path | None, element_id: str) -> list[ElementVersion]:
     """Every recorded version of the node or edge ``element_id`` in a bundle or a Neo4j database, oldest
     first (see :func:`metakg.schemas.history.versions`).
 
@@ -156,10 +202,10 @@ def element_history(settings: Settings, graph: str | Path | None, element_id: st
         found = history_versions(bundle, read_history(path, bundle), element_id)
     if not found:
         raise NodeNotFound(f"no node or edge has the id {element_id!r}, now or in the recorded history.")
-    return found
+    return [ElementVersion(v) for v in found]
 
 
-def snapshot(settings: Settings, graph: str | Path | None, at: datetime, out: Path) -> dict[str, Any]:
+def snapshot(settings: Settings, graph: str | Path | None, at: datetime, out: Path) -> Manifest:
     """Write the graph as it was recorded at ``at`` (see :func:`graph_as_of`) as a bundle at ``out``;
     returns its manifest.
 
@@ -176,7 +222,7 @@ def snapshot(settings: Settings, graph: str | Path | None, at: datetime, out: Pa
         "sources": [source_entry("snapshot", "snapshot", uuid.uuid4().hex, input=str(graph or "neo4j"))],
     }
     with writing(out):
-        return write_bundle(out, bundle)
+        return Manifest(write_bundle(out, bundle))
 
 
 #: the least cosine similarity at which a name found by embedding search counts as the node asked for
@@ -250,6 +296,33 @@ def paths_between(
     return na, nb, store.shortest_paths(na.id, nb.id, k=k, max_hops=max_hops, relations=relations)
 
 
+@dataclass(frozen=True)
+class Neo4jLoad(JsonResult):
+    """A load into Neo4j: the database (``uri``, ``database``), the ``mode`` and relationship layout
+    (``rel_types``), the validation run first on a bundle never validated (None: it had been), the rows in the
+    bundle and in Neo4j afterwards (for the bundle's sources), and the loader's ``report``: a
+    :class:`FollowReport` (follow: loaded, removed, unchanged) or a :class:`LoadReport` (merge: batches)."""
+
+    uri: str
+    database: str
+    mode: str
+    rel_types: str
+    validated_first: dict[str, Any] | None
+    nodes_in_bundle: int
+    edges_in_bundle: int
+    nodes_in_neo4j: int
+    edges_in_neo4j: int
+    report: FollowReport | LoadReport
+
+    spread = ("report",)
+    omit_none = ("validated_first",)
+
+    @property
+    def complete(self) -> bool:
+        """Neo4j holds at least the bundle's rows."""
+        return self.nodes_in_neo4j >= self.nodes_in_bundle and self.edges_in_neo4j >= self.edges_in_bundle
+
+
 def load_neo4j(
     path: Path,
     settings: Settings,
@@ -258,7 +331,7 @@ def load_neo4j(
     progress: Counter | None = None,
     mode: Literal["follow", "merge"] = "follow",
     history: bool | None = None,
-) -> dict[str, Any]:
+) -> Neo4jLoad:
     """Load a bundle into the configured Neo4j (idempotent, resumable); returns what was done and the counts.
 
     ``follow`` (the default) makes the database hold exactly the bundle for the bundle's sources: new and
@@ -285,14 +358,6 @@ def load_neo4j(
         validated_first = {"ok": checked.ok, "rejected": checked.rejected, "warned": checked.warned}
         bundle = read_bundle(path)
     embeddings = read_embeddings(path, bundle)
-    where: dict[str, Any] = {
-        "uri": settings.neo4j.uri,
-        "database": settings.neo4j.database,
-        "mode": mode,
-        "rel_types": settings.neo4j.rel_types,
-    }
-    if validated_first is not None:
-        where["validated_first"] = validated_first
     options: dict[str, Any] = {
         "database": settings.neo4j.database,
         "target": settings.neo4j.uri,
@@ -303,16 +368,35 @@ def load_neo4j(
     }
     with connect(settings.neo4j) as driver:
         if mode == "follow":
-            followed = follow_bundle(driver, bundle, history=history, **options)
-            nodes = sum(c["nodes"] for c in followed.counts_by_source.values())
-            edges = sum(c["edges"] for c in followed.counts_by_source.values())
-            return where | {"nodes_in_bundle": bundle.nodes.height, "edges_in_bundle": bundle.edges.height,
-                            "nodes_in_neo4j": nodes, "edges_in_neo4j": edges, **followed.as_dict()}  # fmt: skip
-        report = load_bundle(driver, bundle, checkpoint_dir=path, **options)
-    return where | report.as_dict()
+            report: FollowReport | LoadReport = follow_bundle(driver, bundle, history=history, **options)
+        else:
+            report = load_bundle(driver, bundle, checkpoint_dir=path, **options)
+    if isinstance(report, FollowReport):
+        nodes = sum(c["nodes"] for c in report.counts_by_source.values())
+        edges = sum(c["edges"] for c in report.counts_by_source.values())
+    else:
+        nodes, edges = report.nodes_in_neo4j or 0, report.edges_in_neo4j or 0
+    return Neo4jLoad(settings.neo4j.uri, settings.neo4j.database, mode, report.rel_types, validated_first,
+                     bundle.nodes.height, bundle.edges.height, nodes, edges, report)  # fmt: skip
 
 
-def export_neo4j_admin(path: Path, out_dir: Path, settings: Settings) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AdminImport(JsonResult):
+    """The files written for ``neo4j-admin database import full`` (``files`` by role), the ``nodes``, ``edges``
+    and name ``keys`` in them, whether they carry ``embeddings``, the ``array_delimiter``, the relationship
+    layout (``rel_types``) and the ``command`` to run."""
+
+    files: dict[str, str]
+    nodes: int
+    edges: int
+    keys: int
+    embeddings: bool
+    array_delimiter: str
+    rel_types: str
+    command: str
+
+
+def export_neo4j_admin(path: Path, out_dir: Path, settings: Settings) -> AdminImport:
     """Write neo4j-admin import files for a bundle; returns the files and the command to run.
 
     Raises:
@@ -322,8 +406,9 @@ def export_neo4j_admin(path: Path, out_dir: Path, settings: Settings) -> dict[st
     embeddings = read_embeddings(path, bundle)
     output_folder(out_dir, "the neo4j-admin import files")
     try:
-        return write_admin_import(
+        written = write_admin_import(
             bundle, out_dir, database=settings.neo4j.database, rel_types=settings.neo4j.rel_types, embeddings=embeddings
         )
     except OSError as e:
         raise OutputError(f"cannot write the import files into {out_dir}: {e.strerror or e}.") from e
+    return AdminImport(**written)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from metakg.api._shared import Progress, cache_folder, quiet
-from metakg.api.bundles import Earlier, earlier_version, recorded_diff, write_validated
+from metakg.api._shared import JsonResult, Progress, cache_folder, quiet
+from metakg.api.bundles import Earlier, RecordedDiff, earlier_version, recorded_diff, write_validated
 from metakg.config import Settings
 from metakg.errors import BundleError, UsageError
 from metakg.ingest import wikidata
@@ -36,6 +37,35 @@ def sparql_client(settings: Settings, endpoint: str | None = None) -> wikidata.S
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class WikidataSync(JsonResult):
+    """What a sync did: the ``queries`` sent and ``retries``, the entities fetched, ``added``, ``changed``,
+    ``removed`` (and their ids) and ``redirected``; the bundle's ``nodes`` and ``edges``; the ``endpoint``,
+    the ``state`` file, the run, the ``bundle`` and whether its validation passed; and, when it replaced a
+    version, the ``diff`` recorded against it."""
+
+    queries: int
+    retries: int
+    entities_fetched: int
+    added: int
+    changed: int
+    removed: int
+    redirected: int
+    nodes: int
+    edges: int
+    added_ids: list[str]
+    changed_ids: list[str]
+    removed_ids: list[str]
+    endpoint: str
+    state: Path
+    run_id: str
+    bundle: Path
+    validation_ok: bool
+    diff: RecordedDiff | None = None
+
+    omit_none = ("diff",)
+
+
 @writes_bundle("out")
 def sync_wikidata(
     spec_path: Path,
@@ -47,7 +77,7 @@ def sync_wikidata(
     history: bool | None = None,
     allow_removals: bool = False,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> WikidataSync:
     """Sync the Wikidata subset of ``spec_path`` into a validated bundle at ``out``, incrementally.
     ``history``: keep the versions entities had (default: when the bundle already keeps them).
 
@@ -91,7 +121,7 @@ def _sync(
     progress: Progress | None,
     history: bool | None,
     allow_removals: bool = False,
-) -> dict[str, Any]:
+) -> WikidataSync:
     """The sync itself, under the locks of the bundle and the state file."""
     state = wikidata.read_state(state_path)
     new_state, report = wikidata.sync_state(
@@ -119,10 +149,12 @@ def _sync(
     }
     validation = write_validated(out, bundle, settings, previous=previous, history=history, progress=say)
     wikidata.write_state(state_path, new_state)
-    figures.update({"bundle": str(out), "validation_ok": validation.ok})
-    if previous is not None:
-        figures["diff"] = recorded_diff(out)
-    return figures
+    return WikidataSync(
+        **figures,
+        bundle=out,
+        validation_ok=validation.ok,
+        diff=recorded_diff(out) if previous is not None else None,
+    )
 
 
 def check_removals(

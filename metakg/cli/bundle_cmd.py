@@ -83,9 +83,7 @@ def info(
                 if not validation
                 else ("passed" if validation.get("ok") else f"failed ({', '.join(validation.get('failures', []))})")
             )
-            out.print(
-                f"[bold]{bundle}[/] (schema {manifest.schema_version}, written {manifest.written_at})"
-            )
+            out.print(f"[bold]{bundle}[/] (schema {manifest.schema_version}, written {manifest.written_at})")
             out.print(
                 f"nodes {counts.get('nodes', 0)}, edges {counts.get('edges', 0)}, rejects {counts.get('rejects', 0)}; "
                 f"validation: {status}"

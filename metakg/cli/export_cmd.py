@@ -72,12 +72,12 @@ def neo4j_admin(
         result = api.export_neo4j_admin(bundle, directory, with_rel_types(cfg, rel_types))
         if not json_mode:
             out.print(
-                f"wrote {result['nodes']} nodes and {result['edges']} edges ({result['rel_types']} relations"
-                + (", with name embeddings" if result["embeddings"] else "")
+                f"wrote {result.nodes} nodes and {result.edges} edges ({result.rel_types} relations"
+                + (", with name embeddings" if result.embeddings else "")
                 + f") to {directory}; run:",
                 highlight=False,
             )
-            out.print(result["command"], markup=False, highlight=False)
+            out.print(result.command, markup=False, highlight=False)
             out.print(
                 f"then `metakg load neo4j {bundle}` once: it creates the indexes and rewrites no row",
                 markup=False,
@@ -87,8 +87,8 @@ def neo4j_admin(
             True,
             {
                 "command": "export neo4j-admin",
-                "import_command": result["command"],
-                **{k: v for k, v in result.items() if k != "command"},
+                "import_command": result.command,
+                **{k: v for k, v in result.as_dict().items() if k != "command"},
             },
             json_mode=json_mode,
         )

@@ -112,54 +112,43 @@ def extract(
                 )
 
             summary = api.extract(
-                dataset_file,
-                fmt,
+                api.TextSource(dataset_file, fmt, name, text_field, id_field, time_field, limit),
                 output,
                 cfg,
-                dataset=name,
-                limit=limit,
-                concurrency=concurrency,
-                budget_usd=budget_usd,
-                link_to=link_to,
-                identity_file=identity,
-                text_field=text_field,
-                id_field=id_field,
-                time_field=time_field,
-                update=update,
-                history=history,
+                options=api.ExtractOptions(concurrency, budget_usd, link_to, identity, update, history),
                 progress=say,
                 counter=count,
             )
-        complete = summary["failed"] == 0 and summary["skipped_budget"] == 0
+        complete = summary.complete
         if not json_mode:
             out.print(
-                f"{summary['records']} records, {summary['units']} prompts: {summary['llm_calls']} LLM calls, "
-                f"{summary['cache_hits']} from the cache, {summary['failed']} failed, "
-                f"{summary['skipped_budget']} skipped by the budget\n"
-                f"{summary['triples']} triples ({summary['rejected_lines']} reply lines rejected), "
-                f"{summary['tokens']} tokens, ${summary['cost_usd']:.4f}\n"
-                f"bundle {output}: {summary['nodes']} nodes, {summary['edges']} edges; "
-                f"validation {'passed' if summary['validation_ok'] else 'rejected rows'}"
+                f"{summary.records} records, {summary.units} prompts: {summary.llm_calls} LLM calls, "
+                f"{summary.cache_hits} from the cache, {summary.failed} failed, "
+                f"{summary.skipped_budget} skipped by the budget\n"
+                f"{summary.triples} triples ({summary.rejected_lines} reply lines rejected), "
+                f"{summary.tokens} tokens, ${summary.cost_usd:.4f}\n"
+                f"bundle {output}: {summary.nodes} nodes, {summary.edges} edges; "
+                f"validation {'passed' if summary.validation_ok else 'rejected rows'}"
             )
-            if "records_changes" in summary:
-                records, edges = summary["records_changes"], summary["edges_changes"]
+            if summary.records_changes is not None and summary.edges_changes is not None:
+                records, edges = summary.records_changes, summary.edges_changes
                 out.print(
                     f"update of {update}: records {records['added']} added, {records['changed']} changed, "
                     f"{records['removed']} removed, {records['unchanged']} unchanged; edges {edges['added']} added, "
                     f"{edges['retracted']} retracted, {edges['kept']} kept"
                 )
-        for error in summary["errors"]:
+        for error in summary.errors:
             err.print(f"[yellow]failed: {escape(str(error))}[/]", highlight=False)
         if not complete:
             err.print("[yellow]run the same command again to continue; answered prompts come from the cache[/]")
-        tolerated = api.rejects_tolerated(summary["input_rejects"], summary["read"], max_rejects)
+        tolerated = api.rejects_tolerated(summary.input_rejects, summary.read, max_rejects)
         if not tolerated:
             err.print(
-                f"[yellow]{summary['input_rejects']} of {summary['read']} input records could not be read "
+                f"[yellow]{summary.input_rejects} of {summary.read} input records could not be read "
                 f"(more than --max-rejects {escape(max_rejects)}); see {escape(str(output / 'rejects.parquet'))}[/]"
             )
         finish(
-            complete and summary["validation_ok"] and tolerated,
-            {"command": "extract", **summary},
+            complete and summary.validation_ok and tolerated,
+            {"command": "extract", **summary.as_dict()},
             json_mode=json_mode,
         )

@@ -22,10 +22,6 @@ def _when(value: Any) -> str:
     return value.isoformat() if isinstance(value, datetime) else "-"
 
 
-def _jsonable(version: dict[str, Any]) -> dict[str, Any]:
-    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in version.items() if v is not None}
-
-
 def history(
     element_id: str = typer.Argument(..., metavar="ID", help="A node id (wd:Q42) or an edge id (e:...)."),
     graph: str | None = typer.Option(None, "--graph", "-g", help=GRAPH_HELP),
@@ -41,18 +37,18 @@ def history(
             for v in found:
                 what = (
                     f"{v.get('name')} ({v.get('type')})"
-                    if v["kind"] == "node"
+                    if v.kind == "node"
                     else f"{v.get('src')} -[{v.get('rel')}]-> {v.get('dst')} count {v.get('count')}"
                 )
-                state = "current" if v["current"] else f"retired {_when(v['retired_at'])}"
+                state = "current" if v.current else f"retired {_when(v.retired_at)}"
                 out.print(
-                    f"{v['kind']} {escape(element_id)}: recorded {_when(v['recorded_at'])}, {state}; "
-                    f"valid {_when(v.get('valid_from'))} .. {_when(v.get('valid_to'))}: {escape(what)}",
+                    f"{v.kind} {escape(element_id)}: recorded {_when(v.recorded_at)}, {state}; "
+                    f"valid {_when(v.valid_from)} .. {_when(v.valid_to)}: {escape(what)}",
                     highlight=False,
                 )
         finish(
             True,
-            {"command": "history", "id": element_id, "versions": [_jsonable(v) for v in found]},
+            {"command": "history", "id": element_id, "versions": [v.as_dict() for v in found]},
             json_mode=json_mode,
         )
 
@@ -70,12 +66,11 @@ def snapshot(
         at = api.parse_time(as_of)
         with progress(f"rebuilding the graph as of {at.isoformat()}"):
             manifest = api.snapshot(cfg, graph, at, output)
-        counts = manifest["counts"]
         if not json_mode:
-            out.print(f"{output}: {counts['nodes']} nodes, {counts['edges']} edges as of {at.isoformat()}")
+            out.print(f"{output}: {manifest.nodes} nodes, {manifest.edges} edges as of {at.isoformat()}")
         finish(
             True,
-            {"command": "snapshot", "bundle": str(output), "as_of": at.isoformat(), "nodes": counts["nodes"],
-             "edges": counts["edges"], "edge_sources": counts["edge_sources"]},
+            {"command": "snapshot", "bundle": str(output), "as_of": at.isoformat(), "nodes": manifest.nodes,
+             "edges": manifest.edges, "edge_sources": manifest.counts["edge_sources"]},
             json_mode=json_mode,
         )  # fmt: skip

@@ -101,9 +101,7 @@ def show(
     with guarded("identity show", json_mode):
         found = api.identity_show(bundle, node)
         if not json_mode:
-            verdict = (
-                f"-> {found.canonical} ({found.mode})" if found.canonical else f"apart: {found.problem}"
-            )
+            verdict = f"-> {found.canonical} ({found.mode})" if found.canonical else f"apart: {found.problem}"
             out.print(f"cluster {escape(found.cluster)} {escape(verdict)}")
             out.print(f"  joined by: {escape(', '.join(found.evidence) or '-')}")
             for member in found.members:

@@ -61,59 +61,52 @@ def neo4j(
                 mode=mode,  # type: ignore[arg-type]
                 history=history,
             )
-        if result.get("validated_first") and not json_mode:
-            first = result["validated_first"]
+        if result.validated_first and not json_mode:
+            first = result.validated_first
             err.print(
                 f"[yellow]{bundle} had never been validated: validated first, in place "
                 f"({first['rejected']} rows rejected, {first['warned']} warnings; see its validation report)[/]"
             )
-        if result.get("checkpoint", "").startswith("discarded"):
-            err.print(f"[yellow]the checkpoint of an earlier load was {result['checkpoint']}; everything was loaded[/]")
-        if not json_mode and mode == "follow":
+        report = result.report
+        if isinstance(report, api.LoadReport) and report.checkpoint.startswith("discarded"):
+            err.print(f"[yellow]the checkpoint of an earlier load was {report.checkpoint}; everything was loaded[/]")
+        if not json_mode and isinstance(report, api.FollowReport):
             out.print(
-                f"Neo4j {result['uri']} ({result['database']}) follows {bundle}: {result['nodes_loaded']} nodes "
-                f"and {result['edges_loaded']} edges loaded (new or changed), {result['nodes_removed']} nodes and "
-                f"{result['edges_removed']} edges removed, {result['nodes_unchanged']} nodes and "
-                f"{result['edges_unchanged']} edges unchanged, {result['seconds']:.1f} s"
-                + (f"; history kept (recorded at {result['recorded_at']})" if result["history"] else "")
+                f"Neo4j {result.uri} ({result.database}) follows {bundle}: {report.nodes_loaded} nodes "
+                f"and {report.edges_loaded} edges loaded (new or changed), {report.nodes_removed} nodes and "
+                f"{report.edges_removed} edges removed, {report.nodes_unchanged} nodes and "
+                f"{report.edges_unchanged} edges unchanged, {report.seconds:.1f} s"
+                + (f"; history kept (recorded at {report.recorded_at})" if report.history else "")
             )
             added = [
-                f"{result['edges_relaid']} unchanged edges moved to the {result['rel_types']} layout"
-                if result["edges_relaid"]
+                f"{report.edges_relaid} unchanged edges moved to the {report.rel_types} layout"
+                if report.edges_relaid
                 else "",
-                f"name embeddings written on {result['nodes_embedded']} unchanged nodes"
-                if result["nodes_embedded"]
-                else "",
-                f"name keys added to {result['keys_added']} nodes" if result["keys_added"] else "",
-                "metakg's bookkeeping of an earlier version moved off the graph"
-                if result["load"].get("migrated")
-                else "",
+                f"name embeddings written on {report.nodes_embedded} unchanged nodes" if report.nodes_embedded else "",
+                f"name keys added to {report.keys_added} nodes" if report.keys_added else "",
+                "metakg's bookkeeping of an earlier version moved off the graph" if report.load.get("migrated") else "",
             ]
             if any(added):
                 out.print("  " + "; ".join(a for a in added if a), highlight=False)
-            out.print(f"  relations: {result['rel_types']} layout", highlight=False)
-            for source, counts in sorted(result["counts_by_source"].items()):
+            out.print(f"  relations: {report.rel_types} layout", highlight=False)
+            for source, counts in sorted(report.counts_by_source.items()):
                 out.print(
                     f"  source {escape(source)}: {counts['nodes']} nodes, {counts['edges']} edges", highlight=False
                 )
-        elif not json_mode:
+        elif not json_mode and isinstance(report, api.LoadReport):
             out.print(
-                f"Neo4j {result['uri']} ({result['database']}) now holds {result['nodes_in_neo4j']} nodes and "
-                f"{result['edges_in_neo4j']} edges; {result['batches_run']} batches run, "
-                f"{result['batches_skipped']} skipped (already loaded), {result['seconds']:.1f} s"
+                f"Neo4j {result.uri} ({result.database}) now holds {result.nodes_in_neo4j} nodes and "
+                f"{result.edges_in_neo4j} edges; {report.batches_run} batches run, "
+                f"{report.batches_skipped} skipped (already loaded), {report.seconds:.1f} s"
             )
-        ok = (
-            result["nodes_in_neo4j"] >= result["nodes_in_bundle"]
-            and result["edges_in_neo4j"] >= result["edges_in_bundle"]
-        )
         finish(
-            ok,
+            result.complete,
             {
                 "command": "load neo4j",
                 "bundle": str(bundle),
-                "nodes": result["nodes_in_neo4j"],
-                "edges": result["edges_in_neo4j"],
-                **result,
+                "nodes": result.nodes_in_neo4j,
+                "edges": result.edges_in_neo4j,
+                **result.as_dict(),
             },
             json_mode=json_mode,
         )

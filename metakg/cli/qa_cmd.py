@@ -113,7 +113,7 @@ def ask(
                 if html is not None:  # the page holds the evidence nodes' records and neighbours: read them now
                     from metakg.server.page import offline_page
 
-                    page = offline_page(api.answer_snapshot(session.store, asked, answer, heard))
+                    page = offline_page(api.answer_snapshot(session.store, asked, answer, heard).as_dict())
                     try:
                         html.parent.mkdir(parents=True, exist_ok=True)
                         html.write_text(page, encoding="utf-8")
@@ -243,16 +243,16 @@ def strategies(json_mode: bool = typer.Option(False, "--json", help=JSON_HELP)) 
             err.print(f"left out: {problem}", markup=False, highlight=False)
         if not json_mode:
             for item in described:
-                switches = f" switches: {', '.join(item['switches'])}" if item["switches"] else ""
-                out.print(f"[bold]{item['name']}[/] {item['summary']}{switches}", highlight=False)
-                for field in item["settings"]:
+                switches = f" switches: {', '.join(item.switches)}" if item.switches else ""
+                out.print(f"[bold]{item.name}[/] {item.summary}{switches}", highlight=False)
+                for field in item.settings:
                     out.print(
-                        f"  [{item['section']}] {field['key']} = {field['default']!r} ({field['type']}): "
+                        f"  [{item.section}] {field['key']} = {field['default']!r} ({field['type']}): "
                         f"{field['description']}",
                         markup=False,
                         highlight=False,
                     )
-        payload: dict[str, Any] = {"command": "strategies", "strategies": described}
+        payload: dict[str, Any] = {"command": "strategies", "strategies": [d.as_dict() for d in described]}
         if left_out:
             payload["left_out"] = left_out
         finish(True, payload, json_mode=json_mode)

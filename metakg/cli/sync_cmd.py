@@ -55,10 +55,10 @@ def wikidata(
             )
         if not json_mode:
             out.print(
-                f"{summary['queries']} queries ({summary['retries']} retries), {summary['entities_fetched']} "
-                f"entities fetched: {summary['added']} added, {summary['changed']} changed, {summary['removed']} "
-                f"removed, {summary['redirected']} redirects followed\n"
-                f"bundle {output}: {summary['nodes']} nodes, {summary['edges']} edges; "
-                f"validation {'passed' if summary['validation_ok'] else 'rejected rows'}; state {summary['state']}"
+                f"{summary.queries} queries ({summary.retries} retries), {summary.entities_fetched} "
+                f"entities fetched: {summary.added} added, {summary.changed} changed, {summary.removed} "
+                f"removed, {summary.redirected} redirects followed\n"
+                f"bundle {output}: {summary.nodes} nodes, {summary.edges} edges; "
+                f"validation {'passed' if summary.validation_ok else 'rejected rows'}; state {summary.state}"
             )
-        finish(summary["validation_ok"], {"command": "sync wikidata", **summary}, json_mode=json_mode)
+        finish(summary.validation_ok, {"command": "sync wikidata", **summary.as_dict()}, json_mode=json_mode)

@@ -80,7 +80,7 @@ def build(settings: Settings, served: ServedGraph) -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
-    strategies = {d["name"]: d["summary"] for d in api.describe_strategies()}
+    strategies = {d.name: d.summary for d in api.describe_strategies()}
     listed = "; ".join(f"{name}: {summary}" for name, summary in strategies.items())
     server = MCPServer(
         name="metakg",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -281,7 +282,7 @@ class ServedGraph:
             self._slots.release()
 
     # ------------------------------------------------------------------ writes
-    def add_triples(self, triples: Sequence[tuple[str, str, str]], dataset: str) -> dict[str, Any]:
+    def add_triples(self, triples: Sequence[tuple[str, str, str]], dataset: str) -> api.TriplesAdded:
         """Add triples as ``metakg ingest triples`` reads them, once every read has ended; a served bundle is
         validated and written back, and the caches start afresh.
 
@@ -296,9 +297,7 @@ class ServedGraph:
                 raise BundleChanged(
                     f"{self.bundle} changed while this server opened it; restart the server, then repeat the change."
                 )
-            added: dict[str, Any] = api.add_triples(
-                self.settings, self.store, triples, dataset, bundle=self.bundle, expect=self.token
-            )
-            self.token = added.pop("token", None)
+            added = api.add_triples(self.settings, self.store, triples, dataset, bundle=self.bundle, expect=self.token)
+            self.token = added.token
             self.services = api.qa_services(self.settings, self.store)  # the old caches know the old graph
-            return added
+            return replace(added, token=None)

@@ -416,8 +416,8 @@ def test_with_history_neo4j_reads_any_earlier_load_back(
     with api.open_store(cfg, neo4j_settings.uri, as_of=at) as store:
         assert store.counts() == {"nodes": v1.nodes.height, "edges": v1.edges.height}
     manifest = api.snapshot(cfg, neo4j_settings.uri, at, tmp_path / "then")
-    assert (manifest["counts"]["nodes"], manifest["counts"]["edges"]) == (v1.nodes.height, v1.edges.height)
-    assert [v["name"] for v in api.element_history(cfg, neo4j_settings.uri, "kg:test/0")] == [
+    assert (manifest.nodes, manifest.edges) == (v1.nodes.height, v1.edges.height)
+    assert [v.get("name") for v in api.element_history(cfg, neo4j_settings.uri, "kg:test/0")] == [
         "aspirin", "acetylsalicylic acid",
     ]  # fmt: skip
 

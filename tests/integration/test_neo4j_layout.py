@@ -54,7 +54,7 @@ def imported(tmp_path: Path) -> Iterator[Any]:
     def make(bundle: Path) -> tuple[Any, str]:
         exported = api.export_neo4j_admin(bundle, tmp_path / "admin", load_settings())
         home = tmp_path / "home"
-        done = neo4j_server.admin_import(home, shlex.split(exported["command"])[4:])
+        done = neo4j_server.admin_import(home, shlex.split(exported.command)[4:])
         assert done.returncode == 0, done.stdout + done.stderr
         server = neo4j_server.start(home, neo4j_server.free_port(), heap="512m", pagecache_mb=64)
         driver = connect(Neo4jSettings(uri=server.uri))
@@ -128,7 +128,7 @@ def test_auto_picks_generic_for_an_open_vocabulary_and_the_schema_tools_read_is_
     write_embeddings(tmp_path / "csqa", bundle, bundle.nodes["id"], embedder.embed(bundle.nodes["name"].to_list()),
                      model=embedder.name, dim=embedder.dim)  # fmt: skip
     loaded = api.load_neo4j(tmp_path / "csqa", settings)
-    assert loaded["rel_types"] == "generic" and relationship_types(clean_neo4j, neo4j_settings.database) == {
+    assert loaded.rel_types == "generic" and relationship_types(clean_neo4j, neo4j_settings.database) == {
         "generic": bundle.edges.height
     }
     schema = get_schema(clean_neo4j, database=neo4j_settings.database)

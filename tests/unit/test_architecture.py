@@ -80,7 +80,52 @@ def test_the_question_entry_points_take_at_most_eight_parameters() -> None:
 
     entry_points = (
         api.ask, api.answer_over, api.evaluate_benchmark, api.tune_benchmark, api.calibrate_medcog,
-        api.build_casebank, api.QASession.__init__, api.QASession.evaluate,
+        api.build_casebank, api.QASession.__init__, api.QASession.evaluate, api.extract,
     )  # fmt: skip
     crowded = {f.__qualname__: n for f in entry_points if (n := len(inspect.signature(f).parameters)) > 8}
     assert not crowded, f"group the parameters (Benchmark, Runs, StoreChoice, EvalOptions): {crowded}"
+
+
+def test_no_public_api_function_returns_untyped_json() -> None:
+    """Callers read typed results (attributes, ``ok``, ``as_dict()`` for ``--json``), not string keys."""
+    import inspect
+    import typing
+
+    from metakg import api
+
+    untyped = []
+    for name in api.__all__:
+        value = getattr(api, name)
+        if not inspect.isfunction(value):
+            continue
+        returned = str(typing.get_type_hints(value).get("return", ""))
+        if "dict[" in returned:
+            untyped.append(f"{name} -> {returned}")
+    assert not untyped, f"return a dataclass with as_dict() instead: {untyped}"
+
+
+def test_a_typed_result_writes_its_fields_in_order_as_json() -> None:
+    from dataclasses import dataclass
+    from pathlib import Path
+
+    from metakg.api._shared import JsonResult
+
+    @dataclass(frozen=True)
+    class Inner(JsonResult):
+        a: int
+        b: Path
+
+    @dataclass(frozen=True)
+    class Outer(JsonResult):
+        where: Path
+        inner: Inner
+        extra: dict[str, int]
+        note: str | None = None
+
+        spread = ("extra",)
+        omit_none = ("note",)
+
+    data = Outer(Path("x/y"), Inner(1, Path("z")), {"k": 2, "where": 9}).as_dict()
+    assert data == {"where": 9, "inner": {"a": 1, "b": "z"}, "k": 2}
+    assert list(data) == ["where", "inner", "k"]  # a spread key already written keeps its place
+    assert Outer(Path("x"), Inner(1, Path("z")), {}, "n").as_dict()["note"] == "n"

@@ -74,7 +74,7 @@ def router(served: ServedGraph) -> APIRouter:
     @router.get("/api/strategies", responses=error_responses())
     def strategies() -> list[dict[str, Any]]:
         """The QA strategies, their settings and switches."""
-        return api.describe_strategies()
+        return [d.as_dict() for d in api.describe_strategies()]
 
     @router.post("/api/triples", responses=error_responses(403, 408, 409, 413, 503, 507))
     def add_triples(request: TriplesRequest) -> dict[str, Any]:
@@ -83,6 +83,6 @@ def router(served: ServedGraph) -> APIRouter:
         with ``--allow-writes`` (403 otherwise)."""
         if not limits.allow_writes:
             raise HTTPException(status_code=403, detail="this server is read-only; start it with --allow-writes")
-        return served.add_triples(request.triples, request.dataset)
+        return served.add_triples(request.triples, request.dataset).as_dict()
 
     return router
