@@ -271,6 +271,101 @@ def _unparsable(path: Path, error: Exception) -> InputDataError:
     )
 
 
+def _checked_rows(path: Path) -> tuple[pl.DataFrame, bool]:
+    """Every row of the file with the columns later steps need and the check it fails (``_check``, null when
+    none), in one streaming pass; and whether the text had to be read with bad bytes replaced. Strict UTF-8
+    is the fast path: only a file with bad bytes is read again.
+
+    Raises:
+        InputDataError: the file cannot be parsed as PrimeKG's CSV.
+    """
+    try:
+        distinct = scan_kg(path, lossy=True).select(pl.col("relation").drop_nulls().unique()).collect()["relation"]
+    except pl.exceptions.ComputeError as e:
+        raise _unparsable(path, e) from e
+    relations = dict(
+        zip(distinct.to_list(), pl.select(normalise_relation_expr(pl.lit(distinct))).to_series(), strict=True)
+    )
+    try:
+        return _kept(_checked(scan_kg(path), lossy=False, relations=relations)).collect(engine="streaming"), False
+    except pl.exceptions.ComputeError as e:
+        if "utf" not in str(e).lower():
+            raise _unparsable(path, e) from e
+    replaced = _kept(_checked(scan_kg(path, lossy=True), lossy=True, relations=relations))
+    return replaced.collect(engine="streaming"), True
+
+
+def _rejects(path: Path, bad: pl.DataFrame, lossy: bool, record_prefix: str) -> pl.DataFrame:
+    """The rejects table of the rows ``bad`` names (``_row``, ``_check``), each with its text read again."""
+    payloads = (
+        scan_kg(path, lossy=lossy)
+        .filter(pl.col("_row").is_in(bad["_row"].implode()))
+        .select(
+            "_row",
+            pl.concat_str([pl.col(c).fill_null("") for c in [*KG_COLUMNS, "_surplus"]], separator=",").alias("payload"),
+        )
+        .collect()
+        if bad.height
+        else pl.DataFrame(schema={"_row": pl.UInt32, "payload": pl.String})
+    )
+    return bad.join(payloads, on="_row", how="left", maintain_order="left").select(
+        pl.lit("ingest").alias("stage"),
+        pl.lit("input").alias("table"),
+        (pl.lit(f"{record_prefix} row ") + pl.col("_row").cast(pl.String)).alias("record"),
+        pl.col("_check").alias("check"),
+        pl.col("_check").replace_strict(REASONS).alias("reason"),
+        pl.col("payload"),
+    )
+
+
+def _nodes(good: pl.DataFrame, source: str) -> pl.DataFrame:
+    """One node per id of either side, as the first row naming it has it (PrimeKG's index as an xref)."""
+    sides = [
+        good.select(
+            pl.col(f"_{s}").alias("id"),
+            pl.col(f"{s}_name").cast(pl.String).alias("name"),
+            pl.col(f"_{s}t").cast(pl.String).alias("type"),
+            pl.col(f"{s}_index").alias("index"),
+            pl.col("_row"),
+        ).unique("id", keep="first", maintain_order=True)
+        for s in ("x", "y")
+    ]
+    return (
+        pl.concat(sides)
+        .sort("_row", maintain_order=True)
+        .unique("id", keep="first", maintain_order=True)
+        .select(
+            "id",
+            "name",
+            "type",
+            pl.lit(source).alias("source"),
+            pl.concat_list(pl.lit("primekg.index:") + pl.col("index").cast(pl.String)).alias("xrefs"),
+        )
+    )
+
+
+def _edge_rows(
+    grouped: pl.DataFrame, ids: pl.Series, rel_names: pl.Series, *, source: str, run_id: str, record_prefix: str
+) -> pl.DataFrame:
+    """The collapsed edges (integer codes ``s``, ``r``, ``d``) as edge rows: ids and relations decoded, the
+    first row as the record, the provenance columns and the edge id."""
+    edges = grouped.with_columns(
+        ids.gather(grouped["s"]).alias("src"),
+        ids.gather(grouped["d"]).alias("dst"),
+        rel_names.gather(grouped["r"]).alias("rel"),
+        (pl.lit(f"{record_prefix} row ") + pl.col("_row").cast(pl.String)).alias("record"),
+    ).drop("s", "d", "r", "_row")
+    edges = edges.with_columns(
+        pl.concat_list("record").alias("record_ids"),
+        pl.lit(source).alias("source"),
+        pl.lit(1.0).alias("confidence"),
+        pl.lit(IMPORTER).alias("importer"),
+        pl.lit(run_id).alias("run_id"),
+        pl.lit(datetime.now(UTC), dtype=pl.Datetime("us", "UTC")).alias("created_at"),
+    ).drop("record", "_orientations")
+    return edges.with_columns(edge_ids(edges))
+
+
 def read_primekg(
     path: Path, *, source: str = "primekg", run_id: str | None = None, progress: Progress | None = None
 ) -> tuple[Bundle, PrimeKGReport]:
@@ -293,68 +388,16 @@ def read_primekg(
     record_prefix = path.name if path.is_file() else f"{path.name}/kg.csv"
     # One streaming pass keeps only what later steps need (the raw text columns are most of the memory);
     # strict UTF-8 is the fast path, and only a file with bad bytes is read again with them replaced.
-    try:
-        distinct = scan_kg(path, lossy=True).select(pl.col("relation").drop_nulls().unique()).collect()["relation"]
-    except pl.exceptions.ComputeError as e:
-        raise _unparsable(path, e) from e
-    relations = dict(
-        zip(distinct.to_list(), pl.select(normalise_relation_expr(pl.lit(distinct))).to_series(), strict=True)
-    )
-    lossy = False
-    try:
-        table = _kept(_checked(scan_kg(path), lossy=False, relations=relations)).collect(engine="streaming")
-    except pl.exceptions.ComputeError as e:
-        if "utf" not in str(e).lower():
-            raise _unparsable(path, e) from e
-        lossy = True
-        table = _kept(_checked(scan_kg(path, lossy=True), lossy=True, relations=relations)).collect(engine="streaming")
+    table, lossy = _checked_rows(path)
     say("collecting rejected rows")
-    bad = table.filter(pl.col("_check").is_not_null()).select("_row", "_check")
-    payloads = (
-        scan_kg(path, lossy=lossy)
-        .filter(pl.col("_row").is_in(bad["_row"].implode()))
-        .select(
-            "_row",
-            pl.concat_str([pl.col(c).fill_null("") for c in [*KG_COLUMNS, "_surplus"]], separator=",").alias("payload"),
-        )
-        .collect()
-        if bad.height
-        else pl.DataFrame(schema={"_row": pl.UInt32, "payload": pl.String})
-    )
-    rejects = bad.join(payloads, on="_row", how="left", maintain_order="left").select(
-        pl.lit("ingest").alias("stage"),
-        pl.lit("input").alias("table"),
-        (pl.lit(f"{record_prefix} row ") + pl.col("_row").cast(pl.String)).alias("record"),
-        pl.col("_check").alias("check"),
-        pl.col("_check").replace_strict(REASONS).alias("reason"),
-        pl.col("payload"),
+    rejects = _rejects(
+        path, table.filter(pl.col("_check").is_not_null()).select("_row", "_check"), lossy, record_prefix
     )
     good = table.filter(pl.col("_check").is_null()).drop("_check")
-    del table
+    del table  # the big frames are let go as soon as the next one is made: PrimeKG has 8 million rows
 
     say("building nodes")
-    sides = [
-        good.select(
-            pl.col(f"_{s}").alias("id"),
-            pl.col(f"{s}_name").cast(pl.String).alias("name"),
-            pl.col(f"_{s}t").cast(pl.String).alias("type"),
-            pl.col(f"{s}_index").alias("index"),
-            pl.col("_row"),
-        ).unique("id", keep="first", maintain_order=True)
-        for s in ("x", "y")
-    ]
-    nodes = (
-        pl.concat(sides)
-        .sort("_row", maintain_order=True)
-        .unique("id", keep="first", maintain_order=True)
-        .select(
-            "id",
-            "name",
-            "type",
-            pl.lit(source).alias("source"),
-            pl.concat_list(pl.lit("primekg.index:") + pl.col("index").cast(pl.String)).alias("xrefs"),
-        )
-    )
+    nodes = _nodes(good, source)
     good = good.drop("x_name", "y_name", "x_index", "y_index")
 
     say("collapsing mirrored and duplicate rows")
@@ -391,24 +434,8 @@ def read_primekg(
         )
     )
     del coded
-    edges = edges.with_columns(
-        ids.gather(edges["s"]).alias("src"),
-        ids.gather(edges["d"]).alias("dst"),
-        rel_names.gather(edges["r"]).alias("rel"),
-        (pl.lit(f"{record_prefix} row ") + pl.col("_row").cast(pl.String)).alias("record"),
-    ).drop("s", "d", "r", "_row")
-    now = datetime.now(UTC)
-    edges = edges.with_columns(
-        pl.concat_list("record").alias("record_ids"),
-        pl.lit(source).alias("source"),
-        pl.lit(1.0).alias("confidence"),
-        pl.lit(IMPORTER).alias("importer"),
-        pl.lit(run_id).alias("run_id"),
-        pl.lit(now, dtype=pl.Datetime("us", "UTC")).alias("created_at"),
-    )
     mirrored_pairs = int((edges["_orientations"] == 2).sum())
-    edges = edges.drop("record", "_orientations")
-    edges = edges.with_columns(edge_ids(edges))
+    edges = _edge_rows(edges, ids, rel_names, source=source, run_id=run_id, record_prefix=record_prefix)
 
     report = PrimeKGReport(
         read=accepted + rejects.height,
