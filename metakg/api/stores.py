@@ -23,7 +23,7 @@ from metakg.errors import NodeNotFound, OutputError, UsageError
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_admin import write_admin_import
-from metakg.loaders.neo4j_loader import FollowReport, LoadReport, follow_bundle, load_bundle
+from metakg.loaders.neo4j_loader import FollowReport, LoadReport, Neo4jLoader
 from metakg.loaders.neo4j_loader import graph_as_of as neo4j_graph_as_of
 from metakg.loaders.neo4j_loader import versions_of as neo4j_versions_of
 from metakg.loaders.neo4j_store import Neo4jStore, connect
@@ -358,19 +358,19 @@ def load_neo4j(
         validated_first = {"ok": checked.ok, "rejected": checked.rejected, "warned": checked.warned}
         bundle = read_bundle(path)
     embeddings = read_embeddings(path, bundle)
-    options: dict[str, Any] = {
-        "database": settings.neo4j.database,
-        "target": settings.neo4j.uri,
-        "batch_size": batch_size or settings.neo4j.batch_size,
-        "embeddings": embeddings,
-        "progress": progress,
-        "rel_types": settings.neo4j.rel_types,
-    }
     with connect(settings.neo4j) as driver:
-        if mode == "follow":
-            report: FollowReport | LoadReport = follow_bundle(driver, bundle, history=history, **options)
-        else:
-            report = load_bundle(driver, bundle, checkpoint_dir=path, **options)
+        loader = Neo4jLoader(
+            driver,
+            database=settings.neo4j.database,
+            target=settings.neo4j.uri,
+            batch_size=batch_size or settings.neo4j.batch_size,
+            embeddings=embeddings,
+            progress=progress,
+            rel_types=settings.neo4j.rel_types,
+        )
+        report: FollowReport | LoadReport = (
+            loader.follow(bundle, history=history) if mode == "follow" else loader.load(bundle, checkpoint_dir=path)
+        )
     if isinstance(report, FollowReport):
         nodes = sum(c["nodes"] for c in report.counts_by_source.values())
         edges = sum(c["edges"] for c in report.counts_by_source.values())

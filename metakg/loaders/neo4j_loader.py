@@ -267,140 +267,6 @@ def _resume(driver: Any, database: str, key: str, checkpoint_path: Path) -> tupl
     return set(), status, token
 
 
-def load_bundle(
-    driver: Any,
-    bundle: Bundle,
-    *,
-    database: str,
-    target: str,
-    batch_size: int = 5000,
-    embeddings: pl.DataFrame | None = None,
-    checkpoint_dir: Path | None = None,
-    progress: Counter | None = None,
-    statement_hook: Callable[[str], None] | None = None,
-    ensure_schema: bool = True,
-    dynamic: bool | None = None,
-    count: bool = True,
-    recorded_at: datetime | None = None,
-    kept_times: pl.DataFrame | None = None,
-    rel_types: RelTypes = "auto",
-) -> LoadReport:
-    """Load ``bundle`` into the database.
-
-    Args:
-        driver: a neo4j ``Driver``.
-        bundle: a validated bundle.
-        database: the database name.
-        target: identifies the server and database in the checkpoint (the URI, never the password).
-        batch_size: rows per transaction.
-        embeddings: name embeddings (``id``, ``vector``) to store and index, when the bundle has them.
-        checkpoint_dir: where the checkpoint file lives (the bundle directory); None disables resuming.
-        progress: called with (rows done, rows in total) after each batch.
-        statement_hook: called before each batch with its id (used by tests to interrupt a load).
-        ensure_schema: create the constraints and indexes first (False when the caller knows they exist).
-        dynamic: whether the server takes relationship types from parameters (None: ask it).
-        count: count the nodes and edges in Neo4j afterwards (False: the report's Neo4j counts are None).
-            The last three spare round trips to callers making many small loads (a store's upserts).
-        recorded_at: with history, the time every written row records as its ``recorded_at``; None writes no
-            recording time (no history).
-        kept_times: with history, rows (``id``, ``recorded_at`` ISO text) written again without a change of
-            content (an edge moved to another relationship layout), which keep the time they had.
-        rel_types: ``typed``, ``generic`` or ``auto`` (:data:`RelTypes`).
-
-    Returns:
-        The counts in Neo4j after the load.
-    """
-    start = time.perf_counter()
-    checkpoint_path = checkpoint_dir / CHECKPOINT_FILE if checkpoint_dir is not None else None
-    key = _checkpoint_key(bundle, target)
-    migrated = migrate_legacy(driver, database) if ensure_schema else False
-    done: set[str] = set()
-    checkpoint, token = "none", ""
-    if checkpoint_path is not None:
-        done, checkpoint, token = _resume(driver, database, key, checkpoint_path)
-    dims = None
-    if embeddings is not None and embeddings.height:
-        dims = len(embeddings["vector"][0])
-    for statement in cypher.schema_statements(dims) if ensure_schema or dims else ():
-        driver.execute_query(statement, database_=database)
-    if dims is not None:
-        model = bundle.manifest.get("embeddings", {}).get("model")
-        write_meta(
-            driver, database, "embedding", cypher.VECTOR_INDEX, {"model": model, "dimensions": dims} | EMBEDDING_META
-        )
-    layout = choose_layout(driver, database, bundle.edges["rel"], rel_types)
-    if recorded_at is None and keeps_history(driver, database):
-        recorded_at = datetime.now(UTC)  # a database keeping history records when every row arrived
-    history = recorded_at is not None
-    nodes, edges = node_rows(bundle.nodes, embeddings), edge_rows(bundle.edges)
-    if history:
-        stamp = pl.lit(_iso_text(recorded_at)).alias("recorded_at")  # type: ignore[arg-type]
-        nodes, edges = (_with_times(f.with_columns(stamp), kept_times) for f in (nodes, edges))
-    keys = name_keys(bundle.nodes)
-    total = nodes.height + keys.height + edges.height
-    finished = ran = skipped = 0
-
-    def run_batches(
-        frame: pl.DataFrame, kind: str, group: str | None, columns: list[str], query_for: Callable[[str], str]
-    ) -> None:
-        nonlocal finished, ran, skipped
-        for value, batch_id, rows in _batches(frame, group, batch_size, columns):
-            batch_key = f"{kind}:{batch_id}"
-            if batch_key in done:
-                skipped += 1
-            else:
-                if statement_hook is not None:
-                    statement_hook(batch_key)
-                query = query_for(value)
-                with driver.session(database=database) as session:
-                    session.execute_write(lambda tx, q=query, r=rows: tx.run(q, rows=r).consume())
-                done.add(batch_key)
-                ran += 1
-                if checkpoint_path is not None:
-                    state = {"key": key, "token": token, "done": sorted(done)}
-                    checkpoint_path.write_text(json.dumps(state), encoding="utf-8")
-            finished += len(rows)
-            if progress is not None:
-                progress(finished, total)
-
-    times = ["recorded_at"] if history else []
-    run_batches(
-        nodes, "nodes", "type", ["id", "props", "valid_from", *times], lambda t: cypher.merge_nodes(t, history=history)
-    )
-    if keys.height:
-        driver.execute_query(cypher.META_ENSURE, kind="keys", name="names", database_=database)
-    run_batches(keys, "keys", None, ["id", "keys"], lambda _v: cypher.KEYS_REPLACE)
-    columns = ["id", "src", "dst", "created_at", "valid_from", "props", *times]
-    if layout == "generic":  # one relationship type: every relation in shared batches
-        query = cypher.merge_edges_generic(history=history)
-        run_batches(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: query)
-    elif dynamic_types(driver, database) if dynamic is None else dynamic:  # every relation in shared batches
-        for rel in edges["rel"].unique():
-            cypher.rel_type(rel)  # the same check as the per-type statements
-        query = cypher.merge_edges_any_type(history=history)
-        run_batches(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: query)
-    else:
-        run_batches(edges, "edges", "rel", columns, lambda rel: cypher.merge_edges(rel, history=history))
-    if bundle.edges.height:
-        write_meta(driver, database, "layout", "relations", {"rel_types": layout})
-    if checkpoint_path is not None:
-        checkpoint_path.unlink(missing_ok=True)  # complete: the next load starts (and merges) from scratch
-        driver.execute_query(cypher.META_DELETE, kind="load", name=key, database_=database)
-    return LoadReport(
-        nodes_in_bundle=bundle.nodes.height,
-        edges_in_bundle=bundle.edges.height,
-        nodes_in_neo4j=_count(driver, database, cypher.COUNT_NODES) if count else None,
-        edges_in_neo4j=_count(driver, database, cypher.COUNT_EDGES) if count else None,
-        batches_run=ran,
-        batches_skipped=skipped,
-        seconds=time.perf_counter() - start,
-        checkpoint=checkpoint,
-        recorded_at=_iso_text(recorded_at) if recorded_at is not None else "",
-        rel_types=layout,
-        migrated=migrated,
-    )
-
-
 def _with_times(frame: pl.DataFrame, kept: pl.DataFrame | None) -> pl.DataFrame:
     """``frame``'s ``recorded_at`` with the times ``kept`` gives for its rows (rows written again unchanged)."""
     if kept is None or kept.is_empty():
@@ -446,158 +312,385 @@ def _held(rows: list[Any], columns: list[str], schema: dict[str, Any], content: 
     return frame.with_columns(content_hash(frame, content).alias("hash"))
 
 
-def follow_bundle(
-    driver: Any,
-    bundle: Bundle,
-    *,
-    database: str,
-    target: str,
-    batch_size: int = 5000,
-    embeddings: pl.DataFrame | None = None,
-    progress: Counter | None = None,
-    history: bool | None = None,
-    rel_types: RelTypes = "auto",
-) -> FollowReport:
-    """Make the database hold exactly ``bundle`` for the bundle's sources, touching only what differs.
+@dataclass(frozen=True)
+class _Plan:
+    """What following a bundle has to do, from the database's rows of its sources (``held_*``, hashed as the
+    bundle's are): the rows new or changed, those gone from the bundle, the unchanged edges to move to
+    another relationship layout (``relaid``) and the unchanged nodes lacking their name embedding."""
 
-    The database's rows of those sources are read back with their content and hashed as the bundle's rows
-    are. Rows new or changed in the bundle are loaded (MERGE); edges of those sources gone from the bundle
-    are deleted, then their nodes, unless an edge of another source still uses one. Rows of other sources are
-    not touched. Edges in another relationship layout than ``rel_types`` asks (``typed`` or ``generic``;
-    ``auto`` keeps the database's) are moved to it. What a database made outside metakg lacks is added: name
-    embeddings (after ``neo4j-admin database import`` of files without them) and name keys. Every step is
-    idempotent, so a run killed half-way and run again finishes the job: the rows already loaded then hash
-    equal and are skipped.
+    held_nodes: pl.DataFrame
+    held_edges: pl.DataFrame
+    changed_nodes: pl.Series
+    changed_edges: pl.Series
+    gone_nodes: pl.Series
+    gone_edges: pl.DataFrame
+    relaid: pl.DataFrame
+    unembedded: pl.Series
 
-    With ``history`` (None: as the sources' last load did), the version of every row about to be changed or
-    deleted is first copied into a ``:MetakgVersion`` node retired now (:data:`cypher.ARCHIVE_EDGES`,
-    :data:`cypher.ARCHIVE_NODES`); every loaded row carries ``recorded_at``, so :func:`graph_as_of` and
-    :func:`versions_of` can answer for any time since.
+
+class _Batches:
+    """Runs the UNWIND batches of one load, each in its own write transaction, skipping those an interrupted
+    load committed (``done``) and recording each one committed in the checkpoint file."""
+
+    def __init__(self, loader: Neo4jLoader, done: set[str], checkpoint: tuple[Path, str, str] | None,
+                 total: int, hook: Callable[[str], None] | None) -> None:  # fmt: skip
+        self.loader, self.done, self.checkpoint, self.total, self.hook = loader, done, checkpoint, total, hook
+        self.finished = self.ran = self.skipped = 0
+
+    def run(
+        self, frame: pl.DataFrame, kind: str, group: str | None, columns: list[str], query_for: Callable[[str], str]
+    ) -> None:
+        loader = self.loader
+        for value, batch_id, rows in _batches(frame, group, loader.batch_size, columns):
+            batch_key = f"{kind}:{batch_id}"
+            if batch_key in self.done:
+                self.skipped += 1
+            else:
+                if self.hook is not None:
+                    self.hook(batch_key)
+                query = query_for(value)
+                with loader.driver.session(database=loader.database) as session:
+                    session.execute_write(lambda tx, q=query, r=rows: tx.run(q, rows=r).consume())
+                self.done.add(batch_key)
+                self.ran += 1
+                if self.checkpoint is not None:
+                    path, key, token = self.checkpoint
+                    path.write_text(json.dumps({"key": key, "token": token, "done": sorted(self.done)}), "utf-8")
+            self.finished += len(rows)
+            if loader.progress is not None:
+                loader.progress(self.finished, self.total)
+
+
+class Neo4jLoader:
+    """Writes bundles into one Neo4j database: :meth:`load` merges a bundle's rows in (resumable batches),
+    :meth:`follow` makes the database hold exactly the bundle for the bundle's sources.
+
+    Args:
+        driver: a neo4j ``Driver`` (the caller's: it closes it).
+        database: the database name.
+        target: identifies the server and database in the checkpoint (the URI, never the password).
+        batch_size: rows per transaction.
+        embeddings: name embeddings (``id``, ``vector``) to store and index, when the bundle has them.
+        progress: called with (rows done, rows in total) after each batch.
+        rel_types: ``typed``, ``generic`` or ``auto`` (:data:`RelTypes`).
     """
-    start = time.perf_counter()
-    now = datetime.now(UTC)
-    migrated = migrate_legacy(driver, database)
-    sources = sorted({*bundle.nodes["source"].drop_nulls().to_list(), *bundle.edges["source"].drop_nulls().to_list()})
-    layout = choose_layout(driver, database, bundle.edges["rel"], rel_types)
-    mine = dict(NODE_SCHEMA)
-    held_nodes = _held(
-        _read(driver, database, cypher.SOURCE_NODES, sources), ["id", "embedded", "recorded_at"],
-        {**mine, "embedded": pl.Boolean, "recorded_at": pl.Datetime("us", "UTC")}, NODE_CONTENT,
-    )  # fmt: skip
-    held_edges = _held(
-        _read(driver, database, cypher.SOURCE_EDGES, sources), ["id", "src", "dst", "generic", "recorded_at"],
-        {**dict(EDGE_SCHEMA), "generic": pl.Boolean, "recorded_at": pl.Datetime("us", "UTC")}, EDGE_CONTENT,
-    )  # fmt: skip
-    node_hash = bundle.nodes.select("id", content_hash(bundle.nodes, NODE_CONTENT).alias("hash"))
-    edge_hash = bundle.edges.select("id", content_hash(bundle.edges, EDGE_CONTENT).alias("hash"))
-    changed_nodes = node_hash.join(held_nodes.select("id", "hash"), on=["id", "hash"], how="anti")["id"]
-    changed_edges = edge_hash.join(held_edges.select("id", "hash"), on=["id", "hash"], how="anti")["id"]
-    gone_edges = held_edges.join(edge_hash, on="id", how="anti")
-    gone_nodes = held_nodes.join(node_hash, on="id", how="anti")["id"]
-    # unchanged rows written again: edges in the other layout, nodes lacking the name embedding the bundle has
-    relaid = held_edges.filter(
-        pl.col("id").is_in(edge_hash["id"].implode()) & ~pl.col("id").is_in(changed_edges.implode())
-        & (pl.col("generic") != (layout == "generic"))
-    )  # fmt: skip
-    model = bundle.manifest.get("embeddings", {}).get("model")
-    stored_model = read_meta(driver, database, "embedding").get(cypher.VECTOR_INDEX, {}).get("model")
-    unembedded = pl.Series("id", [], dtype=pl.String)
-    if embeddings is not None and embeddings.height:
-        lacking = held_nodes.filter(~pl.col("embedded")) if stored_model == model else held_nodes
-        unembedded = lacking.filter(
-            pl.col("id").is_in(node_hash["id"].implode()) & ~pl.col("id").is_in(changed_nodes.implode())
-        )["id"]
 
-    def write(query: str, rows: list[Any], **params: Any) -> None:
-        for begin in range(0, len(rows), batch_size):
-            chunk = rows[begin : begin + batch_size]
-            with driver.session(database=database) as session:
+    def __init__(
+        self,
+        driver: Any,
+        *,
+        database: str,
+        target: str,
+        batch_size: int = 5000,
+        embeddings: pl.DataFrame | None = None,
+        progress: Counter | None = None,
+        rel_types: RelTypes = "auto",
+    ) -> None:
+        self.driver, self.database, self.target = driver, database, target
+        self.batch_size, self.embeddings, self.progress, self.rel_types = batch_size, embeddings, progress, rel_types
+
+    # ------------------------------------------------------------------ load (merge)
+    def load(
+        self,
+        bundle: Bundle,
+        *,
+        checkpoint_dir: Path | None = None,
+        statement_hook: Callable[[str], None] | None = None,
+        ensure_schema: bool = True,
+        dynamic: bool | None = None,
+        count: bool = True,
+        recorded_at: datetime | None = None,
+        kept_times: pl.DataFrame | None = None,
+    ) -> LoadReport:
+        """Load ``bundle`` (validated) into the database: nodes, their name keys, then edges.
+
+        Args:
+            checkpoint_dir: where the checkpoint file lives (the bundle directory); None disables resuming.
+            statement_hook: called before each batch with its id (used by tests to interrupt a load).
+            ensure_schema: create the constraints and indexes first (False when the caller knows they exist).
+            dynamic: whether the server takes relationship types from parameters (None: ask it).
+            count: count the nodes and edges in Neo4j afterwards (False: the report's Neo4j counts are None).
+                The last three spare round trips to callers making many small loads (a store's upserts).
+            recorded_at: with history, the time every written row records as its ``recorded_at``; None writes
+                no recording time (no history).
+            kept_times: with history, rows (``id``, ``recorded_at`` ISO text) written again without a change of
+                content (an edge moved to another relationship layout), which keep the time they had.
+
+        Returns:
+            The counts in Neo4j after the load.
+        """
+        driver, database = self.driver, self.database
+        start = time.perf_counter()
+        checkpoint_path = checkpoint_dir / CHECKPOINT_FILE if checkpoint_dir is not None else None
+        key = _checkpoint_key(bundle, self.target)
+        migrated = migrate_legacy(driver, database) if ensure_schema else False
+        done: set[str] = set()
+        checkpoint, token = "none", ""
+        if checkpoint_path is not None:
+            done, checkpoint, token = _resume(driver, database, key, checkpoint_path)
+        self._ensure_schema(bundle, ensure_schema)
+        layout = choose_layout(driver, database, bundle.edges["rel"], self.rel_types)
+        if recorded_at is None and keeps_history(driver, database):
+            recorded_at = datetime.now(UTC)  # a database keeping history records when every row arrived
+        history = recorded_at is not None
+        nodes, edges = node_rows(bundle.nodes, self.embeddings), edge_rows(bundle.edges)
+        if history:
+            stamp = pl.lit(_iso_text(recorded_at)).alias("recorded_at")  # type: ignore[arg-type]
+            nodes, edges = (_with_times(f.with_columns(stamp), kept_times) for f in (nodes, edges))
+        keys = name_keys(bundle.nodes)
+        saving = (checkpoint_path, key, token) if checkpoint_path is not None else None
+        batches = _Batches(self, done, saving, nodes.height + keys.height + edges.height, statement_hook)
+        times = ["recorded_at"] if history else []
+        batches.run(
+            nodes, "nodes", "type", ["id", "props", "valid_from", *times],
+            lambda t: cypher.merge_nodes(t, history=history),
+        )  # fmt: skip
+        if keys.height:
+            driver.execute_query(cypher.META_ENSURE, kind="keys", name="names", database_=database)
+        batches.run(keys, "keys", None, ["id", "keys"], lambda _v: cypher.KEYS_REPLACE)
+        self._write_edges(batches, edges, layout, history, dynamic)
+        if bundle.edges.height:
+            write_meta(driver, database, "layout", "relations", {"rel_types": layout})
+        if checkpoint_path is not None:
+            checkpoint_path.unlink(missing_ok=True)  # complete: the next load starts (and merges) from scratch
+            driver.execute_query(cypher.META_DELETE, kind="load", name=key, database_=database)
+        return LoadReport(
+            nodes_in_bundle=bundle.nodes.height,
+            edges_in_bundle=bundle.edges.height,
+            nodes_in_neo4j=_count(driver, database, cypher.COUNT_NODES) if count else None,
+            edges_in_neo4j=_count(driver, database, cypher.COUNT_EDGES) if count else None,
+            batches_run=batches.ran,
+            batches_skipped=batches.skipped,
+            seconds=time.perf_counter() - start,
+            checkpoint=checkpoint,
+            recorded_at=_iso_text(recorded_at) if recorded_at is not None else "",
+            rel_types=layout,
+            migrated=migrated,
+        )
+
+    def _ensure_schema(self, bundle: Bundle, ensure: bool) -> None:
+        """The constraints and indexes (the vector index when there are embeddings, with its model)."""
+        embeddings = self.embeddings
+        dims = len(embeddings["vector"][0]) if embeddings is not None and embeddings.height else None
+        for statement in cypher.schema_statements(dims) if ensure or dims else ():
+            self.driver.execute_query(statement, database_=self.database)
+        if dims is not None:
+            model = bundle.manifest.get("embeddings", {}).get("model")
+            meta = {"model": model, "dimensions": dims} | EMBEDDING_META
+            write_meta(self.driver, self.database, "embedding", cypher.VECTOR_INDEX, meta)
+
+    def _write_edges(
+        self, batches: _Batches, edges: pl.DataFrame, layout: str, history: bool, dynamic: bool | None
+    ) -> None:
+        """The edges in ``layout``: one generic type, or a type per relation (in shared batches when the server
+        takes types from parameters, else a statement per relation)."""
+        columns = ["id", "src", "dst", "created_at", "valid_from", "props", *(["recorded_at"] if history else [])]
+        if layout == "generic":  # one relationship type: every relation in shared batches
+            query = cypher.merge_edges_generic(history=history)
+            batches.run(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: query)
+        elif dynamic_types(self.driver, self.database) if dynamic is None else dynamic:
+            for rel in edges["rel"].unique():
+                cypher.rel_type(rel)  # the same check as the per-type statements
+            query = cypher.merge_edges_any_type(history=history)
+            batches.run(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: query)
+        else:
+            batches.run(edges, "edges", "rel", columns, lambda rel: cypher.merge_edges(rel, history=history))
+
+    # ------------------------------------------------------------------ follow
+    def follow(self, bundle: Bundle, *, history: bool | None = None) -> FollowReport:
+        """Make the database hold exactly ``bundle`` for the bundle's sources, touching only what differs.
+
+        The database's rows of those sources are read back with their content and hashed as the bundle's rows
+        are. Rows new or changed in the bundle are loaded (MERGE); edges of those sources gone from the bundle
+        are deleted, then their nodes, unless an edge of another source still uses one. Rows of other sources
+        are not touched. Edges in another relationship layout than the loader's ``rel_types`` (``typed`` or
+        ``generic``; ``auto`` keeps the database's) are moved to it. What a database made outside metakg lacks
+        is added: name embeddings (after ``neo4j-admin database import`` of files without them) and name keys.
+        Every step is idempotent, so a run killed half-way and run again finishes the job: the rows already
+        loaded then hash equal and are skipped.
+
+        With ``history`` (None: as the sources' last load did), the version of every row about to be changed or
+        deleted is first copied into a ``:MetakgVersion`` node retired now (:data:`cypher.ARCHIVE_EDGES`,
+        :data:`cypher.ARCHIVE_NODES`); every loaded row carries ``recorded_at``, so :func:`graph_as_of` and
+        :func:`versions_of` can answer for any time since.
+        """
+        driver, database = self.driver, self.database
+        start = time.perf_counter()
+        now = datetime.now(UTC)
+        migrated = migrate_legacy(driver, database)
+        sources = sorted(
+            {*bundle.nodes["source"].drop_nulls().to_list(), *bundle.edges["source"].drop_nulls().to_list()}
+        )
+        layout = choose_layout(driver, database, bundle.edges["rel"], self.rel_types)
+        plan = self._plan(bundle, sources, layout)
+        sources_meta = read_meta(driver, database, "source")
+        if history is None:
+            history = any(bool(sources_meta.get(s, {}).get("history")) for s in sources)
+        if history:
+            self._archive(bundle, plan, sources, now)
+        removed_nodes = self._remove(plan, sources)
+        stamped = history or any(bool(m.get("history")) for m in sources_meta.values())
+        loaded = self._load_changes(bundle, plan, layout, now if stamped else None)
+        keys_added = write_missing_keys(driver, database, self.batch_size)
+        counts = self._record_sources(bundle, sources, now, history)
+        changed_nodes, changed_edges = plan.changed_nodes.len(), plan.changed_edges.len()
+        return FollowReport(
+            sources=sources,
+            nodes_loaded=changed_nodes,
+            edges_loaded=changed_edges,
+            nodes_removed=removed_nodes,
+            edges_removed=plan.gone_edges.height,
+            nodes_unchanged=bundle.nodes.height - changed_nodes,
+            edges_unchanged=bundle.edges.height - changed_edges,
+            nodes_kept_for_other_sources=plan.gone_nodes.len() - removed_nodes,
+            counts_by_source=counts,
+            seconds=time.perf_counter() - start,
+            load=loaded.as_dict() | {"migrated": migrated or loaded.migrated},
+            history=history,
+            recorded_at=_iso_text(now) if history else "",
+            rel_types=layout,
+            edges_relaid=plan.relaid.height,
+            nodes_embedded=plan.unembedded.len(),
+            keys_added=keys_added,
+        )
+
+    def _plan(self, bundle: Bundle, sources: list[str], layout: str) -> _Plan:
+        """Compare the database's rows of ``sources`` with the bundle's."""
+        driver, database = self.driver, self.database
+        held_nodes = _held(
+            _read(driver, database, cypher.SOURCE_NODES, sources), ["id", "embedded", "recorded_at"],
+            {**dict(NODE_SCHEMA), "embedded": pl.Boolean, "recorded_at": pl.Datetime("us", "UTC")}, NODE_CONTENT,
+        )  # fmt: skip
+        held_edges = _held(
+            _read(driver, database, cypher.SOURCE_EDGES, sources), ["id", "src", "dst", "generic", "recorded_at"],
+            {**dict(EDGE_SCHEMA), "generic": pl.Boolean, "recorded_at": pl.Datetime("us", "UTC")}, EDGE_CONTENT,
+        )  # fmt: skip
+        node_hash = bundle.nodes.select("id", content_hash(bundle.nodes, NODE_CONTENT).alias("hash"))
+        edge_hash = bundle.edges.select("id", content_hash(bundle.edges, EDGE_CONTENT).alias("hash"))
+        changed_nodes = node_hash.join(held_nodes.select("id", "hash"), on=["id", "hash"], how="anti")["id"]
+        changed_edges = edge_hash.join(held_edges.select("id", "hash"), on=["id", "hash"], how="anti")["id"]
+        # unchanged rows written again: edges in the other layout, nodes lacking the name embedding the bundle has
+        relaid = held_edges.filter(
+            pl.col("id").is_in(edge_hash["id"].implode()) & ~pl.col("id").is_in(changed_edges.implode())
+            & (pl.col("generic") != (layout == "generic"))
+        )  # fmt: skip
+        model = bundle.manifest.get("embeddings", {}).get("model")
+        stored_model = read_meta(driver, database, "embedding").get(cypher.VECTOR_INDEX, {}).get("model")
+        unembedded = pl.Series("id", [], dtype=pl.String)
+        if self.embeddings is not None and self.embeddings.height:
+            lacking = held_nodes.filter(~pl.col("embedded")) if stored_model == model else held_nodes
+            unembedded = lacking.filter(
+                pl.col("id").is_in(node_hash["id"].implode()) & ~pl.col("id").is_in(changed_nodes.implode())
+            )["id"]
+        return _Plan(
+            held_nodes=held_nodes,
+            held_edges=held_edges,
+            changed_nodes=changed_nodes,
+            changed_edges=changed_edges,
+            gone_nodes=held_nodes.join(node_hash, on="id", how="anti")["id"],
+            gone_edges=held_edges.join(edge_hash, on="id", how="anti"),
+            relaid=relaid,
+            unembedded=unembedded,
+        )
+
+    def _write(self, query: str, rows: list[Any], **params: Any) -> None:
+        """``query`` over ``rows`` (as ``rows`` and ``ids``), a write transaction per batch."""
+        for begin in range(0, len(rows), self.batch_size):
+            chunk = rows[begin : begin + self.batch_size]
+            with self.driver.session(database=self.database) as session:
                 session.execute_write(lambda tx, c=chunk: tx.run(query, rows=c, ids=c, **params).consume())
 
-    sources_meta = read_meta(driver, database, "source")
-    if history is None:
-        history = any(bool(sources_meta.get(s, {}).get("history")) for s in sources)
-    if history:
-        driver.execute_query(cypher.VERSION_INDEX, database_=database)
+    def _archive(self, bundle: Bundle, plan: _Plan, sources: list[str], now: datetime) -> None:
+        """Copy the version of every row about to be changed or deleted into a version retired ``now``."""
+        self.driver.execute_query(cypher.VERSION_INDEX, database_=self.database)
         stamp = {"now": _iso_text(now), "epoch": cypher.EPOCH}
-        successors = {
-            "node": bundle.nodes.select(
-                "id", pl.col("valid_from").dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ").alias("valid_to")
-            ),
-            "edge": bundle.edges.select(
-                "id", pl.col("valid_from").dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ").alias("valid_to")
-            ),
-        }
+
+        def successors(frame: pl.DataFrame) -> pl.DataFrame:
+            return frame.select("id", pl.col("valid_from").dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ").alias("valid_to"))
+
+        changed_edges = plan.held_edges.filter(pl.col("id").is_in(plan.changed_edges.implode()))
         leaving_edges = pl.concat(
-            [
-                gone_edges.select("id", "src", "dst"),
-                held_edges.filter(pl.col("id").is_in(changed_edges.implode())).select("id", "src", "dst"),
-            ]
-        ).join(successors["edge"], on="id", how="left")
-        write(cypher.ARCHIVE_EDGES, leaving_edges.to_dicts(), **stamp)
+            [plan.gone_edges.select("id", "src", "dst"), changed_edges.select("id", "src", "dst")]
+        ).join(successors(bundle.edges), on="id", how="left")
+        self._write(cypher.ARCHIVE_EDGES, leaving_edges.to_dicts(), **stamp)
+        changed_nodes = plan.held_nodes.filter(pl.col("id").is_in(plan.changed_nodes.implode()))
         leaving_nodes = pl.concat(
             [
-                gone_nodes.to_frame("id").with_columns(changed=pl.lit(False)),
-                held_nodes.filter(pl.col("id").is_in(changed_nodes.implode())).select("id", changed=pl.lit(True)),
+                plan.gone_nodes.to_frame("id").with_columns(changed=pl.lit(False)),
+                changed_nodes.select("id", changed=pl.lit(True)),
             ]
-        ).join(successors["node"], on="id", how="left")
-        write(cypher.ARCHIVE_NODES, leaving_nodes.to_dicts(), sources=sources, **stamp)
+        ).join(successors(bundle.nodes), on="id", how="left")
+        self._write(cypher.ARCHIVE_NODES, leaving_nodes.to_dicts(), sources=sources, **stamp)
 
-    write(cypher.DELETE_EDGES, pl.concat([gone_edges, relaid]).select("id", "src", "dst").to_dicts())
-    before = _count(driver, database, cypher.COUNT_NODES)
-    write(cypher.DELETE_NODES, gone_nodes.to_list(), sources=sources)
-    write(cypher.KEYS_ORPHANED, gone_nodes.to_list())
-    removed_nodes = before - _count(driver, database, cypher.COUNT_NODES)
-    load_nodes = pl.concat([changed_nodes, unembedded]).unique()
-    load_edges = pl.concat([changed_edges, relaid["id"]]).unique()
-    kept = None
-    if history or any(bool(m.get("history")) for m in sources_meta.values()):  # rows rewritten unchanged keep theirs
-        rewritten = [
-            relaid.select("id", "recorded_at"),
-            held_nodes.filter(pl.col("id").is_in(unembedded.implode())).select("id", "recorded_at"),
-        ]
-        kept = pl.concat(rewritten).drop_nulls("recorded_at").with_columns(_iso("recorded_at"))
-    subset = Bundle(
-        bundle.nodes.filter(pl.col("id").is_in(load_nodes.implode())),
-        bundle.edges.filter(pl.col("id").is_in(load_edges.implode())),
-        manifest=bundle.manifest,
-    )
-    stamped = history or any(bool(m.get("history")) for m in sources_meta.values())
-    loaded = load_bundle(
-        driver, subset, database=database, target=target, batch_size=batch_size, embeddings=embeddings,
-        progress=progress, count=False, recorded_at=now if stamped else None, kept_times=kept, rel_types=layout,
-    )  # fmt: skip
-    keys_added = write_missing_keys(driver, database, batch_size)
-    counts: dict[str, dict[str, int]] = {}
-    for query, key in ((cypher.COUNTS_BY_SOURCE_NODES, "nodes"), (cypher.COUNTS_BY_SOURCE_EDGES, "edges")):
-        records, _summary, _keys = driver.execute_query(query, database_=database)
-        for record in records:
-            counts.setdefault(str(record["source"]), {"nodes": 0, "edges": 0})[key] = int(record["n"])
-    bundle_hash = hashlib.sha256(json.dumps(bundle.manifest.get("content_hashes", {}), sort_keys=True).encode())
-    for source in sources:
-        write_meta(driver, database, "source", source, {
-            "bundle": bundle_hash.hexdigest(), "loaded_at": _iso_text(now), "history": history,
-            "nodes": counts.get(source, {}).get("nodes", 0), "edges": counts.get(source, {}).get("edges", 0),
-        })  # fmt: skip
-    return FollowReport(
-        sources=sources,
-        nodes_loaded=changed_nodes.len(),
-        edges_loaded=changed_edges.len(),
-        nodes_removed=removed_nodes,
-        edges_removed=gone_edges.height,
-        nodes_unchanged=bundle.nodes.height - changed_nodes.len(),
-        edges_unchanged=bundle.edges.height - changed_edges.len(),
-        nodes_kept_for_other_sources=gone_nodes.len() - removed_nodes,
-        counts_by_source=counts,
-        seconds=time.perf_counter() - start,
-        load=loaded.as_dict() | {"migrated": migrated or loaded.migrated},
-        history=history,
-        recorded_at=_iso_text(now) if history else "",
-        rel_types=layout,
-        edges_relaid=relaid.height,
-        nodes_embedded=unembedded.len(),
-        keys_added=keys_added,
-    )
+    def _remove(self, plan: _Plan, sources: list[str]) -> int:
+        """Delete the edges gone from the bundle (and those to lay again), then the nodes gone that no edge of
+        another source uses; returns the nodes deleted."""
+        self._write(
+            cypher.DELETE_EDGES, pl.concat([plan.gone_edges, plan.relaid]).select("id", "src", "dst").to_dicts()
+        )
+        before = _count(self.driver, self.database, cypher.COUNT_NODES)
+        self._write(cypher.DELETE_NODES, plan.gone_nodes.to_list(), sources=sources)
+        self._write(cypher.KEYS_ORPHANED, plan.gone_nodes.to_list())
+        return before - _count(self.driver, self.database, cypher.COUNT_NODES)
+
+    def _load_changes(self, bundle: Bundle, plan: _Plan, layout: RelTypes, recorded_at: datetime | None) -> LoadReport:
+        """Load the rows new or changed, the edges to lay again and the nodes to embed; rows rewritten without
+        a change keep the time they were recorded at."""
+        load_nodes = pl.concat([plan.changed_nodes, plan.unembedded]).unique()
+        load_edges = pl.concat([plan.changed_edges, plan.relaid["id"]]).unique()
+        kept = None
+        if recorded_at is not None:
+            rewritten = [
+                plan.relaid.select("id", "recorded_at"),
+                plan.held_nodes.filter(pl.col("id").is_in(plan.unembedded.implode())).select("id", "recorded_at"),
+            ]
+            kept = pl.concat(rewritten).drop_nulls("recorded_at").with_columns(_iso("recorded_at"))
+        subset = Bundle(
+            bundle.nodes.filter(pl.col("id").is_in(load_nodes.implode())),
+            bundle.edges.filter(pl.col("id").is_in(load_edges.implode())),
+            manifest=bundle.manifest,
+        )
+        inner = Neo4jLoader(self.driver, database=self.database, target=self.target, batch_size=self.batch_size,
+                            embeddings=self.embeddings, progress=self.progress, rel_types=layout)  # fmt: skip
+        return inner.load(subset, count=False, recorded_at=recorded_at, kept_times=kept)
+
+    def _record_sources(
+        self, bundle: Bundle, sources: list[str], now: datetime, history: bool
+    ) -> dict[str, dict[str, int]]:
+        """The database's rows per source now, recorded with the bundle followed for each of ``sources``."""
+        counts: dict[str, dict[str, int]] = {}
+        for query, key in ((cypher.COUNTS_BY_SOURCE_NODES, "nodes"), (cypher.COUNTS_BY_SOURCE_EDGES, "edges")):
+            records, _summary, _keys = self.driver.execute_query(query, database_=self.database)
+            for record in records:
+                counts.setdefault(str(record["source"]), {"nodes": 0, "edges": 0})[key] = int(record["n"])
+        bundle_hash = hashlib.sha256(json.dumps(bundle.manifest.get("content_hashes", {}), sort_keys=True).encode())
+        for source in sources:
+            write_meta(self.driver, self.database, "source", source, {
+                "bundle": bundle_hash.hexdigest(), "loaded_at": _iso_text(now), "history": history,
+                "nodes": counts.get(source, {}).get("nodes", 0), "edges": counts.get(source, {}).get("edges", 0),
+            })  # fmt: skip
+        return counts
+
+
+#: the keyword arguments that make a :class:`Neo4jLoader` (the others go to the method called)
+LOADER_OPTIONS = ("batch_size", "embeddings", "progress", "rel_types")
+
+
+def _loader(driver: Any, database: str, target: str, options: dict[str, Any]) -> Neo4jLoader:
+    own = {k: options.pop(k) for k in LOADER_OPTIONS if k in options}
+    return Neo4jLoader(driver, database=database, target=target, **own)
+
+
+def load_bundle(driver: Any, bundle: Bundle, *, database: str, target: str, **options: Any) -> LoadReport:
+    """:meth:`Neo4jLoader.load` by a loader made for this one load (``options``: the loader's, then the
+    method's)."""
+    return _loader(driver, database, target, options).load(bundle, **options)
+
+
+def follow_bundle(driver: Any, bundle: Bundle, *, database: str, target: str, **options: Any) -> FollowReport:
+    """:meth:`Neo4jLoader.follow` by a loader made for this one load (``options``: the loader's, and
+    ``history``)."""
+    return _loader(driver, database, target, options).follow(bundle, **options)
 
 
 def _read(driver: Any, database: str, query: str, sources: list[str]) -> list[dict[str, Any]]:
