@@ -17,6 +17,10 @@ Scorers, from the strictest:
   a name separates right from wrong pairs better than its spelling (*hypertension* / *hypotension* are one
   letter apart), and mixing the fuzzy score in lowered F1 on every set, most on links into a large catalog.
 
+The fuzzy and embedding scores (and the cascade's, which is one of them) are 0 for two names carrying
+different numbers (*episodic ataxia type 2* / *type 4*): spelling and meaning both put the members of a
+numbered series close together, and they are different entities.
+
 Blocking per scorer: the key itself (exact), the lemma key (lemma), shared character trigrams, the rarest
 first (fuzzy), the nearest vectors (embedding), all three (cascade). Each candidate entity is scored by
 its best name.
@@ -32,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from metakg.identity.strings import similarity
+from metakg.identity.strings import numbers_agree, similarity
 from metakg.llm.embedder import Embedder
 from metakg.schemas.tables import match_key_expr
 from metakg.text_processing import lemma_key
@@ -206,7 +210,7 @@ def _by_key(key: str, table: NameTable, scorer: Scorer) -> list[tuple[int, float
     lemma_rows = table.by_lemma.get(lemma_key(key), [])
     if scorer == "lemma":
         return [(r, 1.0) for r in lemma_rows]
-    close = [(r, similarity(key, table.keys[r])) for r in _gram_rows(key, table)]
+    close = [(r, _close(key, table.keys[r])) for r in _gram_rows(key, table)]
     if scorer == "fuzzy":
         return close
     return [(r, 1.0) for r in lemma_rows + table.by_compact.get(compact(key), [])] + close
@@ -238,16 +242,16 @@ def _by_vectors(
         rows = np.argpartition(-sims, top - 1, axis=1)[:, :top] if top < sims.shape[1] else None
         for offset in range(sims.shape[0]):
             near = rows[offset] if rows is not None else np.arange(sims.shape[1])
+            key = query_keys[start + offset]
             if scorer == "embedding":
-                scored = [(int(r), float(sims[offset, r])) for r in near]
+                scored = [(int(r), _agreed(float(sims[offset, r]), key, table.keys[r])) for r in near]
             else:
-                key = query_keys[start + offset]
                 if not key:
                     found.append([])
                     continue
                 same = set(table.by_lemma.get(lemma_key(key), ())) | set(table.by_compact.get(compact(key), ()))
                 pool = {int(r) for r in near} | same | set(_gram_rows(key, table))
-                scored = [(r, 1.0 if r in same else float(sims[offset, r])) for r in pool]
+                scored = [(r, 1.0 if r in same else _agreed(float(sims[offset, r]), key, table.keys[r])) for r in pool]
             found.append(_best_per_entity(table, scored, k))
     return found
 
@@ -279,13 +283,24 @@ def pair_scores(
         a = np.asarray(embedder.embed(list(left)), dtype=np.float32)
         b = np.asarray(embedder.embed(list(right)), dtype=np.float32)
         scores: np.ndarray = np.clip((a * b).sum(axis=1), -1.0, 1.0)
-        return scores
+        agree = [numbers_agree(x, y) for x, y in zip(keys_of(left), keys_of(right), strict=True)]
+        return np.where(agree, scores, 0.0).astype(np.float32)
     a_keys, b_keys = keys_of(left), keys_of(right)
     if scorer == "exact":
         return np.array([float(x == y and x != "") for x, y in zip(a_keys, b_keys, strict=True)])
     if scorer == "lemma":
         return np.array([float(x != "" and lemma_key(x) == lemma_key(y)) for x, y in zip(a_keys, b_keys, strict=True)])
-    return np.array([similarity(x, y) if x and y else 0.0 for x, y in zip(a_keys, b_keys, strict=True)])
+    return np.array([_close(x, y) if x and y else 0.0 for x, y in zip(a_keys, b_keys, strict=True)])
+
+
+def _close(a: str, b: str) -> float:
+    """The fuzzy score of two keys: their edit similarity, 0 when their numbers disagree."""
+    return similarity(a, b) if numbers_agree(a, b) else 0.0
+
+
+def _agreed(score: float, a: str, b: str) -> float:
+    """An embedding score of two keys, 0 when their numbers disagree."""
+    return score if numbers_agree(a, b) else 0.0
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ for short names: a one-letter edit of a word of four letters or fewer is another
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rapidfuzz import process
@@ -25,6 +26,17 @@ def similarity(a: str, b: str) -> float:
     """1 minus the edit distance over the longer length: 1.0 for equal keys, 0.9 for one edit in ten."""
     longest = max(len(a), len(b))
     return 1.0 - Levenshtein.distance(a, b) / longest if longest else 1.0
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def numbers_agree(a: str, b: str) -> bool:
+    """False when both names carry numbers and not the same ones (*episodic ataxia type 4* and *type 2*,
+    *ALS type 12* and *type 21*): a numbered series names different entities however close its spelling
+    or meaning. Numbers compare by value (*type 01* is *type 1*); a name without numbers agrees with any."""
+    x, y = _NUMBER.findall(a), _NUMBER.findall(b)
+    return not (x and y) or sorted(map(int, x)) == sorted(map(int, y))
 
 
 def close_distance(a: str, b: str) -> int:
