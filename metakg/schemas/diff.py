@@ -124,13 +124,15 @@ def _table_diff(
             per.setdefault(str(value), {})[str(what)] = int(count)
         breakdowns[g] = per
     examples: dict[str, list[str]] = {}
+    picked: dict[str, pl.DataFrame] = {}
     for what in ("added", "removed", "changed"):
-        rows = marked.filter(pl.col("_kind") == what).head(n)
+        # the first rows by id: a join's unmatched rows come in no fixed order, and --json must not change
+        rows = marked.filter(pl.col("_kind") == what).with_columns(pl.coalesce("id_new", "id").alias("_id"))
+        picked[what] = rows = rows.sort("_id").head(n)
         if rows.height:
-            text = rows.with_columns(pl.coalesce("id_new", "id").alias("_id")).select(describe)
-            examples[what] = [str(v) for v in text.to_series().to_list()]
+            examples[what] = [str(v) for v in rows.select(describe).to_series().to_list()]
     if "changed" in examples:
-        which = changed.head(n).select(pl.concat_list([pl.when(f"_d_{c}").then(pl.lit(c)) for c in content]))
+        which = picked["changed"].select(pl.concat_list([pl.when(f"_d_{c}").then(pl.lit(c)) for c in content]))
         examples["changed"] = [
             f"{row} ({', '.join(c for c in cols if c)})"
             for row, cols in zip(examples["changed"], which.to_series().to_list(), strict=True)

@@ -56,6 +56,15 @@ def test_a_diff_counts_every_kind_of_change_and_names_the_columns() -> None:
     assert (back.edges.added, back.edges.removed, back.nodes.added) == (removed_edges, 1, 1)
 
 
+def test_the_examples_are_the_first_rows_by_id_whatever_order_the_join_gives() -> None:
+    old, new = small_bundle(), second_version()
+    removed = diff_bundles(old, new, examples=2).edges.examples["removed"]
+    gone = sorted(set(old.edges["id"].to_list()) - set(new.edges["id"].to_list()))
+    assert [line.split(" ", 1)[0] for line in removed] == gone[:2]
+    shuffled = Bundle(old.nodes.reverse(), old.edges.sample(fraction=1.0, shuffle=True, seed=3))
+    assert diff_bundles(shuffled, new, examples=2).edges.examples["removed"] == removed
+
+
 def test_cli_diff_json(tmp_path: Path) -> None:
     write_bundle(tmp_path / "old", small_bundle())
     write_bundle(tmp_path / "new", second_version())
