@@ -153,14 +153,14 @@ class ExtractSettings(Section):
         "cascade's default for calling two names one entity).",
     )
     link_threshold: float = Field(
-        default=0.80,
+        default=0.75,
         gt=0,
         le=1,
         description="Cosine similarity at or above which a mention is linked to its nearest --link-to entity "
         "(the cascade's default link rule).",
     )
     link_margin: float = Field(
-        default=0.02,
+        default=0.08,
         ge=0,
         le=1,
         description="How much the nearest --link-to entity must beat the next one by for a mention to be linked.",

@@ -28,7 +28,6 @@ its best name.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -36,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from metakg.identity.strings import numbers_agree, similarity
+from metakg.identity.strings import close_scores, numbers_agree
 from metakg.llm.embedder import Embedder
 from metakg.schemas.tables import match_key_expr
 from metakg.text_processing import lemma_key
@@ -85,8 +84,8 @@ DEFAULT_LINKS: dict[Scorer, LinkRule] = {
     "exact": LinkRule(1.0),
     "lemma": LinkRule(1.0),
     "fuzzy": LinkRule(0.63, 0.08),
-    "embedding": LinkRule(0.80, 0.02),
-    "cascade": LinkRule(0.80, 0.02),
+    "embedding": LinkRule(0.75, 0.08),
+    "cascade": LinkRule(0.75, 0.08),
 }
 
 #: Similarity scores computed at once (queries x catalog names): the block of queries shrinks as the
@@ -127,7 +126,7 @@ class NameTable:
     by_key: dict[str, list[int]] = field(init=False)
     by_lemma: dict[str, list[int]] = field(init=False)
     by_compact: dict[str, list[int]] = field(init=False)
-    _grams: dict[str, list[int]] | None = field(default=None, init=False)
+    _grams: dict[str, np.ndarray] | None = field(default=None, init=False)
     _vectors: np.ndarray | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -151,14 +150,14 @@ class NameTable:
         ).drop_nulls("n")
         return cls(names["id"].to_list(), names["n"].to_list())
 
-    def grams(self) -> dict[str, list[int]]:
-        """Trigram -> rows (built on first use)."""
+    def grams(self) -> dict[str, np.ndarray]:
+        """Trigram -> its rows, in row order (built on first use)."""
         if self._grams is None:
             index: dict[str, list[int]] = {}
             for row, key in enumerate(self.keys):
                 for gram in trigrams(key):
                     index.setdefault(gram, []).append(row)
-            self._grams = index
+            self._grams = {gram: np.asarray(rows, dtype=np.int32) for gram, rows in index.items()}
         return self._grams
 
     def vectors(self, embedder: Embedder) -> np.ndarray:
@@ -210,19 +209,23 @@ def _by_key(key: str, table: NameTable, scorer: Scorer) -> list[tuple[int, float
     lemma_rows = table.by_lemma.get(lemma_key(key), [])
     if scorer == "lemma":
         return [(r, 1.0) for r in lemma_rows]
-    close = [(r, _close(key, table.keys[r])) for r in _gram_rows(key, table)]
+    rows = _gram_rows(key, table)
+    close = list(zip(rows, close_scores(key, [table.keys[r] for r in rows]), strict=True))
     if scorer == "fuzzy":
         return close
     return [(r, 1.0) for r in lemma_rows + table.by_compact.get(compact(key), [])] + close
 
 
 def _gram_rows(key: str, table: NameTable) -> list[int]:
-    """The rows sharing the most character trigrams with ``key``, its rarest trigrams counting first."""
+    """The rows sharing the most of the 12 rarest character trigrams of ``key``, most first (ties by row)."""
     grams = table.grams()
-    shared: Counter[int] = Counter()
-    for gram in sorted(trigrams(key), key=lambda g: len(grams.get(g, ())))[:12]:
-        shared.update(grams.get(gram, ()))
-    return [r for r, _n in shared.most_common(FUZZY_CANDIDATES)]
+    held = sorted((len(grams[g]), g) for g in trigrams(key) if g in grams)[:12]
+    if not held:
+        return []
+    found, counts = np.unique(np.concatenate([grams[g] for _n, g in held]), return_counts=True)
+    order = np.lexsort((found, -counts))[:FUZZY_CANDIDATES]
+    rows: list[int] = found[order].tolist()
+    return rows
 
 
 def _by_vectors(
@@ -290,12 +293,7 @@ def pair_scores(
         return np.array([float(x == y and x != "") for x, y in zip(a_keys, b_keys, strict=True)])
     if scorer == "lemma":
         return np.array([float(x != "" and lemma_key(x) == lemma_key(y)) for x, y in zip(a_keys, b_keys, strict=True)])
-    return np.array([_close(x, y) if x and y else 0.0 for x, y in zip(a_keys, b_keys, strict=True)])
-
-
-def _close(a: str, b: str) -> float:
-    """The fuzzy score of two keys: their edit similarity, 0 when their numbers disagree."""
-    return similarity(a, b) if numbers_agree(a, b) else 0.0
+    return np.array([close_scores(x, [y])[0] if x and y else 0.0 for x, y in zip(a_keys, b_keys, strict=True)])
 
 
 def _agreed(score: float, a: str, b: str) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import numpy as np
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
@@ -37,6 +38,19 @@ def numbers_agree(a: str, b: str) -> bool:
     or meaning. Numbers compare by value (*type 01* is *type 1*); a name without numbers agrees with any."""
     x, y = _NUMBER.findall(a), _NUMBER.findall(b)
     return not (x and y) or sorted(map(int, x)) == sorted(map(int, y))
+
+
+def close_scores(key: str, keys: Sequence[str]) -> list[float]:
+    """The :func:`similarity` of ``key`` to each of ``keys`` (computed in one call), 0 for a key whose
+    numbers disagree with it (:func:`numbers_agree`)."""
+    if not keys:
+        return []
+    scores = process.cdist([key], keys, scorer=Levenshtein.normalized_similarity, dtype=np.float64)[0]
+    mine = _NUMBER.findall(key)
+    return [
+        float(score) if not mine or numbers_agree(key, other) else 0.0
+        for score, other in zip(scores.tolist(), keys, strict=True)
+    ]
 
 
 def close_distance(a: str, b: str) -> int:
