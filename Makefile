@@ -81,6 +81,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_identity
 	$(PY) -m benchmarks.bench_identity_ids
 	$(PY) -m benchmarks.bench_identity_scale
+	$(PY) -m benchmarks.bench_identity_names_scale --scorer exact --scorer fuzzy
 	$(PY) -m benchmarks.bench_retrieval
 	$(PY) -m benchmarks.bench_medcog
 	$(PY) -m benchmarks.bench_robodata
