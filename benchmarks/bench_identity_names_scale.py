@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from benchmarks.bench_identity_scale import random_edges
 from benchmarks.bench_primekg_scale import bundle_path
 from benchmarks.common import WORK, record, settings_and_data
 from metakg.identity.names import keys_of
@@ -142,19 +143,7 @@ def named_bundles(primekg: Path, out: Path, items: int, seed: int = 11) -> dict[
         rows.append({"name": name, "type": "entity", "kind": "others", "planted": None})
     planted = pl.DataFrame(rows).with_columns(pl.Series("id", [f"wd:Q{2_000_000 + i}" for i in range(len(rows))]))
     frame = planted.select("id", "name", "type", pl.lit("wikidata").alias("source"))
-    src, dst = rng.integers(0, len(rows), size=2 * len(rows)), rng.integers(0, len(rows), size=2 * len(rows))
-    keep = src != dst
-    ids = planted["id"].to_list()
-    edges = pl.DataFrame(
-        {
-            "src": [ids[i] for i in src[keep]],
-            "rel": "related_to",
-            "dst": [ids[i] for i in dst[keep]],
-            "source": "wikidata",
-            "confidence": 1.0,
-            "record_ids": [[f"wikidata:{i}"] for i in range(int(keep.sum()))],
-        }
-    )
+    edges = random_edges(planted["id"].to_list(), rng)
     write_bundle(out / "wikidata", Bundle(conform_nodes(frame), conform_edges(edges)))
     return {"planted": planted, "primekg": primekg_named, "wikidata": out / "wikidata"}
 

@@ -36,6 +36,22 @@ ROOT = Path(__file__).resolve().parents[1]
 WRITTEN = {"mondo": "MONDO:", "drugbank": "DrugBank:", "ncbigene": "NCBIGene:", "hp": "HP:", "go": "GO:"}
 
 
+def random_edges(ids: list[str], rng: np.random.Generator) -> pl.DataFrame:
+    """About twice as many ``related_to`` edges as ``ids``, between random pairs of them (no loops)."""
+    src, dst = rng.integers(0, len(ids), size=2 * len(ids)), rng.integers(0, len(ids), size=2 * len(ids))
+    keep = src != dst
+    return pl.DataFrame(
+        {
+            "src": [ids[i] for i in src[keep]],
+            "rel": "related_to",
+            "dst": [ids[i] for i in dst[keep]],
+            "source": "wikidata",
+            "confidence": 1.0,
+            "record_ids": [[f"wikidata:{i}"] for i in range(int(keep.sum()))],
+        }
+    )
+
+
 def wikidata_bundle(primekg: Path, out: Path, items: int, shared: float, seed: int = 7) -> dict[str, int]:
     """Write the Wikidata-shaped bundle and return what resolving it with ``primekg`` must give."""
     nodes = pl.read_parquet(primekg / "nodes.parquet", columns=["id", "type"])
@@ -66,19 +82,7 @@ def wikidata_bundle(primekg: Path, out: Path, items: int, shared: float, seed: i
         },
         schema_overrides={"xrefs": pl.List(pl.String)},
     )
-    src, dst = rng.integers(0, items, size=2 * items), rng.integers(0, items, size=2 * items)
-    keep = src != dst
-    edges = pl.DataFrame(
-        {
-            "src": [ids[i] for i in src[keep]],
-            "rel": "related_to",
-            "dst": [ids[i] for i in dst[keep]],
-            "source": "wikidata",
-            "confidence": 1.0,
-            "record_ids": [[f"wikidata:{i}"] for i in range(int(keep.sum()))],
-        }
-    )
-    write_bundle(out, Bundle(conform_nodes(frame), conform_edges(edges)))
+    write_bundle(out, Bundle(conform_nodes(frame), conform_edges(random_edges(ids, rng))))
     # the independent count: a PrimeKG node pointed at by items none of which is mistyped is one cluster
     # and the second and later items of such a node are kept apart (one entity has one Wikidata item)
     pointed = pl.DataFrame({"node": target_ids, "bad": mistyped})
