@@ -232,11 +232,11 @@ def _ask(
     options: ExtractOptions,
     stored: pl.DataFrame | None,
     run_id: str,
-    say: Progress,
     progress: Progress | None,
     counter: Callable[[RunStats], None] | None,
 ) -> _Replies:
     """Put the units to the configured LLM (an update's unchanged units take their stored replies)."""
+    say = progress or quiet
     llm = settings.llm.model_copy(update={"concurrency": options.concurrency or settings.llm.concurrency})
     session_settings = settings.model_copy(update={"llm": llm})
     with llm_session(session_settings, run_id=run_id, progress=progress) as client:
@@ -313,7 +313,7 @@ def extract(
     units = plan_units(data.records, chunk_chars=settings.extract.chunk_chars, relations=settings.extract.relations)
     embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, say) if settings.extract.embeddings else None
     target = link_target(link_to, settings, embedder, progress) if link_to is not None else None
-    replies = _ask(units, settings, options, stored, run_id, say, progress, counter)
+    replies = _ask(units, settings, options, stored, run_id, progress, counter)
     result = build_bundle(
         replies.outcomes,
         source.dataset,
