@@ -131,7 +131,17 @@ def concept_phrases(text: str, *, max_words: int = 4) -> list[str]:
                 phrases.append(" ".join(words[-max_words:]))
     else:
         run: list[str] = []
+        glue = False  # the last word ends in a hyphen the next word joins ("co-stars" is one word)
         for token in [*doc, None]:
+            if token is not None and glue and not (token.is_punct or token.is_space):
+                run[-1] += token.text
+                glue = False
+                continue
+            glue = False
+            if token is not None and run and _joins(token):
+                run[-1] += token.text
+                glue = True
+                continue
             if token is not None and not (token.is_stop or token.is_punct or token.is_space or token.like_num):
                 run.append(token.text)
                 continue
@@ -146,6 +156,17 @@ def concept_phrases(text: str, *, max_words: int = 4) -> list[str]:
             seen.add(key)
             unique.append(phrase)
     return unique
+
+
+def _joins(token: Any) -> bool:
+    """A hyphen written between two words with no space around it (spaCy splits "co-stars" in three)."""
+    return (
+        token.text == "-"
+        and token.i > 0
+        and not token.doc[token.i - 1].whitespace_
+        and not token.whitespace_
+        and token.i + 1 < len(token.doc)
+    )
 
 
 _SEP = "\x1f"  # joins a name's tokens into its index key (no token holds it)

@@ -73,8 +73,10 @@ def question_walker(question: Question, ctx: QAContext) -> Walker:
 
 
 def concepts_by_rules(question: Question, ctx: QAContext) -> list[str]:
-    """Entity names mentioned in the question (phrase matcher), then its noun/content phrases; no LLM."""
-    found = ctx.services.phrases.find(question.text) + concept_phrases(question.text)
+    """Entity names mentioned in the question (phrase matcher), then its noun/content phrases; no LLM. A phrase
+    never runs into a marked topic entity: "[X] wrote" gives X and "wrote", not "X wrote"."""
+    pieces = question.text.split(question.topic) if question.topic else [question.text]
+    found = ctx.services.phrases.find(question.text) + [p for piece in pieces for p in concept_phrases(piece)]
     return _unique(found, ctx.settings.max_concepts)
 
 
@@ -204,6 +206,11 @@ def match_entities(concepts: Sequence[str], ctx: QAContext, types: Collection[st
         if current is None or hit.score > current.score:
             best[hit.node.id] = EntityMatch(concept, hit.node, float(hit.score), hit.match)
     return sorted(best.values(), key=lambda m: -m.score)
+
+
+def as_written(match: EntityMatch, question: Question) -> bool:
+    """Whether ``match``'s entity name appears in the question as written, case included."""
+    return re.search(rf"(?<!\w){re.escape(match.node.name)}(?!\w)", question.text) is not None
 
 
 def without_fragments(matches: Sequence[EntityMatch]) -> list[EntityMatch]:
@@ -369,7 +376,9 @@ async def find_starts(
         stem = _unique([question.topic, *stem], len(stem) + 1)
     found = match_entities(stem, ctx)
     if question.topic and any(m.how != "embedding" for m in match_entities([question.topic], ctx)):
-        found = [m for m in found if m.how != "embedding"]  # the topic grounds by name: it leads
+        # the topic grounds by name: it leads, and another concept starts a path only when it names an entity
+        # as the question writes it ("saw" in "what years saw releases" is not the film Saw)
+        found = [m for m in found if m.how != "embedding" and (m.concept == question.topic or as_written(m, question))]
     found = without_fragments(found)
     if found:
         closeness = question_walker(question, ctx).q_sim([m.node for m in found])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metakg.text_processing import chunk_text
+from metakg.text_processing import chunk_text, concept_phrases
 
 
 def test_chunks_hold_whole_sentences_and_lose_nothing() -> None:
@@ -26,3 +26,9 @@ def test_empty_and_unicode_text() -> None:
     assert chunk_text("   ") == []
     chunks = chunk_text("東京は日本の首都です。 Tokyo is the capital of Japan.", max_chars=1000)
     assert len(chunks) == 1 and "東京" in chunks[0].text
+
+
+def test_concept_phrases_keep_hyphenated_words_whole() -> None:
+    assert concept_phrases("who were the co-stars of Kiefer Sutherland") == ["co-stars", "Kiefer Sutherland"]
+    assert concept_phrases("an x-ray of the left-hand knee") == ["x-ray", "left-hand knee"]
+    assert concept_phrases("aspirin - a drug") == ["aspirin", "drug"]  # a dash with spaces around separates

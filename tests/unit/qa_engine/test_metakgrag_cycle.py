@@ -86,7 +86,7 @@ def test_no_restart_restarts_from_the_start_entity() -> None:
 
 def test_relevance_deficiency_penalises_the_misleading_entity() -> None:
     # GlobalSupport: decoy 0.45, decoy two 0.40, zeta 0.55, beta 0.35; tau_support 0.42 flags decoy two, then beta
-    settings = MetaKGRAGSettings(path_hops=2, tau_support=0.42, keep_better=False)
+    settings = MetaKGRAGSettings(path_hops=2, tau_support=0.42, keep_better=False, retry_from_start=False)
     _, final, trace = run(settings, no_completeness=True)
     first = trace["cycles"][0]
     assert first["missing_concepts"] == [] and first["misleading_entities"] == [ident("decoy two")]
@@ -97,6 +97,19 @@ def test_relevance_deficiency_penalises_the_misleading_entity() -> None:
     assert second["misleading_entities"] == [ident("beta")]  # beta is the only way on: the path stays
     assert second["path_similarity"] == 1.0 and trace["stop"].startswith("converged")
     assert names(final) == CORRECTED
+
+
+def test_a_pivot_that_gives_back_the_same_path_restarts_at_the_start_entity() -> None:
+    # as above, but in the second cycle the restart from the pivot (zeta) gives the same path back: the walk
+    # starts again at alpha, with beta penalised, instead of stopping as converged
+    settings = MetaKGRAGSettings(path_hops=2, tau_support=0.42, keep_better=False)
+    _, _, trace = run(settings, no_completeness=True)
+    second = trace["cycles"][1]
+    assert second["misleading_entities"] == [ident("beta")]
+    assert second["pivot"] == "alpha" and second["pivot_reason"].endswith("restarts at the start entity")
+    assert second["new_path"] != CORRECTED and second["path_similarity"] < 1.0
+    # the paper preset stops as converged (the test above)
+    assert MetaKGRAGSettings(preset="paper").retry_from_start is False
 
 
 def test_diagnosis_global_support_and_jaccard() -> None:

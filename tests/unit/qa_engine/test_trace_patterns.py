@@ -47,6 +47,10 @@ Glass|directed_by|M. Night Shyamalan
 The Sweetest Thing|directed_by|Roger Kumble
 Just Friends|directed_by|Roger Kumble
 Just Friends|starred_actors|Ryan Reynolds
+Saw|directed_by|James Wan
+Saw|release_year|2004
+Shock Treatment|release_year|1981
+Priest|has_tags|cast
 """
 
 
@@ -183,3 +187,40 @@ def test_the_strategic_restart_steps_back_and_the_ablation_does_not(
     else:
         assert [n.name for n in final.nodes] == ["Roger Kumble", "Just Friends", "Ryan Reynolds"]
         assert "only relation words" in trace["cycles"][0]["pivot_reason"]
+
+
+def test_a_common_word_written_otherwise_than_a_title_starts_nothing(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
+    answer = ask(kb, minilm, "what years saw releases of films helmed by [Jim Sharman]")
+    assert [s["name"] for s in answer.trace["start_entities"]] == ["Jim Sharman"]  # "saw" is not the film Saw
+    assert "1981" in names(answer)
+
+
+def test_a_phrase_stops_at_the_marked_topic(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
+    answer = ask(kb, minilm, "[Richard O'Brien] wrote some films: who were their directors")
+    assert answer.trace["question_concepts"][:2] == ["Richard O'Brien", "wrote"]  # not "Richard O'Brien wrote"
+
+
+def test_a_hyphenated_word_is_one_concept(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
+    answer = ask(kb, minilm, "who were the co-stars of [Susan Sarandon]")
+    assert answer.trace["question_concepts"] == ["Susan Sarandon", "co-stars"]  # not "co" and "stars"
+    assert "tim curry" in names(answer)
+
+
+def test_another_starts_concept_still_guides_the_topics_path(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
+    answer = ask(kb, minilm, "who was cast in the films by the director of [Priest]")
+    assert {s["name"] for s in answer.trace["start_entities"]} == {"Priest", "cast"}  # the tag "cast", as written
+    (topic,) = [p for p in answer.trace["paths"] if p["start"] == "Priest"]
+    assert "cast" in topic["relation_words"]
+    (other,) = [p for p in answer.trace["paths"] if p["start"] == "cast"]
+    assert "cast" not in other["relation_words"]
+
+
+def test_an_entity_reached_by_a_relation_the_question_names_is_not_misleading(
+    kb: EmbeddedStore, minilm: OnnxEmbedder
+) -> None:
+    text = "who directed the films written by [Jimmy McGovern]"
+    first = ask(kb, minilm, text).trace["paths"][0]["cycles"][0]
+    assert first["path"][-1] == "Antonia Bird" and first["misleading_entities"] == []
+    # by names alone (the paper), the director is far from every concept and judged misleading
+    paper = ask(kb, minilm, text, relation_coverage=False).trace["paths"][0]["cycles"][0]
+    assert paper["path"][-1] == "Antonia Bird" and paper["misleading_entities"] == ["kg:metaqa/antonia_bird"]

@@ -14,6 +14,12 @@ its similarity to the question plus the adjustments made so far. The cycle then 
   entity with the highest max-similarity to the missing concepts (completeness) or the highest
   GlobalSupport (relevance). The path up to the pivot is kept.
 
+Departures, each a setting (the ``paper`` preset turns them off): a relation-like concept ("directed")
+is covered by the relation of a path's edge, and an entity reached by such an edge counts it in its
+EntityScope (``relation_coverage``); when only relation words are missing the walk restarts at the start
+entity, and when a pivot's restart gives back the same path it does too (``retry_from_start``: the first
+step was the wrong one); a correction is kept only when it covers more by ``keep_margin`` (``keep_better``).
+
 The cycle stops when no deficiency is found, when the new path's Jaccard similarity to the previous one
 exceeds ``tau_similarity``, or after ``n_max`` cycles. The final paths are merged without duplicates.
 Ablation switches (the settings ``no_completeness``, ``no_relevance``, ``no_restart``, ``no_cycle``) turn
@@ -54,6 +60,7 @@ PAPER = {
     "guide_relations": False,
     "neighbourhood": 0,
     "step_back": 0,
+    "retry_from_start": False,
     "rank_paths": False,
     "coverage": "path",
 }
@@ -116,6 +123,11 @@ class MetaKGRAGSettings(StrategySettings):
         description="Times a walk from the start entity may step back from a first step into a node with "
         "nowhere to go and take the next best (initial paths, and restarts at the start entity).",
     )
+    retry_from_start: bool = Field(
+        default=True,
+        description="When a restart from the pivot gives back the same path, restart at the start entity (the "
+        "first step was the wrong one) instead of stopping as converged.",
+    )
     rank_paths: bool = Field(
         default=True,
         description="Order the final paths by how well they cover the concepts (best first) instead of by "
@@ -165,8 +177,10 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
         search = question_walker(question, ctx)
         concepts = Concepts(list(trace["question_concepts"]), choice_concepts(question, ctx.settings))
         search.prefetch([m.node.id for m in matches])
+        # with a marked topic, the other starts' concepts ("cast": a tag) still tell the topic's path where to go
+        named = [m for m in matches if m.concept == question.topic] if question.topic else matches
         guides = [
-            relation_words(question.text, trace["question_concepts"], m.concept, matches)
+            relation_words(question.text, trace["question_concepts"], m.concept, named or matches)
             if self.settings.guide_relations
             else []
             for m in matches
@@ -298,6 +312,7 @@ def diagnose(
     elsewhere = [n for p in others for n in p.nodes]
     if elsewhere:
         best = np.maximum(best, walker.sim.nodes_to(elsewhere, texts).max(axis=0))
+    relevant = sim_ec > settings.tau_c
     if settings.relation_coverage and path.edges:
         # a relation-like concept is covered by a relation of the path's edges, never by an entity name
         relations = [relation_text(e) for e in path.edges]
@@ -306,8 +321,9 @@ def diagnose(
             r = int(np.argmax(sim_rc[:, j]))
             if sim_rc[r, j] > best[j]:
                 best[j], by[j] = float(sim_rc[r, j]), f"relation: {relations[r]}"
+        # and an entity reached by such an edge serves that concept: it is in the concept's scope
+        relevant[1:, :n_required] |= sim_rc[:, :n_required] > settings.tau_c
     coverage = {c: float(best[j]) for j, c in enumerate(concepts.required)}
-    relevant = sim_ec > settings.tau_c
     hits = relevant[:, :n_required].sum(axis=1)
     if concepts.alternatives:
         coverage[concepts.group] = float(best[n_required:].max())
@@ -387,6 +403,11 @@ def refine(
         new = walker.extend(
             path.prefix(pivot), settings.path_hops, adjust, step_back=0 if settings.no_restart else settings.step_back
         )
+        if pivot and settings.retry_from_start and not settings.no_restart and _same(new, path):
+            # the pivot leads back to the same path: the adjustments changed nothing after it; the first step
+            # may be the wrong one, so walk again from the start entity
+            pivot, reason = 0, reason + "; it gave the same path, the walk restarts at the start entity"
+            new = walker.extend(path.prefix(0), settings.path_hops, adjust, step_back=settings.step_back)
         similarity = jaccard(path, new)
         entry.update(
             {
@@ -418,7 +439,7 @@ def refine(
         "initial_path": [n.name for n in initial.nodes],
         "cycles": cycles,
         "final_path": [n.name for n in path.nodes],
-        "refined": initial.ids != path.ids or [e.id for e in initial.edges] != [e.id for e in path.edges],
+        "refined": not _same(initial, path),
         "stop": stop,
     }
     emit("path", **trace)  # one start's refinement, as soon as it is done
@@ -472,6 +493,11 @@ def _relation_pull(path: WalkPath, nodes: Sequence[Any], missing: Sequence[str],
         for nb, score in zip(around, scores, strict=True):
             best[nb.node.id] = max(best.get(nb.node.id, 0.0), float(score))
     return np.asarray([best.get(n.id, 0.0) for n in nodes])
+
+
+def _same(a: WalkPath, b: WalkPath) -> bool:
+    """Whether two paths take the same nodes by the same edges."""
+    return a.ids == b.ids and [e.id for e in a.edges] == [e.id for e in b.edges]
 
 
 def merge_paths(paths: list[WalkPath]) -> list[EvidencePath]:
