@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,19 +34,13 @@ import polars as pl
 
 from benchmarks.bench_identity_scale import random_edges
 from benchmarks.bench_primekg_scale import bundle_path
-from benchmarks.common import WORK, record, settings_and_data
+from benchmarks.common import WORK, record, run_measured, settings_and_data
 from metakg.identity.names import keys_of
 from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
 from metakg.schemas.tables import conform_edges, conform_nodes
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARES = {"variants": 0.2, "synonyms": 0.2}  # the rest of the items are other names
-#: runs a command and writes its peak resident memory last on stderr (each resolve measured on its own)
-PEAK_OF = (
-    "import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
-    "print(f'peak_kib {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr); "
-    "sys.exit(done.returncode)"
-)
 
 
 def name_pools(er: Path) -> tuple[pl.DataFrame, list[str]]:
@@ -186,16 +178,10 @@ def main() -> None:
     figures: dict[str, object] = {"primekg_nodes": p_nodes, "primekg_edges": p_edges, "wikidata_items": planted.height}
     for scorer in args.scorer or ["exact", "fuzzy"]:
         out = work / f"resolved_{scorer}"
-        started = time.perf_counter()
         command = [metakg, "resolve", str(made["primekg"]), str(made["wikidata"]), "-o", str(out), "--names",
                    scorer, "--json"]  # fmt: skip
-        done = subprocess.run(
-            [sys.executable, "-c", PEAK_OF, *command], capture_output=True, text=True, cwd=ROOT, check=False
-        )
-        wall = time.perf_counter() - started
-        if done.returncode != 0:
-            sys.exit(f"metakg resolve --names {scorer} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-        peak = int(done.stderr.strip().splitlines()[-1].removeprefix("peak_kib ")) / 1024
+        done = run_measured(command, cwd=ROOT)
+        wall, peak = done.seconds, done.peak_mib
         report = json.loads(done.stdout.strip().splitlines()[-1])
         found = joined(out, planted)
         figures[scorer] = {

@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from benchmarks.bench_primekg_scale import bundle_path
-from benchmarks.common import WORK, record
+from benchmarks.common import WORK, record, run_measured
 from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
 from metakg.schemas.tables import conform_edges, conform_nodes
 
@@ -106,19 +103,9 @@ def main() -> None:
     wikidata = WORK / f"identity_wikidata_{args.items}"
     expected = wikidata_bundle(primekg, wikidata, args.items, args.shared)
     out = WORK / "identity_resolved"
-    started = time.perf_counter()
     metakg = str(Path(sys.executable).with_name("metakg"))
-    done = subprocess.run(
-        [metakg, "resolve", str(primekg), str(wikidata), "-o", str(out), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
-    wall = time.perf_counter() - started
-    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    if done.returncode != 0:
-        sys.exit(f"metakg resolve failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    done = run_measured([metakg, "resolve", str(primekg), str(wikidata), "-o", str(out), "--json"], cwd=ROOT)
+    wall, peak_mib = done.seconds, done.peak_mib
     report = json.loads(done.stdout.strip().splitlines()[-1])
     p_nodes = pl.scan_parquet(primekg / "nodes.parquet").select(pl.len()).collect().item()
     p_edges = pl.scan_parquet(primekg / "edges.parquet").select(pl.len()).collect().item()

@@ -6,12 +6,14 @@ import json
 import os
 import platform
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,45 @@ import numpy as np
 
 WORK = Path(__file__).resolve().parent / ".work"
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+#: ``python -c PEAK_OF command...`` runs the command and writes its peak resident memory last on stderr, as
+#: ``peak_kib N``. A child's ``ru_maxrss`` carries the high-water mark of the process that forked it (Linux
+#: copies it at exec), so a part started by a benchmark that holds gigabytes (a generated input) would read
+#: them as its own; started from this small process, the figure is the part's own, on a first run as on a
+#: repeated one.
+PEAK_OF = (
+    "import os, subprocess, sys; child = subprocess.Popen(sys.argv[1:]); _, status, usage = os.wait4(child.pid, 0); "
+    "print(f'peak_kib {usage.ru_maxrss}', file=sys.stderr); sys.exit(os.waitstatus_to_exitcode(status))"
+)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A command run on its own: wall seconds, its own peak resident memory, its output."""
+
+    seconds: float
+    peak_mib: float
+    stdout: str
+    stderr: str
+
+
+def run_measured(command: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> Measured:
+    """Run ``command`` through :data:`PEAK_OF` and return its time, peak memory and output.
+
+    Raises:
+        RuntimeError: the command failed (the end of its output is in the message).
+    """
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_OF, *command], capture_output=True, text=True, cwd=cwd, env=env, check=False
+    )
+    seconds = time.perf_counter() - start
+    lines = done.stderr.rstrip().splitlines()
+    peak = lines.pop() if lines and lines[-1].startswith("peak_kib ") else None
+    if done.returncode != 0 or peak is None:
+        raise RuntimeError(f"{shlex.join(command[:4])} ... failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return Measured(seconds, int(peak.removeprefix("peak_kib ")) / 1024, done.stdout, "\n".join(lines))
 
 
 def peak_rss_mib() -> float:

@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,14 +157,17 @@ def stop(server: Server, timeout: float = 60.0) -> None:
     os.kill(server.pid, signal.SIGKILL)
 
 
-def admin_import(home: Path, arguments: list[str], timeout: float = 3600.0) -> subprocess.CompletedProcess[str]:
-    """Run ``neo4j-admin database import full ARGUMENTS`` from the same jars, with ``home`` as NEO4J_HOME.
+def admin_import(
+    home: Path, arguments: list[str], timeout: float = 3600.0, *, prefix: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
+    """Run ``neo4j-admin database import full ARGUMENTS`` from the same jars, with ``home`` as NEO4J_HOME
+    (``prefix``: a command the java command is given to, such as a benchmark's memory meter).
 
     A server started afterwards with the same ``home`` serves the imported database.
     """
     (home / "conf").mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
-    command = ["java", "-cp", build(), "org.neo4j.cli.AdminTool", "database", "import", "full", *arguments]
+    command = [*prefix, "java", "-cp", build(), "org.neo4j.cli.AdminTool", "database", "import", "full", *arguments]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 

@@ -1,5 +1,5 @@
 """The MetaQA-style multi-hop question sets: gold is every entity the relation path reaches, never through
-the topic again; halves by topic; two wordings."""
+the topic again; halves by topic; three wordings."""
 
 from __future__ import annotations
 
@@ -31,16 +31,18 @@ def test_gold_is_every_entity_the_path_reaches_never_through_the_topic() -> None
     assert kb.follow("Michael Mann", ("written_by_reverse", "directed_by")) == set()
 
 
-def test_questions_keep_to_one_half_per_topic_and_come_in_two_wordings(tmp_path: Path) -> None:
+def test_questions_keep_to_one_half_per_topic_and_come_in_three_wordings(tmp_path: Path) -> None:
     kb = KB(LINES)
-    paths = {("written_by_reverse", "directed_by"): (("who directed the films written by [{}]",), ("b [{}]",))}
+    paths = {
+        ("written_by_reverse", "directed_by"): (("who directed the films written by [{}]",), ("b [{}]",), ("c [{}]",))
+    }
     questions = generate(kb, paths, per_path=10)  # type: ignore[arg-type]
     assert {q.topic for q in questions} == {"Stuart Beattie"}  # Michael Mann's answer set is empty
-    assert sorted(q.family for q in questions) == ["a", "b"]
+    assert sorted(q.family for q in questions) == ["a", "b", "c"]
     assert all(q.half == half(q.topic) and 1 <= len(q.answers) <= MAX_GOLD for q in questions)
     kb_file = tmp_path / "kb.txt"
     kb_file.write_text("\n".join(LINES), encoding="utf-8")
     files = build(kb_file, tmp_path / "sets", per_path=(5, 5))
-    assert set(files) == {f"{h}_{n}" for h in ("2hop", "3hop") for n in ("tune", "held", "held_b")}
+    assert set(files) == {f"{h}_{n}" for h in ("2hop", "3hop") for n in ("tune", "tune_c", "held", "held_b")}
     rows = [r for f in files.values() for r in csv.DictReader(f.open(encoding="utf-8"), delimiter="\t")]
     assert rows and all(r["question"].count("[") == 1 and r["answers"] for r in rows)
