@@ -14,7 +14,9 @@ from metakg.api._shared import Counter, JsonResult, Progress, quiet
 from metakg.config import Settings
 from metakg.errors import BundleError, UsageError
 from metakg.llm.embedder import LazyEmbedder, embed_in_blocks
+from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.rdf_export import QUAD_FORMATS, RdfFormat, write_rdf
+from metakg.qa_engine.services import keep_phrases
 from metakg.schemas.bundle import (
     Bundle,
     merge_bundles,
@@ -366,7 +368,8 @@ def export_rdf(
 def embed_bundle(
     path: Path, settings: Settings, *, progress: Progress | None = None, counter: Counter | None = None
 ) -> EmbeddingsEntry:
-    """Compute name embeddings for every node and store them in the bundle (``embeddings.parquet``).
+    """Compute name embeddings for every node and store them in the bundle (``embeddings.parquet``); the
+    graph's phrase index is built into the cache too, so the first question does not build it.
 
     Args:
         path: the bundle directory.
@@ -387,6 +390,9 @@ def embed_bundle(
         embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
         vectors = embed_in_blocks(embedder, bundle.nodes["name"].to_list(), counter)
         dim = int(vectors.shape[1]) if len(vectors) else embedder.dim
-        return EmbeddingsEntry(
+        entry = EmbeddingsEntry(
             **write_embeddings(path, bundle, bundle.nodes["id"], vectors, model=embedder.name, dim=dim)
         )
+    # the graph is ready to ask: its phrase index is built now, not at the first question of a later process
+    keep_phrases(EmbeddedStore.from_bundle(bundle), settings.paths.cache_dir)
+    return entry

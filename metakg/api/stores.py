@@ -27,6 +27,7 @@ from metakg.loaders.neo4j_loader import FollowReport, LoadReport, Neo4jLoader
 from metakg.loaders.neo4j_loader import graph_as_of as neo4j_graph_as_of
 from metakg.loaders.neo4j_loader import versions_of as neo4j_versions_of
 from metakg.loaders.neo4j_store import Neo4jStore, connect
+from metakg.qa_engine.services import keep_phrases
 from metakg.redact import mask_url
 from metakg.schemas.bundle import Bundle, read_bundle, read_embeddings, source_entry, write_bundle
 from metakg.schemas.bundle_dir import writing
@@ -371,6 +372,9 @@ def load_neo4j(
         report: FollowReport | LoadReport = (
             loader.follow(bundle, history=history) if mode == "follow" else loader.load(bundle, checkpoint_dir=path)
         )
+        # the database is ready to ask: its phrase index is built now, not at a later first question
+        with Neo4jStore(driver, database=settings.neo4j.database, target=settings.neo4j.uri) as store:
+            keep_phrases(store, settings.paths.cache_dir)
     if isinstance(report, FollowReport):
         nodes = sum(c["nodes"] for c in report.counts_by_source.values())
         edges = sum(c["edges"] for c in report.counts_by_source.values())

@@ -145,6 +145,26 @@ def save_phrases(index: PhraseIndex, path: Path) -> None:
                 left.unlink()
 
 
+def phrases_file(names: Sequence[str], cache_dir: Path) -> Path:
+    """Where the phrase index of exactly these ``names`` (in this order) is kept under ``cache_dir``."""
+    digest = hashlib.sha256(f"{PhraseIndex.FORMAT}\0".encode())
+    for name in names:
+        digest.update(name.encode("utf-8", "surrogatepass") + b"\0")
+    return cache_dir / "phrases" / f"{digest.hexdigest()[:32]}.json"
+
+
+def keep_phrases(store: GraphStore, cache_dir: Path) -> Path:
+    """Build the phrase index of ``store``'s names into ``cache_dir`` unless it is there, and return its file.
+
+    The steps that make a graph to ask (``embed``, ``load neo4j``) call it, so the first question of a later
+    process reads the index instead of building it (seconds at 100k names)."""
+    names = store.names()
+    path = phrases_file(names, cache_dir)
+    if not path.is_file():
+        save_phrases(PhraseIndex(names), path)
+    return path
+
+
 class QAServices:
     """The shared services of one QA context; each is made on first use.
 
@@ -182,10 +202,7 @@ class QAServices:
             if self._cache_dir is None:
                 self._phrases = PhraseIndex(names)
                 return self._phrases
-            digest = hashlib.sha256(f"{PhraseIndex.FORMAT}\0".encode())
-            for name in names:
-                digest.update(name.encode("utf-8", "surrogatepass") + b"\0")
-            path = self._cache_dir / "phrases" / f"{digest.hexdigest()[:32]}.json"
+            path = phrases_file(names, self._cache_dir)
             found = PhraseIndex.load(path)  # kept local: another question may be setting the attribute meanwhile
             if found is None:
                 found = PhraseIndex(names)

@@ -439,3 +439,30 @@ def test_with_history_neo4j_reads_any_earlier_load_back(
     between = graph_as_of(driver, database, parse_time(second.recorded_at))
     assert shape(between, "test") == expected(v2)  # version 2 is still readable after going back
     assert shape(graph_as_of(driver, database, parse_time(back.recorded_at)), "test") == expected(v1)
+
+
+def test_load_keeps_the_phrase_index_of_the_database(
+    clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After ``load neo4j`` the first question of another process reads the phrase index the load built."""
+    from metakg import api
+    from metakg.config import load_settings
+    from metakg.qa_engine.services import QAServices, phrases_file
+    from metakg.text_processing import PhraseIndex
+    from tests.conftest import HashEmbedder
+
+    base = load_settings()
+    settings = base.model_copy(
+        update={"neo4j": neo4j_settings, "paths": base.paths.model_copy(update={"cache_dir": tmp_path / "cache"})}
+    )
+    api.write_validated(tmp_path / "kg", small_bundle(), settings)
+    api.load_neo4j(tmp_path / "kg", settings)
+    store = Neo4jStore(clean_neo4j, database=neo4j_settings.database, target=neo4j_settings.uri)
+    assert phrases_file(store.names(), tmp_path / "cache").is_file()
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the phrase index was built at the question")
+
+    monkeypatch.setattr(PhraseIndex, "__init__", refuse)
+    services = QAServices(store, HashEmbedder(), max_entries=100, cache_dir=tmp_path / "cache")
+    assert "aspirin" in [n.lower() for n in services.phrases.find("what does aspirin treat")]
