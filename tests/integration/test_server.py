@@ -397,3 +397,43 @@ def test_triples_are_added_only_with_allow_writes_and_the_bundle_keeps_them(bund
         assert again.get("/api/nodes/kg:notes/ibuprofen").json()["name"] == "ibuprofen"
     finally:
         stop(again)
+
+
+def test_two_servers_over_one_neo4j_answer_alike_under_load(
+    bundle: Path, clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path, any_embedder: None
+) -> None:
+    """Scaling out: two ``metakg serve`` processes over one Neo4j, sharing one cache folder, asked at once from
+    many threads, give every question the same evidence, each other's and a lone request's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    env = {
+        "NEO4J_URI": neo4j_settings.uri,
+        "NEO4J_DATABASE": neo4j_settings.database,
+        "METAKG_PATHS__CACHE_DIR": str(tmp_path / "cache"),  # shared: the phrase index file, the model, replies
+    }
+    api.load_neo4j(bundle, load_settings().model_copy(update={"neo4j": neo4j_settings}))
+    servers = [start(["--neo4j"], tmp_path / f"serve{i}.log", env=env) for i in range(2)]
+    questions = ["What does aspirin treat?", "What treats migraine?", "Is fever a symptom of flu?", "What is ASA?"]
+    asks = [
+        {"question": q, "strategy": strategy, "use_llm": False}
+        for q in questions
+        for strategy in ("kg_rag", "metakgrag")
+    ]
+
+    def evidence(served: Served, body: dict[str, Any]) -> tuple[int, list[Any]]:
+        reply = served.post("/api/ask", json=body)
+        return reply.status_code, [path["triples"] for path in reply.json().get("evidence", [])]
+
+    try:
+        alone = [evidence(servers[0], body) for body in asks]
+        assert all(status == 200 for status, _ in alone) and any(found for _, found in alone)
+        work = [(servers[i % 2], asks[i % len(asks)]) for i in range(6 * len(asks))]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            together = list(pool.map(lambda job: evidence(*job), work))
+        for i, got in enumerate(together):
+            assert got == alone[i % len(asks)], (i, asks[i % len(asks)])
+    finally:
+        for served in servers:
+            stop(served)
+    for i in range(2):
+        assert "Traceback" not in (tmp_path / f"serve{i}.log").read_text(encoding="utf-8")
