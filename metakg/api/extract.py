@@ -42,8 +42,9 @@ from metakg.ingest.datasets import (
     formats_table,
     read_dataset,
 )
+from metakg.llm.client import ChatRequest, LLMClient
 from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
-from metakg.llm.usage import UsageSummary
+from metakg.llm.usage import UsageSummary, price
 from metakg.schemas.bundle import (
     EXTRACTION_FILE,
     read_bundle,
@@ -174,6 +175,106 @@ class Extraction(JsonResult):
         return self.failed == 0 and self.skipped_budget == 0
 
 
+#: tokens a chat template adds around each message and to open the reply, counted beside the messages'
+#: own (OpenAI's rule: 4 and 3; ChatML, SmolLM2's template, adds 5 and 3)
+PER_MESSAGE_TOKENS, REPLY_TOKENS = 4, 3
+#: what a provider's batch API charges against its list price (OpenAI Batch, Anthropic Message Batches)
+BATCH_DISCOUNT = 0.5
+
+
+@dataclass(frozen=True)
+class ExtractEstimate(JsonResult):
+    """What an extraction would send before it sends anything (``extract --estimate``): the ``units``, those
+    whose reply is already cached or kept by an update (``answered``), the ``calls`` left, their
+    ``prompt_tokens`` (by the endpoint's own tokenizer where it offers one: ``tokenizer``) and at most
+    ``max_completion_tokens``; the price at list and batch rates (``llm.prices_per_mtok``), from the prompts
+    alone (``*_usd_min``) to every reply at ``llm.max_tokens`` (``*_usd_max``); None without a price for the
+    model."""
+
+    model: str
+    units: int
+    answered: int
+    calls: int
+    prompt_tokens: int
+    max_completion_tokens: int
+    tokenizer: str
+    list_usd_min: float | None
+    list_usd_max: float | None
+    batch_usd_min: float | None
+    batch_usd_max: float | None
+
+
+async def _prompt_tokens(client: LLMClient, requests: Sequence[ChatRequest]) -> tuple[int, str]:
+    """The prompt tokens of ``requests``: each message by the endpoint's tokenizer plus the template's tokens,
+    or, where the endpoint has no tokenizer, a quarter of the characters (said so)."""
+    texts = [m.content for r in requests for m in r.messages]
+    counter = getattr(getattr(client, "inner", client), "count_tokens", None)
+    counts = await counter(texts) if counter is not None and texts else None
+    template = sum(len(r.messages) * PER_MESSAGE_TOKENS + REPLY_TOKENS for r in requests)
+    if counts is not None:
+        return sum(counts) + template, "the endpoint's tokenizer"
+    return sum(-(-len(t) // 4) for t in texts) + template, "characters / 4 (the endpoint has no tokenizer)"
+
+
+async def _preview(client: LLMClient, units: Sequence[Unit], settings: Settings, answered: int) -> ExtractEstimate:
+    """The estimate of sending ``units`` (those not cached) through ``client``."""
+    llm = settings.llm
+    requests = [unit_request(u, client.model, temperature=llm.temperature, max_tokens=llm.max_tokens) for u in units]
+    cached = getattr(getattr(client, "inner", client), "cached", None)
+    fresh = [r for r in requests if cached is None or not cached(r)]
+    tokens, tokenizer = await _prompt_tokens(client, fresh)
+    most = len(fresh) * llm.max_tokens
+    priced = client.model in llm.prices_per_mtok
+    low = price(llm.prices_per_mtok, client.model, tokens, 0) if priced else None
+    high = price(llm.prices_per_mtok, client.model, tokens, most) if priced else None
+    return ExtractEstimate(
+        model=client.model,
+        units=len(units) + answered,
+        answered=answered + len(requests) - len(fresh),
+        calls=len(fresh),
+        prompt_tokens=tokens,
+        max_completion_tokens=most,
+        tokenizer=tokenizer,
+        list_usd_min=None if low is None else round(low, 6),
+        list_usd_max=None if high is None else round(high, 6),
+        batch_usd_min=None if low is None else round(low * BATCH_DISCOUNT, 6),
+        batch_usd_max=None if high is None else round(high * BATCH_DISCOUNT, 6),
+    )
+
+
+def estimate_extraction(
+    source: TextSource, settings: Settings, *, options: ExtractOptions | None = None, progress: Progress | None = None
+) -> ExtractEstimate:
+    """What ``extract`` would send for ``source``, before any LLM call: calls, prompt tokens and price.
+
+    The configured endpoint is asked for token counts only (the local server is started for them).
+
+    Raises:
+        UsageError: bad dataset name, limit or concurrency.
+        InputDataError: the dataset cannot be read.
+        ConfigError: no endpoint configured and the local model cannot be started.
+    """
+    options = options or ExtractOptions()
+    check_dataset_name(source.dataset)
+    at_least_one("--limit", source.limit)
+    data = _read(source)
+    units = plan_units(data.records, chunk_chars=settings.extract.chunk_chars, relations=settings.extract.relations)
+    stored = _earlier_run(options.update, source.dataset)[1] if options.update is not None else None
+    with llm_session(settings, progress=progress) as client:
+        _keys, kept, ask = _left(units, client.model, settings, stored)
+        return run_with(client, _preview(client, ask, settings, len(kept)))
+
+
+def _left(
+    units: Sequence[Unit], model: str, settings: Settings, stored: pl.DataFrame | None
+) -> tuple[list[str], dict[int, Outcome], list[Unit]]:
+    """Each unit's request key, the outcomes an update keeps (by unit index), and the units left to ask."""
+    llm = settings.llm
+    keys = [unit_request(u, model, temperature=llm.temperature, max_tokens=llm.max_tokens).key() for u in units]
+    kept = stored_outcomes(stored, units, keys) if stored is not None else {}
+    return keys, kept, [u for i, u in enumerate(units) if i not in kept]
+
+
 def _check(source: TextSource, out: Path, settings: Settings, options: ExtractOptions) -> None:
     """Refuse a request that cannot run, before any work.
 
@@ -240,11 +341,15 @@ def _ask(
     llm = settings.llm.model_copy(update={"concurrency": options.concurrency or settings.llm.concurrency})
     session_settings = settings.model_copy(update={"llm": llm})
     with llm_session(session_settings, run_id=run_id, progress=progress) as client:
-        keys = [
-            unit_request(u, client.model, temperature=llm.temperature, max_tokens=llm.max_tokens).key() for u in units
-        ]
-        kept = stored_outcomes(stored, units, keys) if stored is not None else {}
-        ask = [u for i, u in enumerate(units) if i not in kept]
+        keys, kept, ask = _left(units, client.model, session_settings, stored)
+        if options.budget_usd is not None and client.model in llm.prices_per_mtok:
+            preview = run_with(client, _preview(client, ask, session_settings, len(kept)))
+            if preview.list_usd_min is not None and preview.list_usd_min > options.budget_usd:
+                raise UsageError(
+                    f"the {preview.calls} calls left would cost at least USD {preview.list_usd_min:.4f} for their "
+                    f"{preview.prompt_tokens:,} prompt tokens alone ({preview.tokenizer}), over --budget-usd "
+                    f"{options.budget_usd:g}; nothing was sent (extract --estimate shows the figures)."
+                )
         say(f"extracting from {len(ask)} prompts with {client.model}" + (f" ({len(kept)} unchanged)" if kept else ""))
         asked, stats = run_with(
             client,

@@ -56,7 +56,16 @@ def extract(
     limit: int | None = typer.Option(None, help="Use only the first N records."),
     concurrency: int | None = typer.Option(None, help="LLM requests in flight (default: llm.concurrency, 4)."),
     budget_usd: float | None = typer.Option(
-        None, "--budget-usd", help="Stop sending new requests once fresh calls cost this much (llm.prices_per_mtok)."
+        None,
+        "--budget-usd",
+        help="Refuse a run whose prompts alone would cost more (by the preview of --estimate), and stop sending "
+        "new requests once fresh calls cost this much (llm.prices_per_mtok).",
+    ),
+    estimate: bool = typer.Option(
+        False,
+        "--estimate",
+        help="Print what the run would send (calls, prompt tokens by the endpoint's tokenizer, price at list and "
+        "batch rates) and stop: no extraction call is made, nothing is written.",
     ),
     link_to: Path | None = typer.Option(
         None, "--link-to", help="A bundle (e.g. PrimeKG, Wikidata) whose ids matching mentions take."
@@ -95,12 +104,21 @@ def extract(
     with guarded("extract", json_mode):
         if fmt not in api.FORMATS:
             raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(api.FORMATS)}.")
+        name = dataset or (api.extracted_dataset(update) if update else None) or _default_dataset(dataset_file)
+        source = api.TextSource(dataset_file, fmt, name, text_field, id_field, time_field, limit)
+        options = api.ExtractOptions(concurrency, budget_usd, link_to, identity, update, history)
+        if estimate:
+            with progress(f"estimating the extraction of {dataset_file}") as say:
+                preview = api.estimate_extraction(source, cfg, options=options, progress=say)
+            if not json_mode:
+                out.print(_estimate_lines(preview))
+            finish(True, {"command": "extract --estimate", **preview.as_dict()}, json_mode=json_mode)
+            return
         if output is None and update is None:
             raise UsageError("give --output DIR (or --update BUNDLE to update that bundle in place).")
         api.rejects_tolerated(0, 0, max_rejects)  # a bad value is a usage error before any work
         output = output or update
         assert output is not None
-        name = dataset or (api.extracted_dataset(update) if update else None) or _default_dataset(dataset_file)
         with progress(f"extracting from {dataset_file}") as say, progress_bar("prompts") as advance:
 
             def count(stats: api.RunStats) -> None:
@@ -111,14 +129,7 @@ def extract(
                     f"{stats.cache_hits} cached · {stats.failed} failed",
                 )
 
-            summary = api.extract(
-                api.TextSource(dataset_file, fmt, name, text_field, id_field, time_field, limit),
-                output,
-                cfg,
-                options=api.ExtractOptions(concurrency, budget_usd, link_to, identity, update, history),
-                progress=say,
-                counter=count,
-            )
+            summary = api.extract(source, output, cfg, options=options, progress=say, counter=count)
         complete = summary.complete
         if not json_mode:
             out.print(
@@ -152,3 +163,20 @@ def extract(
             {"command": "extract", **summary.as_dict()},
             json_mode=json_mode,
         )
+
+
+def _estimate_lines(preview: api.ExtractEstimate) -> str:
+    """The estimate as a person reads it."""
+
+    def usd(low: float | None, high: float | None) -> str:
+        return "no price for this model (llm.prices_per_mtok)" if low is None else f"USD {low:.4f} to {high:.4f}"
+
+    return (
+        f"{preview.units} prompts with {preview.model}: {preview.answered} already answered (cache or update), "
+        f"{preview.calls} calls to make\n"
+        f"{preview.prompt_tokens:,} prompt tokens ({preview.tokenizer}), at most "
+        f"{preview.max_completion_tokens:,} completion tokens\n"
+        f"list price {usd(preview.list_usd_min, preview.list_usd_max)}; "
+        f"batch price {usd(preview.batch_usd_min, preview.batch_usd_max)} (prompts only, to every reply at "
+        f"llm.max_tokens)"
+    )

@@ -165,6 +165,34 @@ class OpenAICompatibleClient:
             self._cache.put(request, completion, endpoint=self.cache_scope)
         return completion
 
+    def cached(self, request: ChatRequest) -> bool:
+        """Whether the response cache already holds a reply to ``request`` (a run would not send it)."""
+        return self._cache is not None and self._cache.get(request, endpoint=self.cache_scope) is not None
+
+    async def count_tokens(self, texts: list[str]) -> list[int] | None:
+        """Each text's tokens by the endpoint's own tokenizer (llama.cpp's and llama-cpp-python's servers offer
+        ``/extras/tokenize/count``, vLLM's ``/tokenize``), or None when the endpoint offers neither."""
+        import httpx
+
+        root = self._url.rstrip("/").removesuffix("/v1")
+        headers = {"Authorization": self._authorization} if self._authorization else {}
+        key = self._settings.api_key.get_secret_value()
+        if key and not self._authorization:
+            headers["Authorization"] = f"Bearer {key}"
+        async with httpx.AsyncClient(timeout=self._settings.timeout_s, headers=headers) as http:
+            for path in ("/extras/tokenize/count", "/tokenize"):
+                try:
+                    counts = []
+                    for text in texts:  # "input" for llama-cpp-python, "prompt" for vLLM
+                        reply = await http.post(root + path, json={"model": self.model, "input": text, "prompt": text})
+                        reply.raise_for_status()
+                        body = reply.json()
+                        counts.append(int(body["count"]) if "count" in body else len(body["tokens"]))
+                    return counts
+                except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                    continue  # not this endpoint's way
+        return None
+
     def _credentials(self) -> list[str]:
         """What this client sends that an error text must never show: the API key, the URL's basic auth."""
         return credentials_in(self._authorization, self._settings.api_key.get_secret_value())

@@ -117,3 +117,36 @@ def test_an_update_through_the_local_model_asks_only_for_edited_records(
             assert edge not in after or after[edge] <= edited
     assert all(ids <= edited for edge, ids in after.items() if edge not in before)  # new edges: edited records'
     assert update["edges_changes"]["retracted"] == len(set(before) - set(after))
+
+
+def test_the_estimate_counts_what_the_run_then_bills_and_a_budget_refuses_before_any_call(
+    local_llm: local_server.LocalServer, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", local_llm.base_url)
+    monkeypatch.setenv("METAKG_LLM__MODEL", local_llm.model)
+    monkeypatch.setenv("METAKG_LLM__MAX_TOKENS", "64")
+    monkeypatch.setenv("METAKG_LLM__TIMEOUT_S", "120")
+    cache_dir = Path(os.environ["METAKG_PATHS__CACHE_DIR"])
+    source = [str(data_dir / "commonsenseqa/csqa_dev_official_schema.jsonl"), "-f", "csqa", "--limit", "12"]
+    out = tmp_path / "b"
+    _, estimate = run("extract", *source, "--estimate", "--json")
+    assert estimate["units"] == estimate["calls"] == 12 and estimate["answered"] == 0
+    assert estimate["tokenizer"] == "the endpoint's tokenizer" and estimate["max_completion_tokens"] == 12 * 64
+    assert estimate["list_usd_min"] is None  # no price for the local model
+    assert not out.exists() and not _ledger(cache_dir)  # nothing sent, nothing written
+
+    # priced, the prompts alone are over the budget: refused before any call
+    monkeypatch.setenv("METAKG_LLM__PRICES_PER_MTOK", json.dumps({local_llm.model: [1000.0, 1000.0]}))
+    _, priced = run("extract", *source, "--estimate", "--json")
+    assert priced["list_usd_min"] == pytest.approx(priced["prompt_tokens"] * 1000 / 1e6, rel=1e-3)
+    assert priced["batch_usd_max"] == pytest.approx(priced["list_usd_max"] / 2, rel=1e-3)
+    result, refused = run("extract", *source, "-o", str(out), "--budget-usd", "0.5", "--json", code=2)
+    assert "--budget-usd" in refused["error"] and "nothing was sent" in refused["error"]
+    assert not _ledger(cache_dir) and not out.exists()
+
+    monkeypatch.delenv("METAKG_LLM__PRICES_PER_MTOK")
+    _, ran = run("extract", *source, "-o", str(out), "--json", code=None)
+    assert ran["llm_calls"] == 12 and ran["failed"] == 0
+    assert abs(ran["prompt_tokens"] - estimate["prompt_tokens"]) <= 0.05 * ran["prompt_tokens"], (ran, estimate)
+    _, again = run("extract", *source, "--estimate", "--json")
+    assert again["calls"] == 0 and again["answered"] == 12 and again["prompt_tokens"] == 0
