@@ -24,6 +24,14 @@ def _ledger(cache_dir: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def use_local(monkeypatch: pytest.MonkeyPatch, local_llm: local_server.LocalServer, *, max_tokens: int) -> None:
+    """Point the run at the session's local server, with short replies and a patient timeout."""
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", local_llm.base_url)
+    monkeypatch.setenv("METAKG_LLM__MODEL", local_llm.model)
+    monkeypatch.setenv("METAKG_LLM__MAX_TOKENS", str(max_tokens))
+    monkeypatch.setenv("METAKG_LLM__TIMEOUT_S", "120")
+
+
 def _accounted(bundle_dir: Path, units: int) -> None:
     bundle = read_bundle(bundle_dir)
     in_edges = set(bundle.edges["record_ids"].explode().drop_nulls().to_list())
@@ -48,10 +56,7 @@ def test_extraction_with_the_local_model_validates_and_a_rerun_is_free(
     path: str,
     limit: int,
 ) -> None:
-    monkeypatch.setenv("METAKG_LLM__BASE_URL", local_llm.base_url)
-    monkeypatch.setenv("METAKG_LLM__MODEL", local_llm.model)
-    monkeypatch.setenv("METAKG_LLM__MAX_TOKENS", "128")
-    monkeypatch.setenv("METAKG_LLM__TIMEOUT_S", "120")
+    use_local(monkeypatch, local_llm, max_tokens=128)
     cache_dir = Path(os.environ["METAKG_PATHS__CACHE_DIR"])
     out = tmp_path / "b"
     args = ["extract", str(data_dir / path), "-f", fmt, "-o", str(out), "--limit", str(limit), "--json"]
@@ -85,10 +90,7 @@ def test_an_update_through_the_local_model_asks_only_for_edited_records(
 ) -> None:
     """20 records, then 3 removed and 2 edited: 2 LLM calls with an empty cache, and the edges retracted
     are exactly those the first run's provenance ties only to removed or edited records."""
-    monkeypatch.setenv("METAKG_LLM__BASE_URL", local_llm.base_url)
-    monkeypatch.setenv("METAKG_LLM__MODEL", local_llm.model)
-    monkeypatch.setenv("METAKG_LLM__MAX_TOKENS", "128")
-    monkeypatch.setenv("METAKG_LLM__TIMEOUT_S", "120")
+    use_local(monkeypatch, local_llm, max_tokens=128)
     lines = (data_dir / "commonsenseqa" / "csqa_dev_official_schema.jsonl").read_text().splitlines()[:20]
     first = tmp_path / "v1.jsonl"
     first.write_text("\n".join(lines) + "\n")
@@ -122,10 +124,7 @@ def test_an_update_through_the_local_model_asks_only_for_edited_records(
 def test_the_estimate_counts_what_the_run_then_bills_and_a_budget_refuses_before_any_call(
     local_llm: local_server.LocalServer, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("METAKG_LLM__BASE_URL", local_llm.base_url)
-    monkeypatch.setenv("METAKG_LLM__MODEL", local_llm.model)
-    monkeypatch.setenv("METAKG_LLM__MAX_TOKENS", "64")
-    monkeypatch.setenv("METAKG_LLM__TIMEOUT_S", "120")
+    use_local(monkeypatch, local_llm, max_tokens=64)
     cache_dir = Path(os.environ["METAKG_PATHS__CACHE_DIR"])
     source = [str(data_dir / "commonsenseqa/csqa_dev_official_schema.jsonl"), "-f", "csqa", "--limit", "12"]
     out = tmp_path / "b"
@@ -140,7 +139,7 @@ def test_the_estimate_counts_what_the_run_then_bills_and_a_budget_refuses_before
     _, priced = run("extract", *source, "--estimate", "--json")
     assert priced["list_usd_min"] == pytest.approx(priced["prompt_tokens"] * 1000 / 1e6, rel=1e-3)
     assert priced["batch_usd_max"] == pytest.approx(priced["list_usd_max"] / 2, rel=1e-3)
-    result, refused = run("extract", *source, "-o", str(out), "--budget-usd", "0.5", "--json", code=2)
+    _, refused = run("extract", *source, "-o", str(out), "--budget-usd", "0.5", "--json", code=2)
     assert "--budget-usd" in refused["error"] and "nothing was sent" in refused["error"]
     assert not _ledger(cache_dir) and not out.exists()
 
