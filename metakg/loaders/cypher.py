@@ -150,6 +150,10 @@ def _recorded(x: str, history: bool) -> str:
     return f", {x}.recorded_at = datetime(row.recorded_at)" if history else ""
 
 
+def _verb(create: bool) -> str:
+    return "CREATE" if create else "MERGE"
+
+
 def merge_nodes(node_type: str, *, history: bool = False) -> str:
     """Upsert a batch ``$rows`` of ``{id, props, valid_from[, recorded_at]}`` as :Entity plus the type's label."""
     return (
@@ -158,32 +162,34 @@ def merge_nodes(node_type: str, *, history: bool = False) -> str:
     )
 
 
-def merge_edges(rel: str, *, history: bool = False) -> str:
-    """Upsert a batch ``$rows`` of ``{id, src, dst, props}`` as relationships of one type, keyed by edge id."""
+def merge_edges(rel: str, *, history: bool = False, create: bool = False) -> str:
+    """Upsert a batch ``$rows`` of ``{id, src, dst, props}`` as relationships of one type, keyed by edge id
+    (``create``: rows known to be absent are created, sparing MERGE's look along the endpoints' edges)."""
     return (
         f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
-        f"MERGE (a)-[r:{rel_type(rel)} {{id: row.id}}]->(b) "
+        f"{_verb(create)} (a)-[r:{rel_type(rel)} {{id: row.id}}]->(b) "
         f"SET r += row.props, {_EDGE_TIMES}{_recorded('r', history)}"
     )
 
 
-def merge_edges_generic(*, history: bool = False) -> str:
+def merge_edges_generic(*, history: bool = False, create: bool = False) -> str:
     """Upsert ``$rows`` of ``{id, src, dst, rel, props}`` as relationships of the one generic type, the
     relation as the ``rel`` property (open-vocabulary graphs: a schema of one relationship type stays
-    readable)."""
+    readable); ``create`` as for :func:`merge_edges`."""
     return (
         f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
-        f"MERGE (a)-[r:{GENERIC_TYPE} {{id: row.id}}]->(b) "
+        f"{_verb(create)} (a)-[r:{GENERIC_TYPE} {{id: row.id}}]->(b) "
         f"SET r += row.props, r.rel = row.rel, {_EDGE_TIMES}{_recorded('r', history)}"
     )
 
 
-def merge_edges_any_type(*, history: bool = False) -> str:
+def merge_edges_any_type(*, history: bool = False, create: bool = False) -> str:
     """Upsert ``$rows`` of ``{id, src, dst, rel, props}`` of any relationship types in one statement (Neo4j
-    5.26+ dynamic types): one query plan for all relations, where per-type statements compile once each."""
+    5.26+ dynamic types): one query plan for all relations, where per-type statements compile once each;
+    ``create`` as for :func:`merge_edges`."""
     return (
         f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
-        "MERGE (a)-[r:$(row.rel) {id: row.id}]->(b) "
+        f"{_verb(create)} (a)-[r:$(row.rel) {{id: row.id}}]->(b) "
         f"SET r += row.props, {_EDGE_TIMES}{_recorded('r', history)}"
     )
 

@@ -401,6 +401,7 @@ class Neo4jLoader:
         count: bool = True,
         recorded_at: datetime | None = None,
         kept_times: pl.DataFrame | None = None,
+        absent_edges: pl.Series | None = None,
     ) -> LoadReport:
         """Load ``bundle`` (validated) into the database: nodes, their name keys, then edges.
 
@@ -415,6 +416,8 @@ class Neo4jLoader:
                 no recording time (no history).
             kept_times: with history, rows (``id``, ``recorded_at`` ISO text) written again without a change of
                 content (an edge moved to another relationship layout), which keep the time they had.
+            absent_edges: ids of edges the caller knows the database does not hold (a follow's plan): they are
+                created, not merged (MERGE looks along both endpoints' edges first, which costs most at hubs).
 
         Returns:
             The counts in Neo4j after the load.
@@ -448,6 +451,10 @@ class Neo4jLoader:
         if keys.height:
             driver.execute_query(cypher.META_ENSURE, kind="keys", name="names", database_=database)
         batches.run(keys, "keys", None, ["id", "keys"], lambda _v: cypher.KEYS_REPLACE)
+        if absent_edges is not None and absent_edges.len():
+            absent = pl.col("id").is_in(absent_edges.implode())
+            self._write_edges(batches, edges.filter(absent), layout, history, dynamic, create=True)
+            edges = edges.filter(~absent)
         self._write_edges(batches, edges, layout, history, dynamic)
         if bundle.edges.height:
             write_meta(driver, database, "layout", "relations", {"rel_types": layout})
@@ -480,21 +487,31 @@ class Neo4jLoader:
             write_meta(self.driver, self.database, "embedding", cypher.VECTOR_INDEX, meta)
 
     def _write_edges(
-        self, batches: _Batches, edges: pl.DataFrame, layout: str, history: bool, dynamic: bool | None
+        self,
+        batches: _Batches,
+        edges: pl.DataFrame,
+        layout: str,
+        history: bool,
+        dynamic: bool | None,
+        *,
+        create: bool = False,
     ) -> None:
         """The edges in ``layout``: one generic type, or a type per relation (in shared batches when the server
-        takes types from parameters, else a statement per relation)."""
+        takes types from parameters, else a statement per relation); ``create``: edges known to be absent."""
         columns = ["id", "src", "dst", "created_at", "valid_from", "props", *(["recorded_at"] if history else [])]
+        kind = "new edges" if create else "edges"  # their own batch ids in a checkpoint
         if layout == "generic":  # one relationship type: every relation in shared batches
-            query = cypher.merge_edges_generic(history=history)
-            batches.run(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: query)
+            query = cypher.merge_edges_generic(history=history, create=create)
+            batches.run(edges.sort("rel", "id"), kind, None, [*columns, "rel"], lambda _rel: query)
         elif dynamic_types(self.driver, self.database) if dynamic is None else dynamic:
             for rel in edges["rel"].unique():
                 cypher.rel_type(rel)  # the same check as the per-type statements
-            query = cypher.merge_edges_any_type(history=history)
-            batches.run(edges.sort("rel", "id"), "edges", None, [*columns, "rel"], lambda _rel: query)
+            query = cypher.merge_edges_any_type(history=history, create=create)
+            batches.run(edges.sort("rel", "id"), kind, None, [*columns, "rel"], lambda _rel: query)
         else:
-            batches.run(edges, "edges", "rel", columns, lambda rel: cypher.merge_edges(rel, history=history))
+            batches.run(
+                edges, kind, "rel", columns, lambda rel: cypher.merge_edges(rel, history=history, create=create)
+            )
 
     # ------------------------------------------------------------------ follow
     def follow(self, bundle: Bundle, *, history: bool | None = None) -> FollowReport:
@@ -652,7 +669,10 @@ class Neo4jLoader:
         )
         inner = Neo4jLoader(self.driver, database=self.database, target=self.target, batch_size=self.batch_size,
                             embeddings=self.embeddings, progress=self.progress, rel_types=layout)  # fmt: skip
-        return inner.load(subset, count=False, recorded_at=recorded_at, kept_times=kept)
+        # edges no row of the database has (new ones, and those laid again, deleted by _remove) are created
+        held = plan.held_edges.filter(~pl.col("id").is_in(plan.relaid["id"].implode()))["id"]
+        absent = load_edges.filter(~load_edges.is_in(held.implode()))
+        return inner.load(subset, count=False, recorded_at=recorded_at, kept_times=kept, absent_edges=absent)
 
     def _record_sources(
         self, bundle: Bundle, sources: list[str], now: datetime, history: bool

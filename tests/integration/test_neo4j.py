@@ -366,6 +366,11 @@ def test_neo4j_follows_the_bundle_and_leaves_other_sources_alone(
     assert held(driver, "test") != expected(v1)
     follow(v1, batch_size=1)
     assert held(driver, "test") == expected(v1) and held(driver, "other") == expected(other)
+    # edges a follow knows are new are created, not merged: none is ever there twice
+    rows, _, _ = driver.execute_query(
+        "MATCH (:Entity)-[r]->(:Entity) RETURN count(r) AS n, count(DISTINCT r.id) AS ids", database_=database
+    )
+    assert rows[0]["n"] == rows[0]["ids"] == v1.edges.height + other.edges.height
 
 
 def test_with_history_neo4j_reads_any_earlier_load_back(
