@@ -353,7 +353,7 @@ class Neo4jStore(ClosingStore):
 
     def names(self) -> list[str]:
         """Every distinct node name and alias."""
-        return [r["name"] for r in self._run(cypher.NAMES)]
+        return list(self._run(cypher.NAMES)[0]["names"])
 
     def name_vectors(self, ids: Sequence[str]) -> dict[str, Vector]:
         """The ``embedding`` property of these nodes (set by loading a bundle with embeddings)."""
