@@ -372,9 +372,11 @@ def load_neo4j(
         report: FollowReport | LoadReport = (
             loader.follow(bundle, history=history) if mode == "follow" else loader.load(bundle, checkpoint_dir=path)
         )
-        # the database is ready to ask: its phrase index is built now, not at a later first question
+        # the database is ready to ask: its phrase index is built now, not at a later first question, and the
+        # server has seen the statements a question runs
         with Neo4jStore(driver, database=settings.neo4j.database, target=settings.neo4j.uri) as store:
             keep_phrases(store, settings.paths.cache_dir)
+            store.warm()  # the server plans the reads of a question now, not at the first one
     if isinstance(report, FollowReport):
         nodes = sum(c["nodes"] for c in report.counts_by_source.values())
         edges = sum(c["edges"] for c in report.counts_by_source.values())

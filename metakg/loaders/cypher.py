@@ -272,6 +272,7 @@ NAMES = (
 )
 """Every distinct name and alias, as one list: one record decodes several times faster than a record per
 name (100k names: 0.46 s against 3.45 s on a cold server)."""
+ANY_NODE = f"MATCH (n:{ENTITY}) WHERE n.name IS NOT NULL RETURN n.id AS id, n.name AS name, n.embedding AS v LIMIT 1"
 ANY_EMBEDDING = f"MATCH (n:{ENTITY}) WHERE n.embedding IS NOT NULL RETURN n.id AS id LIMIT 1"
 NAME_VECTORS = (
     f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v"

@@ -330,6 +330,19 @@ class Neo4jStore(ClosingStore):
             embedding=self._embedding_search if embeds else None,  # auto leaves out what the database lacks
         )
 
+    def warm(self) -> None:
+        """Ask the reads of a question once, on one node: its name, its neighbours with their vectors, and the
+        vector index with its vector. The server plans each statement the first time it sees it and keeps
+        the plan; done when a load ends, the first question after it does not pay for that."""
+        rows = self._run(cypher.ANY_NODE)
+        if not rows:
+            return
+        node_id, name, vector = rows[0]["id"], rows[0]["name"], rows[0]["v"]
+        self.search_names([name], k=2)
+        self.neighbours_of([node_id], limit=100, vectors=True)
+        if vector is not None and cypher.VECTOR_INDEX in self._indexes():
+            self._run(cypher.SEARCH_VECTOR, k=10, candidates=VECTOR_CANDIDATES, vector=list(vector))
+
     def search_names(self, texts: Sequence[str], *, k: int = 10) -> dict[str, list[SearchHit]]:
         """Each text's exact matches, else its normalised ones (at most ``k``), for many texts in one query (a
         text without a normalised form is looked for alone)."""

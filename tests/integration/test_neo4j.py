@@ -449,7 +449,8 @@ def test_with_history_neo4j_reads_any_earlier_load_back(
 def test_load_keeps_the_phrase_index_of_the_database(
     clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After ``load neo4j`` the first question of another process reads the phrase index the load built."""
+    """After ``load neo4j`` the first question of another process reads the phrase index the load built (and
+    finds the server has planned its reads: ``warm``, which an empty database also takes)."""
     from metakg import api
     from metakg.config import load_settings
     from metakg.qa_engine.services import QAServices, phrases_file
@@ -461,9 +462,12 @@ def test_load_keeps_the_phrase_index_of_the_database(
         update={"neo4j": neo4j_settings, "paths": base.paths.model_copy(update={"cache_dir": tmp_path / "cache"})}
     )
     api.write_validated(tmp_path / "kg", small_bundle(), settings)
-    api.load_neo4j(tmp_path / "kg", settings)
     store = Neo4jStore(clean_neo4j, database=neo4j_settings.database, target=neo4j_settings.uri)
+    store.warm()  # an empty database: nothing to ask, no error
+    assert store.names() == []
+    api.load_neo4j(tmp_path / "kg", settings)  # ends by keeping the phrase index and warming the reads
     assert phrases_file(store.names(), tmp_path / "cache").is_file()
+    store.warm()
 
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the phrase index was built at the question")
