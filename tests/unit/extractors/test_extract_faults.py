@@ -96,18 +96,29 @@ def test_a_unit_that_keeps_failing_is_reported_and_a_rerun_asks_only_it(
     assert fates(out) == Counter(dict.fromkeys(ids, 1))
 
 
+def chats(server: FaultServer) -> list[dict[str, object]]:
+    """The chat completions the server was asked for (not the token counts of a preview)."""
+    return [r for r in server.requests if "messages" in r]
+
+
 def test_the_budget_stops_the_run_and_a_larger_budget_continues_it(
     server: FaultServer, csqa: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("METAKG_LLM__PRICES_PER_MTOK", '{"m": [1000000, 0]}')  # $11 per call (11 prompt tokens)
     out = tmp_path / "b"
     args = ["extract", str(csqa), "-f", "csqa", "-o", str(out), "--limit", "5", "--json"]
+    # priced by the prompt, the preview puts the run over the budget: refused before any call
+    monkeypatch.setenv("METAKG_LLM__PRICES_PER_MTOK", '{"m": [1000000, 0]}')
+    _, refused = run(*args, "--budget-usd", "20", code=2)
+    assert "nothing was sent" in refused["error"] and "characters / 4" in refused["error"]
+    assert not chats(server) and not out.exists()  # (the preview asked the endpoint for token counts only)
+    # priced by the reply ($12 a call: 3 completion tokens), which no preview knows: the run stops at the budget
+    monkeypatch.setenv("METAKG_LLM__PRICES_PER_MTOK", '{"m": [0, 4000000]}')
     _, first = run(*args, "--budget-usd", "20", code=1)
-    assert first["llm_calls"] == 2 and first["skipped_budget"] == 3 and first["cost_usd"] == 22.0
+    assert first["llm_calls"] == 2 and first["skipped_budget"] == 3 and first["cost_usd"] == 24.0
     assert fates(out) == Counter(dict.fromkeys(record_ids(csqa, 5), 1))
     _, second = run(*args, "--budget-usd", "100")
     assert second["cache_hits"] == 2 and second["llm_calls"] == 5 and second["skipped_budget"] == 0
-    assert len(server.requests) == 5
+    assert len(chats(server)) == 5
 
 
 def test_bad_arguments_are_usage_errors(server: FaultServer, csqa: Path, tmp_path: Path) -> None:
