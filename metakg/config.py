@@ -414,6 +414,34 @@ class LLMSettings(Section):
         return value
 
 
+class BatchSettings(Section):
+    """Provider batch APIs for `metakg extract --batch` (half price, no rate limits, replies within a day).
+
+    ``METAKG_BATCH__ANTHROPIC_API_KEY``; ``ANTHROPIC_API_KEY`` is honoured too. OpenAI's Batch API uses the
+    ``[llm]`` endpoint and key.
+    """
+
+    poll_s: float = Field(default=30.0, gt=0, le=3600, description="Seconds between two looks at a running batch.")
+    retries: int = Field(
+        default=2, ge=0, le=10, description="New batches for the requests a batch returned failed or expired."
+    )
+    anthropic_base_url: str | None = Field(
+        default=None, description="Anthropic API root; None: the SDK's default (https://api.anthropic.com)."
+    )
+    anthropic_api_key: SecretStr = Field(default=SecretStr(""), description="Never printed or logged.")
+    vllm_command: str = Field(
+        default="vllm run-batch",
+        min_length=1,
+        description="The command `extract --batch vllm` tells you to run on its request file (input, output and "
+        "model are appended).",
+    )
+
+    @field_validator("anthropic_base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else check_url(value, "batch.anthropic_base_url")
+
+
 class _AliasEnvSource(PydanticBaseSettingsSource):
     """Conventional variables outside the METAKG_ scheme for one section (lower precedence than METAKG_*).
 
@@ -443,6 +471,8 @@ LLM_ENV_ALIASES = {
     "METAKG_LLM_MODEL": "model",
     "OPENAI_API_KEY": "api_key",
 }
+#: conventional variables of the [batch] section
+BATCH_ENV_ALIASES = {"ANTHROPIC_API_KEY": "anthropic_api_key"}
 
 
 #: the URI schemes of the Neo4j driver
@@ -559,6 +589,7 @@ class Settings(BaseSettings):
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    batch: BatchSettings = Field(default_factory=BatchSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -575,6 +606,7 @@ class Settings(BaseSettings):
             env_settings,
             _AliasEnvSource(settings_cls, "neo4j", NEO4J_ENV_ALIASES),
             _AliasEnvSource(settings_cls, "llm", LLM_ENV_ALIASES),
+            _AliasEnvSource(settings_cls, "batch", BATCH_ENV_ALIASES),
         ]
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))

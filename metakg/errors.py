@@ -98,3 +98,16 @@ class LLMError(MetakgError):
         """``attempts``: how many times the request was sent before giving up."""
         super().__init__(message, cli_fix=cli_fix)
         self.attempts = attempts
+
+
+class BatchPending(MetakgError):
+    """A provider batch is submitted but not finished, and the run does not wait for it (``extract --batch
+    ... --no-wait``, or vLLM's offline run still to do): nothing failed, the same command collects it later.
+    ``batch_id`` names it; ``command`` is what to run first (vLLM), when anything."""
+
+    exit_code = 75  # EX_TEMPFAIL: try again later
+
+    def __init__(self, message: str, *, batch_id: str, command: str | None = None) -> None:
+        super().__init__(message, cli_fix=command)
+        self.batch_id = batch_id
+        self.command = command

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ import polars as pl
 
 from metakg.api._shared import JsonResult, Progress, at_least_one, quiet
 from metakg.api.bundles import Earlier, earlier_version, recorded_diff, write_validated
-from metakg.api.llm import llm_session, run_with
+from metakg.api.llm import batch_session, llm_session, run_with, session_model
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
 from metakg.extractors.pipeline import (
@@ -25,6 +25,7 @@ from metakg.extractors.pipeline import (
     build_bundle,
     plan_units,
     run_units,
+    run_units_batched,
     unit_request,
 )
 from metakg.extractors.pipeline import summary as extraction_summary
@@ -42,8 +43,10 @@ from metakg.ingest.datasets import (
     formats_table,
     read_dataset,
 )
-from metakg.llm.client import ChatRequest, LLMClient
+from metakg.llm.batch import BATCH_DISCOUNT, PROVIDERS
+from metakg.llm.client import ChatRequest
 from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
+from metakg.llm.openai_client import OpenAICompatibleClient
 from metakg.llm.usage import UsageSummary, price
 from metakg.schemas.bundle import (
     EXTRACTION_FILE,
@@ -115,8 +118,10 @@ class TextSource:
 @dataclass(frozen=True)
 class ExtractOptions:
     """How an extraction runs: the requests in flight (``concurrency``, default ``llm.concurrency``), a spend
-    limit (``budget_usd``), a bundle to link the mentions to (``link_to``), a curator's identity file, and an
-    earlier extraction to ``update`` (``history``: keep the versions; default: when the earlier bundle does)."""
+    limit (``budget_usd``), a bundle to link the mentions to (``link_to``), a curator's identity file, an
+    earlier extraction to ``update`` (``history``: keep the versions; default: when the earlier bundle does),
+    and a provider ``batch`` API to send the prompts through (``openai``, ``anthropic`` or ``vllm``; ``wait``:
+    poll until the batch ends, else stop once it is submitted and collect it on the next run)."""
 
     concurrency: int | None = None
     budget_usd: float | None = None
@@ -124,6 +129,8 @@ class ExtractOptions:
     identity_file: Path | None = None
     update: Path | None = None
     history: bool | None = None
+    batch: str | None = None
+    wait: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,8 +185,6 @@ class Extraction(JsonResult):
 #: tokens a chat template adds around each message and to open the reply, counted beside the messages'
 #: own (OpenAI's rule: 4 and 3; ChatML, SmolLM2's template, adds 5 and 3)
 PER_MESSAGE_TOKENS, REPLY_TOKENS = 4, 3
-#: what a provider's batch API charges against its list price (OpenAI Batch, Anthropic Message Batches)
-BATCH_DISCOUNT = 0.5
 
 
 @dataclass(frozen=True)
@@ -204,11 +209,14 @@ class ExtractEstimate(JsonResult):
     batch_usd_max: float | None
 
 
-async def _prompt_tokens(client: LLMClient, requests: Sequence[ChatRequest]) -> tuple[int, str]:
+#: a text's tokens by an endpoint's tokenizer (None: the endpoint has none)
+Counter = Callable[[list[str]], Awaitable[list[int] | None]]
+
+
+async def _prompt_tokens(counter: Counter | None, requests: Sequence[ChatRequest]) -> tuple[int, str]:
     """The prompt tokens of ``requests``: each message by the endpoint's tokenizer plus the template's tokens,
     or, where the endpoint has no tokenizer, a quarter of the characters (said so)."""
     texts = [m.content for r in requests for m in r.messages]
-    counter = getattr(getattr(client, "inner", client), "count_tokens", None)
     counts = await counter(texts) if counter is not None and texts else None
     template = sum(len(r.messages) * PER_MESSAGE_TOKENS + REPLY_TOKENS for r in requests)
     if counts is not None:
@@ -216,19 +224,26 @@ async def _prompt_tokens(client: LLMClient, requests: Sequence[ChatRequest]) -> 
     return sum(-(-len(t) // 4) for t in texts) + template, "characters / 4 (the endpoint has no tokenizer)"
 
 
-async def _preview(client: LLMClient, units: Sequence[Unit], settings: Settings, answered: int) -> ExtractEstimate:
-    """The estimate of sending ``units`` (those not cached) through ``client``."""
+async def _preview(
+    units: Sequence[Unit],
+    settings: Settings,
+    answered: int,
+    *,
+    cached: Callable[[ChatRequest], bool],
+    counter: Counter | None,
+) -> ExtractEstimate:
+    """The estimate of sending ``units`` to ``llm.model``: those ``cached`` cost nothing, the others' prompts
+    are counted by ``counter``."""
     llm = settings.llm
-    requests = [unit_request(u, client.model, temperature=llm.temperature, max_tokens=llm.max_tokens) for u in units]
-    cached = getattr(getattr(client, "inner", client), "cached", None)
-    fresh = [r for r in requests if cached is None or not cached(r)]
-    tokens, tokenizer = await _prompt_tokens(client, fresh)
+    requests = [unit_request(u, llm.model, temperature=llm.temperature, max_tokens=llm.max_tokens) for u in units]
+    fresh = [r for r in requests if not cached(r)]
+    tokens, tokenizer = await _prompt_tokens(counter, fresh)
     most = len(fresh) * llm.max_tokens
-    priced = client.model in llm.prices_per_mtok
-    low = price(llm.prices_per_mtok, client.model, tokens, 0) if priced else None
-    high = price(llm.prices_per_mtok, client.model, tokens, most) if priced else None
+    priced = llm.model in llm.prices_per_mtok
+    low = price(llm.prices_per_mtok, llm.model, tokens, 0) if priced else None
+    high = price(llm.prices_per_mtok, llm.model, tokens, most) if priced else None
     return ExtractEstimate(
-        model=client.model,
+        model=llm.model,
         units=len(units) + answered,
         answered=answered + len(requests) - len(fresh),
         calls=len(fresh),
@@ -240,6 +255,29 @@ async def _preview(client: LLMClient, units: Sequence[Unit], settings: Settings,
         batch_usd_min=None if low is None else round(low * BATCH_DISCOUNT, 6),
         batch_usd_max=None if high is None else round(high * BATCH_DISCOUNT, 6),
     )
+
+
+def _batch_counter(settings: Settings, provider: str) -> Counter | None:
+    """The tokenizer of a batch run's endpoint: the ``[llm]`` endpoint's for OpenAI's Batch API (where it
+    offers one), none for Anthropic or an offline vLLM run."""
+    if provider != "openai" or not settings.llm.base_url:
+        return None
+    return OpenAICompatibleClient(settings.llm, base_url=settings.llm.base_url).count_tokens
+
+
+def _estimate_with(
+    units: Sequence[Unit], settings: Settings, options: ExtractOptions, answered: int, progress: Progress | None
+) -> ExtractEstimate:
+    """The preview of ``units``, through the run's batch provider (its cache scope) or its LLM endpoint."""
+    if options.batch is not None:
+        with batch_session(settings, options.batch, progress=progress) as runner:
+            preview = _preview(
+                units, settings, answered, cached=runner.cached, counter=_batch_counter(settings, options.batch)
+            )
+            return run_with(runner, preview)
+    with llm_session(settings, progress=progress) as client:
+        named = settings.model_copy(update={"llm": settings.llm.model_copy(update={"model": client.model})})
+        return run_with(client, _preview(units, named, answered, cached=client.cached, counter=client.count_tokens))
 
 
 def estimate_extraction(
@@ -259,10 +297,11 @@ def estimate_extraction(
     at_least_one("--limit", source.limit)
     data = _read(source)
     units = plan_units(data.records, chunk_chars=settings.extract.chunk_chars, relations=settings.extract.relations)
+    _check_batch(options)
     stored = _earlier_run(options.update, source.dataset)[1] if options.update is not None else None
-    with llm_session(settings, progress=progress) as client:
-        _keys, kept, ask = _left(units, client.model, settings, stored)
-        return run_with(client, _preview(client, ask, settings, len(kept)))
+    model = settings.llm.model if options.batch is not None else session_model(settings)
+    _keys, kept, ask = _left(units, model, settings, stored)
+    return _estimate_with(ask, settings, options, len(kept), progress)
 
 
 def _left(
@@ -290,6 +329,7 @@ def _check(source: TextSource, out: Path, settings: Settings, options: ExtractOp
         raise UsageError(f"extract.node_type {settings.extract.node_type!r} is not a vocabulary type.")
     if options.link_to is not None and options.link_to.resolve() == out.resolve():
         raise UsageError(f"--link-to {options.link_to} is also the output; write the extraction to a new directory.")
+    _check_batch(options)
 
 
 def _read(source: TextSource) -> DatasetRead:
@@ -336,20 +376,21 @@ def _ask(
     progress: Progress | None,
     counter: Callable[[RunStats], None] | None,
 ) -> _Replies:
-    """Put the units to the configured LLM (an update's unchanged units take their stored replies)."""
+    """Put the units to the configured LLM, or through a provider's batch API (an update's unchanged units
+    take their stored replies)."""
+    if options.batch is not None:
+        return _ask_batch(units, settings, options, stored, run_id, progress, counter)
     say = progress or quiet
     llm = settings.llm.model_copy(update={"concurrency": options.concurrency or settings.llm.concurrency})
     session_settings = settings.model_copy(update={"llm": llm})
     with llm_session(session_settings, run_id=run_id, progress=progress) as client:
         keys, kept, ask = _left(units, client.model, session_settings, stored)
         if options.budget_usd is not None and client.model in llm.prices_per_mtok:
-            preview = run_with(client, _preview(client, ask, session_settings, len(kept)))
-            if preview.list_usd_min is not None and preview.list_usd_min > options.budget_usd:
-                raise UsageError(
-                    f"the {preview.calls} calls left would cost at least USD {preview.list_usd_min:.4f} for their "
-                    f"{preview.prompt_tokens:,} prompt tokens alone ({preview.tokenizer}), over --budget-usd "
-                    f"{options.budget_usd:g}; nothing was sent (extract --estimate shows the figures)."
-                )
+            named = session_settings.model_copy(update={"llm": llm.model_copy(update={"model": client.model})})
+            preview = run_with(
+                client, _preview(ask, named, len(kept), cached=client.cached, counter=client.count_tokens)
+            )
+            _within_budget(preview, options.budget_usd, "list_usd_min")
         say(f"extracting from {len(ask)} prompts with {client.model}" + (f" ({len(kept)} unchanged)" if kept else ""))
         asked, stats = run_with(
             client,
@@ -366,9 +407,88 @@ def _ask(
         )
         usage = client.meter.summary()
         model = client.model
+    return _Replies(_merged(kept, asked, len(units)), keys, len(kept), stats, usage, model)
+
+
+def _merged(kept: dict[int, Outcome], asked: Sequence[Outcome], total: int) -> list[Outcome]:
+    """Every unit's outcome in unit order: those an update kept, the others as asked."""
     answers = iter(asked)
-    outcomes = [kept[i] if i in kept else next(answers) for i in range(len(units))]
-    return _Replies(outcomes, keys, len(kept), stats, usage, model)
+    return [kept[i] if i in kept else next(answers) for i in range(total)]
+
+
+def _within_budget(preview: ExtractEstimate, budget: float, bound: str) -> None:
+    """Refuse a run the preview puts over ``budget`` by its ``bound`` (``list_usd_min``: the prompts alone at
+    list price; ``batch_usd_max``: every reply at llm.max_tokens at batch price).
+
+    Raises:
+        UsageError: over budget.
+    """
+    cost = getattr(preview, bound)
+    if cost is None or cost <= budget:
+        return
+    what = (
+        f"at least USD {cost:.4f} for their {preview.prompt_tokens:,} prompt tokens alone ({preview.tokenizer})"
+        if bound == "list_usd_min"
+        else f"up to USD {cost:.4f} at the batch price with every reply at llm.max_tokens ({preview.tokenizer}); "
+        "a batch cannot be stopped midway, so its most is what counts"
+    )
+    raise UsageError(
+        f"the {preview.calls} calls left would cost {what}, over --budget-usd {budget:g}; nothing was sent "
+        "(extract --estimate shows the figures)."
+    )
+
+
+def _ask_batch(
+    units: Sequence[Unit],
+    settings: Settings,
+    options: ExtractOptions,
+    stored: pl.DataFrame | None,
+    run_id: str,
+    progress: Progress | None,
+    counter: Callable[[RunStats], None] | None,
+) -> _Replies:
+    """:func:`_ask` through the provider batch API ``options.batch``.
+
+    Raises:
+        BatchPending: the batch is not finished and the run does not wait (or vLLM's command is still to run).
+    """
+    assert options.batch is not None
+    say = progress or quiet
+    llm = settings.llm
+    keys, kept, ask = _left(units, llm.model, settings, stored)
+    with batch_session(settings, options.batch, run_id=run_id, wait=options.wait, progress=progress) as runner:
+        if options.budget_usd is not None and llm.model in llm.prices_per_mtok:
+            counting = _batch_counter(settings, options.batch)
+            preview = run_with(runner, _preview(ask, settings, len(kept), cached=runner.cached, counter=counting))
+            _within_budget(preview, options.budget_usd, "batch_usd_max")
+        say(f"extracting from {len(ask)} prompts with {llm.model} through the {options.batch} batch API")
+        asked, stats = run_with(
+            runner,
+            run_units_batched(
+                ask,
+                runner,
+                model=llm.model,
+                temperature=llm.temperature,
+                max_tokens=llm.max_tokens,
+                progress=counter,
+            ),
+        )
+        usage = runner.meter.summary()
+    return _Replies(_merged(kept, asked, len(units)), keys, len(kept), stats, usage, llm.model)
+
+
+def _check_batch(options: ExtractOptions) -> None:
+    """Refuse an unknown batch provider, or options a batch run cannot honour.
+
+    Raises:
+        UsageError: an unknown provider, or --concurrency with --batch.
+    """
+    if options.batch is None:
+        return
+    if options.batch not in PROVIDERS:
+        raise UsageError(f"unknown --batch {options.batch!r}; choose one of {', '.join(PROVIDERS)}.")
+    if options.concurrency is not None:
+        raise UsageError("--concurrency does not apply to --batch: the provider runs the batch at its own pace.")
 
 
 @writes_bundle("out")

@@ -10,12 +10,13 @@ import threading
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from metakg.api._shared import Progress, cache_folder, quiet
 from metakg.api.local_graph import local_graph
 from metakg.config import Settings
 from metakg.llm import local_server
+from metakg.llm.batch import BatchJournal, BatchRunner, backend
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import Completion, Message, request
 from metakg.llm.openai_client import OpenAICompatibleClient
@@ -27,6 +28,12 @@ logger = logging.getLogger("metakg.llm")
 
 #: the usage ledger: one JSON line per LLM request of every run, under the cache directory
 LEDGER_FILE = "ledger.jsonl"
+
+
+def session_model(settings: Settings) -> str:
+    """The model a run's requests name: ``llm.model`` at a configured endpoint, the local server's alias when
+    none is set."""
+    return settings.llm.model if settings.llm.base_url else local_server.MODEL_ALIAS
 
 
 @contextmanager
@@ -59,8 +66,50 @@ def llm_session(
         cache.close()
 
 
-def run_with(client: MeteredClient, work: Coroutine[Any, Any, T]) -> T:
-    """Run ``work`` in a new event loop and close the client's HTTP connections before the loop ends."""
+#: the journal of submitted provider batches (see metakg.llm.batch), beside the cache
+BATCH_JOURNAL_FILE = "batches.sqlite"
+
+
+@contextmanager
+def batch_session(
+    settings: Settings, provider: str, *, run_id: str | None = None, wait: bool = True, progress: Progress | None = None
+) -> Iterator[BatchRunner]:
+    """A batch runner for one run through ``provider`` (``openai``, ``anthropic`` or ``vllm``) with the same
+    response cache and ledger as :func:`llm_session`, and the journal of submitted batches
+    (``<cache_dir>/llm/batches.sqlite``; request and result files in ``<cache_dir>/llm/batches/``).
+
+    Raises:
+        ConfigError: the provider is unknown or not configured, or the cache folder cannot be made.
+    """
+    folder = cache_folder(settings, "llm")
+    chosen = backend(provider, settings.llm, settings.batch, settings.llm.model)
+    cache = ResponseCache(folder / "responses.sqlite")
+    journal = BatchJournal(folder / BATCH_JOURNAL_FILE)
+    meter = UsageMeter(run_id or uuid.uuid4().hex, settings.llm.prices_per_mtok, path=folder / LEDGER_FILE)
+    try:
+        yield BatchRunner(
+            chosen,
+            cache=cache,
+            journal=journal,
+            meter=meter,
+            folder=folder / "batches",
+            retries=settings.batch.retries,
+            poll_s=settings.batch.poll_s,
+            wait=wait,
+            progress=progress,
+        )
+    finally:
+        journal.close()
+        cache.close()
+
+
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+def run_with(client: _Closable, work: Coroutine[Any, Any, T]) -> T:
+    """Run ``work`` in a new event loop and close ``client``'s connections (an LLM client, a batch runner)
+    before the loop ends."""
 
     async def body() -> T:
         try:

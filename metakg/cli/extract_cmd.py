@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.markup import escape
@@ -13,6 +14,7 @@ from metakg.cli._common import (
     HISTORY_HELP,
     JSON_HELP,
     TOLERANCE_HELP,
+    emit_json,
     err,
     finish,
     guarded,
@@ -21,7 +23,7 @@ from metakg.cli._common import (
     progress_bar,
     settings,
 )
-from metakg.errors import UsageError
+from metakg.errors import BatchPending, UsageError
 
 
 def _default_dataset(path: Path) -> str:
@@ -67,6 +69,21 @@ def extract(
         help="Print what the run would send (calls, prompt tokens by the endpoint's tokenizer, price at list and "
         "batch rates) and stop: no extraction call is made, nothing is written.",
     ),
+    batch: str | None = typer.Option(
+        None,
+        "--batch",
+        metavar="openai|anthropic|vllm",
+        help="Send the prompts as one provider batch (half price, no rate limits, replies within a day): "
+        "openai (the [llm] endpoint's Files and Batches API), anthropic (Message Batches; ANTHROPIC_API_KEY), "
+        "vllm (writes the request file and prints the `vllm run-batch` command; the next run reads its output). "
+        "Submitted batch ids are kept: a killed run, started again, collects instead of sending again.",
+    ),
+    wait: bool = typer.Option(
+        True,
+        "--wait/--no-wait",
+        help="With --batch: poll until the batch ends (default), or stop once it is submitted (exit 75) and "
+        "collect it when the same command runs again.",
+    ),
     link_to: Path | None = typer.Option(
         None, "--link-to", help="A bundle (e.g. PrimeKG, Wikidata) whose ids matching mentions take."
     ),
@@ -106,7 +123,7 @@ def extract(
             raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(api.FORMATS)}.")
         name = dataset or (api.extracted_dataset(update) if update else None) or _default_dataset(dataset_file)
         source = api.TextSource(dataset_file, fmt, name, text_field, id_field, time_field, limit)
-        options = api.ExtractOptions(concurrency, budget_usd, link_to, identity, update, history)
+        options = api.ExtractOptions(concurrency, budget_usd, link_to, identity, update, history, batch, wait)
         if estimate:
             with progress(f"estimating the extraction of {dataset_file}") as say:
                 preview = api.estimate_extraction(source, cfg, options=options, progress=say)
@@ -129,7 +146,10 @@ def extract(
                     f"{stats.cache_hits} cached · {stats.failed} failed",
                 )
 
-            summary = api.extract(source, output, cfg, options=options, progress=say, counter=count)
+            try:
+                summary = api.extract(source, output, cfg, options=options, progress=say, counter=count)
+            except BatchPending as pending:
+                _pending(pending, json_mode)
         complete = summary.complete
         if not json_mode:
             out.print(
@@ -163,6 +183,20 @@ def extract(
             {"command": "extract", **summary.as_dict()},
             json_mode=json_mode,
         )
+
+
+def _pending(pending: BatchPending, json_mode: bool) -> NoReturn:
+    """Report a batch still to finish (nothing failed) and exit 75: the same command collects it later."""
+    err.print(f"[yellow]waiting:[/] {escape(str(pending))}", highlight=False)
+    if pending.command and not json_mode:
+        out.print(pending.command, highlight=False, markup=False, soft_wrap=True)
+    if json_mode:
+        emit_json(
+            {"ok": False, "command": "extract", "pending": True, "batch_id": pending.batch_id, "error": str(pending)}
+            | ({"run": pending.command} if pending.command else {})
+            | {"exit_code": pending.exit_code}
+        )
+    raise typer.Exit(pending.exit_code)
 
 
 def _estimate_lines(preview: api.ExtractEstimate) -> str:

@@ -29,6 +29,7 @@ from metakg.extractors.prompts import Prompt, chunk_prompt, qa_item_prompt
 from metakg.extractors.resolution import LinkTarget, Resolution, resolve_mentions
 from metakg.identity.curation import Curation
 from metakg.identity.names import DEFAULT_LINKS, DEFAULT_THRESHOLDS, LinkRule
+from metakg.llm.batch import BatchRunner
 from metakg.llm.client import ChatRequest, Completion, LLMClient, request
 from metakg.llm.embedder import Embedder
 from metakg.llm.usage import UsageMeter, UsageSummary, metered
@@ -182,6 +183,39 @@ async def run_units(
 
     outcomes = await asyncio.gather(*(one(u) for u in units))
     return list(outcomes), stats
+
+
+async def run_units_batched(
+    units: Sequence[Unit],
+    runner: BatchRunner,
+    *,
+    model: str,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    progress: OnStats | None = None,
+) -> tuple[list[Outcome], RunStats]:
+    """:func:`run_units` through a provider's batch API (:mod:`metakg.llm.batch`): the same requests, so the
+    same cache keys and the same bundle; one outcome per unit, in unit order. A unit whose request no batch
+    answered (after ``batch.retries`` new batches) is ``failed`` with the provider's reason.
+
+    Raises:
+        BatchPending: a batch is submitted but not finished, and the runner does not wait.
+    """
+    stats = RunStats(total=len(units))
+    tagged = [
+        (f"extract:{u.unit_id}", unit_request(u, model, temperature=temperature, max_tokens=max_tokens)) for u in units
+    ]
+    answers = await runner.run(tagged)
+    outcomes = [
+        Outcome(unit, "ok", a.completion) if a.completion is not None else Outcome(unit, "failed", error=a.error)
+        for unit, a in zip(units, answers, strict=True)
+    ]
+    stats.done = len(units)
+    stats.failed = sum(o.status == "failed" for o in outcomes)
+    stats.add(runner.meter.summary())
+    if progress is not None:
+        progress(stats)
+    return outcomes, stats
 
 
 @dataclass

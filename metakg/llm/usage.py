@@ -155,9 +155,11 @@ class UsageMeter:
         latency_s: float = 0.0,
         attempts: int = 1,
         error: str | None = None,
+        rate: float = 1.0,
     ) -> UsageRecord:
         """Record one request under the current scope (see :meth:`scope`): ``completion`` fresh or cached, or
-        None with ``error`` for a failure."""
+        None with ``error`` for a failure. ``rate``: the share of the list price billed (a provider batch's
+        0.5); ``list_cost_usd`` stays at list price."""
         cached = completion is not None and completion.cached
         prompt = completion.usage.prompt_tokens if completion is not None else 0
         output = completion.usage.completion_tokens if completion is not None else 0
@@ -173,7 +175,7 @@ class UsageMeter:
             saved_tokens=prompt + output if cached else 0,
             latency_s=latency_s,
             cached=cached,
-            cost_usd=price(self.prices, model, billed_prompt, billed_output),
+            cost_usd=price(self.prices, model, billed_prompt, billed_output) * rate,
             attempts=0 if cached else attempts,
             error=error,
             list_cost_usd=price(self.prices, model, prompt, output),
@@ -251,6 +253,16 @@ class MeteredClient:
             attempts=completion.attempts,
         )
         return completion
+
+    def cached(self, request: ChatRequest) -> bool:
+        """Whether the wrapped client's cache holds a reply to ``request`` (False for a client without one)."""
+        holds = getattr(self.inner, "cached", None)
+        return bool(holds(request)) if holds is not None else False
+
+    async def count_tokens(self, texts: list[str]) -> list[int] | None:
+        """Each text's tokens by the endpoint's tokenizer, or None when the wrapped client cannot tell."""
+        counter = getattr(self.inner, "count_tokens", None)
+        return await counter(texts) if counter is not None else None
 
     async def aclose(self) -> None:
         """Close the wrapped client's connections, when it has any."""

@@ -1,0 +1,681 @@
+"""Many chat requests through a provider's batch API, at its batch price: OpenAI's Batch API (and any
+endpoint offering its Files and Batches routes), Anthropic's Message Batches, and vLLM's offline
+``run-batch``, which reads and writes files in OpenAI's batch format.
+
+:class:`BatchRunner` answers a list of requests:
+
+1. the response cache first: a cached reply is a cache hit, as in a direct run, and costs nothing;
+2. then the batches an earlier run submitted and never collected (killed, or told not to wait): their ids
+   are in the journal (``batches.sqlite`` beside the cache), so they are collected, not sent again;
+3. then one new batch of the requests still unanswered. Its id goes into the journal as soon as the
+   provider returns it; the runner polls until the batch ends and stores every reply in the cache and in the
+   usage meter at the batch rate (:data:`BATCH_DISCOUNT` of the list price);
+4. the requests a batch returned failed, expired or cancelled go out again as a new batch, up to
+   ``batch.retries`` times; what still has no reply is returned with its reason.
+
+A request's ``custom_id`` is its :meth:`~metakg.llm.client.ChatRequest.key` (64 hex digits, within every
+provider's limit), so a reply is matched to its request whatever order the provider returns them in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shlex
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from metakg.config import BatchSettings, LLMSettings
+from metakg.errors import BatchPending, ConfigError, LLMError
+from metakg.llm.cache import ResponseCache
+from metakg.llm.client import ChatRequest, Completion, Usage
+from metakg.llm.openai_client import _token_count as _count
+from metakg.llm.usage import UsageMeter
+from metakg.redact import credentials_in, mask_url, scrub, split_credentials
+
+Provider = Literal["openai", "anthropic", "vllm"]
+PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "vllm")
+#: what a provider's batch API charges against its list price (OpenAI Batch, Anthropic Message Batches)
+BATCH_DISCOUNT = 0.5
+#: the batch states of OpenAI's API after which nothing changes
+_OPENAI_ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
+
+
+@dataclass(frozen=True)
+class Polled:
+    """A look at a batch: ended or not, the provider's status word, and its requests done so far."""
+
+    ended: bool
+    status: str
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Ended:
+    """What a batch gave back: replies and failed requests (reason), each by custom id."""
+
+    replies: dict[str, Completion]
+    errors: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A batch as the journal keeps it: its id, what the backend needs to find it again (``info``), and the
+    custom ids it holds."""
+
+    batch_id: str
+    info: dict[str, str]
+    custom_ids: tuple[str, ...]
+
+
+class BatchBackend(Protocol):
+    """One provider's batch API."""
+
+    provider: Provider
+    scope: str  # whose replies these are, for the response cache (see ResponseCache)
+
+    async def submit(self, items: Sequence[tuple[str, ChatRequest]], folder: Path) -> tuple[str, dict[str, str]]:
+        """Send ``items`` (custom id, request) as one batch; returns its id and what finds it again."""
+        ...
+
+    async def poll(self, batch: Submitted) -> Polled:
+        """How far ``batch`` is."""
+        ...
+
+    async def collect(self, batch: Submitted) -> Ended:
+        """The replies and failures of an ended batch."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------------- the journal
+
+_JOURNAL = """
+CREATE TABLE IF NOT EXISTS batches (
+    id TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    info TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'open',
+    note TEXT,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE TABLE IF NOT EXISTS batch_items (batch_id TEXT NOT NULL, custom_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS batch_items_by_batch ON batch_items (batch_id);
+"""
+
+
+class BatchJournal:
+    """The batches submitted and not yet collected (SQLite; one transaction per change, so a killed process
+    leaves each batch either recorded whole or not at all)."""
+
+    def __init__(self, path: Path) -> None:
+        """Remember the file; it is created on first use."""
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._db.executescript(_JOURNAL)
+        return self._db
+
+    def add(self, provider: str, scope: str, batch: Submitted) -> None:
+        """Record a submitted batch as open."""
+        with self._lock, self._connection() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO batches (id, provider, scope, info) VALUES (?, ?, ?, ?)",
+                (batch.batch_id, provider, scope, json.dumps(batch.info, sort_keys=True)),
+            )
+            db.execute("DELETE FROM batch_items WHERE batch_id = ?", (batch.batch_id,))
+            db.executemany(
+                "INSERT INTO batch_items (batch_id, custom_id) VALUES (?, ?)",
+                [(batch.batch_id, c) for c in batch.custom_ids],
+            )
+
+    def open(self, provider: str, scope: str) -> list[Submitted]:
+        """The batches of ``provider`` at ``scope`` not yet collected, oldest first."""
+        with self._lock:
+            db = self._connection()
+            rows = db.execute(
+                "SELECT id, info FROM batches WHERE provider = ? AND scope = ? AND state = 'open' ORDER BY created_at",
+                (provider, scope),
+            ).fetchall()
+            found = []
+            for batch_id, info in rows:
+                ids = [r[0] for r in db.execute("SELECT custom_id FROM batch_items WHERE batch_id = ?", (batch_id,))]
+                found.append(Submitted(batch_id, json.loads(info), tuple(ids)))
+        return found
+
+    def close_batch(self, batch_id: str, state: str = "collected", note: str | None = None) -> None:
+        """Mark a batch collected (or ``lost``, with why): it is not looked at again."""
+        with self._lock, self._connection() as db:
+            db.execute("UPDATE batches SET state = ?, note = ? WHERE id = ?", (state, note, batch_id))
+
+    def states(self) -> dict[str, str]:
+        """Every batch id and its state (for reports and tests)."""
+        with self._lock:
+            return dict(self._connection().execute("SELECT id, state FROM batches").fetchall())
+
+    def close(self) -> None:
+        """Close the database."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+# ----------------------------------------------------------------------------------- the OpenAI batch format
+
+
+def openai_line(custom_id: str, request: ChatRequest) -> str:
+    """One request as a line of an OpenAI batch input file (which vLLM's ``run-batch`` reads too)."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": request.as_openai(),
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+    }
+    if request.json_schema is not None:
+        schema = json.loads(request.json_schema)
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+    elif request.json_mode:
+        body["response_format"] = {"type": "json_object"}
+    line = {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body}
+    return json.dumps(line, ensure_ascii=False)
+
+
+def chat_completion(body: Any, model: str) -> Completion:
+    """A chat-completion body (JSON) as a :class:`Completion`.
+
+    Raises:
+        ValueError: the body is not a chat completion.
+    """
+    try:
+        choice = body["choices"][0]
+        content = choice["message"].get("content") or ""
+        if not isinstance(content, str):
+            raise TypeError("content is not text")
+        content.encode("utf-8")
+        usage = body.get("usage") or {}
+        counts = Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+        finish = choice.get("finish_reason")
+        named = body.get("model")
+    except (TypeError, AttributeError, IndexError, KeyError, ValueError) as e:
+        raise ValueError(f"the reply is not a chat completion ({type(e).__name__}: {str(e)[:100]})") from e
+    return Completion(
+        text=content,
+        model=named if isinstance(named, str) and named else model,
+        usage=counts,
+        finish_reason=finish if isinstance(finish, str) else None,
+    )
+
+
+def read_openai_output(lines: Iterable[str], model: str, into: Ended, *, where: str) -> None:
+    """Add the results of an OpenAI batch output or error file (vLLM writes the same) to ``into``: a 200 with a
+    chat completion is a reply, anything else a failure with its reason. ``where`` names the file in reasons."""
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+            custom_id = line["custom_id"]
+            if not isinstance(custom_id, str):
+                raise TypeError("custom_id is not text")
+        except (ValueError, KeyError, TypeError) as e:
+            # a line naming no request cannot be matched; its request stays unanswered and goes again
+            into.errors.setdefault(f"?{where}:{number}", f"{where} line {number} is not a batch result ({e})")
+            continue
+        error = line.get("error")
+        response = line.get("response") or {}
+        status = response.get("status_code") if isinstance(response, dict) else None
+        if error or status != 200:
+            said = error.get("message") or error.get("code") if isinstance(error, dict) else error
+            if not said and isinstance(response, dict):
+                said = json.dumps(response.get("body"))[:300]
+            into.errors[custom_id] = f"status {status}: {str(said)[:300]}" if status else str(said)[:300]
+            continue
+        try:
+            into.replies[custom_id] = chat_completion(response.get("body"), model)
+            into.errors.pop(custom_id, None)
+        except ValueError as e:
+            into.errors[custom_id] = str(e)
+
+
+def _digest(items: Sequence[tuple[str, ChatRequest]]) -> str:
+    return hashlib.sha256("\n".join(sorted(c for c, _ in items)).encode()).hexdigest()
+
+
+def _write_input(items: Sequence[tuple[str, ChatRequest]], path: Path) -> None:
+    """The batch input file, written whole (a temporary file renamed) so a killed run leaves no half file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    with part.open("w", encoding="utf-8") as fh:
+        for custom_id, request in items:
+            fh.write(openai_line(custom_id, request) + "\n")
+    part.replace(path)
+
+
+# --------------------------------------------------------------------------------------------- the backends
+
+
+class OpenAIBatches:
+    """OpenAI's Files and Batches API through the ``openai`` SDK, at the ``[llm]`` endpoint with its key."""
+
+    provider: Provider = "openai"
+
+    def __init__(self, settings: LLMSettings, model: str) -> None:
+        if not settings.base_url:
+            raise ConfigError(
+                "extract --batch openai needs llm.base_url: an endpoint with OpenAI's Files and Batches API "
+                "(e.g. https://api.openai.com/v1); the local SmolLM2 server has none."
+            )
+        self._settings = settings
+        self._model = model
+        self._url, self._authorization = split_credentials(settings.base_url)
+        self.scope = self._url.rstrip("/")  # the direct client's scope: a batch reply is this endpoint's reply
+        self._client: Any = None
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                base_url=self._url,
+                api_key=self._settings.api_key.get_secret_value() or "not-needed",
+                timeout=self._settings.timeout_s,
+                max_retries=self._settings.max_retries,  # the SDK's retries: these are a few control calls
+                default_headers={"Authorization": self._authorization} if self._authorization else None,
+            )
+        return self._client
+
+    def _secrets(self) -> list[str]:
+        return credentials_in(self._authorization, self._settings.api_key.get_secret_value())
+
+    async def _adoptable(self, tag: str) -> str | None:
+        """A batch this journal never recorded but this very request file made (the run was killed between the
+        provider's reply and the journal's write): found by its metadata, so it is not paid for twice."""
+        page = await self._sdk().batches.list(limit=100)
+        for batch in getattr(page, "data", []) or []:
+            metadata = getattr(batch, "metadata", None) or {}
+            if metadata.get("metakg_requests") == tag and batch.status not in ("failed", "expired", "cancelled"):
+                return str(batch.id)
+        return None
+
+    async def submit(self, items: Sequence[tuple[str, ChatRequest]], folder: Path) -> tuple[str, dict[str, str]]:
+        tag = _digest(items)[:48]
+        path = folder / f"openai-{tag[:16]}.input.jsonl"
+        _write_input(items, path)
+        try:
+            adopted = await self._adoptable(tag)
+            if adopted is not None:
+                return adopted, {"input": str(path)}
+            with path.open("rb") as fh:
+                uploaded = await self._sdk().files.create(file=(path.name, fh), purpose="batch")
+            batch = await self._sdk().batches.create(
+                input_file_id=uploaded.id,
+                endpoint="/v1/chat/completions",
+                completion_window="24h",
+                metadata={"metakg_requests": tag},
+            )
+        except Exception as e:
+            raise self._error("submitting a batch", e) from e
+        return str(batch.id), {"input": str(path), "file": str(uploaded.id)}
+
+    def _error(self, doing: str, e: Exception) -> LLMError:
+        said = scrub(f"{type(e).__name__}: {str(e)[:300]}", self._secrets())
+        return LLMError(f"{mask_url(self._settings.base_url or '')} failed {doing} ({said}).")
+
+    async def poll(self, batch: Submitted) -> Polled:
+        try:
+            found = await self._sdk().batches.retrieve(batch.batch_id)
+        except Exception as e:
+            raise self._error(f"reporting on batch {batch.batch_id}", e) from e
+        counts = found.request_counts
+        done = (counts.completed + counts.failed) if counts is not None else 0
+        total = counts.total if counts is not None else len(batch.custom_ids)
+        return Polled(found.status in _OPENAI_ENDED, str(found.status), done, total)
+
+    async def collect(self, batch: Submitted) -> Ended:
+        sdk = self._sdk()
+        ended = Ended({}, {})
+        try:
+            found = await sdk.batches.retrieve(batch.batch_id)
+            if found.status == "failed":
+                errors = getattr(found.errors, "data", None) or []
+                why = "; ".join(str(getattr(e, "message", e)) for e in errors)[:300] or "no reason given"
+                return Ended({}, dict.fromkeys(batch.custom_ids, f"the batch failed: {why}"))
+            for file_id, where in ((found.output_file_id, "output"), (found.error_file_id, "error file")):
+                if file_id:
+                    content = await sdk.files.content(file_id)
+                    read_openai_output(content.text.splitlines(), self._model, ended, where=where)
+        except Exception as e:
+            raise self._error(f"collecting batch {batch.batch_id}", e) from e
+        for custom_id in batch.custom_ids:
+            if custom_id not in ended.replies and custom_id not in ended.errors:
+                ended.errors[custom_id] = f"the batch ended {found.status} without a result for this request"
+        return ended
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+class AnthropicBatches:
+    """Anthropic's Message Batches through the ``anthropic`` SDK (``batch.anthropic_*`` settings; the model is
+    ``llm.model``). System messages go into ``system``, the rest are the conversation."""
+
+    provider: Provider = "anthropic"
+
+    def __init__(self, settings: BatchSettings, llm: LLMSettings) -> None:
+        if not settings.anthropic_api_key.get_secret_value():
+            raise ConfigError(
+                "extract --batch anthropic needs an API key: set ANTHROPIC_API_KEY (or batch.anthropic_api_key)."
+            )
+        self._settings = settings
+        self._llm = llm
+        self._root = settings.anthropic_base_url or "https://api.anthropic.com"
+        self.scope = "anthropic:" + split_credentials(self._root)[0].rstrip("/")
+        self._client: Any = None
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._settings.anthropic_api_key.get_secret_value(),
+                base_url=self._settings.anthropic_base_url,
+                timeout=self._llm.timeout_s,
+                max_retries=self._llm.max_retries,
+            )
+        return self._client
+
+    def _error(self, doing: str, e: Exception) -> LLMError:
+        said = scrub(f"{type(e).__name__}: {str(e)[:300]}", [self._settings.anthropic_api_key.get_secret_value()])
+        return LLMError(f"{mask_url(self._root)} failed {doing} ({said}).")
+
+    @staticmethod
+    def params(request: ChatRequest) -> dict[str, Any]:
+        """A request as Anthropic Messages parameters."""
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        params: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+        }
+        if system:
+            params["system"] = system
+        return params
+
+    async def submit(self, items: Sequence[tuple[str, ChatRequest]], folder: Path) -> tuple[str, dict[str, str]]:
+        requests = [{"custom_id": c, "params": self.params(r)} for c, r in items]
+        try:
+            batch = await self._sdk().messages.batches.create(requests=requests)
+        except Exception as e:
+            raise self._error("submitting a message batch", e) from e
+        return str(batch.id), {}
+
+    async def poll(self, batch: Submitted) -> Polled:
+        try:
+            found = await self._sdk().messages.batches.retrieve(batch.batch_id)
+        except Exception as e:
+            raise self._error(f"reporting on message batch {batch.batch_id}", e) from e
+        counts = found.request_counts
+        done = counts.succeeded + counts.errored + counts.canceled + counts.expired
+        return Polled(found.processing_status == "ended", str(found.processing_status), done, done + counts.processing)
+
+    async def collect(self, batch: Submitted) -> Ended:
+        ended = Ended({}, {})
+        try:
+            async for entry in await self._sdk().messages.batches.results(batch.batch_id):
+                result = entry.result
+                if result.type == "succeeded":
+                    message = result.message
+                    text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+                    usage = Usage(_count(message.usage.input_tokens), _count(message.usage.output_tokens))
+                    finish = "length" if message.stop_reason == "max_tokens" else "stop"
+                    ended.replies[entry.custom_id] = Completion(text, message.model, usage, finish_reason=finish)
+                elif result.type == "errored":
+                    inner = getattr(result.error, "error", result.error)
+                    ended.errors[entry.custom_id] = f"errored: {getattr(inner, 'message', inner)}"[:300]
+                else:  # canceled, expired
+                    ended.errors[entry.custom_id] = f"the request was {result.type} before it ran"
+        except Exception as e:
+            raise self._error(f"collecting message batch {batch.batch_id}", e) from e
+        for custom_id in batch.custom_ids:
+            if custom_id not in ended.replies and custom_id not in ended.errors:
+                ended.errors[custom_id] = "the batch ended without a result for this request"
+        return ended
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+class VLLMFiles:
+    """vLLM's offline batch: the run writes the request file and says which command turns it into the result
+    file (``batch.vllm_command``, e.g. ``vllm run-batch``); the next run reads that file. Nothing is sent over
+    a network, so there is nothing to wait for: until the file is there, the run stops with the command."""
+
+    provider: Provider = "vllm"
+    scope = "vllm-run-batch"
+
+    def __init__(self, settings: BatchSettings, model: str) -> None:
+        self._command = settings.vllm_command
+        self._model = model
+
+    async def submit(self, items: Sequence[tuple[str, ChatRequest]], folder: Path) -> tuple[str, dict[str, str]]:
+        tag = _digest(items)[:16]
+        source = folder / f"vllm-{tag}.input.jsonl"
+        result = folder / f"vllm-{tag}.output.jsonl"
+        _write_input(items, source)
+        command = f"{self._command} -i {shlex.quote(str(source))} -o {shlex.quote(str(result))} --model " + shlex.quote(
+            self._model
+        )
+        return f"vllm-{tag}", {"input": str(source), "output": str(result), "command": command}
+
+    async def poll(self, batch: Submitted) -> Polled:
+        result = Path(batch.info["output"])
+        if not result.is_file():
+            raise BatchPending(
+                f"batch {batch.batch_id}: {len(batch.custom_ids)} requests are in {batch.info['input']}; run the "
+                f"command below (vLLM writes {result}), then run this extraction again to read it.",
+                batch_id=batch.batch_id,
+                command=batch.info["command"],
+            )
+        return Polled(True, "written", len(batch.custom_ids), len(batch.custom_ids))
+
+    async def collect(self, batch: Submitted) -> Ended:
+        ended = Ended({}, {})
+        result = Path(batch.info["output"])
+        with result.open(encoding="utf-8", errors="replace") as fh:
+            read_openai_output(fh, self._model, ended, where=result.name)
+        for custom_id in batch.custom_ids:
+            if custom_id not in ended.replies and custom_id not in ended.errors:
+                ended.errors[custom_id] = f"{result.name} holds no result for this request"
+        return ended
+
+    async def aclose(self) -> None:
+        return None
+
+
+def backend(provider: str, llm: LLMSettings, settings: BatchSettings, model: str) -> BatchBackend:
+    """The backend of ``provider``.
+
+    Raises:
+        ConfigError: the provider is unknown or not configured.
+    """
+    if provider == "openai":
+        return OpenAIBatches(llm, model)
+    if provider == "anthropic":
+        return AnthropicBatches(settings, llm)
+    if provider == "vllm":
+        return VLLMFiles(settings, model)
+    raise ConfigError(f"unknown batch provider {provider!r}; choose one of {', '.join(PROVIDERS)}.")
+
+
+# ------------------------------------------------------------------------------------------------ the runner
+
+
+@dataclass(frozen=True)
+class BatchAnswer:
+    """The outcome of one request: its reply (``completion.cached`` when it came from the cache) or why none."""
+
+    completion: Completion | None
+    error: str | None = None
+
+
+class BatchRunner:
+    """Answers requests through one backend, with the cache, the journal and the meter (module docstring)."""
+
+    def __init__(
+        self,
+        backend: BatchBackend,
+        *,
+        cache: ResponseCache,
+        journal: BatchJournal,
+        meter: UsageMeter,
+        folder: Path,
+        retries: int = 2,
+        poll_s: float = 30.0,
+        wait: bool = True,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.journal = journal
+        self.meter = meter
+        self.folder = folder
+        self.retries = retries
+        self.poll_s = poll_s
+        self.wait = wait
+        self._say = progress or (lambda _s: None)
+        self.submitted: list[str] = []  # the batches this run sent
+        self._requests: dict[str, ChatRequest] = {}  # the requests to send, by key
+        self._fresh: dict[str, Completion] = {}  # the replies batches gave this run, by request key
+
+    def cached(self, request: ChatRequest) -> bool:
+        """Whether the cache holds this backend's reply to ``request``."""
+        return self.cache.get(request, endpoint=self.backend.scope) is not None
+
+    async def _finish(self, batch: Submitted, started: float) -> Ended:
+        """Poll ``batch`` until it ends, then collect it into the cache and close it in the journal."""
+        seen = ""
+        while True:
+            polled = await self.backend.poll(batch)
+            said = f"batch {batch.batch_id}: {polled.status}, {polled.done}/{polled.total} done"
+            if said != seen:
+                self._say(said)
+                seen = said
+            if polled.ended:
+                break
+            if not self.wait:
+                raise BatchPending(
+                    f"batch {batch.batch_id} is {polled.status} ({polled.done}/{polled.total} done); run the same "
+                    "command again to collect it (nothing is sent twice).",
+                    batch_id=batch.batch_id,
+                )
+            await asyncio.sleep(self.poll_s)
+        ended = await self.backend.collect(batch)
+        for request_key, completion in ended.replies.items():
+            self._store(request_key, completion, time.perf_counter() - started)
+        self.journal.close_batch(batch.batch_id)
+        return ended
+
+    def _store(self, request_key: str, completion: Completion, latency: float) -> None:
+        request = self._requests.get(request_key)
+        if request is None:  # a reply of an earlier run's batch to a request this run does not make
+            return
+        self.cache.put(request, completion, endpoint=self.backend.scope)
+        self._fresh[request_key] = replace(completion, latency_s=latency)
+
+    async def run(self, tagged: Sequence[tuple[str, ChatRequest]]) -> list[BatchAnswer]:
+        """One answer per (tag, request), in order; every request is recorded once in the meter under its tag
+        (a request made twice is sent once: the second is a cache hit).
+
+        Raises:
+            BatchPending: a batch is not finished and the run does not wait (``wait=False``, or vLLM).
+            LLMError: the provider refused a control call (submit, poll, collect) after its retries.
+        """
+        self._requests, self._fresh = {}, {}
+        hits: dict[str, Completion] = {}
+        for _tag, request in tagged:
+            key = request.key()
+            if key in self._requests or key in hits:
+                continue
+            hit = self.cache.get(request, endpoint=self.backend.scope)
+            if hit is not None:
+                hits[key] = hit
+            else:
+                self._requests[key] = request
+        errors: dict[str, str] = {}
+        started = time.perf_counter()
+        for earlier in self.journal.open(self.backend.provider, self.backend.scope):
+            if not set(earlier.custom_ids) & self._requests.keys():
+                continue  # another extraction's batch: left for it
+            self._say(f"collecting batch {earlier.batch_id}, submitted by an earlier run")
+            try:
+                ended = await self._finish(earlier, started)
+            except LLMError as e:
+                if "NotFoundError" in str(e):
+                    self.journal.close_batch(earlier.batch_id, "lost", str(e)[:300])
+                    self._say(f"batch {earlier.batch_id} is gone at the provider; its requests go out again")
+                    continue
+                raise
+            errors.update({k: v for k, v in ended.errors.items() if k in self._requests})
+        for round_ in range(self.retries + 1):
+            left = [(k, r) for k, r in self._requests.items() if k not in self._fresh]
+            if not left:
+                break
+            if round_:
+                self._say(f"sending the {len(left)} failed requests again as a new batch (retry {round_})")
+            batch_id, info = await self.backend.submit(left, self.folder)
+            submitted = Submitted(batch_id, info, tuple(k for k, _ in left))
+            self.journal.add(self.backend.provider, self.backend.scope, submitted)
+            self.submitted.append(batch_id)
+            self._say(f"submitted batch {batch_id} of {len(left)} requests")
+            ended = await self._finish(submitted, time.perf_counter())
+            errors.update(ended.errors)
+        return self._answers(tagged, hits, errors)
+
+    def _answers(
+        self, tagged: Sequence[tuple[str, ChatRequest]], hits: dict[str, Completion], errors: dict[str, str]
+    ) -> list[BatchAnswer]:
+        answers: list[BatchAnswer] = []
+        billed: set[str] = set()
+        for tag, request in tagged:
+            key = request.key()
+            fresh = self._fresh.get(key)
+            if fresh is not None and key not in billed:
+                billed.add(key)
+                self.meter.record(fresh, tag=tag, model=request.model, latency_s=fresh.latency_s, rate=BATCH_DISCOUNT)
+                answers.append(BatchAnswer(fresh))
+                continue
+            reply = hits.get(key) or (replace(fresh, cached=True) if fresh is not None else None)
+            if reply is not None:
+                self.meter.record(reply, tag=tag, model=request.model)
+                answers.append(BatchAnswer(reply))
+                continue
+            why = errors.get(key, "no batch returned a result for this request")
+            reason = f"{self.backend.provider} batch: {why}"
+            self.meter.record(None, tag=tag, model=request.model, attempts=self.retries + 1, error=reason[:300])
+            answers.append(BatchAnswer(None, reason))
+        return answers
+
+    async def aclose(self) -> None:
+        """Close the backend's connections."""
+        await self.backend.aclose()
