@@ -179,8 +179,7 @@ class BatchServer:
                         "error": {"code": code, "message": message},
                     }
                 )
-                continue
-            if fail_every and number % fail_every == 0:
+            elif fail_every and number % fail_every == 0:
                 errors.append(openai_result(line["custom_id"], 500, {"error": {"message": "injected server error"}}))
             else:
                 status, reply = chat(self.upstream, self._upstream_body(line["body"]))

@@ -624,6 +624,7 @@ class BatchRunner:
                 self._requests[key] = request
         errors: dict[str, str] = {}
         started = time.perf_counter()
+        tries = 0  # batches these requests went out in: an earlier run's batch is their first
         for earlier in self.journal.open(self.backend.provider, self.backend.scope):
             if not set(earlier.custom_ids) & self._requests.keys():
                 continue  # another extraction's batch: left for it
@@ -637,7 +638,8 @@ class BatchRunner:
                     continue
                 raise
             errors.update({k: v for k, v in ended.errors.items() if k in self._requests})
-        for round_ in range(self.retries + 1):
+            tries = 1
+        for round_ in range(tries, self.retries + 1):
             left = [(k, r) for k, r in self._requests.items() if k not in self._fresh]
             if not left:
                 break
