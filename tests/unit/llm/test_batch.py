@@ -23,7 +23,6 @@ from metakg.llm.batch import (
     BatchJournal,
     BatchRunner,
     OpenAIBatches,
-    Submitted,
     backend,
 )
 from metakg.llm.cache import ResponseCache
@@ -243,7 +242,8 @@ def test_vllm_writes_the_request_file_says_the_command_and_reads_its_result(
     tagged = _requests(3)
     with pytest.raises(BatchPending) as pending:
         harness.run(tagged)
-    assert pending.value.command is not None and " -i " in pending.value.command and "--model m" in pending.value.command
+    command_line = pending.value.command
+    assert command_line is not None and " -i " in command_line and "--model m" in command_line
     source = next((tmp_path / "batches").glob("vllm-*.input.jsonl"))
     lines = [json.loads(line) for line in source.read_text().splitlines()]
     assert [line["custom_id"] for line in lines] == [r.key() for _, r in tagged]
