@@ -1,6 +1,7 @@
 """The LLMClient for any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp server, Ollama).
 
-The only module that imports the ``openai`` SDK. The SDK's own retries are off; this client retries 429,
+The module that imports the ``openai`` SDK for chat calls (provider batches: :mod:`metakg.llm.batch`).
+The SDK's own retries are off; this client retries 429,
 5xx, timeouts, dropped connections and unreadable replies with exponential backoff, honouring
 ``Retry-After``. ``llm.timeout_s`` bounds each attempt whole (connect, headers and body), so an endpoint
 that drips its reply byte by byte costs one timeout, not minutes. A ``user:password@`` in the endpoint URL
