@@ -66,7 +66,8 @@ def test_heavy_libraries_have_one_owner_module() -> None:
 def test_importing_the_package_does_nothing_heavy() -> None:
     code = (
         "import sys, metakg, metakg.api, metakg.cli.main;"
-        "heavy = {'great_expectations', 'onnxruntime', 'neo4j', 'spacy', 'openai', 'anthropic', 'fastapi', 'uvicorn', 'mcp'};"
+        "heavy = {'great_expectations', 'onnxruntime', 'neo4j', 'spacy', 'openai', 'anthropic', 'fastapi', 'uvicorn',"
+        " 'mcp'};"
         "heavy &= set(sys.modules);"
         "print(sorted(heavy))"
     )
