@@ -4,7 +4,10 @@ For concurrency 1, 4 and 8, ``metakg extract`` runs over the first N Commonsense
 a fresh response cache, then the concurrency-1 run is repeated on its warm cache. Recorded: items per
 second of the LLM phase, tokens per extracted triple, the cache hit rate and the wall time of the re-run.
 
-Run: ``make bench`` or ``python -m benchmarks.bench_extract [--items 24] [--max-tokens 128]``.
+Then ``--batch-items`` (200) items go through ``extract --batch openai`` against the stand-in batch server and
+directly, side by side (:func:`batch_endpoint`).
+
+Run: ``make bench`` or ``python -m benchmarks.bench_extract [--items 24] [--max-tokens 128] [--batch-items 200]``.
 The model is tiny and answers poorly; the figures measure the pipeline and the server, not quality.
 """
 
@@ -81,10 +84,61 @@ def simulated_endpoint(path: Path, items: int, max_tokens: int, latency_s: float
     return figures
 
 
+def batch_endpoint(path: Path, base_url: str, model: str, items: int, max_tokens: int) -> dict[str, Any]:
+    """``extract --batch openai`` against the stand-in batch server (tools/batch_server.py: OpenAI's Files and
+    Batches routes running every request through the same local model) beside a direct run of the same
+    items: wall time, whether the bundles hold the same triples, the preview's prompt tokens against those
+    billed, and the billed price against list (a made-up price for the model, to see the batch rate applied)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tools.batch_server import BatchServer
+
+    prices = {model: (0.15, 0.6)}
+    figures: dict[str, Any] = {"batch_items": items, "batch_max_tokens": max_tokens}
+    batch = BatchServer(base_url).start()
+    try:
+        runs: dict[str, dict[str, Any]] = {}
+        for way in ("direct", "batch"):
+            cache = WORK / "extract" / f"cache_{way}"
+            shutil.rmtree(cache, ignore_errors=True)
+            url, key = (base_url, "") if way == "direct" else (batch.url, batch.api_key)
+            settings = load_settings(
+                paths={"cache_dir": cache},
+                llm={"base_url": url, "api_key": key, "model": model, "max_tokens": max_tokens, "timeout_s": 300,
+                     "prices_per_mtok": prices},
+                batch={"poll_s": 0.5},
+            )  # fmt: skip
+            source = api.TextSource(path, "csqa", "csqa", limit=items)
+            if way == "direct":
+                figures["estimate_prompt_tokens"] = api.estimate_extraction(source, settings).prompt_tokens
+            start = time.perf_counter()
+            options = api.ExtractOptions(batch="openai" if way == "batch" else None)
+            summary = api.extract(source, WORK / "extract" / f"bundle_{way}", settings, options=options)
+            runs[way] = {**summary.as_dict(), "wall_s": time.perf_counter() - start}
+            print(f"  {way}: {runs[way]['wall_s']:.1f} s, {summary.triples} triples", flush=True)
+        direct, batched = runs["direct"], runs["batch"]
+        listed = sum(
+            p * t for p, t in zip(prices[model], (batched["prompt_tokens"], batched["completion_tokens"]), strict=True)
+        )
+        figures.update(
+            direct_wall_s=round(direct["wall_s"], 1),
+            batch_wall_s=round(batched["wall_s"], 1),
+            batch_same_triples=(direct["triples"], direct["edges"], direct["prompt_tokens"])
+            == (batched["triples"], batched["edges"], batched["prompt_tokens"]),
+            batch_prompt_tokens=batched["prompt_tokens"],
+            estimate_error=round(figures["estimate_prompt_tokens"] / batched["prompt_tokens"] - 1, 4),
+            batch_price_ratio=round(batched["cost_usd"] / (listed / 1_000_000), 3) if listed else None,
+            batches_created=len(batch.created),
+        )
+    finally:
+        batch.stop()
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=24)
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--batch-items", type=int, default=200, help="items of the batch-against-direct part")
     args = parser.parse_args()
     path = _data_file()
     figures: dict[str, Any] = {"items": args.items, "max_tokens": args.max_tokens, "synthetic_data": False}
@@ -113,6 +167,7 @@ def main() -> None:
         figures["rerun_wall_s"] = round(again["total_wall_s"], 2)
         figures["rerun_llm_calls"] = again["llm_calls"]
         figures["rerun_cache_hit_rate"] = round(again["cache_hits"] / again["units"], 3) if again["units"] else None
+        figures.update(batch_endpoint(path, server.base_url, server.model, args.batch_items, 48))
     figures.update(simulated_endpoint(path, args.items, args.max_tokens))
     for key, value in figures.items():
         print(f"  {key:<28} {value}")
