@@ -487,6 +487,9 @@ class Neo4jSettings(Section):
     password: SecretStr = Field(default=SecretStr(""), description="Never printed; empty for a server without auth.")
     database: str = "neo4j"
     batch_size: int = Field(default=5000, ge=1, le=100_000, description="Rows per UNWIND ... MERGE transaction.")
+    writers: int = Field(
+        default=2, ge=1, le=16, description="Load transactions in flight (the next batch is sent while one commits)."
+    )
     rel_types: Literal["auto", "typed", "generic"] = Field(
         default="auto",
         description="How loads write relations: a relationship type per relation (typed), or one type RELATED "

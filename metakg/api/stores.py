@@ -368,6 +368,7 @@ def load_neo4j(
             embeddings=embeddings,
             progress=progress,
             rel_types=settings.neo4j.rel_types,
+            writers=settings.neo4j.writers,
         )
         report: FollowReport | LoadReport = (
             loader.follow(bundle, history=history) if mode == "follow" else loader.load(bundle, checkpoint_dir=path)

@@ -19,7 +19,9 @@ import json
 import re
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -340,25 +342,54 @@ class _Batches:
     def run(
         self, frame: pl.DataFrame, kind: str, group: str | None, columns: list[str], query_for: Callable[[str], str]
     ) -> None:
+        """Every batch of ``frame`` not done yet, up to ``loader.writers`` transactions at once: while the server
+        commits one batch, the next is built and sent (a checkpoint records only committed batches)."""
         loader = self.loader
-        for value, batch_id, rows in _batches(frame, group, loader.batch_size, columns):
-            batch_key = f"{kind}:{batch_id}"
-            if batch_key in self.done:
-                self.skipped += 1
-            else:
-                if self.hook is not None:
-                    self.hook(batch_key)
-                query = query_for(value)
-                with loader.driver.session(database=loader.database) as session:
-                    session.execute_write(lambda tx, q=query, r=rows: tx.run(q, rows=r).consume())
-                self.done.add(batch_key)
-                self.ran += 1
-                if self.checkpoint is not None:
-                    path, key, token = self.checkpoint
-                    path.write_text(json.dumps({"key": key, "token": token, "done": sorted(self.done)}), "utf-8")
-            self.finished += len(rows)
-            if loader.progress is not None:
-                loader.progress(self.finished, self.total)
+        pending: deque[tuple[Future[None], str, int]] = deque()
+        with ThreadPoolExecutor(max_workers=loader.writers, thread_name_prefix="metakg-neo4j-writer") as pool:
+            try:
+                for value, batch_id, rows in _batches(frame, group, loader.batch_size, columns):
+                    batch_key = f"{kind}:{batch_id}"
+                    if batch_key in self.done:
+                        self.skipped += 1
+                        self._advance(len(rows))
+                        continue
+                    if self.hook is not None:
+                        self.hook(batch_key)
+                    pending.append((pool.submit(self._write, query_for(value), rows), batch_key, len(rows)))
+                    while len(pending) >= loader.writers:
+                        self._finish(*pending.popleft())
+                while pending:
+                    self._finish(*pending.popleft())
+            except BaseException:
+                for future, _key, _n in pending:
+                    future.cancel()
+                for future, batch_key, _n in pending:  # a batch that committed meanwhile is recorded
+                    if not future.cancelled() and future.exception() is None:
+                        self._committed(batch_key)
+                raise
+
+    def _write(self, query: str, rows: list[Any]) -> None:
+        loader = self.loader
+        with loader.driver.session(database=loader.database) as session:
+            session.execute_write(lambda tx: tx.run(query, rows=rows).consume())
+
+    def _finish(self, future: Future[None], batch_key: str, size: int) -> None:
+        future.result()
+        self._committed(batch_key)
+        self._advance(size)
+
+    def _committed(self, batch_key: str) -> None:
+        self.done.add(batch_key)
+        self.ran += 1
+        if self.checkpoint is not None:
+            path, key, token = self.checkpoint
+            path.write_text(json.dumps({"key": key, "token": token, "done": sorted(self.done)}), "utf-8")
+
+    def _advance(self, size: int) -> None:
+        self.finished += size
+        if self.loader.progress is not None:
+            self.loader.progress(self.finished, self.total)
 
 
 class Neo4jLoader:
@@ -370,6 +401,7 @@ class Neo4jLoader:
         database: the database name.
         target: identifies the server and database in the checkpoint (the URI, never the password).
         batch_size: rows per transaction.
+        writers: transactions in flight at once (each batch in its own; 1: one after the other).
         embeddings: name embeddings (``id``, ``vector``) to store and index, when the bundle has them.
         progress: called with (rows done, rows in total) after each batch.
         rel_types: ``typed``, ``generic`` or ``auto`` (:data:`RelTypes`).
@@ -385,9 +417,11 @@ class Neo4jLoader:
         embeddings: pl.DataFrame | None = None,
         progress: Counter | None = None,
         rel_types: RelTypes = "auto",
+        writers: int = 2,
     ) -> None:
         self.driver, self.database, self.target = driver, database, target
         self.batch_size, self.embeddings, self.progress, self.rel_types = batch_size, embeddings, progress, rel_types
+        self.writers = max(1, writers)
 
     # ------------------------------------------------------------------ load (merge)
     def load(
@@ -668,7 +702,8 @@ class Neo4jLoader:
             manifest=bundle.manifest,
         )
         inner = Neo4jLoader(self.driver, database=self.database, target=self.target, batch_size=self.batch_size,
-                            embeddings=self.embeddings, progress=self.progress, rel_types=layout)  # fmt: skip
+                            embeddings=self.embeddings, progress=self.progress, rel_types=layout,
+                            writers=self.writers)  # fmt: skip
         # edges no row of the database has (new ones, and those laid again, deleted by _remove) are created
         held = plan.held_edges.filter(~pl.col("id").is_in(plan.relaid["id"].implode()))["id"]
         absent = load_edges.filter(~load_edges.is_in(held.implode()))
@@ -693,7 +728,7 @@ class Neo4jLoader:
 
 
 #: the keyword arguments that make a :class:`Neo4jLoader` (the others go to the method called)
-LOADER_OPTIONS = ("batch_size", "embeddings", "progress", "rel_types")
+LOADER_OPTIONS = ("batch_size", "embeddings", "progress", "rel_types", "writers")
 
 
 def _loader(driver: Any, database: str, target: str, options: dict[str, Any]) -> Neo4jLoader:
