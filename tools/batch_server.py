@@ -301,10 +301,28 @@ class BatchServer:
         def public(entry: dict[str, Any]) -> dict[str, Any]:
             return {k: v for k, v in entry.items() if k != "content"}
 
+        def anthropic_refusal(request: Request) -> JSONResponse | None:
+            # the key as x-api-key, or as a bearer token (which newer SDKs send)
+            if self.api_key not in (request.headers.get("x-api-key"), request.headers.get("authorization", "")[7:]):
+                return anthropic_error(401, "invalid x-api-key", "authentication_error")
+            if not request.headers.get("anthropic-version"):
+                return anthropic_error(400, "anthropic-version: header is required")
+            return None
+
+        @app.middleware("http")
+        async def keys(request: Request, call_next: Any) -> Any:
+            """Every route checks its provider's headers first, as the APIs do."""
+            path = request.url.path
+            if path.startswith("/v1/messages/batches"):
+                refused = anthropic_refusal(request)
+                if refused is not None:
+                    return refused
+            elif path.startswith(("/v1/files", "/v1/batches")) and not bearer_ok(request):
+                return openai_error(401, "Incorrect API key provided.", "invalid_api_key")
+            return await call_next(request)
+
         @app.post("/v1/files")
         async def upload(request: Request, file: UploadFile = File(...), purpose: str = Form(...)) -> Any:
-            if not bearer_ok(request):
-                return openai_error(401, "Incorrect API key provided.", "invalid_api_key")
             if purpose != "batch":
                 return openai_error(400, f"purpose {purpose!r} is not supported here")
             content = await file.read()
@@ -314,24 +332,18 @@ class BatchServer:
 
         @app.get("/v1/files/{file_id}")
         async def file_info(request: Request, file_id: str) -> Any:
-            if not bearer_ok(request):
-                return openai_error(401, "Incorrect API key provided.", "invalid_api_key")
             if file_id not in self.files:
                 return openai_error(404, f"No such File object: {file_id}")
             return public(self.files[file_id])
 
         @app.get("/v1/files/{file_id}/content")
         async def file_content(request: Request, file_id: str) -> Any:
-            if not bearer_ok(request):
-                return openai_error(401, "Incorrect API key provided.", "invalid_api_key")
             if file_id not in self.files:
                 return openai_error(404, f"No such File object: {file_id}")
             return Response(self.files[file_id]["content"], media_type="application/octet-stream")
 
         @app.post("/v1/batches")
         async def create(request: Request) -> Any:
-            if not bearer_ok(request):
-                return openai_error(401, "Incorrect API key provided.", "invalid_api_key")
             body = await request.json()
             file_id = body.get("input_file_id")
             if file_id not in self.files:
@@ -389,8 +401,6 @@ class BatchServer:
 
         @app.get("/v1/batches/{batch_id}")
         async def retrieve(request: Request, batch_id: str) -> Any:
-            if not bearer_ok(request):
-                return openai_error(401, "Incorrect API key provided.", "invalid_api_key")
             if batch_id not in self.batches:
                 return openai_error(404, f"No such Batch object: {batch_id}")
             with self.lock:
@@ -398,8 +408,6 @@ class BatchServer:
 
         @app.get("/v1/batches")
         async def listing(request: Request, limit: int = 20) -> Any:
-            if not bearer_ok(request):
-                return openai_error(401, "Incorrect API key provided.", "invalid_api_key")
             with self.lock:
                 data = sorted(self.batches.values(), key=lambda b: -b["created_at"])[:limit]
                 data = json.loads(json.dumps(data))
@@ -407,8 +415,6 @@ class BatchServer:
 
         @app.post("/v1/batches/{batch_id}/cancel")
         async def cancel(request: Request, batch_id: str) -> Any:
-            if not bearer_ok(request):
-                return openai_error(401, "Incorrect API key provided.", "invalid_api_key")
             if batch_id not in self.batches:
                 return openai_error(404, f"No such Batch object: {batch_id}")
             with self.lock:
@@ -417,19 +423,8 @@ class BatchServer:
                     batch.update(status="cancelling", cancelling_at=_now())
                 return dict(batch)
 
-        def anthropic_refusal(request: Request) -> JSONResponse | None:
-            # the key as x-api-key, or as a bearer token (which newer SDKs send)
-            if self.api_key not in (request.headers.get("x-api-key"), request.headers.get("authorization", "")[7:]):
-                return anthropic_error(401, "invalid x-api-key", "authentication_error")
-            if not request.headers.get("anthropic-version"):
-                return anthropic_error(400, "anthropic-version: header is required")
-            return None
-
         @app.post("/v1/messages/batches")
         async def message_batch(request: Request) -> Any:
-            refused = anthropic_refusal(request)
-            if refused is not None:
-                return refused
             body = await request.json()
             requests = body.get("requests")
             if not isinstance(requests, list) or not requests:
@@ -475,9 +470,6 @@ class BatchServer:
 
         @app.get("/v1/messages/batches/{batch_id}")
         async def message_batch_info(request: Request, batch_id: str) -> Any:
-            refused = anthropic_refusal(request)
-            if refused is not None:
-                return refused
             if batch_id not in self.messages:
                 return anthropic_error(404, f"batch {batch_id} not found", "not_found_error")
             with self.lock:
@@ -485,9 +477,6 @@ class BatchServer:
 
         @app.get("/v1/messages/batches/{batch_id}/results")
         async def message_batch_results(request: Request, batch_id: str) -> Any:
-            refused = anthropic_refusal(request)
-            if refused is not None:
-                return refused
             if batch_id not in self.results:
                 return anthropic_error(404, f"batch {batch_id} has no results yet", "not_found_error")
             text = "".join(json.dumps(r) + "\n" for r in self.results[batch_id])

@@ -17,7 +17,7 @@ import pytest
 from pydantic import SecretStr
 
 from metakg.config import BatchSettings, LLMSettings
-from metakg.errors import BatchPending
+from metakg.errors import BatchPending, LLMError
 from metakg.llm.batch import (
     BATCH_DISCOUNT,
     BatchJournal,
@@ -316,3 +316,20 @@ def test_extract_batch_end_to_end_from_the_command_line(
     assert "--concurrency" in said["error"]
     _, said = run(*args[:-1], "mail", "--json", code=2)
     assert "unknown --batch" in said["error"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_refused_key_is_a_clean_error_that_never_shows_the_key(
+    server: BatchServer, tmp_path: Path, provider: str
+) -> None:
+    wrong = "sk-wrong-" + "x" * 20
+    if provider == "openai":
+        settings = LLMSettings(base_url=server.url, api_key=SecretStr(wrong), model="m", max_retries=0)
+        make: Any = lambda: OpenAIBatches(settings, "m")  # noqa: E731
+    else:
+        batch = BatchSettings(anthropic_base_url=server.anthropic_url, anthropic_api_key=SecretStr(wrong))
+        make = lambda: backend("anthropic", LLMSettings(model="m", max_retries=0), batch, "m")  # noqa: E731
+    with pytest.raises(LLMError) as refused:
+        Harness(tmp_path, make).run(_requests(2))
+    assert "AuthenticationError" in str(refused.value) and wrong not in str(refused.value)
+    assert server.created == []
