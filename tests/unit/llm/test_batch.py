@@ -250,7 +250,7 @@ def test_vllm_writes_the_request_file_says_the_command_and_reads_its_result(
     assert lines[0]["url"] == "/v1/chat/completions" and lines[0]["body"]["model"] == "m"
     with pytest.raises(BatchPending):  # not run yet: the same command again says so again, sends nothing
         harness.run(tagged)
-    subprocess.run(pending.value.command, shell=True, check=True, cwd=ROOT, capture_output=True)
+    subprocess.run(command_line, shell=True, check=True, cwd=ROOT, capture_output=True)
     answers, meter = harness.run(tagged)
     assert [a.completion.text for a in answers] == [f"reply to question {i}" for i in range(3)]
     assert not any(r.cached for r in meter.records) and len(upstream.requests) == 3
