@@ -472,7 +472,7 @@ LLM_ENV_ALIASES = {
     "OPENAI_API_KEY": "api_key",
 }
 #: conventional variables of the [batch] section
-BATCH_ENV_ALIASES = {"ANTHROPIC_API_KEY": "anthropic_api_key"}
+BATCH_ENV_ALIASES = {"ANTHROPIC_API_KEY": "anthropic_api_key", "ANTHROPIC_BASE_URL": "anthropic_base_url"}
 
 
 #: the URI schemes of the Neo4j driver

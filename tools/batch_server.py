@@ -222,13 +222,9 @@ class BatchServer:
         self.faults.hold.wait()
         results: list[dict[str, Any]] = []
         for number, item in enumerate(requests, 1):
-            counts = batch["request_counts"]
             if batch["processing_status"] == "canceling" or (expire_after is not None and number > expire_after):
                 kind = "canceled" if batch["processing_status"] == "canceling" else "expired"
                 results.append({"custom_id": item["custom_id"], "result": {"type": kind}})
-                with self.lock:
-                    counts["processing"] -= 1
-                    counts[kind] += 1
                 continue
             params = item["params"]
             if fail_every and number % fail_every == 0:
@@ -273,10 +269,11 @@ class BatchServer:
                         },
                     }
             results.append({"custom_id": item["custom_id"], "result": result})
-            with self.lock:
-                counts["processing"] -= 1
-                counts["succeeded" if result["type"] == "succeeded" else "errored"] += 1
-        with self.lock:
+        with self.lock:  # as the API does: every request counts as processing until the whole batch has ended
+            counts = batch["request_counts"]
+            counts["processing"] = 0
+            for entry in results:
+                counts[entry["result"]["type"]] += 1
             self.results[batch_id] = results
             batch.update(
                 processing_status="ended",

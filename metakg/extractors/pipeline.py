@@ -212,7 +212,7 @@ async def run_units_batched(
     ]
     stats.done = len(units)
     stats.failed = sum(o.status == "failed" for o in outcomes)
-    stats.add(runner.meter.summary())
+    stats.add(runner.meter.summary(stage="extract"))  # not the replies an older batch held for other runs
     if progress is not None:
         progress(stats)
     return outcomes, stats

@@ -26,14 +26,15 @@ import shlex
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from metakg.config import BatchSettings, LLMSettings
 from metakg.errors import BatchPending, ConfigError, LLMError
-from metakg.llm.cache import ResponseCache
+from metakg.llm.cache import ResponseCache, scoped_key
 from metakg.llm.client import ChatRequest, Completion, Usage
 from metakg.llm.openai_client import _token_count as _count
 from metakg.llm.usage import UsageMeter
@@ -45,6 +46,11 @@ PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "vllm")
 BATCH_DISCOUNT = 0.5
 #: the batch states of OpenAI's API after which nothing changes
 _OPENAI_ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
+
+
+class BatchLost(LLMError):
+    """The provider no longer knows a batch (expired from its records, or another account's): its requests
+    are sent again."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +87,11 @@ class BatchBackend(Protocol):
     provider: Provider
     scope: str  # whose replies these are, for the response cache (see ResponseCache)
 
-    async def submit(self, items: Sequence[tuple[str, ChatRequest]], folder: Path) -> tuple[str, dict[str, str]]:
-        """Send ``items`` (custom id, request) as one batch; returns its id and what finds it again."""
+    async def submit(
+        self, items: Sequence[tuple[str, ChatRequest]], folder: Path, known: Collection[str]
+    ) -> tuple[str, dict[str, str]]:
+        """Send ``items`` (custom id, request) as one batch; returns its id and what finds it again. ``known``:
+        the batch ids the journal holds (a batch found again must not be one of them)."""
         ...
 
     async def poll(self, batch: Submitted) -> Polled:
@@ -127,14 +136,31 @@ class BatchJournal:
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False)
-            self._db.executescript(_JOURNAL)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # another run's write waits its turn (up to 30 s) instead of failing at once
+                self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+                self._db.executescript(_JOURNAL)
+            except (OSError, sqlite3.Error) as e:
+                raise self._refused(e) from e
         return self._db
+
+    def _refused(self, e: Exception) -> ConfigError:
+        return ConfigError(f"the batch journal {self.path} cannot be used ({e}); check paths.cache_dir.")
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One transaction on the journal; a database error is a ConfigError naming the file."""
+        with self._lock:
+            try:
+                with self._connection() as db:
+                    yield db
+            except sqlite3.Error as e:
+                raise self._refused(e) from e
 
     def add(self, provider: str, scope: str, batch: Submitted) -> None:
         """Record a submitted batch as open."""
-        with self._lock, self._connection() as db:
+        with self._writing() as db:
             db.execute(
                 "INSERT OR REPLACE INTO batches (id, provider, scope, info) VALUES (?, ?, ?, ?)",
                 (batch.batch_id, provider, scope, json.dumps(batch.info, sort_keys=True)),
@@ -147,8 +173,7 @@ class BatchJournal:
 
     def open(self, provider: str, scope: str) -> list[Submitted]:
         """The batches of ``provider`` at ``scope`` not yet collected, oldest first."""
-        with self._lock:
-            db = self._connection()
+        with self._writing() as db:
             rows = db.execute(
                 "SELECT id, info FROM batches WHERE provider = ? AND scope = ? AND state = 'open' ORDER BY created_at",
                 (provider, scope),
@@ -161,13 +186,13 @@ class BatchJournal:
 
     def close_batch(self, batch_id: str, state: str = "collected", note: str | None = None) -> None:
         """Mark a batch collected (or ``lost``, with why): it is not looked at again."""
-        with self._lock, self._connection() as db:
+        with self._writing() as db:
             db.execute("UPDATE batches SET state = ?, note = ? WHERE id = ?", (state, note, batch_id))
 
     def states(self) -> dict[str, str]:
         """Every batch id and its state (for reports and tests)."""
-        with self._lock:
-            return dict(self._connection().execute("SELECT id, state FROM batches").fetchall())
+        with self._writing() as db:
+            return dict(db.execute("SELECT id, state FROM batches").fetchall())
 
     def close(self) -> None:
         """Close the database."""
@@ -258,16 +283,31 @@ def _digest(items: Sequence[tuple[str, ChatRequest]]) -> str:
 
 
 def _write_input(items: Sequence[tuple[str, ChatRequest]], path: Path) -> None:
-    """The batch input file, written whole (a temporary file renamed) so a killed run leaves no half file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """The batch input file, written whole (a temporary file renamed) so a killed run leaves no half file.
+
+    Raises:
+        ConfigError: the file cannot be written (the cache folder: ``paths.cache_dir``).
+    """
     part = path.with_name(path.name + ".part")
-    with part.open("w", encoding="utf-8") as fh:
-        for custom_id, request in items:
-            fh.write(openai_line(custom_id, request) + "\n")
-    part.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with part.open("w", encoding="utf-8") as fh:
+            for custom_id, request in items:
+                fh.write(openai_line(custom_id, request) + "\n")
+        part.replace(path)
+    except OSError as e:
+        raise ConfigError(f"cannot write the batch request file {path} ({e}); check paths.cache_dir.") from e
 
 
 # --------------------------------------------------------------------------------------------- the backends
+
+
+def _failed(where: str, doing: str, e: Exception, secrets: list[str]) -> LLMError:
+    """A provider call that failed, as an LLMError free of secrets (scrubbed before it is cut short, so no
+    part of a key survives); :class:`BatchLost` when the provider does not know the batch (a 404)."""
+    said = scrub(f"{type(e).__name__}: {e}", secrets)[:300]
+    lost = type(e).__name__ == "NotFoundError" and "batch" in doing
+    return (BatchLost if lost else LLMError)(f"{where} failed {doing} ({said}).")
 
 
 class OpenAIBatches:
@@ -303,39 +343,50 @@ class OpenAIBatches:
     def _secrets(self) -> list[str]:
         return credentials_in(self._authorization, self._settings.api_key.get_secret_value())
 
-    async def _adoptable(self, tag: str) -> str | None:
-        """A batch this journal never recorded but this very request file made (the run was killed between the
-        provider's reply and the journal's write): found by its metadata, so it is not paid for twice."""
+    async def _adoptable(self, tag: str, known: Collection[str]) -> str | None:
+        """A batch of these very requests that the journal never recorded (the run was killed between the
+        provider's reply and the journal's write): found by its metadata, so it is not paid for twice. A batch
+        the journal knows is never taken again (a retry of the same requests is a new batch)."""
         page = await self._sdk().batches.list(limit=100)
         for batch in getattr(page, "data", []) or []:
             metadata = getattr(batch, "metadata", None) or {}
-            if metadata.get("metakg_requests") == tag and batch.status not in ("failed", "expired", "cancelled"):
+            if (
+                metadata.get("metakg_requests") == tag
+                and batch.id not in known
+                and batch.status not in ("failed", "expired", "cancelled", "cancelling")
+            ):
                 return str(batch.id)
         return None
 
-    async def submit(self, items: Sequence[tuple[str, ChatRequest]], folder: Path) -> tuple[str, dict[str, str]]:
+    async def submit(
+        self, items: Sequence[tuple[str, ChatRequest]], folder: Path, known: Collection[str]
+    ) -> tuple[str, dict[str, str]]:
         tag = _digest(items)[:48]
         path = folder / f"openai-{tag[:16]}.input.jsonl"
         _write_input(items, path)
         try:
-            adopted = await self._adoptable(tag)
+            adopted = await self._adoptable(tag, known)
             if adopted is not None:
                 return adopted, {"input": str(path)}
             with path.open("rb") as fh:
                 uploaded = await self._sdk().files.create(file=(path.name, fh), purpose="batch")
-            batch = await self._sdk().batches.create(
-                input_file_id=uploaded.id,
-                endpoint="/v1/chat/completions",
-                completion_window="24h",
-                metadata={"metakg_requests": tag},
+            # never retried by the SDK: a create that timed out may have made the batch (the next run finds it)
+            batch = (
+                await self._sdk()
+                .with_options(max_retries=0)
+                .batches.create(
+                    input_file_id=uploaded.id,
+                    endpoint="/v1/chat/completions",
+                    completion_window="24h",
+                    metadata={"metakg_requests": tag},
+                )
             )
         except Exception as e:
             raise self._error("submitting a batch", e) from e
         return str(batch.id), {"input": str(path), "file": str(uploaded.id)}
 
     def _error(self, doing: str, e: Exception) -> LLMError:
-        said = scrub(f"{type(e).__name__}: {str(e)[:300]}", self._secrets())
-        return LLMError(f"{mask_url(self._settings.base_url or '')} failed {doing} ({said}).")
+        return _failed(mask_url(self._settings.base_url or ""), doing, e, self._secrets())
 
     async def poll(self, batch: Submitted) -> Polled:
         try:
@@ -380,10 +431,6 @@ class AnthropicBatches:
     provider: Provider = "anthropic"
 
     def __init__(self, settings: BatchSettings, llm: LLMSettings) -> None:
-        if not settings.anthropic_api_key.get_secret_value():
-            raise ConfigError(
-                "extract --batch anthropic needs an API key: set ANTHROPIC_API_KEY (or batch.anthropic_api_key)."
-            )
         self._settings = settings
         self._llm = llm
         self._root = settings.anthropic_base_url or "https://api.anthropic.com"
@@ -392,6 +439,10 @@ class AnthropicBatches:
 
     def _sdk(self) -> Any:
         if self._client is None:
+            if not self._settings.anthropic_api_key.get_secret_value():
+                raise ConfigError(
+                    "extract --batch anthropic needs an API key: set ANTHROPIC_API_KEY (or batch.anthropic_api_key)."
+                )
             import anthropic
 
             self._client = anthropic.AsyncAnthropic(
@@ -403,8 +454,7 @@ class AnthropicBatches:
         return self._client
 
     def _error(self, doing: str, e: Exception) -> LLMError:
-        said = scrub(f"{type(e).__name__}: {str(e)[:300]}", [self._settings.anthropic_api_key.get_secret_value()])
-        return LLMError(f"{mask_url(self._root)} failed {doing} ({said}).")
+        return _failed(mask_url(self._root), doing, e, [self._settings.anthropic_api_key.get_secret_value()])
 
     @staticmethod
     def params(request: ChatRequest) -> dict[str, Any]:
@@ -420,10 +470,13 @@ class AnthropicBatches:
             params["system"] = system
         return params
 
-    async def submit(self, items: Sequence[tuple[str, ChatRequest]], folder: Path) -> tuple[str, dict[str, str]]:
+    async def submit(
+        self, items: Sequence[tuple[str, ChatRequest]], folder: Path, known: Collection[str]
+    ) -> tuple[str, dict[str, str]]:
         requests = [{"custom_id": c, "params": self.params(r)} for c, r in items]
-        try:
-            batch = await self._sdk().messages.batches.create(requests=requests)
+        sdk = self._sdk()  # outside the try: a missing key is a ConfigError
+        try:  # never retried by the SDK: a create that timed out may have made the batch
+            batch = await sdk.with_options(max_retries=0).messages.batches.create(requests=requests)
         except Exception as e:
             raise self._error("submitting a message batch", e) from e
         return str(batch.id), {}
@@ -478,8 +531,13 @@ class VLLMFiles:
         self._command = settings.vllm_command
         self._model = model
 
-    async def submit(self, items: Sequence[tuple[str, ChatRequest]], folder: Path) -> tuple[str, dict[str, str]]:
+    async def submit(
+        self, items: Sequence[tuple[str, ChatRequest]], folder: Path, known: Collection[str]
+    ) -> tuple[str, dict[str, str]]:
         tag = _digest(items)[:16]
+        # the same requests sent again (a retry) get new files: the old result file is not read twice
+        again = sum(1 for k in known if k == f"vllm-{tag}" or k.startswith(f"vllm-{tag}-"))
+        tag = f"{tag}-{again}" if again else tag
         source = folder / f"vllm-{tag}.input.jsonl"
         result = folder / f"vllm-{tag}.output.jsonl"
         _write_input(items, source)
@@ -502,8 +560,11 @@ class VLLMFiles:
     async def collect(self, batch: Submitted) -> Ended:
         ended = Ended({}, {})
         result = Path(batch.info["output"])
-        with result.open(encoding="utf-8", errors="replace") as fh:
-            read_openai_output(fh, self._model, ended, where=result.name)
+        try:
+            with result.open(encoding="utf-8", errors="replace") as fh:
+                read_openai_output(fh, self._model, ended, where=result.name)
+        except OSError as e:
+            raise LLMError(f"cannot read the vLLM result file {result} ({e}).") from e
         for custom_id in batch.custom_ids:
             if custom_id not in ended.replies and custom_id not in ended.errors:
                 ended.errors[custom_id] = f"{result.name} holds no result for this request"
@@ -566,6 +627,7 @@ class BatchRunner:
         self._say = progress or (lambda _s: None)
         self.submitted: list[str] = []  # the batches this run sent
         self._requests: dict[str, ChatRequest] = {}  # the requests to send, by key
+        self._tags: dict[str, str] = {}  # the first tag of each request to send
         self._fresh: dict[str, Completion] = {}  # the replies batches gave this run, by request key
 
     def cached(self, request: ChatRequest) -> bool:
@@ -573,7 +635,7 @@ class BatchRunner:
         return self.cache.get(request, endpoint=self.backend.scope) is not None
 
     async def _finish(self, batch: Submitted, started: float) -> Ended:
-        """Poll ``batch`` until it ends, then collect it into the cache and close it in the journal."""
+        """Poll ``batch`` until it ends, then store and meter its replies and close it in the journal."""
         seen = ""
         while True:
             polled = await self.backend.poll(batch)
@@ -591,29 +653,44 @@ class BatchRunner:
                 )
             await asyncio.sleep(self.poll_s)
         ended = await self.backend.collect(batch)
+        latency = time.perf_counter() - started
         for request_key, completion in ended.replies.items():
-            self._store(request_key, completion, time.perf_counter() - started)
+            self._store(request_key, completion, latency, batch.info.get("model", ""))
         self.journal.close_batch(batch.batch_id)
         return ended
 
-    def _store(self, request_key: str, completion: Completion, latency: float) -> None:
+    def _store(self, request_key: str, completion: Completion, latency: float, model: str) -> None:
+        """Keep a collected reply in the cache and bill it in the meter once, at the batch rate: under its
+        request's tag, or (a reply to a request of another run's, in a batch that run left open) under
+        ``batch:<key>``, so what was paid for is neither lost nor paid for again."""
         request = self._requests.get(request_key)
-        if request is None:  # a reply of an earlier run's batch to a request this run does not make
+        if request is not None:
+            if request_key in self._fresh:
+                return
+            self.cache.put(request, completion, endpoint=self.backend.scope)
+            fresh = replace(completion, latency_s=latency)
+            self._fresh[request_key] = fresh
+            self.meter.record(fresh, tag=self._tags[request_key], model=request.model, latency_s=latency,
+                              rate=BATCH_DISCOUNT)  # fmt: skip
             return
-        self.cache.put(request, completion, endpoint=self.backend.scope)
-        self._fresh[request_key] = replace(completion, latency_s=latency)
+        key = scoped_key(request_key, model or completion.model, self.backend.scope)
+        if model and not self.cache.holds(key):
+            self.cache.put_key(key, completion)
+            self.meter.record(completion, tag=f"batch:{request_key[:16]}", model=model, latency_s=latency,
+                              rate=BATCH_DISCOUNT)  # fmt: skip
 
     async def run(self, tagged: Sequence[tuple[str, ChatRequest]]) -> list[BatchAnswer]:
         """One answer per (tag, request), in order; every request is recorded once in the meter under its tag
-        (a request made twice is sent once: the second is a cache hit).
+        (a request made twice is sent once: the second is a cache hit). A request goes out in at most
+        ``1 + retries`` batches, an earlier run's batch included.
 
         Raises:
             BatchPending: a batch is not finished and the run does not wait (``wait=False``, or vLLM).
             LLMError: the provider refused a control call (submit, poll, collect) after its retries.
         """
-        self._requests, self._fresh = {}, {}
+        self._requests, self._tags, self._fresh = {}, {}, {}
         hits: dict[str, Completion] = {}
-        for _tag, request in tagged:
+        for tag, request in tagged:
             key = request.key()
             if key in self._requests or key in hits:
                 continue
@@ -621,50 +698,58 @@ class BatchRunner:
             if hit is not None:
                 hits[key] = hit
             else:
-                self._requests[key] = request
+                self._requests[key], self._tags[key] = request, tag
         errors: dict[str, str] = {}
+        tries = dict.fromkeys(self._requests, 0)  # the batches each request went out in
         started = time.perf_counter()
-        tries = 0  # batches these requests went out in: an earlier run's batch is their first
         for earlier in self.journal.open(self.backend.provider, self.backend.scope):
-            if not set(earlier.custom_ids) & self._requests.keys():
+            held = set(earlier.custom_ids) & tries.keys()
+            if not held:
                 continue  # another extraction's batch: left for it
             self._say(f"collecting batch {earlier.batch_id}, submitted by an earlier run")
             try:
                 ended = await self._finish(earlier, started)
-            except LLMError as e:
-                if "NotFoundError" in str(e):
-                    self.journal.close_batch(earlier.batch_id, "lost", str(e)[:300])
-                    self._say(f"batch {earlier.batch_id} is gone at the provider; its requests go out again")
-                    continue
-                raise
-            errors.update({k: v for k, v in ended.errors.items() if k in self._requests})
-            tries = 1
-        for round_ in range(tries, self.retries + 1):
-            left = [(k, r) for k, r in self._requests.items() if k not in self._fresh]
+            except BatchLost as e:
+                self.journal.close_batch(earlier.batch_id, "lost", str(e)[:300])
+                self._say(f"batch {earlier.batch_id} is gone at the provider; its requests go out again")
+                continue
+            for key in held:
+                tries[key] += 1
+            errors.update({k: v for k, v in ended.errors.items() if k in held})
+        while True:
+            left = [(k, r) for k, r in self._requests.items() if k not in self._fresh and tries[k] <= self.retries]
             if not left:
                 break
-            if round_:
-                self._say(f"sending the {len(left)} failed requests again as a new batch (retry {round_})")
-            batch_id, info = await self.backend.submit(left, self.folder)
-            submitted = Submitted(batch_id, info, tuple(k for k, _ in left))
+            again = sum(tries[k] > 0 for k, _ in left)
+            if again:
+                self._say(f"sending {again} failed requests again in a new batch of {len(left)}")
+            batch_id, info = await self.backend.submit(left, self.folder, self.journal.states().keys())
+            model = left[0][1].model
+            submitted = Submitted(batch_id, {**info, "model": model}, tuple(k for k, _ in left))
             self.journal.add(self.backend.provider, self.backend.scope, submitted)
             self.submitted.append(batch_id)
+            for key, _request in left:
+                tries[key] += 1
             self._say(f"submitted batch {batch_id} of {len(left)} requests")
             ended = await self._finish(submitted, time.perf_counter())
-            errors.update(ended.errors)
-        return self._answers(tagged, hits, errors)
+            errors.update({k: v for k, v in ended.errors.items() if k in tries})
+        return self._answers(tagged, hits, errors, tries)
 
     def _answers(
-        self, tagged: Sequence[tuple[str, ChatRequest]], hits: dict[str, Completion], errors: dict[str, str]
+        self,
+        tagged: Sequence[tuple[str, ChatRequest]],
+        hits: dict[str, Completion],
+        errors: dict[str, str],
+        tries: dict[str, int],
     ) -> list[BatchAnswer]:
+        """Each request's answer; fresh replies were metered when collected, the rest are metered here."""
         answers: list[BatchAnswer] = []
-        billed: set[str] = set()
+        given: set[str] = set()
         for tag, request in tagged:
             key = request.key()
             fresh = self._fresh.get(key)
-            if fresh is not None and key not in billed:
-                billed.add(key)
-                self.meter.record(fresh, tag=tag, model=request.model, latency_s=fresh.latency_s, rate=BATCH_DISCOUNT)
+            if fresh is not None and key not in given:
+                given.add(key)
                 answers.append(BatchAnswer(fresh))
                 continue
             reply = hits.get(key) or (replace(fresh, cached=True) if fresh is not None else None)
@@ -674,7 +759,7 @@ class BatchRunner:
                 continue
             why = errors.get(key, "no batch returned a result for this request")
             reason = f"{self.backend.provider} batch: {why}"
-            self.meter.record(None, tag=tag, model=request.model, attempts=self.retries + 1, error=reason[:300])
+            self.meter.record(None, tag=tag, model=request.model, attempts=tries.get(key, 0), error=reason[:300])
             answers.append(BatchAnswer(None, reason))
         return answers
 

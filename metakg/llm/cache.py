@@ -34,7 +34,13 @@ def cache_key(request: ChatRequest, endpoint: str | None = None) -> str:
     files), else SHA-256 of that key and the endpoint (an identifier free of credentials, e.g. the base URL)."""
     if endpoint is None:
         return request.key()
-    scoped = json.dumps({"endpoint": endpoint, "model": request.model, "request": request.key()}, sort_keys=True)
+    return scoped_key(request.key(), request.model, endpoint)
+
+
+def scoped_key(request_key: str, model: str, endpoint: str) -> str:
+    """The cache key of the reply ``endpoint`` gave to the request whose :meth:`ChatRequest.key` is
+    ``request_key`` (a provider batch knows requests by that key only)."""
+    scoped = json.dumps({"endpoint": endpoint, "model": model, "request": request_key}, sort_keys=True)
     return hashlib.sha256(scoped.encode()).hexdigest()
 
 
@@ -74,12 +80,21 @@ class ResponseCache:
 
     def put(self, request: ChatRequest, completion: Completion, *, endpoint: str | None = None) -> None:
         """Store a completion ``endpoint`` gave (the first answer to a key wins)."""
+        self.put_key(cache_key(request, endpoint), completion)
+
+    def holds(self, key: str) -> bool:
+        """Whether a reply is stored under ``key`` (:func:`scoped_key`)."""
+        with self._lock:
+            return self._db().execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
+
+    def put_key(self, key: str, completion: Completion) -> None:
+        """Store a completion under ``key`` (:func:`cache_key` or :func:`scoped_key`; the first answer wins)."""
         with self._lock:
             self._db().execute(
                 "INSERT OR IGNORE INTO responses (key, model, text, prompt_tokens, completion_tokens, finish_reason) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    cache_key(request, endpoint),
+                    key,
                     completion.model,
                     completion.text,
                     completion.usage.prompt_tokens,

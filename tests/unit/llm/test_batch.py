@@ -70,6 +70,7 @@ class Harness:
         cache = ResponseCache(self.folder / "responses.sqlite")
         journal = BatchJournal(self.folder / "batches.sqlite")
         meter = UsageMeter("run", PRICES)
+        self.meter = meter  # kept when the run raises
         runner = BatchRunner(
             self.make(),
             cache=cache,
@@ -122,7 +123,7 @@ def test_a_batch_answers_every_request_at_batch_price_and_a_rerun_sends_nothing(
     assert [a.completion.text for a in answers] == [f"reply to question {i}" for i in range(5)]
     assert len(server.created) == 1 and server.created[0].startswith(provider)
     records = meter.records
-    assert [r.tag for r in records] == [t for t, _ in tagged] and not any(r.cached for r in records)
+    assert sorted(r.tag for r in records) == sorted(t for t, _ in tagged) and not any(r.cached for r in records)
     listed = sum(r.list_cost_usd for r in records)
     assert listed > 0 and sum(r.cost_usd for r in records) == pytest.approx(listed * BATCH_DISCOUNT)
     assert set(harness.journal().values()) == {"collected"}
@@ -213,7 +214,7 @@ def test_a_batch_the_journal_never_saw_is_found_by_its_metadata_not_paid_for_twi
 
     async def submit_only() -> None:
         try:
-            await made.submit(items, tmp_path / "batches")
+            await made.submit(items, tmp_path / "batches", ())
         finally:
             await made.aclose()
 
@@ -333,3 +334,48 @@ def test_a_refused_key_is_a_clean_error_that_never_shows_the_key(
         Harness(tmp_path, make).run(_requests(2))
     assert "AuthenticationError" in str(refused.value) and wrong not in str(refused.value)
     assert server.created == []
+
+
+def test_a_retry_of_requests_that_all_failed_is_a_new_batch_not_the_old_one_found_again(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    harness = Harness(tmp_path, _openai(server))
+    server.faults.fail_every = 1  # every request of the first batch fails; the batch itself completes
+    answers, meter = harness.run(_requests(2), retries=1)
+    assert all(a.completion is not None for a in answers)
+    assert len(server.created) == 2  # the retry went out as a batch of its own
+    assert [r.cost_usd > 0 for r in meter.records] == [True, True]
+
+
+def test_replies_an_older_batch_holds_for_other_requests_are_kept_and_billed_once(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    harness = Harness(tmp_path, _openai(server))
+    server.faults.hold.clear()
+    with pytest.raises(BatchPending):
+        harness.run(_requests(4), wait=False)
+    server.faults.hold.set()
+    answers, meter = harness.run(_requests(2))  # half of the open batch's requests
+    assert all(a.completion is not None for a in answers)
+    extract = [r for r in meter.records if r.tag.startswith("t:")]
+    other = [r for r in meter.records if r.tag.startswith("batch:")]
+    assert len(extract) == 2 and len(other) == 2 and all(r.cost_usd > 0 for r in other)
+    answers, meter = harness.run(_requests(4))  # the other two were kept: nothing is sent or billed again
+    assert all(a.completion is not None for a in answers) and len(server.created) == 1
+    assert all(r.cached and r.cost_usd == 0 for r in meter.records)
+
+
+def test_replies_collected_before_a_run_stops_are_billed_in_that_run(upstream: FaultServer, tmp_path: Path) -> None:
+    harness = Harness(tmp_path, lambda: backend("vllm", LLMSettings(), BatchSettings(), "m"))
+    tagged = _requests(2)
+    with pytest.raises(BatchPending):
+        harness.run(tagged)
+    source = next((tmp_path / "batches").glob("vllm-*.input.jsonl"))
+    target = source.with_name(source.name.replace(".input.", ".output."))
+    run_batch(source, target, upstream.url)
+    target.write_text(target.read_text().splitlines()[0] + "\n")  # the second request has no result
+    with pytest.raises(BatchPending):  # its retry is a new vLLM batch, still to run
+        harness.run(tagged, retries=1)
+    fresh = [r for r in harness.meter.records if r.error is None]
+    assert len(fresh) == 1 and fresh[0].cost_usd > 0 and not fresh[0].cached
+    assert len(list((tmp_path / "batches").glob("vllm-*.input.jsonl"))) == 2
