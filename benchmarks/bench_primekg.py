@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     args = parser.parse_args()
     _settings, data_dir = settings_and_data(" for the PrimeKG count tables")
-    folder = WORK / f"primekg_scale_{args.scale}"
+    folder = WORK / f"primekg_ingest_{args.scale}"  # not bench_primekg_scale's folders
     kg = folder / "synthetic_primekg_kg.csv"
     if not kg.exists():
         print(f"generating a SYNTHETIC PrimeKG-shaped kg.csv at scale {args.scale} ...", flush=True)
@@ -58,7 +58,7 @@ def main() -> None:
     memory = figures["metakg"]["peak_rss_mib"] / figures["pandas"]["peak_rss_mib"]
     print(f"  metakg is {speedup:.1f}x faster (target >= 3x) and uses {memory:.2f} of the memory (target <= 0.5)")
     record(
-        f"primekg_scale_{args.scale}",
+        f"primekg_ingest_{args.scale}",
         {
             "rows": rows,
             **figures,
