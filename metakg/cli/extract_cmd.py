@@ -114,9 +114,11 @@ def extract(
     With --update BUNDLE (an earlier extraction), records are compared by content: unchanged ones keep
     their stored replies, only changed and new ones are sent to the model, and triples stated only by
     removed or changed records are retracted (edges other records still state keep a lower count).
+
     With --batch, the prompts go out as one provider batch at the batch price; the same command collects a
     batch an earlier run submitted (nothing is sent twice). Exit 75 when the batch is not finished and the
     run does not wait for it (--no-wait, or vLLM's command still to run): run the same command later.
+
     Exit 1 when some prompts failed or were skipped by the budget, validation rejected rows, or more input
     records could not be read than --max-rejects allows (each is in the bundle's rejects with its reason).
     """
