@@ -382,6 +382,13 @@ class OpenAIBatches:
                 )
             )
         except Exception as e:
+            if getattr(e, "status_code", None) in (404, 405, 501):  # e.g. a vLLM or llama.cpp server: chat only
+                raise LLMError(
+                    f"{mask_url(self._settings.base_url or '')} has no Files and Batches API (status "
+                    f"{getattr(e, 'status_code', '?')}): --batch openai "
+                    "needs an endpoint that offers them (OpenAI, Azure OpenAI); for a vLLM model, --batch vllm "
+                    "writes the file its run-batch command reads."
+                ) from e
             raise self._error("submitting a batch", e) from e
         return str(batch.id), {"input": str(path), "file": str(uploaded.id)}
 

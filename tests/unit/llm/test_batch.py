@@ -379,3 +379,9 @@ def test_replies_collected_before_a_run_stops_are_billed_in_that_run(upstream: F
     fresh = [r for r in harness.meter.records if r.error is None]
     assert len(fresh) == 1 and fresh[0].cost_usd > 0 and not fresh[0].cached
     assert len(list((tmp_path / "batches").glob("vllm-*.input.jsonl"))) == 2
+
+
+def test_an_endpoint_without_a_batches_api_says_so(upstream: FaultServer, tmp_path: Path) -> None:
+    settings = LLMSettings(base_url=upstream.url, model="m", max_retries=0)  # chat completions only
+    with pytest.raises(LLMError, match="has no Files and Batches API"):
+        Harness(tmp_path, lambda: OpenAIBatches(settings, "m")).run(_requests(1))
