@@ -229,21 +229,22 @@ async def _preview(
     settings: Settings,
     answered: int,
     *,
+    model: str,
     cached: Callable[[ChatRequest], bool],
     counter: Counter | None,
 ) -> ExtractEstimate:
-    """The estimate of sending ``units`` to ``llm.model``: those ``cached`` cost nothing, the others' prompts
-    are counted by ``counter``."""
+    """The estimate of sending ``units`` to ``model``: those ``cached`` cost nothing, the others' prompts are
+    counted by ``counter``."""
     llm = settings.llm
-    requests = [unit_request(u, llm.model, temperature=llm.temperature, max_tokens=llm.max_tokens) for u in units]
+    requests = [unit_request(u, model, temperature=llm.temperature, max_tokens=llm.max_tokens) for u in units]
     fresh = [r for r in requests if not cached(r)]
     tokens, tokenizer = await _prompt_tokens(counter, fresh)
     most = len(fresh) * llm.max_tokens
-    priced = llm.model in llm.prices_per_mtok
-    low = price(llm.prices_per_mtok, llm.model, tokens, 0) if priced else None
-    high = price(llm.prices_per_mtok, llm.model, tokens, most) if priced else None
+    priced = model in llm.prices_per_mtok
+    low = price(llm.prices_per_mtok, model, tokens, 0) if priced else None
+    high = price(llm.prices_per_mtok, model, tokens, most) if priced else None
     return ExtractEstimate(
-        model=llm.model,
+        model=model,
         units=len(units) + answered,
         answered=answered + len(requests) - len(fresh),
         calls=len(fresh),
@@ -271,13 +272,16 @@ def _estimate_with(
     """The preview of ``units``, through the run's batch provider (its cache scope) or its LLM endpoint."""
     if options.batch is not None:
         with batch_session(settings, options.batch, progress=progress) as runner:
+            counting = _batch_counter(settings, options.batch)
             preview = _preview(
-                units, settings, answered, cached=runner.cached, counter=_batch_counter(settings, options.batch)
+                units, settings, answered, model=settings.llm.model, cached=runner.cached, counter=counting
             )
             return run_with(runner, preview)
     with llm_session(settings, progress=progress) as client:
-        named = settings.model_copy(update={"llm": settings.llm.model_copy(update={"model": client.model})})
-        return run_with(client, _preview(units, named, answered, cached=client.cached, counter=client.count_tokens))
+        preview = _preview(
+            units, settings, answered, model=client.model, cached=client.cached, counter=client.count_tokens
+        )
+        return run_with(client, preview)
 
 
 def estimate_extraction(
@@ -386,10 +390,10 @@ def _ask(
     with llm_session(session_settings, run_id=run_id, progress=progress) as client:
         keys, kept, ask = _left(units, client.model, session_settings, stored)
         if options.budget_usd is not None and client.model in llm.prices_per_mtok:
-            named = session_settings.model_copy(update={"llm": llm.model_copy(update={"model": client.model})})
-            preview = run_with(
-                client, _preview(ask, named, len(kept), cached=client.cached, counter=client.count_tokens)
+            previewing = _preview(
+                ask, session_settings, len(kept), model=client.model, cached=client.cached, counter=client.count_tokens
             )
+            preview = run_with(client, previewing)
             _within_budget(preview, options.budget_usd, "list_usd_min")
         say(f"extracting from {len(ask)} prompts with {client.model}" + (f" ({len(kept)} unchanged)" if kept else ""))
         asked, stats = run_with(
@@ -459,7 +463,8 @@ def _ask_batch(
     with batch_session(settings, options.batch, run_id=run_id, wait=options.wait, progress=progress) as runner:
         if options.budget_usd is not None and llm.model in llm.prices_per_mtok:
             counting = _batch_counter(settings, options.batch)
-            preview = run_with(runner, _preview(ask, settings, len(kept), cached=runner.cached, counter=counting))
+            previewing = _preview(ask, settings, len(kept), model=llm.model, cached=runner.cached, counter=counting)
+            preview = run_with(runner, previewing)
             _within_budget(preview, options.budget_usd, "batch_usd_max")
         say(f"extracting from {len(ask)} prompts with {llm.model} through the {options.batch} batch API")
         asked, stats = run_with(

@@ -680,8 +680,10 @@ class BatchRunner:
             self.meter.record(fresh, tag=self._tags[request_key], model=request.model, latency_s=latency,
                               rate=BATCH_DISCOUNT)  # fmt: skip
             return
-        key = scoped_key(request_key, model or completion.model, self.backend.scope)
-        if model and not self.cache.holds(key):
+        if not model:  # a batch journaled without its model: its key cannot be made
+            return
+        key = scoped_key(request_key, model, self.backend.scope)
+        if not self.cache.holds(key):
             self.cache.put_key(key, completion)
             self.meter.record(completion, tag=f"batch:{request_key[:16]}", model=model, latency_s=latency,
                               rate=BATCH_DISCOUNT)  # fmt: skip
