@@ -5,7 +5,8 @@ and each of its identifiers are joined, and the connected parts with two nodes o
 (PrimeKG's ``mondo:0004975``, the Wikidata item ``wd:Q11081`` whose xrefs hold ``mondo:0004975``, and a
 node of another source that lists ``wd:Q11081`` are one cluster). A cluster is refused, with its
 evidence, when its members' types cannot be one entity's (a drug and a disease sharing an xref: the types
-must lie on one is-a chain of the vocabulary) or when it is larger than anything one entity plausibly has
+must lie on one is-a chain of the vocabulary; a node of a generic type takes the type its id's namespace
+implies, :func:`effective_types`) or when it is larger than anything one entity plausibly has
 (``max_size`` nodes: a shared id that is really a category, or a bad mapping chaining many entities).
 """
 
@@ -86,6 +87,16 @@ def compatible_types(types: Sequence[str], vocabulary: TypeVocabulary) -> bool:
     return distinct <= set(vocabulary.ancestors(deepest))
 
 
+def effective_types(nodes: pl.DataFrame, vocabulary: TypeVocabulary) -> list[str]:
+    """Each node's type for identity decisions: its own, or, when that is generic (``entity``, ``concept``),
+    the type its id's namespace implies (the vocabulary's prefix ``type``: an item ``reactome:R-HSA-1``
+    typed ``entity`` is a pathway), else the generic type."""
+    return [
+        vocabulary.id_type(node_id) or kind if kind in GENERIC_TYPES else kind
+        for node_id, kind in zip(nodes["id"].to_list(), nodes["type"].to_list(), strict=True)
+    ]
+
+
 def identifiers(
     nodes: pl.DataFrame, must_link: Sequence[tuple[str, str]] = (), named: Sequence[tuple[str, str]] = ()
 ) -> pl.DataFrame:
@@ -153,7 +164,7 @@ def id_clusters(
     joined = np.flatnonzero(sizes[part] >= 2)
     if not len(joined):
         return IdClusters([])
-    ids, types = nodes["id"].to_list(), nodes["type"].to_list()
+    ids, types = nodes["id"].to_list(), effective_types(nodes, vocabulary)
     by_part: dict[int, list[int]] = {}
     for row in joined.tolist():
         by_part.setdefault(int(part[row]), []).append(row)

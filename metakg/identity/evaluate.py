@@ -4,7 +4,9 @@ Two kinds of gold:
 
 - **pairs**: two names and whether they are one entity (biomappings' reviewed right and wrong mappings,
   SSSOM files). A scorer calls a pair one entity when its score reaches the threshold; precision is the
-  share of those calls that are right, recall the share of the true pairs called.
+  share of those calls that are right, recall the share of the true pairs called. Two ids whose
+  namespaces imply types that cannot be one entity (a ``reactome:`` pathway, a ``doid:`` disease) are never
+  called one, whatever their names: ``metakg resolve`` keeps such nodes apart.
 - **links**: a mention and the entity it names, among a catalog of entities (DrugBank's synonyms to its
   drugs, Wikidata aliases to their items, phenotype synonyms to their terms). A scorer links a mention to
   its best candidate when the score reaches the threshold and beats the best other entity by the scorer's
@@ -26,7 +28,7 @@ import hashlib
 import io
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from metakg.errors import InputDataError
+from metakg.identity.clusters import compatible_types
 from metakg.identity.names import (
     DEFAULT_LINKS,
     DEFAULT_THRESHOLDS,
@@ -46,6 +49,7 @@ from metakg.identity.names import (
     pair_scores,
 )
 from metakg.llm.embedder import Embedder
+from metakg.schemas.vocabulary import TypeVocabulary, default_vocabulary
 
 GoldFormat = Literal["sssom", "sssom-links", "drugbank", "kgtk", "ssslm", "pubtator"]
 GOLD_FORMATS: tuple[GoldFormat, ...] = ("sssom", "sssom-links", "drugbank", "kgtk", "ssslm", "pubtator")
@@ -63,13 +67,30 @@ def half(key: str) -> int:
 
 @dataclass(frozen=True)
 class GoldPairs:
-    """Labelled name pairs: ``match[i]`` says whether ``left[i]`` and ``right[i]`` are one entity."""
+    """Labelled name pairs: ``match[i]`` says whether ``left[i]`` and ``right[i]`` are one entity;
+    ``left_ids`` and ``right_ids`` (when the gold names them) the two entities' ids, whose namespaces may
+    imply types that cannot be one entity's (a pathway and a disease)."""
 
     name: str
     left: list[str]
     right: list[str]
     match: list[bool]
     keys: list[str]  # the gold id each row is split by
+    left_ids: list[str] = field(default_factory=list)
+    right_ids: list[str] = field(default_factory=list)
+
+    def typed_apart(self, vocabulary: TypeVocabulary) -> np.ndarray:
+        """Per pair, True when the types its ids' namespaces imply cannot be one entity's (as ``metakg
+        resolve`` keeps nodes of such types apart whatever their names); all False without ids."""
+        if not self.left_ids:
+            return np.zeros(len(self.left), dtype=bool)
+        return np.array(
+            [
+                not compatible_types([t for t in (vocabulary.id_type(a), vocabulary.id_type(b)) if t], vocabulary)
+                for a, b in zip(self.left_ids, self.right_ids, strict=True)
+            ],
+            dtype=bool,
+        )
 
 
 @dataclass(frozen=True)
@@ -130,7 +151,7 @@ def read_sssom(path: Path, negatives: Path | None = None, *, name: str | None = 
     Raises:
         InputDataError: a file cannot be read or lacks a column, naming it.
     """
-    left, right, match, keys = [], [], [], []
+    left, right, match, keys, left_ids, right_ids = [], [], [], [], [], []
     for file in [path] + ([negatives] if negatives else []):
         for _number, row in _rows(file, "\t", ("subject_id", "subject_label", "object_id", "object_label")):
             if not row["subject_label"] or not row["object_label"]:
@@ -139,9 +160,11 @@ def read_sssom(path: Path, negatives: Path | None = None, *, name: str | None = 
             right.append(row["object_label"])
             match.append((row.get("predicate_modifier") or "").strip() != "Not")
             keys.append(row["subject_id"])
+            left_ids.append(row["subject_id"])
+            right_ids.append(row["object_id"])
     if not left:
         raise InputDataError(f"{path}: no labelled pair to evaluate.")
-    return GoldPairs(name or path.name, left, right, match, keys)
+    return GoldPairs(name or path.name, left, right, match, keys, left_ids, right_ids)
 
 
 def read_labels(path: Path) -> dict[str, str]:
@@ -356,6 +379,8 @@ def _first(gold: Gold, limit: int) -> Gold:
             [gold.right[i] for i in keep],
             [gold.match[i] for i in keep],
             [gold.keys[i] for i in keep],
+            [gold.left_ids[i] for i in keep] if gold.left_ids else [],
+            [gold.right_ids[i] for i in keep] if gold.right_ids else [],
         )
     entities = {gold.gold[i] for i in keep}
     others = sorted(set(gold.catalog_ids) - entities, key=_rank)
@@ -430,9 +455,11 @@ class Scored:
 
 
 def scored(gold: Gold, scorer: Scorer, embedder: Embedder | None) -> Scored:
-    """Each row of ``gold`` scored by ``scorer`` (links: against every catalog entity, the best three kept)."""
+    """Each row of ``gold`` scored by ``scorer`` (links: against every catalog entity, the best three kept); a
+    pair whose ids' namespaces imply types that cannot be one entity's scores 0, as resolve never joins it."""
     if isinstance(gold, GoldPairs):
         scores = pair_scores(gold.left, gold.right, scorer, embedder=embedder)
+        scores = np.where(gold.typed_apart(default_vocabulary()), 0.0, scores)
         return Scored(scores, np.array(gold.match, dtype=bool), np.array([half(k) for k in gold.keys]))
     table = NameTable(gold.catalog_ids, gold.catalog_names)
     best = candidates(gold.mentions, table, scorer, k=3, embedder=embedder)

@@ -320,11 +320,12 @@ def name_links(
     embedder: Embedder | None = None,
     apart: Sequence[tuple[str, str]] = (),
     k: int = 5,
+    types: Sequence[str] | None = None,
 ) -> list[NameLink]:
     """The pairs of nodes of different sources whose names (or aliases) ``scorer`` rates at or above
     ``threshold`` and whose types ``compatible`` accepts, each pair once with its best score; pairs in
     ``apart`` (the identity file's cannot-links) are left out. A node is compared with its ``k`` best
-    candidates.
+    candidates. ``types``: each node's type for the check (default: the ``type`` column).
 
     Raises:
         ValueError: the embedding scorer without an embedder.
@@ -334,7 +335,7 @@ def name_links(
     table = NameTable.from_nodes(nodes)
     ids, names = nodes["id"].to_list(), nodes["name"].to_list()
     source = dict(zip(ids, nodes["source"].to_list(), strict=True))
-    kind = dict(zip(ids, nodes["type"].to_list(), strict=True))
+    kind = dict(zip(ids, nodes["type"].to_list() if types is None else list(types), strict=True))
     never = {frozenset(pair) for pair in apart}
     best: dict[tuple[str, str], float] = {}
     for node, hits in zip(ids, candidates(names, table, scorer, k=k, embedder=embedder), strict=True):

@@ -18,7 +18,7 @@ from typing import Literal
 import polars as pl
 
 from metakg.config import ONE_PER_ENTITY
-from metakg.identity.clusters import MAX_CLUSTER, Cluster, id_clusters, id_system
+from metakg.identity.clusters import MAX_CLUSTER, Cluster, effective_types, id_clusters, id_system
 from metakg.identity.curation import Curation, apply_aliases, check_known
 from metakg.identity.names import NameLink
 from metakg.schemas.bundle import collapse_edges
@@ -322,7 +322,7 @@ def unresolve(resolved: Resolution, vocabulary: TypeVocabulary, clusters: Sequen
     )
     kept = merged.filter(~undone)
     canonical = dict(zip(kept["node"].to_list(), kept["canonical"].to_list(), strict=True))
-    types = dict(zip(nodes["id"].to_list(), nodes["type"].to_list(), strict=True))
+    types = dict(zip(nodes["id"].to_list(), effective_types(nodes, vocabulary), strict=True))
     members: dict[str, list[str]] = {}
     for member, target in canonical.items():
         members.setdefault(target, []).append(types.get(member, "entity"))

@@ -15,7 +15,9 @@ from metakg.errors import ConfigError
 @dataclass(frozen=True)
 class PrefixSpec:
     """One CURIE prefix metakg writes: its namespace, the other spellings and namespaces that mean it, and how
-    its local ids are written (``pad``: digits a numeric id is zero-padded to; ``upper``: upper case)."""
+    its local ids are written (``pad``: digits a numeric id is zero-padded to; ``upper``: upper case), and
+    ``type``: the vocabulary type every id of the namespace names (``mondo``: a disease), or None when its
+    ids name things of several types (MeSH, UMLS, GO)."""
 
     name: str
     iri: str
@@ -23,6 +25,7 @@ class PrefixSpec:
     iris: tuple[str, ...] = ()
     pad: int = 0
     upper: bool = False
+    type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,25 @@ class TypeVocabulary:
     def is_a(self, name: str, ancestor: str) -> bool:
         """True when ``name`` equals ``ancestor`` or descends from it."""
         return name in self.parents and ancestor in self.ancestors(name)
+
+    def id_type(self, node_id: str) -> str | None:
+        """The type the namespace of ``node_id`` implies (its prefix's ``type``, the prefix in any of its
+        spellings, ignoring case: ``REACT:R-HSA-1`` is a pathway), or None."""
+        prefix = node_id.split(":", 1)[0] if ":" in node_id else ""
+        return self._typed_spellings.get(prefix.casefold()) if prefix else None
+
+    @property
+    def _typed_spellings(self) -> dict[str, str]:
+        found: dict[str, str] | None = self.__dict__.get("_typed")
+        if found is None:
+            found = {
+                spelling.casefold(): spec.type
+                for spec in self.prefixes.values()
+                if spec.type is not None
+                for spelling in (spec.name, *spec.synonyms)
+            }
+            object.__setattr__(self, "_typed", found)
+        return found
 
 
 def parse_vocabulary(text: str, origin: str = "vocabulary.toml") -> TypeVocabulary:
@@ -102,13 +124,13 @@ def parse_vocabulary(text: str, origin: str = "vocabulary.toml") -> TypeVocabula
         primekg=primekg,
         wikidata=wikidata,
         symmetric=frozenset(symmetric),
-        prefixes=_prefixes(data.get("prefixes", {}), origin),
+        prefixes=_prefixes(data.get("prefixes", {}), origin, parents),
     )
 
 
-def _prefixes(table: object, origin: str) -> dict[str, PrefixSpec]:
+def _prefixes(table: object, origin: str, types: dict[str, str | None]) -> dict[str, PrefixSpec]:
     """The ``[prefixes]`` table, checked: every spelling (a name or a synonym, ignoring case) and every
-    namespace means one prefix.
+    namespace means one prefix, and a prefix's ``type`` is one of ``types``.
 
     Raises:
         ConfigError: naming the prefix and the field that is wrong.
@@ -121,9 +143,12 @@ def _prefixes(table: object, origin: str) -> dict[str, PrefixSpec]:
         where = f"{origin}: prefixes.{name}"
         if not isinstance(spec, dict) or not isinstance(spec.get("iri"), str) or not spec["iri"]:
             raise ConfigError(f"{where} needs iri, the namespace its local ids are appended to.")
-        unknown = set(spec) - {"iri", "synonyms", "iris", "pad", "upper"}
+        unknown = set(spec) - {"iri", "synonyms", "iris", "pad", "upper", "type"}
         if unknown:
-            raise ConfigError(f"{where} has unknown keys {sorted(unknown)} (iri, synonyms, iris, pad, upper).")
+            raise ConfigError(f"{where} has unknown keys {sorted(unknown)} (iri, synonyms, iris, pad, upper, type).")
+        kind = spec.get("type")
+        if kind is not None and kind not in types:
+            raise ConfigError(f"{where}.type {kind!r} is not a type of the vocabulary.")
         synonyms, iris = spec.get("synonyms", []), spec.get("iris", [])
         for key, values in (("synonyms", synonyms), ("iris", iris)):
             if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
@@ -137,7 +162,7 @@ def _prefixes(table: object, origin: str) -> dict[str, PrefixSpec]:
             other = spelled.setdefault(spelling.casefold(), name)
             if other != name:
                 raise ConfigError(f"{where}: {spelling!r} already names the prefix {other!r}.")
-        found[name] = PrefixSpec(name, spec["iri"], tuple(synonyms), tuple(iris), pad, upper)
+        found[name] = PrefixSpec(name, spec["iri"], tuple(synonyms), tuple(iris), pad, upper, kind)
     return found
 
 

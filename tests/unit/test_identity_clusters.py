@@ -59,6 +59,23 @@ def test_a_drug_and_a_disease_sharing_an_xref_are_reported_not_merged() -> None:
     assert cluster.shared == ("umls:C1",)
 
 
+def test_a_generic_node_takes_the_type_its_namespace_implies() -> None:
+    # a Reactome pathway and an NCBI taxon, both imported untyped, sharing a (wrong) xref with a disease
+    nodes = table(
+        [
+            ("reactome:R-HSA-1", "entity", ["umls:C2"]),
+            ("mondo:0000002", "disease", ["umls:C2"]),
+            ("kg:notes/flu", "concept", ["umls:C3"]),
+            ("mondo:0000003", "disease", ["umls:C3"]),
+        ]
+    )
+    found = id_clusters(nodes, VOCAB)
+    [refused] = found.refused
+    assert refused.members == ("mondo:0000002", "reactome:R-HSA-1")
+    assert refused.problem is not None and "disease, pathway" in refused.problem
+    assert [c.members for c in found.mergeable] == [("kg:notes/flu", "mondo:0000003")]  # kg: implies nothing
+
+
 def test_a_cluster_larger_than_one_entity_has_is_reported() -> None:
     nodes = table([(f"kg:x/{i}", "concept", ["mesh:D000001"]) for i in range(30)])
     [cluster] = id_clusters(nodes, VOCAB, max_size=25).refused

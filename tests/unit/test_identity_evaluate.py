@@ -32,6 +32,7 @@ from metakg.identity.evaluate import (
 )
 from metakg.identity.names import DEFAULT_LINKS, LinkRule, pair_scores
 from metakg.llm.embedder import Embedder
+from metakg.schemas.vocabulary import default_vocabulary
 
 HEADER = "subject_id\tsubject_label\tpredicate_id\tpredicate_modifier\tobject_id\tobject_label\n"
 ROWS = [
@@ -276,3 +277,18 @@ def test_cli_eval_of_a_link_set_shows_the_link_rule(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     (fuzzy,) = summary["scorers"]
     assert fuzzy["margin"] == 0.08 and fuzzy["at_default"]["unlinkable"] is not None
+
+
+def test_a_pair_whose_namespaces_imply_incompatible_types_is_never_called(tmp_path: Path) -> None:
+    # KEGG's pathway "Alzheimer disease" and DOID's disease of the same name: a wrong pair no name can tell
+    rows = [
+        ("kegg.pathway:hsa05010", "Alzheimer disease", "Not", "doid:10652", "Alzheimer disease"),
+        ("mesh:D000544", "Alzheimer disease", "", "doid:10652", "Alzheimer disease"),  # MeSH implies no type
+    ]
+    gold = read_sssom(sssom(tmp_path / "p.sssom.tsv", rows))
+    assert gold.left_ids == ["kegg.pathway:hsa05010", "mesh:D000544"]
+    assert gold.typed_apart(default_vocabulary()).tolist() == [True, False]
+    from metakg.identity.evaluate import scored
+
+    assert scored(gold, "exact", None).scores.tolist() == [0.0, 1.0]
+    assert _first(gold, 1).left_ids in (["kegg.pathway:hsa05010"], ["mesh:D000544"])  # ids follow the sample

@@ -220,6 +220,25 @@ def test_names_join_nodes_of_other_sources_with_compatible_types() -> None:
     assert frame_rows(undone.nodes) == frame_rows(conform_nodes(g.nodes))
 
 
+def test_names_keep_a_pathway_named_like_a_disease_apart() -> None:
+    # KEGG's "Alzheimer disease" pathway, imported untyped, and the disease: one name, two entities
+    from metakg.identity.clusters import compatible_types, effective_types
+    from metakg.identity.names import name_links
+
+    g = merge_bundles(
+        [
+            graph(),
+            Bundle(nodes([("kegg.pathway:hsa05010", "Alzheimer disease", "entity", [])], "kegg"), edges([], "kegg")),
+        ]
+    )
+    check = lambda t: compatible_types(t, VOCAB)  # noqa: E731
+    untyped = {(link.a, link.b) for link in name_links(g.nodes, check, "exact", 1.0)}
+    assert ("kegg.pathway:hsa05010", "mondo:0004975") in untyped  # by its written type alone: entity fits all
+    typed = name_links(g.nodes, check, "exact", 1.0, types=effective_types(g.nodes, VOCAB))
+    assert not any("kegg.pathway:hsa05010" in (link.a, link.b) for link in typed)
+    assert effective_types(g.nodes, VOCAB)[g.nodes["id"].to_list().index("wd:Q12140")] == "entity"
+
+
 def test_a_cannot_link_keeps_a_name_pair_apart() -> None:
     from metakg.identity.clusters import compatible_types
     from metakg.identity.names import name_links
