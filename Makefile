@@ -79,6 +79,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_serve
 	$(PY) -m benchmarks.bench_page
 	$(PY) -m benchmarks.bench_identity
+	$(PY) -m benchmarks.bench_identity_judge
 	$(PY) -m benchmarks.bench_identity_ids
 	$(PY) -m benchmarks.bench_identity_scale
 	$(PY) -m benchmarks.bench_identity_names_scale --scorer exact --scorer fuzzy

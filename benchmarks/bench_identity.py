@@ -60,7 +60,7 @@ from metakg.identity.evaluate import (
     read_gold,
 )
 from metakg.identity.evaluate import scored as score_rows
-from metakg.identity.names import DEFAULT_LINKS, DEFAULT_THRESHOLDS, SCORERS, LinkRule, Scorer, name_links
+from metakg.identity.names import DEFAULT_LINKS, DEFAULT_THRESHOLDS, SCORERS, LinkRule, NameLink, Scorer, name_links
 from metakg.llm.embedder import Embedder, OnnxEmbedder
 from metakg.schemas.curie import normalise_curie
 from metakg.schemas.vocabulary import default_vocabulary
@@ -189,20 +189,32 @@ def pair_graph(gold: GoldPairs) -> tuple[pl.DataFrame, list[tuple[str, str, bool
     return nodes, pairs
 
 
-def metakg_resolver(nodes: pl.DataFrame, scorer: Scorer, embedder: Embedder) -> dict[str, str]:
-    """What ``metakg resolve --names SCORER`` does to these nodes, at the scorer's default threshold: node id
-    -> the cluster it ends in (name links between sources and compatible types, then identity clusters:
-    one id per system, at most 25 nodes, types on one is-a chain)."""
+def metakg_resolver(
+    nodes: pl.DataFrame, scorer: Scorer, embedder: Embedder, threshold: float | None = None
+) -> dict[str, str]:
+    """What ``metakg resolve --names SCORER`` does to these nodes, at ``threshold`` (the scorer's default when
+    None): node id -> the cluster it ends in (name links between sources and compatible types, then identity
+    clusters: one id per system, at most 25 nodes, types on one is-a chain)."""
+    cut = DEFAULT_THRESHOLDS[scorer] if threshold is None else threshold
+    return clusters_of(nodes, typed_links(nodes, scorer, cut, embedder))
+
+
+def typed_links(nodes: pl.DataFrame, scorer: Scorer, threshold: float, embedder: Embedder) -> list[NameLink]:
+    """The name links ``resolve --names`` makes among ``nodes`` at ``threshold``."""
     vocabulary = default_vocabulary()
-    links = name_links(
+    return name_links(
         nodes,
         lambda types: compatible_types(types, vocabulary),
         scorer,
-        DEFAULT_THRESHOLDS[scorer],
+        threshold,
         embedder=embedder,
         types=effective_types(nodes, vocabulary),
     )
-    found = id_clusters(nodes, vocabulary, named=[(link.a, link.b) for link in links])
+
+
+def clusters_of(nodes: pl.DataFrame, links: list[NameLink]) -> dict[str, str]:
+    """Node id -> its cluster once ``links`` are joined as ``resolve`` joins them."""
+    found = id_clusters(nodes, default_vocabulary(), named=[(link.a, link.b) for link in links])
     node_of = {x: x for x in nodes["id"].to_list()}
     for cluster in found.mergeable:
         node_of.update({m: cluster.members[0] for m in cluster.members})
@@ -212,16 +224,34 @@ def metakg_resolver(nodes: pl.DataFrame, scorer: Scorer, embedder: Embedder) -> 
 def score_graph(pairs: list[tuple[str, str, bool]], node_of: dict[str, str]) -> dict[str, Any]:
     """Pairwise precision, recall and F1 of a partition of the pair graph's nodes: a labelled pair in one node
     is a right or a wrong merge by its label; two ids of one system of ``ONE_PER_ENTITY`` in one node (two
-    MeSH descriptors, two DOID diseases) are a wrong merge too, as each such system gives an entity one id.
+    MeSH descriptors, two DOID diseases) are a wrong merge too, as each such system gives an entity one id,
+    unless the right pairs themselves join them (the gold's own chains are not held against a resolver).
     Pairs of other ids that nobody labelled do not count."""
+    gold_root: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        gold_root.setdefault(x, x)
+        while gold_root[x] != x:
+            gold_root[x] = gold_root[gold_root[x]]
+            x = gold_root[x]
+        return x
+
+    for a, b, match in pairs:
+        if match:
+            gold_root[find(a)] = find(b)
     groups: dict[str, list[str]] = {}
     for node, group in node_of.items():
         groups.setdefault(group, []).append(node)
     unique = set(ONE_PER_ENTITY)
     same_system = 0
     for members in groups.values():
-        systems = Counter(id_system(m) for m in members)
-        same_system += sum(n * (n - 1) // 2 for system, n in systems.items() if system in unique)
+        by_system: dict[str, list[str]] = {}
+        for m in members:
+            if (system := id_system(m)) in unique:
+                by_system.setdefault(system, []).append(m)
+        for held in by_system.values():
+            together = Counter(find(m) for m in held)
+            same_system += len(held) * (len(held) - 1) // 2 - sum(n * (n - 1) // 2 for n in together.values())
     right = sum(1 for a, b, match in pairs if match and node_of[a] == node_of[b])
     wrong = sum(1 for a, b, match in pairs if not match and node_of[a] == node_of[b])
     point = _point(0.0, right + wrong + same_system, right, sum(1 for *_, match in pairs if match))

@@ -181,7 +181,7 @@ def id_clusters(
     curated_members = {x for pair in must_link for x in pair}
     named_members = {x for pair in named for x in pair}
     unique = set(one_per_entity)
-    system = {r: id_system(ids[r]) for rows in by_part.values() for r in rows} if unique else {}
+    system = {r: id_system(ids[r]) for rows in by_part.values() for r in rows}
     clusters = []
     to_split: list[list[int]] = []
     for label, rows in by_part.items():
@@ -195,6 +195,9 @@ def id_clusters(
         elif len(rows) > max_size:
             problem = f"implausibly large: {len(rows)} nodes share identifiers (more than {max_size})"
         elif not compatible_types(kinds, vocabulary):
+            if any(ids[r] in named_members for r in rows):  # names chained them: cut, do not refuse all
+                to_split.append(rows)
+                continue
             problem = f"incompatible types: {', '.join(kinds)} cannot be one entity"
         elif _twice(rows, system, unique):
             to_split.append(rows)
@@ -209,7 +212,7 @@ def id_clusters(
         for node, key in pairs.filter(pl.col("node").is_in(rows_in)).iter_rows():
             keys_of.setdefault(node, []).append(key)
         for rows in to_split:
-            for piece, problem in _split(rows, keys_of, system, unique, ids):
+            for piece, problem in _split(rows, keys_of, system, unique, ids, types, vocabulary):
                 members = tuple(sorted(ids[r] for r in piece))
                 evidence = tuple(sorted(_shared(piece, keys_of) if len(piece) > 1 else set()))
                 evidence = tuple(k for k in evidence if not k.startswith("\x00"))
@@ -251,12 +254,19 @@ def _shared(piece: Sequence[int], keys_of: dict[int, list[str]]) -> set[str]:
 
 
 def _split(
-    rows: Sequence[int], keys_of: dict[int, list[str]], system: dict[int, str], unique: set[str], ids: list[str]
+    rows: Sequence[int],
+    keys_of: dict[int, list[str]],
+    system: dict[int, str],
+    unique: set[str],
+    ids: list[str],
+    types: Sequence[str],
+    vocabulary: TypeVocabulary,
 ) -> list[tuple[list[int], str | None]]:
-    """A connected part cut so that no piece holds two ids of one system of ``unique``: pairs of nodes
-    sharing keys are joined strongest first (a curated pair before any other, then by the number of keys
-    shared, then by ids), a join that would put two such ids in one piece skipped. Returns the pieces, a
-    node left alone with why it was kept apart."""
+    """A connected part cut so that no piece holds two ids of one system of ``unique`` or types that cannot
+    be one entity's (a part that names chained, through a node of a generic type): pairs of nodes sharing
+    keys are joined strongest first (a curated pair before any other, then by the number of keys shared,
+    then by ids), a join that would break either rule skipped (a curated pair may join two ids of one
+    system, as the curator says). Returns the pieces, a node left alone with why it was kept apart."""
     holders: dict[str, list[int]] = {}
     for r in rows:
         for key in set(keys_of.get(r, ())):
@@ -271,6 +281,7 @@ def _split(
             via.setdefault((a, b), key)
     root = {r: r for r in rows}
     systems = {r: ({system[r]} & unique) for r in rows}
+    kinds = {r: {types[r]} for r in rows}
 
     def find(r: int) -> int:
         while root[r] != r:
@@ -278,17 +289,19 @@ def _split(
             r = root[r]
         return r
 
-    blocked: dict[int, tuple[int, str]] = {}  # a node -> the first node it could not join, and how
+    blocked: dict[int, tuple[int, str, bool]] = {}  # a node -> the first node it could not join, how, by type
     for (a, b), w in sorted(weight.items(), key=lambda kv: (-kv[1], ids[kv[0][0]], ids[kv[0][1]])):
         ra, rb = find(a), find(b)
         if ra == rb:
             continue
-        if w < 1_000_000 and systems[ra] & systems[rb]:
-            blocked.setdefault(a, (b, via[(a, b)]))
-            blocked.setdefault(b, (a, via[(a, b)]))
+        by_type = not compatible_types(sorted(kinds[ra] | kinds[rb]), vocabulary)
+        if by_type or (w < 1_000_000 and systems[ra] & systems[rb]):
+            blocked.setdefault(a, (b, via[(a, b)], by_type))
+            blocked.setdefault(b, (a, via[(a, b)], by_type))
             continue
         root[rb] = ra
         systems[ra] |= systems[rb]
+        kinds[ra] |= kinds[rb]
     pieces: dict[int, list[int]] = {}
     for r in rows:
         pieces.setdefault(find(r), []).append(r)
@@ -298,14 +311,15 @@ def _split(
             found.append((piece, None))
             continue
         (alone,) = piece
-        other, key = blocked[alone]
-        clash = next(m for m in pieces[find(other)] if system[m] == system[alone])
+        other, key, by_type = blocked[alone]
         shown = key if not key.startswith("\x00") else "a name match"
-        found.append(
-            (
-                piece,
-                f"{KEPT_APART}: it shares {shown} with {ids[other]}, which is one entity with {ids[clash]}, "
-                f"and one entity has one {system[alone]} id",
-            )
-        )
+        if by_type:
+            joined = sorted(kinds[find(other)] - GENERIC_TYPES) or sorted(kinds[find(other)])
+            reason = f"a {types[alone]} cannot be one entity with a {' and '.join(joined)}"
+            clash = next((m for m in pieces[find(other)] if m != other), other)
+        else:
+            clash = next(m for m in pieces[find(other)] if system[m] == system[alone])
+            reason = f"one entity has one {system[alone]} id"
+        with_other = f", which is one entity with {ids[clash]}," if clash != other else ""
+        found.append((piece, f"{KEPT_APART}: it shares {shown} with {ids[other]}{with_other} and {reason}"))
     return found

@@ -147,7 +147,7 @@ def _prefixes(table: object, origin: str, types: dict[str, str | None]) -> dict[
         if unknown:
             raise ConfigError(f"{where} has unknown keys {sorted(unknown)} (iri, synonyms, iris, pad, upper, type).")
         kind = spec.get("type")
-        if kind is not None and kind not in types:
+        if kind is not None and (not isinstance(kind, str) or kind not in types):
             raise ConfigError(f"{where}.type {kind!r} is not a type of the vocabulary.")
         synonyms, iris = spec.get("synonyms", []), spec.get("iris", [])
         for key, values in (("synonyms", synonyms), ("iris", iris)):

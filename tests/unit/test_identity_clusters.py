@@ -60,10 +60,10 @@ def test_a_drug_and_a_disease_sharing_an_xref_are_reported_not_merged() -> None:
 
 
 def test_a_generic_node_takes_the_type_its_namespace_implies() -> None:
-    # a Reactome pathway and an NCBI taxon, both imported untyped, sharing a (wrong) xref with a disease
+    # an NCBI taxon imported untyped sharing a (wrong) xref with a disease
     nodes = table(
         [
-            ("reactome:R-HSA-1", "entity", ["umls:C2"]),
+            ("ncbitaxon:810", "entity", ["umls:C2"]),
             ("mondo:0000002", "disease", ["umls:C2"]),
             ("kg:notes/flu", "concept", ["umls:C3"]),
             ("mondo:0000003", "disease", ["umls:C3"]),
@@ -71,9 +71,27 @@ def test_a_generic_node_takes_the_type_its_namespace_implies() -> None:
     )
     found = id_clusters(nodes, VOCAB)
     [refused] = found.refused
-    assert refused.members == ("mondo:0000002", "reactome:R-HSA-1")
-    assert refused.problem is not None and "disease, pathway" in refused.problem
+    assert refused.members == ("mondo:0000002", "ncbitaxon:810")
+    assert refused.problem is not None and "disease, taxon" in refused.problem
     assert [c.members for c in found.mergeable] == [("kg:notes/flu", "mondo:0000003")]  # kg: implies nothing
+
+
+def test_names_chaining_incompatible_types_through_an_untyped_node_are_cut_not_refused() -> None:
+    # biomappings' homonyms: the genus Chlamydia, MeSH's untyped term and the disease, all one name
+    nodes = table([("ncbitaxon:810", "entity", []), ("mesh:D002690", "entity", []), ("doid:11263", "disease", [])])
+    named = [("doid:11263", "mesh:D002690"), ("mesh:D002690", "ncbitaxon:810")]  # each pair's types fit
+    found = id_clusters(nodes, VOCAB, named=named)
+    assert [c.members for c in found.mergeable] == [("doid:11263", "mesh:D002690")]
+    [alone] = found.refused
+    assert alone.members == ("ncbitaxon:810",)
+    assert alone.problem == (
+        "kept apart: it shares a name match with mesh:D002690, which is one entity with doid:11263, and a "
+        "taxon cannot be one entity with a disease"
+    )
+    # by identifiers alone the same chain is refused whole, with its evidence
+    shared = table([("ncbitaxon:810", "entity", ["umls:C1"]), ("mesh:D002690", "entity", ["umls:C1", "doid:11263"])])
+    [refused] = id_clusters(pl.concat([shared, table([("doid:11263", "disease", [])])]), VOCAB).refused
+    assert refused.problem is not None and refused.problem.startswith("incompatible types")
 
 
 def test_a_cluster_larger_than_one_entity_has_is_reported() -> None:

@@ -280,15 +280,16 @@ def test_cli_eval_of_a_link_set_shows_the_link_rule(tmp_path: Path) -> None:
 
 
 def test_a_pair_whose_namespaces_imply_incompatible_types_is_never_called(tmp_path: Path) -> None:
-    # KEGG's pathway "Alzheimer disease" and DOID's disease of the same name: a wrong pair no name can tell
+    # the genus Chlamydia and the disease chlamydia (biomappings' wrong pair): no name can tell them apart
     rows = [
-        ("kegg.pathway:hsa05010", "Alzheimer disease", "Not", "doid:10652", "Alzheimer disease"),
-        ("mesh:D000544", "Alzheimer disease", "", "doid:10652", "Alzheimer disease"),  # MeSH implies no type
+        ("doid:11263", "chlamydia", "Not", "ncbitaxon:810", "Chlamydia"),
+        ("mesh:D002690", "Chlamydia Infections", "", "doid:11263", "chlamydia"),  # MeSH implies no type
     ]
     gold = read_sssom(sssom(tmp_path / "p.sssom.tsv", rows))
-    assert gold.left_ids == ["kegg.pathway:hsa05010", "mesh:D000544"]
+    assert gold.left_ids == ["doid:11263", "mesh:D002690"]
     assert gold.typed_apart(default_vocabulary()).tolist() == [True, False]
     from metakg.identity.evaluate import scored
 
-    assert scored(gold, "exact", None).scores.tolist() == [0.0, 1.0]
-    assert _first(gold, 1).left_ids in (["kegg.pathway:hsa05010"], ["mesh:D000544"])  # ids follow the sample
+    assert scored(gold, "exact", None).scores.tolist()[0] == 0.0
+    assert scored(gold, "lemma", None).scores.tolist() == [0.0, 0.0]  # the second: other names
+    assert _first(gold, 1).left_ids in (["doid:11263"], ["mesh:D002690"])  # ids follow the sample

@@ -220,22 +220,18 @@ def test_names_join_nodes_of_other_sources_with_compatible_types() -> None:
     assert frame_rows(undone.nodes) == frame_rows(conform_nodes(g.nodes))
 
 
-def test_names_keep_a_pathway_named_like_a_disease_apart() -> None:
-    # KEGG's "Alzheimer disease" pathway, imported untyped, and the disease: one name, two entities
+def test_names_keep_a_taxon_named_like_a_disease_apart() -> None:
+    # a genus named like the disease it causes, imported untyped: one name, two entities
     from metakg.identity.clusters import compatible_types, effective_types
     from metakg.identity.names import name_links
 
-    g = merge_bundles(
-        [
-            graph(),
-            Bundle(nodes([("kegg.pathway:hsa05010", "Alzheimer disease", "entity", [])], "kegg"), edges([], "kegg")),
-        ]
-    )
+    taxon = Bundle(nodes([("ncbitaxon:000", "Alzheimer disease", "entity", [])], "taxa"), edges([], "taxa"))
+    g = merge_bundles([graph(), taxon])
     check = lambda t: compatible_types(t, VOCAB)  # noqa: E731
     untyped = {(link.a, link.b) for link in name_links(g.nodes, check, "exact", 1.0)}
-    assert ("kegg.pathway:hsa05010", "mondo:0004975") in untyped  # by its written type alone: entity fits all
+    assert ("mondo:0004975", "ncbitaxon:000") in untyped  # by its written type alone: entity fits all
     typed = name_links(g.nodes, check, "exact", 1.0, types=effective_types(g.nodes, VOCAB))
-    assert not any("kegg.pathway:hsa05010" in (link.a, link.b) for link in typed)
+    assert not any("ncbitaxon:000" in (link.a, link.b) for link in typed)
     assert effective_types(g.nodes, VOCAB)[g.nodes["id"].to_list().index("wd:Q12140")] == "entity"
 
 

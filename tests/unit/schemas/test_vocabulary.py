@@ -47,6 +47,7 @@ def test_wikidata_classes_map_to_types() -> None:
         ("[prefixes.x]\niri = 'http://x/'\npad = -1\n", r"prefixes\.x\.pad"),
         ("[prefixes.x]\niri = 'http://x/'\nspelling = 'X'\n", "unknown keys"),
         ("[types.a]\n[prefixes.x]\niri = 'http://x/'\ntype = 'b'\n", r"prefixes\.x\.type 'b' is not a type"),
+        ("[types.a]\n[prefixes.x]\niri = 'http://x/'\ntype = ['a']\n", r"prefixes\.x\.type \['a'\] is not a type"),
     ],
 )
 def test_bad_vocabularies_are_refused(text: str, message: str) -> None:
@@ -64,11 +65,12 @@ def test_load_vocabulary_from_file(tmp_path: Path) -> None:
 
 def test_a_prefix_names_the_type_of_its_ids_where_it_has_one() -> None:
     vocab = default_vocabulary()
-    assert vocab.id_type("reactome:R-HSA-1") == "pathway"
-    assert vocab.id_type("REACT:R-HSA-1") == "pathway"  # a synonym, any case
     assert vocab.id_type("NCBITaxon:9606") == "taxon"
     assert vocab.id_type("MONDO:0004975") == "disease"
+    assert vocab.id_type("NCBI:351") == "gene_protein"  # a synonym, any case
     assert vocab.id_type("mesh:D000544") is None  # MeSH names diseases, chemicals, processes...
+    assert vocab.id_type("hp:0004401") is None  # HP holds disease terms too
+    assert vocab.id_type("reactome:R-HSA-1") is None  # pathways, reactions and complexes
     assert vocab.id_type("kg:notes/x") is None and vocab.id_type("no prefix") is None
     for spec in vocab.prefixes.values():  # every type a prefix gives is one of the vocabulary
         assert spec.type is None or spec.type in vocab.parents
