@@ -89,8 +89,8 @@ def compatible_types(types: Sequence[str], vocabulary: TypeVocabulary) -> bool:
 
 def effective_types(nodes: pl.DataFrame, vocabulary: TypeVocabulary) -> list[str]:
     """Each node's type for identity decisions: its own, or, when that is generic (``entity``, ``concept``),
-    the type its id's namespace implies (the vocabulary's prefix ``type``: an item ``reactome:R-HSA-1``
-    typed ``entity`` is a pathway), else the generic type."""
+    the type its id's namespace implies (the vocabulary's prefix ``type``: an item ``ncbitaxon:810``
+    typed ``entity`` is a taxon), else the generic type."""
     return [
         vocabulary.id_type(node_id) or kind if kind in GENERIC_TYPES else kind
         for node_id, kind in zip(nodes["id"].to_list(), nodes["type"].to_list(), strict=True)

@@ -5,7 +5,7 @@ Two kinds of gold:
 - **pairs**: two names and whether they are one entity (biomappings' reviewed right and wrong mappings,
   SSSOM files). A scorer calls a pair one entity when its score reaches the threshold; precision is the
   share of those calls that are right, recall the share of the true pairs called. Two ids whose
-  namespaces imply types that cannot be one entity (a ``reactome:`` pathway, a ``doid:`` disease) are never
+  namespaces imply types that cannot be one entity (an ``ncbitaxon:`` taxon, a ``doid:`` disease) are never
   called one, whatever their names: ``metakg resolve`` keeps such nodes apart.
 - **links**: a mention and the entity it names, among a catalog of entities (DrugBank's synonyms to its
   drugs, Wikidata aliases to their items, phenotype synonyms to their terms). A scorer links a mention to
@@ -69,7 +69,7 @@ def half(key: str) -> int:
 class GoldPairs:
     """Labelled name pairs: ``match[i]`` says whether ``left[i]`` and ``right[i]`` are one entity;
     ``left_ids`` and ``right_ids`` (when the gold names them) the two entities' ids, whose namespaces may
-    imply types that cannot be one entity's (a pathway and a disease)."""
+    imply types that cannot be one entity's (a taxon and a disease)."""
 
     name: str
     left: list[str]

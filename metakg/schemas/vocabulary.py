@@ -63,7 +63,7 @@ class TypeVocabulary:
 
     def id_type(self, node_id: str) -> str | None:
         """The type the namespace of ``node_id`` implies (its prefix's ``type``, the prefix in any of its
-        spellings, ignoring case: ``REACT:R-HSA-1`` is a pathway), or None."""
+        spellings, ignoring case: ``NCBITaxon:9606`` is a taxon), or None."""
         prefix = node_id.split(":", 1)[0] if ":" in node_id else ""
         return self._typed_spellings.get(prefix.casefold()) if prefix else None
 
