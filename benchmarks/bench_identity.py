@@ -48,7 +48,7 @@ import polars as pl
 
 from benchmarks.common import fresh_server, record, settings_and_data
 from metakg.config import ONE_PER_ENTITY
-from metakg.identity.clusters import compatible_types, effective_types, id_clusters, id_system
+from metakg.identity.clusters import id_clusters, id_system, may_be_one
 from metakg.identity.evaluate import (
     Gold,
     GoldFormat,
@@ -201,15 +201,7 @@ def metakg_resolver(
 
 def typed_links(nodes: pl.DataFrame, scorer: Scorer, threshold: float, embedder: Embedder) -> list[NameLink]:
     """The name links ``resolve --names`` makes among ``nodes`` at ``threshold``."""
-    vocabulary = default_vocabulary()
-    return name_links(
-        nodes,
-        lambda types: compatible_types(types, vocabulary),
-        scorer,
-        threshold,
-        embedder=embedder,
-        types=effective_types(nodes, vocabulary),
-    )
+    return name_links(nodes, may_be_one(nodes, default_vocabulary()), scorer, threshold, embedder=embedder)
 
 
 def clusters_of(nodes: pl.DataFrame, links: list[NameLink]) -> dict[str, str]:
@@ -314,7 +306,7 @@ def score_resolver(gold: Gold, rows: list[int], node_of: dict[str, str]) -> dict
     scored = _score(gold, rows, node_of)
     scored["nodes_after"] = len(set(node_of.values()))
     if isinstance(gold, GoldPairs):
-        scored["with_types"] = _score(gold, rows, node_of, gold.typed_apart(default_vocabulary()))
+        scored["with_types"] = _score(gold, rows, node_of, gold.kept_apart(default_vocabulary()))
     return scored
 
 

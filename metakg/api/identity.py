@@ -16,7 +16,7 @@ from metakg.api._shared import JsonResult, Progress, cache_folder, quiet
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
 from metakg.errors import NodeNotFound, UsageError
-from metakg.identity.clusters import KEPT_APART, compatible_types, effective_types
+from metakg.identity.clusters import KEPT_APART, may_be_one
 from metakg.identity.curation import read_curation
 from metakg.identity.evaluate import (
     GOLD_FORMATS,
@@ -249,12 +249,11 @@ def resolve(
             cut = DEFAULT_THRESHOLDS[names] if threshold is None else threshold
             links = name_links(
                 merged.nodes,
-                lambda types: compatible_types(types, vocabulary),
+                may_be_one(merged.nodes, vocabulary),
                 names,
                 cut - JUDGE_BAND if judge else cut,
                 embedder=embedder,
                 apart=curation.cannot_link if curation else (),
-                types=effective_types(merged.nodes, vocabulary),
             )
             if judge:
                 links, judged = _judged(links, cut, merged.nodes, settings, progress)

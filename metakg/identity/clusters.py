@@ -13,7 +13,7 @@ implies, :func:`effective_types`) or when it is larger than anything one entity 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -95,6 +95,18 @@ def effective_types(nodes: pl.DataFrame, vocabulary: TypeVocabulary) -> list[str
         vocabulary.id_type(node_id) or kind if kind in GENERIC_TYPES else kind
         for node_id, kind in zip(nodes["id"].to_list(), nodes["type"].to_list(), strict=True)
     ]
+
+
+def may_be_one(nodes: pl.DataFrame, vocabulary: TypeVocabulary) -> Callable[[str, str], bool]:
+    """Whether two nodes of ``nodes`` (by id) may be one entity for what their ids and types say: their
+    :func:`effective_types` fit (:func:`compatible_types`) and their ids are not about different organisms
+    (:meth:`TypeVocabulary.organisms_apart`: Reactome's cattle pathway is not MeSH's process)."""
+    kind = dict(zip(nodes["id"].to_list(), effective_types(nodes, vocabulary), strict=True))
+
+    def check(a: str, b: str) -> bool:
+        return compatible_types([kind[a], kind[b]], vocabulary) and not vocabulary.organisms_apart(a, b)
+
+    return check
 
 
 def identifiers(

@@ -79,14 +79,17 @@ class GoldPairs:
     left_ids: list[str] = field(default_factory=list)
     right_ids: list[str] = field(default_factory=list)
 
-    def typed_apart(self, vocabulary: TypeVocabulary) -> np.ndarray:
-        """Per pair, True when the types its ids' namespaces imply cannot be one entity's (as ``metakg
-        resolve`` keeps nodes of such types apart whatever their names); all False without ids."""
+    def kept_apart(self, vocabulary: TypeVocabulary) -> np.ndarray:
+        """Per pair, True when its ids cannot be one entity's whatever the names, as ``metakg resolve`` keeps
+        such nodes apart: the types their namespaces imply do not fit (a taxon and a disease), or one is
+        about another organism than the other (a cattle pathway of Reactome and a MeSH term); all False
+        without ids."""
         if not self.left_ids:
             return np.zeros(len(self.left), dtype=bool)
         return np.array(
             [
                 not compatible_types([t for t in (vocabulary.id_type(a), vocabulary.id_type(b)) if t], vocabulary)
+                or vocabulary.organisms_apart(a, b)
                 for a, b in zip(self.left_ids, self.right_ids, strict=True)
             ],
             dtype=bool,
@@ -459,7 +462,7 @@ def scored(gold: Gold, scorer: Scorer, embedder: Embedder | None) -> Scored:
     pair whose ids' namespaces imply types that cannot be one entity's scores 0, as resolve never joins it."""
     if isinstance(gold, GoldPairs):
         scores = pair_scores(gold.left, gold.right, scorer, embedder=embedder)
-        scores = np.where(gold.typed_apart(default_vocabulary()), 0.0, scores)
+        scores = np.where(gold.kept_apart(default_vocabulary()), 0.0, scores)
         return Scored(scores, np.array(gold.match, dtype=bool), np.array([half(k) for k in gold.keys]))
     table = NameTable(gold.catalog_ids, gold.catalog_names)
     best = candidates(gold.mentions, table, scorer, k=3, embedder=embedder)

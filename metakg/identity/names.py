@@ -313,19 +313,19 @@ class NameLink:
 
 def name_links(
     nodes: pl.DataFrame,
-    compatible: Callable[[Sequence[str]], bool],
+    may_be_one: Callable[[str, str], bool],
     scorer: Scorer,
     threshold: float,
     *,
     embedder: Embedder | None = None,
     apart: Sequence[tuple[str, str]] = (),
     k: int = 5,
-    types: Sequence[str] | None = None,
 ) -> list[NameLink]:
     """The pairs of nodes of different sources whose names (or aliases) ``scorer`` rates at or above
-    ``threshold`` and whose types ``compatible`` accepts, each pair once with its best score; pairs in
+    ``threshold`` and that ``may_be_one`` accepts (two node ids; for `metakg resolve`, their types and
+    organisms, :func:`metakg.identity.clusters.may_be_one`), each pair once with its best score; pairs in
     ``apart`` (the identity file's cannot-links) are left out. A node is compared with its ``k`` best
-    candidates. ``types``: each node's type for the check (default: the ``type`` column).
+    candidates.
 
     Raises:
         ValueError: the embedding scorer without an embedder.
@@ -335,7 +335,6 @@ def name_links(
     table = NameTable.from_nodes(nodes)
     ids, names = nodes["id"].to_list(), nodes["name"].to_list()
     source = dict(zip(ids, nodes["source"].to_list(), strict=True))
-    kind = dict(zip(ids, nodes["type"].to_list() if types is None else list(types), strict=True))
     never = {frozenset(pair) for pair in apart}
     best: dict[tuple[str, str], float] = {}
     for node, hits in zip(ids, candidates(names, table, scorer, k=k, embedder=embedder), strict=True):
@@ -343,7 +342,7 @@ def name_links(
             if other == node or score < threshold or source[other] == source[node]:
                 continue
             pair = (node, other) if node < other else (other, node)
-            if frozenset(pair) in never or not compatible([kind[node], kind[other]]):
+            if frozenset(pair) in never or not may_be_one(node, other):
                 continue
             best[pair] = max(score, best.get(pair, 0.0))
     return [NameLink(a, b, scorer, round(score, 4)) for (a, b), score in sorted(best.items())]

@@ -3,6 +3,7 @@ declared symmetric (``[relations] symmetric``) and the CURIE prefixes with their
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -17,7 +18,8 @@ class PrefixSpec:
     """One CURIE prefix metakg writes: its namespace, the other spellings and namespaces that mean it, and how
     its local ids are written (``pad``: digits a numeric id is zero-padded to; ``upper``: upper case), and
     ``type``: the vocabulary type every id of the namespace names (``mondo``: a disease), or None when its
-    ids name things of several types (MeSH, UMLS, GO)."""
+    ids name things of several types (MeSH, UMLS, GO). ``organism``: where a namespace writes the organism
+    into its ids (Reactome's ``R-HSA-``, KEGG's ``hsa04210``), how to read it."""
 
     name: str
     iri: str
@@ -26,6 +28,19 @@ class PrefixSpec:
     pad: int = 0
     upper: bool = False
     type: str | None = None
+    organism: OrganismCode | None = None
+
+
+@dataclass(frozen=True)
+class OrganismCode:
+    """How a namespace writes the organism into its local ids: ``pattern`` (a regular expression whose first
+    group is the organism's code, matched at the start of the local id), the code of ``human`` (the organism
+    of metakg's biomedical graphs), and the codes that name no one organism (``any``: Reactome's ``ALL``,
+    KEGG's reference maps ``map``, ``ko``)."""
+
+    pattern: re.Pattern[str]
+    human: str
+    any: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -65,21 +80,37 @@ class TypeVocabulary:
         """The type the namespace of ``node_id`` implies (its prefix's ``type``, the prefix in any of its
         spellings, ignoring case: ``NCBITaxon:9606`` is a taxon), or None."""
         prefix = node_id.split(":", 1)[0] if ":" in node_id else ""
-        return self._typed_spellings.get(prefix.casefold()) if prefix else None
+        spec = self._spellings.get(prefix.casefold()) if prefix else None
+        return spec.type if spec is not None else None
+
+    def id_organism(self, node_id: str) -> str | None:
+        """The organism ``node_id`` is about, where its namespace writes one into its ids: ``"human"``, or
+        ``"<prefix>:<code>"`` for another (``reactome:R-BTA-1266738``: ``"reactome:BTA"``, cattle); None for
+        an id of no one organism (``reactome:R-ALL-29356``, ``kegg.pathway:map04210``, every MeSH id)."""
+        prefix, _, local = node_id.partition(":")
+        spec = self._spellings.get(prefix.casefold()) if local else None
+        code = spec.organism if spec is not None else None
+        found = code.pattern.match(local) if spec is not None and code is not None else None
+        if spec is None or code is None or found is None or found.group(1) in code.any:
+            return None
+        return "human" if found.group(1) == code.human else f"{spec.name}:{found.group(1)}"
+
+    def organisms_apart(self, a: str, b: str) -> bool:
+        """True when ids ``a`` and ``b`` cannot be one entity for their organisms: one is about an organism other
+        than human (a cattle pathway of Reactome) and the other is not about that same organism (a MeSH term,
+        of no one organism, or the human pathway): the same process in another species is another entity."""
+        first, second = self.id_organism(a), self.id_organism(b)
+        return first != second and (first not in (None, "human") or second not in (None, "human"))
 
     @property
-    def _typed_spellings(self) -> dict[str, str]:
-        found: dict[str, str] | None = self.__dict__.get("_typed")
+    def _spellings(self) -> dict[str, PrefixSpec]:
+        found: dict[str, PrefixSpec] | None = self.__dict__.get("_spelled")
         if found is None:
             found = {
-                spelling.casefold(): spec.type
-                for spec in self.prefixes.values()
-                if spec.type is not None
-                for spelling in (spec.name, *spec.synonyms)
+                spelling.casefold(): spec for spec in self.prefixes.values() for spelling in (spec.name, *spec.synonyms)
             }
-            object.__setattr__(self, "_typed", found)
+            object.__setattr__(self, "_spelled", found)
         return found
-
 
 def parse_vocabulary(text: str, origin: str = "vocabulary.toml") -> TypeVocabulary:
     """Build a vocabulary from TOML text.
@@ -143,9 +174,11 @@ def _prefixes(table: object, origin: str, types: dict[str, str | None]) -> dict[
         where = f"{origin}: prefixes.{name}"
         if not isinstance(spec, dict) or not isinstance(spec.get("iri"), str) or not spec["iri"]:
             raise ConfigError(f"{where} needs iri, the namespace its local ids are appended to.")
-        unknown = set(spec) - {"iri", "synonyms", "iris", "pad", "upper", "type"}
+        unknown = set(spec) - {"iri", "synonyms", "iris", "pad", "upper", "type", "organism"}
         if unknown:
-            raise ConfigError(f"{where} has unknown keys {sorted(unknown)} (iri, synonyms, iris, pad, upper, type).")
+            raise ConfigError(
+                f"{where} has unknown keys {sorted(unknown)} (iri, synonyms, iris, pad, upper, type, organism)."
+            )
         kind = spec.get("type")
         if kind is not None and (not isinstance(kind, str) or kind not in types):
             raise ConfigError(f"{where}.type {kind!r} is not a type of the vocabulary.")
@@ -162,8 +195,33 @@ def _prefixes(table: object, origin: str, types: dict[str, str | None]) -> dict[
             other = spelled.setdefault(spelling.casefold(), name)
             if other != name:
                 raise ConfigError(f"{where}: {spelling!r} already names the prefix {other!r}.")
-        found[name] = PrefixSpec(name, spec["iri"], tuple(synonyms), tuple(iris), pad, upper, kind)
+        organism = _organism(spec.get("organism"), where)
+        found[name] = PrefixSpec(name, spec["iri"], tuple(synonyms), tuple(iris), pad, upper, kind, organism)
     return found
+
+
+def _organism(spec: object, where: str) -> OrganismCode | None:
+    """A prefix's ``organism`` table (``pattern``, ``human``, ``any``), checked.
+
+    Raises:
+        ConfigError: naming the prefix and the field that is wrong.
+    """
+    if spec is None:
+        return None
+    if not isinstance(spec, dict) or set(spec) - {"pattern", "human", "any"}:
+        raise ConfigError(f"{where}.organism must be a table of pattern, human and any.")
+    pattern, human, anyone = spec.get("pattern"), spec.get("human"), spec.get("any", [])
+    if not isinstance(human, str) or not human:
+        raise ConfigError(f"{where}.organism.human must be the code of human in the ids.")
+    if not isinstance(anyone, list) or not all(isinstance(code, str) and code for code in anyone):
+        raise ConfigError(f"{where}.organism.any must be a list of codes.")
+    try:
+        compiled = re.compile(pattern) if isinstance(pattern, str) else None
+    except re.error as e:
+        raise ConfigError(f"{where}.organism.pattern is not a regular expression ({e}).") from e
+    if compiled is None or compiled.groups < 1:
+        raise ConfigError(f"{where}.organism.pattern must be a regular expression with a group for the code.")
+    return OrganismCode(compiled, human, frozenset(anyone))
 
 
 @lru_cache(maxsize=1)

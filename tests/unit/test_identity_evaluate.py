@@ -287,9 +287,23 @@ def test_a_pair_whose_namespaces_imply_incompatible_types_is_never_called(tmp_pa
     ]
     gold = read_sssom(sssom(tmp_path / "p.sssom.tsv", rows))
     assert gold.left_ids == ["doid:11263", "mesh:D002690"]
-    assert gold.typed_apart(default_vocabulary()).tolist() == [True, False]
+    assert gold.kept_apart(default_vocabulary()).tolist() == [True, False]
     from metakg.identity.evaluate import scored
 
     assert scored(gold, "exact", None).scores.tolist()[0] == 0.0
     assert scored(gold, "lemma", None).scores.tolist() == [0.0, 0.0]  # the second: other names
     assert _first(gold, 1).left_ids in (["doid:11263"], ["mesh:D002690"])  # ids follow the sample
+
+
+def test_a_pair_about_another_organism_is_never_called(tmp_path: Path) -> None:
+    # biomappings' curators: Reactome's cattle "Developmental Biology" is not MeSH's; the human one may be
+    rows = [
+        ("reactome:R-BTA-1266738", "Developmental Biology", "Not", "mesh:D015509", "Developmental Biology"),
+        ("reactome:R-HSA-1500620", "Meiosis", "", "mesh:D008540", "Meiosis"),
+        ("kegg.pathway:map04210", "Apoptosis", "", "mesh:D017209", "Apoptosis"),  # a reference map: no organism
+    ]
+    gold = read_sssom(sssom(tmp_path / "p.sssom.tsv", rows))
+    assert gold.kept_apart(default_vocabulary()).tolist() == [True, False, False]
+    from metakg.identity.evaluate import scored
+
+    assert scored(gold, "exact", None).scores.tolist() == [0.0, 1.0, 1.0]

@@ -194,11 +194,11 @@ def extracted() -> Bundle:
 
 
 def test_names_join_nodes_of_other_sources_with_compatible_types() -> None:
-    from metakg.identity.clusters import compatible_types
+    from metakg.identity.clusters import may_be_one
     from metakg.identity.names import name_links
 
     g = merge_bundles([graph(), extracted()])
-    links = name_links(g.nodes, lambda t: compatible_types(t, VOCAB), "fuzzy", 0.9)
+    links = name_links(g.nodes, may_be_one(g.nodes, VOCAB), "fuzzy", 0.9)
     pairs = {(link.a, link.b) for link in links}
     assert ("kg:alzheimers_disease", "wd:Q11081") in pairs  # a typo apart
     assert ("kg:memory_loss", "wd:Q1066") in pairs  # concept fits any type
@@ -222,24 +222,56 @@ def test_names_join_nodes_of_other_sources_with_compatible_types() -> None:
 
 def test_names_keep_a_taxon_named_like_a_disease_apart() -> None:
     # a genus named like the disease it causes, imported untyped: one name, two entities
-    from metakg.identity.clusters import compatible_types, effective_types
+    from metakg.identity.clusters import compatible_types, effective_types, may_be_one
     from metakg.identity.names import name_links
 
     taxon = Bundle(nodes([("ncbitaxon:000", "Alzheimer disease", "entity", [])], "taxa"), edges([], "taxa"))
     g = merge_bundles([graph(), taxon])
-    check = lambda t: compatible_types(t, VOCAB)  # noqa: E731
-    untyped = {(link.a, link.b) for link in name_links(g.nodes, check, "exact", 1.0)}
+    kind = dict(zip(g.nodes["id"], g.nodes["type"], strict=True))
+    written = lambda a, b: compatible_types([kind[a], kind[b]], VOCAB)  # noqa: E731
+    untyped = {(link.a, link.b) for link in name_links(g.nodes, written, "exact", 1.0)}
     assert ("mondo:0004975", "ncbitaxon:000") in untyped  # by its written type alone: entity fits all
-    typed = name_links(g.nodes, check, "exact", 1.0, types=effective_types(g.nodes, VOCAB))
+    typed = name_links(g.nodes, may_be_one(g.nodes, VOCAB), "exact", 1.0)
     assert not any("ncbitaxon:000" in (link.a, link.b) for link in typed)
     assert effective_types(g.nodes, VOCAB)[g.nodes["id"].to_list().index("wd:Q12140")] == "entity"
 
 
+def test_names_keep_another_organisms_pathway_apart() -> None:
+    # Reactome's cattle copy of a pathway is named like the process MeSH names for every organism, and
+    # like the human pathway: one name, three entities for biomappings' curators; the human one is MeSH's
+    from metakg.identity.clusters import may_be_one
+    from metakg.identity.names import name_links
+
+    pathways = Bundle(
+        nodes(
+            [
+                ("reactome:R-BTA-1266738", "Developmental Biology", "entity", []),
+                ("reactome:R-HSA-1500620", "Meiosis", "entity", []),
+                ("reactome:R-CFA-1500620", "Meiosis", "entity", []),
+            ],
+            "reactome",
+        ),
+        edges([], "reactome"),
+    )
+    mesh = Bundle(
+        nodes(
+            [("mesh:D015509", "Developmental Biology", "entity", []), ("mesh:D008540", "Meiosis", "entity", [])],
+            "mesh",
+        ),
+        edges([], "mesh"),
+    )
+    g = merge_bundles([pathways, mesh])
+    pairs = {(link.a, link.b) for link in name_links(g.nodes, may_be_one(g.nodes, VOCAB), "exact", 1.0)}
+    assert pairs == {("mesh:D008540", "reactome:R-HSA-1500620")}
+    everything = {(link.a, link.b) for link in name_links(g.nodes, lambda a, b: True, "exact", 1.0)}
+    assert ("mesh:D015509", "reactome:R-BTA-1266738") in everything  # names alone would join them
+
+
 def test_a_cannot_link_keeps_a_name_pair_apart() -> None:
-    from metakg.identity.clusters import compatible_types
+    from metakg.identity.clusters import may_be_one
     from metakg.identity.names import name_links
 
     g = merge_bundles([graph(), extracted()])
     apart = [("kg:memory_loss", "wd:Q1066")]
-    links = name_links(g.nodes, lambda t: compatible_types(t, VOCAB), "fuzzy", 0.9, apart=apart)
+    links = name_links(g.nodes, may_be_one(g.nodes, VOCAB), "fuzzy", 0.9, apart=apart)
     assert ("kg:memory_loss", "wd:Q1066") not in {(link.a, link.b) for link in links}

@@ -48,6 +48,11 @@ def test_wikidata_classes_map_to_types() -> None:
         ("[prefixes.x]\niri = 'http://x/'\nspelling = 'X'\n", "unknown keys"),
         ("[types.a]\n[prefixes.x]\niri = 'http://x/'\ntype = 'b'\n", r"prefixes\.x\.type 'b' is not a type"),
         ("[types.a]\n[prefixes.x]\niri = 'http://x/'\ntype = ['a']\n", r"prefixes\.x\.type \['a'\] is not a type"),
+        ("[prefixes.x]\niri = 'http://x/'\norganism = {pattern = '^(', human = 'H'}\n", r"x\.organism\.pattern is not"),
+        ("[prefixes.x]\niri = 'http://x/'\norganism = {pattern = '^X-', human = 'H'}\n", "a group for the code"),
+        ("[prefixes.x]\niri = 'http://x/'\norganism = {pattern = '^(X)'}\n", r"x\.organism\.human"),
+        ("[prefixes.x]\niri = 'http://x/'\norganism = {pattern = '^(X)', human = 'X', any = 'A'}\n", "any must"),
+        ("[prefixes.x]\niri = 'http://x/'\norganism = 'human'\n", "a table of pattern, human and any"),
     ],
 )
 def test_bad_vocabularies_are_refused(text: str, message: str) -> None:
@@ -74,3 +79,22 @@ def test_a_prefix_names_the_type_of_its_ids_where_it_has_one() -> None:
     assert vocab.id_type("kg:notes/x") is None and vocab.id_type("no prefix") is None
     for spec in vocab.prefixes.values():  # every type a prefix gives is one of the vocabulary
         assert spec.type is None or spec.type in vocab.parents
+
+
+def test_an_id_says_its_organism_where_its_namespace_writes_one() -> None:
+    vocab = default_vocabulary()
+    assert vocab.id_organism("reactome:R-HSA-1500620") == "human"
+    assert vocab.id_organism("REACT:R-BTA-1266738") == "reactome:BTA"  # a synonym: cattle
+    assert vocab.id_organism("reactome:R-ALL-29356") is None  # a small molecule of every species
+    assert vocab.id_organism("kegg.pathway:hsa04210") == "human"
+    assert vocab.id_organism("kegg.pathway:map04210") is None  # a reference map
+    assert vocab.id_organism("kegg.pathway:mmu04210") == "kegg.pathway:mmu"
+    assert vocab.id_organism("mesh:D008540") is None and vocab.id_organism("no prefix") is None
+    # another organism's id is one entity with none but its own organism's
+    assert vocab.organisms_apart("reactome:R-BTA-1266738", "mesh:D015509")
+    assert vocab.organisms_apart("reactome:R-BTA-1266738", "reactome:R-HSA-1266738")
+    assert vocab.organisms_apart("kegg.pathway:mmu04210", "reactome:R-MMU-109581")  # codes of two namespaces
+    assert not vocab.organisms_apart("reactome:R-HSA-1500620", "mesh:D008540")
+    assert not vocab.organisms_apart("reactome:R-HSA-109581", "kegg.pathway:hsa04210")
+    assert not vocab.organisms_apart("reactome:R-BTA-1", "reactome:R-BTA-2")
+    assert not vocab.organisms_apart("mesh:D1", "go:0006915")
