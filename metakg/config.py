@@ -149,8 +149,8 @@ class ExtractSettings(Section):
         default=0.94,
         gt=0,
         le=1,
-        description="Cosine similarity at or above which two mentions of a run are one entity (the identity "
-        "cascade's default for calling two names one entity).",
+        description="Cosine similarity at or above which two mentions of a run are one entity (stricter than "
+        "the identity cascade's 0.8 for two nodes: mentions have no ids to keep two apart).",
     )
     link_threshold: float = Field(
         default=0.75,

@@ -28,7 +28,7 @@ from metakg.extractors.parsing import parse_reply
 from metakg.extractors.prompts import Prompt, chunk_prompt, qa_item_prompt
 from metakg.extractors.resolution import LinkTarget, Resolution, resolve_mentions
 from metakg.identity.curation import Curation
-from metakg.identity.names import DEFAULT_LINKS, DEFAULT_THRESHOLDS, LinkRule
+from metakg.identity.names import DEFAULT_LINKS, GROUP_THRESHOLD, LinkRule
 from metakg.llm.batch import BatchRunner
 from metakg.llm.client import ChatRequest, Completion, LLMClient, request
 from metakg.llm.embedder import Embedder
@@ -247,7 +247,7 @@ def build_bundle(
     node_type: str = "concept",
     confidence: float = 0.8,
     embedder: Embedder | None = None,
-    threshold: float = DEFAULT_THRESHOLDS["cascade"],
+    threshold: float = GROUP_THRESHOLD,
     link: LinkRule = DEFAULT_LINKS["cascade"],
     target: LinkTarget | None = None,
     curation: Curation | None = None,

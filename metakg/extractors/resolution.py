@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from metakg.identity.curation import Curation, apply_aliases
-from metakg.identity.names import DEFAULT_LINKS, DEFAULT_THRESHOLDS, LinkRule, compact, keys_of
+from metakg.identity.names import DEFAULT_LINKS, GROUP_THRESHOLD, LinkRule, compact, keys_of
 from metakg.llm.embedder import Embedder, Vectors
 from metakg.progress import Progress
 from metakg.schemas.curie import dataset_id_expr
@@ -114,7 +114,7 @@ def resolve_mentions(
     *,
     node_type: str = "concept",
     embedder: Embedder | None = None,
-    threshold: float = DEFAULT_THRESHOLDS["cascade"],
+    threshold: float = GROUP_THRESHOLD,
     link: LinkRule = DEFAULT_LINKS["cascade"],
     target: LinkTarget | None = None,
     curation: Curation | None = None,

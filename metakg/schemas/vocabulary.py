@@ -112,6 +112,7 @@ class TypeVocabulary:
             object.__setattr__(self, "_spelled", found)
         return found
 
+
 def parse_vocabulary(text: str, origin: str = "vocabulary.toml") -> TypeVocabulary:
     """Build a vocabulary from TOML text.
 
