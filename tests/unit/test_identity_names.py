@@ -98,3 +98,13 @@ def test_names_with_other_numbers_are_other_entities(minilm: OnnxEmbedder) -> No
         [hits] = candidates(["EPISODIC ATAXIA TYPE 4"], table, scorer, embedder=embedder)  # type: ignore[arg-type]
         assert hits[0] == ("mondo:b", 1.0) or hits[0][0] == "mondo:b"
         assert dict(hits).get("mondo:a", 0.0) == 0.0
+
+
+def test_mention_grouping_is_stricter_than_resolve_and_the_setting_says_so() -> None:
+    # extract.group_threshold's default is the grouping constant, above the cascade's pair default
+    from metakg.config import ExtractSettings
+    from metakg.identity.names import DEFAULT_THRESHOLDS, GROUP_THRESHOLD
+
+    assert ExtractSettings().group_threshold == GROUP_THRESHOLD > DEFAULT_THRESHOLDS["cascade"]
+    described = ExtractSettings.model_fields["group_threshold"].description or ""
+    assert str(DEFAULT_THRESHOLDS["cascade"]) in described

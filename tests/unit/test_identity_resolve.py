@@ -265,6 +265,11 @@ def test_names_keep_another_organisms_pathway_apart() -> None:
     assert pairs == {("mesh:D008540", "reactome:R-HSA-1500620")}
     everything = {(link.a, link.b) for link in name_links(g.nodes, lambda a, b: True, "exact", 1.0)}
     assert ("mesh:D015509", "reactome:R-BTA-1266738") in everything  # names alone would join them
+    # a node whose xrefs name the cattle pathway is about cattle too: kept apart from MeSH's term
+    item = Bundle(nodes([("wd:Q1", "Developmental Biology", "entity", ["REACT:R-BTA-1266738"])], "wd"), edges([], "wd"))
+    h = merge_bundles([mesh, item])
+    assert not name_links(h.nodes, may_be_one(h.nodes, VOCAB), "exact", 1.0)
+    assert name_links(h.nodes, lambda a, b: True, "exact", 1.0)
 
 
 def test_a_cannot_link_keeps_a_name_pair_apart() -> None:

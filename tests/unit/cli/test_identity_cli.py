@@ -123,6 +123,20 @@ def test_resolve_by_names_too(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "at most 1" in bad.output and not (tmp_path / "x").exists()
 
 
+def test_resolve_by_names_keeps_another_organisms_pathway_apart(tmp_path: Path) -> None:
+    reactome, mesh = tmp_path / "reactome", tmp_path / "mesh"
+    pathways = [
+        ("reactome:R-BTA-1266738", "Developmental Biology", "pathway", []),
+        ("reactome:R-HSA-1500620", "Meiosis", "pathway", []),
+    ]
+    write_bundle(reactome, Bundle(nodes(pathways, "reactome"), edges([], "reactome")))
+    terms = [("mesh:D015509", "Developmental Biology", "entity", []), ("mesh:D008540", "Meiosis", "entity", [])]
+    write_bundle(mesh, Bundle(nodes(terms, "mesh"), edges([], "mesh")))
+    report = run("resolve", str(reactome), str(mesh), "-o", str(tmp_path / "out"), "--names", "exact")
+    assert report["joined_by_name"] == 2 and report["nodes"] == 3  # the two meioses one; the cattle pathway not
+    assert run("identity", "show", "reactome:R-HSA-1500620", "-b", str(tmp_path / "out"))["canonical"]
+
+
 def test_ask_with_an_identity_file_answers_over_the_curated_graph(tmp_path: Path, any_embedder: None) -> None:
     bundle = tmp_path / "kg"
     write_bundle(

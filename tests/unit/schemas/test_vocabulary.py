@@ -53,6 +53,7 @@ def test_wikidata_classes_map_to_types() -> None:
         ("[prefixes.x]\niri = 'http://x/'\norganism = {pattern = '^(X)'}\n", r"x\.organism\.human"),
         ("[prefixes.x]\niri = 'http://x/'\norganism = {pattern = '^(X)', human = 'X', any = 'A'}\n", "any must"),
         ("[prefixes.x]\niri = 'http://x/'\norganism = 'human'\n", "a table of pattern, human and any"),
+        ("[prefixes.x]\niri = 'http://x/'\norganism = {pattern = '^(X)', human = 'h', any = ['H']}\n", "human code"),
     ],
 )
 def test_bad_vocabularies_are_refused(text: str, message: str) -> None:
@@ -88,7 +89,11 @@ def test_an_id_says_its_organism_where_its_namespace_writes_one() -> None:
     assert vocab.id_organism("reactome:R-ALL-29356") is None  # a small molecule of every species
     assert vocab.id_organism("kegg.pathway:hsa04210") == "human"
     assert vocab.id_organism("kegg.pathway:map04210") is None  # a reference map
-    assert vocab.id_organism("kegg.pathway:mmu04210") == "kegg.pathway:mmu"
+    assert vocab.id_organism("kegg.pathway:mmu04210") == "kegg.pathway:MMU"
+    # ids as sources write them, in any case: the code is read all the same
+    assert vocab.id_organism("reactome:r-bta-5") == "reactome:BTA"
+    assert vocab.id_organism("KEGG_PATHWAY:HSA04210") == "human"
+    assert vocab.id_organism("reactome:R-NUL-1") is None and vocab.id_organism("unknown:R-BTA-1") is None
     assert vocab.id_organism("mesh:D008540") is None and vocab.id_organism("no prefix") is None
     # another organism's id is one entity with none but its own organism's
     assert vocab.organisms_apart("reactome:R-BTA-1266738", "mesh:D015509")
@@ -98,3 +103,9 @@ def test_an_id_says_its_organism_where_its_namespace_writes_one() -> None:
     assert not vocab.organisms_apart("reactome:R-HSA-109581", "kegg.pathway:hsa04210")
     assert not vocab.organisms_apart("reactome:R-BTA-1", "reactome:R-BTA-2")
     assert not vocab.organisms_apart("mesh:D1", "go:0006915")
+
+
+def test_an_optional_organism_group_that_matches_nothing_names_no_organism() -> None:
+    vocab = parse_vocabulary("[prefixes.x]\niri = 'http://x/'\norganism = {pattern = '^([A-Z]{3})?-', human = 'HSA'}\n")
+    assert vocab.id_organism("x:-12") is None  # the group took nothing: no organism, not an organism "None"
+    assert vocab.id_organism("x:hsa-12") == "human" and vocab.id_organism("x:BTA-1") == "x:BTA"
