@@ -7,7 +7,7 @@ import re
 import tomllib
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -92,12 +92,13 @@ class TypeVocabulary:
         Reactome's mouse and KEGG's are two organisms to this check."""
         prefix, _, local = node_id.partition(":")
         spec = self._spellings.get(prefix.casefold()) if local else None
-        code = spec.organism if spec is not None else None
-        found = code.pattern.match(local) if spec is not None and code is not None else None
-        written = found.group(1) if found is not None else None
-        if spec is None or code is None or not written or written.casefold() in code.any:
+        if spec is None or spec.organism is None:
             return None
-        return "human" if written.casefold() == code.human else f"{spec.name}:{written.upper()}"
+        found = spec.organism.pattern.match(local)
+        written = found.group(1) if found is not None else None
+        if not written or written.casefold() in spec.organism.any:
+            return None
+        return "human" if written.casefold() == spec.organism.human else f"{spec.name}:{written.upper()}"
 
     def organisms_apart(self, a: str, b: str) -> bool:
         """True when ids ``a`` and ``b`` cannot be one entity for their organisms (:func:`organisms_clash`): one
@@ -109,15 +110,12 @@ class TypeVocabulary:
         """The organisms ``ids`` (a node's id and xrefs) are about (:meth:`id_organism`), None left out."""
         return frozenset(o for i in ids if (o := self.id_organism(i)) is not None)
 
-    @property
+    @cached_property
     def _spellings(self) -> dict[str, PrefixSpec]:
-        found: dict[str, PrefixSpec] | None = self.__dict__.get("_spelled")
-        if found is None:
-            found = {
-                spelling.casefold(): spec for spec in self.prefixes.values() for spelling in (spec.name, *spec.synonyms)
-            }
-            object.__setattr__(self, "_spelled", found)
-        return found
+        """Every spelling of a prefix (its name and synonyms, case-folded) to the prefix."""
+        return {
+            spelling.casefold(): spec for spec in self.prefixes.values() for spelling in (spec.name, *spec.synonyms)
+        }
 
 
 def organisms_clash(first: Collection[str], second: Collection[str]) -> bool:
