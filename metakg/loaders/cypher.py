@@ -16,7 +16,6 @@ unlabelled node with a self-loop of type :data:`META` (``kind``: ``source``, ``e
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from metakg.errors import StoreError
 from metakg.schemas.tables import RELATION_PATTERN
@@ -151,10 +150,6 @@ def _recorded(x: str, history: bool) -> str:
     return f", {x}.recorded_at = datetime(row.recorded_at)" if history else ""
 
 
-def _verb(create: bool) -> str:
-    return "CREATE" if create else "MERGE"
-
-
 def merge_nodes(node_type: str, *, history: bool = False) -> str:
     """Upsert a batch ``$rows`` of ``{id, props, valid_from[, recorded_at]}`` as :Entity plus the type's label."""
     return (
@@ -163,49 +158,60 @@ def merge_nodes(node_type: str, *, history: bool = False) -> str:
     )
 
 
-def _edge_write(pattern: str, create: bool, properties: Sequence[str], history: bool, rel: bool = False) -> str:
-    """The write of one edge row onto ``pattern`` (``(a)-[r:TYPE]->(b)`` without its closing bracket part):
-    MERGE on its id then SET the properties; or, for rows known to be absent (``create``) with the property
-    names given, CREATE with every property in the pattern (a literal map is the server's cheapest write:
-    about 18% more relationships a second than CREATE then SET, measured on a 377k-edge PrimeKG sample).
-    ``rel``: the row's relation is written as the ``rel`` property too (the generic layout)."""
-    if create and properties:
-        fields = ", ".join(f"{p}: row.props.{p}" for p in properties)
+#: The edge properties a load writes besides the id, the endpoints, the relation and the times.
+EDGE_PROPERTIES = [
+    "display",
+    "source",
+    "confidence",
+    "count",
+    "record_ids",
+    "importer",
+    "model",
+    "prompt_hash",
+    "run_id",
+]
+
+#: The start of every batched edge write: each row's two endpoints, by id.
+_EDGE_ENDS = f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) "
+
+
+def _edge_write(pattern: str, create: bool, history: bool, rel: bool = False) -> str:
+    """The write of one edge row onto ``pattern`` (``(a)-[r:TYPE`` : the relationship left open): MERGE on its
+    id then SET the properties; or, for rows known to be absent (``create``), CREATE with every property in
+    the pattern (a literal map is the server's cheapest write: about 18% more relationships a second than
+    CREATE then SET, measured on a 377k-edge PrimeKG sample). ``rel``: the row's relation is written as the
+    ``rel`` property too (the generic layout)."""
+    if create:
+        fields = ", ".join(f"{p}: row.props.{p}" for p in EDGE_PROPERTIES)
         times = "created_at: datetime(row.created_at), valid_from: datetime(row.valid_from)"
         extra = (", recorded_at: datetime(row.recorded_at)" if history else "") + (", rel: row.rel" if rel else "")
-        return f"CREATE {pattern} {{id: row.id, {fields}, {times}{extra}}}]->(b)"
+        return f"{_EDGE_ENDS}CREATE {pattern} {{id: row.id, {fields}, {times}{extra}}}]->(b)"
     named = ", r.rel = row.rel" if rel else ""
     return (
-        f"{_verb(create)} {pattern} {{id: row.id}}]->(b) "
+        f"{_EDGE_ENDS}MERGE {pattern} {{id: row.id}}]->(b) "
         f"SET r += row.props{named}, {_EDGE_TIMES}{_recorded('r', history)}"
     )
 
 
-def merge_edges(rel: str, *, history: bool = False, create: bool = False, properties: Sequence[str] = ()) -> str:
+def merge_edges(rel: str, *, history: bool = False, create: bool = False) -> str:
     """Upsert a batch ``$rows`` of ``{id, src, dst, props}`` as relationships of one type, keyed by edge id
-    (``create``: rows known to be absent are created, sparing MERGE's look along the endpoints' edges; with
-    the ``properties`` of ``props`` named, they are written in the CREATE itself)."""
-    return f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) " + _edge_write(
-        f"(a)-[r:{rel_type(rel)}", create, properties, history
-    )
+    (``create``: rows known to be absent are created, their properties in the CREATE itself, sparing MERGE's
+    look along the endpoints' edges)."""
+    return _edge_write(f"(a)-[r:{rel_type(rel)}", create, history)
 
 
-def merge_edges_generic(*, history: bool = False, create: bool = False, properties: Sequence[str] = ()) -> str:
+def merge_edges_generic(*, history: bool = False, create: bool = False) -> str:
     """Upsert ``$rows`` of ``{id, src, dst, rel, props}`` as relationships of the one generic type, the
     relation as the ``rel`` property (open-vocabulary graphs: a schema of one relationship type stays
-    readable); ``create`` and ``properties`` as for :func:`merge_edges`."""
-    return f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) " + _edge_write(
-        f"(a)-[r:{GENERIC_TYPE}", create, properties, history, rel=True
-    )
+    readable); ``create`` as for :func:`merge_edges`."""
+    return _edge_write(f"(a)-[r:{GENERIC_TYPE}", create, history, rel=True)
 
 
-def merge_edges_any_type(*, history: bool = False, create: bool = False, properties: Sequence[str] = ()) -> str:
+def merge_edges_any_type(*, history: bool = False, create: bool = False) -> str:
     """Upsert ``$rows`` of ``{id, src, dst, rel, props}`` of any relationship types in one statement (Neo4j
     5.26+ dynamic types): one query plan for all relations, where per-type statements compile once each;
-    ``create`` and ``properties`` as for :func:`merge_edges`."""
-    return f"UNWIND $rows AS row MATCH (a:{ENTITY} {{id: row.src}}) MATCH (b:{ENTITY} {{id: row.dst}}) " + _edge_write(
-        "(a)-[r:$(row.rel)", create, properties, history
-    )
+    ``create`` as for :func:`merge_edges`."""
+    return _edge_write("(a)-[r:$(row.rel)", create, history)
 
 
 SERVER_VERSION = "CALL dbms.components() YIELD versions RETURN versions[0] AS version"

@@ -47,18 +47,8 @@ GENERIC_ABOVE = 64
 LLM reading it for Text2Cypher can use; PrimeKG's 30 relations or a Wikidata subset's properties stay types."""
 #: the node columns a load writes (the content a follow-mode load compares is :data:`NODE_CONTENT`)
 NODE_PROPERTIES = ["name", "type", "source", "description", "aliases", "xrefs", "properties", "revision"]
-#: the edge columns a load writes besides its endpoints, relation and times
-EDGE_PROPERTIES = [
-    "display",
-    "source",
-    "confidence",
-    "count",
-    "record_ids",
-    "importer",
-    "model",
-    "prompt_hash",
-    "run_id",
-]
+#: the edge columns a load writes besides its endpoints, relation and times (the statements name them)
+EDGE_PROPERTIES = cypher.EDGE_PROPERTIES
 EMBEDDING_META = {"field": "name", "pooling": "mean", "normalised": True, "similarity": "cosine"}
 """What the vector index's vectors are, besides their model and dimension (kept with them, so a reader such
 as neo4j-graphrag's retrievers can embed its queries alike)."""
@@ -535,20 +525,16 @@ class Neo4jLoader:
         columns = ["id", "src", "dst", "created_at", "valid_from", "props", *(["recorded_at"] if history else [])]
         kind = "new edges" if create else "edges"  # their own batch ids in a checkpoint
         if layout == "generic":  # one relationship type: every relation in shared batches
-            query = cypher.merge_edges_generic(history=history, create=create, properties=EDGE_PROPERTIES)
+            query = cypher.merge_edges_generic(history=history, create=create)
             batches.run(edges.sort("rel", "id"), kind, None, [*columns, "rel"], lambda _rel: query)
         elif dynamic_types(self.driver, self.database) if dynamic is None else dynamic:
             for rel in edges["rel"].unique():
                 cypher.rel_type(rel)  # the same check as the per-type statements
-            query = cypher.merge_edges_any_type(history=history, create=create, properties=EDGE_PROPERTIES)
+            query = cypher.merge_edges_any_type(history=history, create=create)
             batches.run(edges.sort("rel", "id"), kind, None, [*columns, "rel"], lambda _rel: query)
         else:
             batches.run(
-                edges,
-                kind,
-                "rel",
-                columns,
-                lambda rel: cypher.merge_edges(rel, history=history, create=create, properties=EDGE_PROPERTIES),
+                edges, kind, "rel", columns, lambda rel: cypher.merge_edges(rel, history=history, create=create)
             )
 
     # ------------------------------------------------------------------ follow
