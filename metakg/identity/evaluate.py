@@ -5,8 +5,9 @@ Two kinds of gold:
 - **pairs**: two names and whether they are one entity (biomappings' reviewed right and wrong mappings,
   SSSOM files). A scorer calls a pair one entity when its score reaches the threshold; precision is the
   share of those calls that are right, recall the share of the true pairs called. Two ids whose
-  namespaces imply types that cannot be one entity (an ``ncbitaxon:`` taxon, a ``doid:`` disease) are never
-  called one, whatever their names: ``metakg resolve`` keeps such nodes apart.
+  namespaces imply types that cannot be one entity (an ``ncbitaxon:`` taxon, a ``doid:`` disease), or of
+  which one is about another organism (Reactome's cattle pathway and a MeSH term), are never called one,
+  whatever their names: ``metakg resolve`` keeps such nodes apart (:meth:`GoldPairs.kept_apart`).
 - **links**: a mention and the entity it names, among a catalog of entities (DrugBank's synonyms to its
   drugs, Wikidata aliases to their items, phenotype synonyms to their terms). A scorer links a mention to
   its best candidate when the score reaches the threshold and beats the best other entity by the scorer's
@@ -459,7 +460,7 @@ class Scored:
 
 def scored(gold: Gold, scorer: Scorer, embedder: Embedder | None) -> Scored:
     """Each row of ``gold`` scored by ``scorer`` (links: against every catalog entity, the best three kept); a
-    pair whose ids' namespaces imply types that cannot be one entity's scores 0, as resolve never joins it."""
+    pair whose ids cannot be one entity's (:meth:`GoldPairs.kept_apart`) scores 0, as resolve never joins it."""
     if isinstance(gold, GoldPairs):
         scores = pair_scores(gold.left, gold.right, scorer, embedder=embedder)
         scores = np.where(gold.kept_apart(default_vocabulary()), 0.0, scores)
