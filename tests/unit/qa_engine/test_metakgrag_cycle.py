@@ -25,7 +25,8 @@ def walker_over(graph: Any) -> Walker:
 
 def run(settings: MetaKGRAGSettings | None = None, **switches: bool) -> tuple[WalkPath, WalkPath, dict[str, Any]]:
     graph = store()
-    settings = (settings or MetaKGRAGSettings(path_hops=2)).model_copy(update=switches)
+    # tau_support 0.1: on this graph the tuned 0.35 would flag beta (support 0.3) and mix the two checks
+    settings = (settings or MetaKGRAGSettings(path_hops=2, tau_support=0.1)).model_copy(update=switches)
     start = graph.get_node(ident("alpha"))
     assert start is not None
     walker = walker_over(graph)
@@ -166,8 +167,9 @@ def test_paper_preset_and_explicit_values() -> None:
         True,
         True,
         3,
-        0.05,
+        0.0,
     )
+    assert (tuned.tau_support, paper.tau_support) == (0.35, 0.25)
     assert (paper.path_hops, paper.keep_better, paper.rank_paths, paper.tau_coverage) == (3, False, False, 0.6)
     # none of the departures in the paper preset
     assert (paper.relation_coverage, paper.guide_relations, paper.neighbourhood, paper.keep_margin) == (

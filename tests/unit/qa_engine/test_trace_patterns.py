@@ -100,13 +100,17 @@ def test_steps_follow_the_relation_words_in_order(kb: EmbeddedStore, minilm: Onn
 
 
 def test_a_correction_needs_the_margin(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
-    answer = ask(kb, minilm, "who directed the films written by [Richard O'Brien]", relation_coverage=False)
-    for path in answer.trace["paths"]:
-        for cycle in path["cycles"]:
+    for margin in (0.0, 0.05):
+        answer = ask(
+            kb, minilm, "who directed the films written by [Richard O'Brien]", relation_coverage=False, keep_margin=margin
+        )
+        judged = [c for p in answer.trace["paths"] for c in p["cycles"] if "coverage_change" in c]
+        assert judged
+        for cycle in judged:
             if cycle.get("rejected"):
-                assert cycle["coverage_change"] < 0.05
-            elif "coverage_change" in cycle:
-                assert cycle["coverage_change"] >= 0.05
+                assert cycle["coverage_change"] < margin
+            else:
+                assert cycle["coverage_change"] >= margin
 
 
 def test_generic_words_start_nothing_when_the_topic_is_marked(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
@@ -177,13 +181,13 @@ def test_the_strategic_restart_steps_back_and_the_ablation_does_not(
     walker.guide_by(["starred"])
     initial = walker.extend(WalkPath([start]), 2, {})  # plain greedy: into The Sweetest Thing, a dead end
     assert [n.name for n in initial.nodes] == ["Roger Kumble", "The Sweetest Thing"]
-    _, final, trace = refine(
-        initial, Concepts(["Roger Kumble", "starred"]), walker, MetaKGRAGSettings(no_restart=ablated)
+    _, final, trace = refine(  # tau_support 0.1: the completeness check alone
+        initial, Concepts(["Roger Kumble", "starred"]), walker, MetaKGRAGSettings(no_restart=ablated, tau_support=0.1)
     )
     assert trace["cycles"][0]["missing_concepts"] == ["starred"]
-    if ablated:  # the plain restart walks into the same dead end, and the correction is rejected
+    if ablated:  # the plain restart walks into the same dead end: nothing is refined
         assert [n.name for n in final.nodes] == ["Roger Kumble", "The Sweetest Thing"]
-        assert trace["cycles"][0]["rejected"]
+        assert trace["cycles"][0]["new_path"] == ["Roger Kumble", "The Sweetest Thing"] and not trace["refined"]
     else:
         assert [n.name for n in final.nodes] == ["Roger Kumble", "Just Friends", "Ryan Reynolds"]
         assert "only relation words" in trace["cycles"][0]["pivot_reason"]
@@ -218,9 +222,10 @@ def test_another_starts_concept_still_guides_the_topics_path(kb: EmbeddedStore, 
 def test_an_entity_reached_by_a_relation_the_question_names_is_not_misleading(
     kb: EmbeddedStore, minilm: OnnxEmbedder
 ) -> None:
+    # at tau_support 0.1; the tuned 0.35 flags most entities that serve one concept only (docs/qa-engine.md)
     text = "who directed the films written by [Jimmy McGovern]"
-    first = ask(kb, minilm, text).trace["paths"][0]["cycles"][0]
+    first = ask(kb, minilm, text, tau_support=0.1).trace["paths"][0]["cycles"][0]
     assert first["path"][-1] == "Antonia Bird" and first["misleading_entities"] == []
     # by names alone (the paper), the director is far from every concept and judged misleading
-    paper = ask(kb, minilm, text, relation_coverage=False).trace["paths"][0]["cycles"][0]
+    paper = ask(kb, minilm, text, relation_coverage=False, tau_support=0.1).trace["paths"][0]["cycles"][0]
     assert paper["path"][-1] == "Antonia Bird" and paper["misleading_entities"] == ["kg:metaqa/antonia_bird"]

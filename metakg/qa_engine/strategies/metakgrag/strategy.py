@@ -84,7 +84,7 @@ class MetaKGRAGSettings(StrategySettings):
     tau_coverage: float = Field(default=0.5, ge=0, le=1, description="A concept covered below this is missing.")
     tau_c: float = Field(default=0.3, ge=0, le=1, description="sim(e, c) above this counts c in EntityScope(e).")
     tau_support: float = Field(
-        default=0.1, ge=0, le=1, description="A path entity with GlobalSupport below this is misleading."
+        default=0.35, ge=0, le=1, description="A path entity with GlobalSupport below this is misleading."
     )
     alpha: float = Field(default=0.5, ge=0, le=1, description="Weight of EntityScope in GlobalSupport.")
     delta: float = Field(default=0.25, ge=0, le=1, description="Weight adjustment per deficiency.")
@@ -94,7 +94,7 @@ class MetaKGRAGSettings(StrategySettings):
         "otherwise keep that path and stop.",
     )
     keep_margin: float = Field(
-        default=0.05,
+        default=0.0,
         ge=0,
         le=5,
         description="With keep_better: how much more (summed coverage) a correction must cover to be kept.",
