@@ -18,7 +18,8 @@ Departures, each a setting (the ``paper`` preset turns them off): a relation-lik
 is covered by the relation of a path's edge, and an entity reached by such an edge counts it in its
 EntityScope (``relation_coverage``); when only relation words are missing the walk restarts at the start
 entity, and when a pivot's restart gives back the same path it does too (``retry_from_start``: the first
-step was the wrong one); a correction is kept only when it covers more by ``keep_margin`` (``keep_better``).
+step was the wrong one); a correction is kept only when it covers at least ``keep_margin`` more than the path it
+corrects (``keep_better``; the tuned margin is 0: one that covers less is dropped).
 
 The cycle stops when no deficiency is found, when the new path's Jaccard similarity to the previous one
 exceeds ``tau_similarity``, or after ``n_max`` cycles. The final paths are merged without duplicates.
