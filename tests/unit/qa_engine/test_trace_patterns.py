@@ -101,9 +101,8 @@ def test_steps_follow_the_relation_words_in_order(kb: EmbeddedStore, minilm: Onn
 
 def test_a_correction_needs_the_margin(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
     for margin in (0.0, 0.05):
-        answer = ask(
-            kb, minilm, "who directed the films written by [Richard O'Brien]", relation_coverage=False, keep_margin=margin
-        )
+        text = "who directed the films written by [Richard O'Brien]"
+        answer = ask(kb, minilm, text, relation_coverage=False, keep_margin=margin)
         judged = [c for p in answer.trace["paths"] for c in p["cycles"] if "coverage_change" in c]
         assert judged
         for cycle in judged:
