@@ -106,10 +106,10 @@ def test_a_correction_needs_the_margin(kb: EmbeddedStore, minilm: OnnxEmbedder) 
         judged = [c for p in answer.trace["paths"] for c in p["cycles"] if "coverage_change" in c]
         assert judged
         for cycle in judged:
-            if cycle.get("rejected"):
-                assert cycle["coverage_change"] < margin
+            if cycle.get("rejected"):  # the change is rounded to 4 places in the trace
+                assert cycle["coverage_change"] < margin + 1e-4
             else:
-                assert cycle["coverage_change"] >= margin
+                assert cycle["coverage_change"] > margin - 1e-4
 
 
 def test_generic_words_start_nothing_when_the_topic_is_marked(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
