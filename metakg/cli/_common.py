@@ -94,14 +94,25 @@ def fail(error: MetakgError, *, json_mode: bool, command: str = "") -> NoReturn:
     raise typer.Exit(error.exit_code)
 
 
+_interrupt_said = False
+
+
+def interrupt_said() -> bool:
+    """Whether a command body has already said it was interrupted (:func:`guarded`): its exit status 130 then
+    needs no second word from the entry point."""
+    return _interrupt_said
+
+
 @contextmanager
 def guarded(command: str, json_mode: bool) -> Iterator[None]:
     """Run a command body: MetakgError becomes a clear message and its exit code, never a traceback."""
+    global _interrupt_said
     try:
         yield
     except MetakgError as e:
         fail(e, json_mode=json_mode, command=command)
     except KeyboardInterrupt:
+        _interrupt_said = True
         err.print("interrupted")
         if json_mode:
             emit_json(

@@ -31,8 +31,8 @@ from metakg.cli import (
     sync_cmd,
     synthetic_cmd,
 )
-from metakg.cli._common import emit_json
-from metakg.cli.entry import interrupted
+from metakg.cli._common import emit_json, interrupt_said
+from metakg.cli.entry import INTERRUPTED, interrupted
 
 #: the root help's sections, in the order of the work: build, inspect, move, ask, serve, the rest
 COMMAND_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -84,6 +84,9 @@ class MetakgGroup(typer.core.TyperGroup):
                 emit_json({"ok": False, "command": command, "error": error, "error_type": "UsageError", "exit_code": 2})
             sys.exit(2)
         except (typer.Abort, KeyboardInterrupt):
+            interrupted()
+        if code == INTERRUPTED and not interrupt_said():
+            # typer turns Ctrl-C outside a command's guard (reading the settings, say) into a silent status 130
             interrupted()
         sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) comes back as n
 

@@ -61,3 +61,28 @@ def test_an_interrupt_python_wraps_while_a_class_is_made_is_still_an_interrupt(t
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1])["error_type"] == "Interrupted"
+
+
+def test_an_interrupt_before_the_commands_guard_is_still_said(tmp_path: Path) -> None:
+    """Ctrl-C while a command reads its settings, before its body's guard: typer turns it into a bare exit
+    status 130, which must still say "interrupted" (with the JSON line), as anywhere else. This is where a
+    signal sent 0.8 s after the start landed on a loaded machine."""
+    bundle = tmp_path / "b"
+    write_bundle(bundle, small_bundle())
+    script = (
+        "import sys\n"
+        "def at(frame, event, arg):\n"
+        "    if event == 'call' and frame.f_code.co_name == 'settings' \\\n"
+        "            and frame.f_globals.get('__name__') == 'metakg.cli._common':\n"
+        "        sys.setprofile(None)\n"
+        "        raise KeyboardInterrupt\n"
+        f"sys.argv = ['metakg', 'validate', {str(bundle)!r}, '--json']\n"
+        "sys.setprofile(at)\n"
+        "from metakg.cli.entry import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == "interrupted"
+    assert json.loads(done.stdout.strip().splitlines()[-1])["error_type"] == "Interrupted"
+    assert read_bundle(bundle).nodes.height == small_bundle().nodes.height
