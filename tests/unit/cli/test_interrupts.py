@@ -41,16 +41,14 @@ def test_ctrl_c_at_any_moment_is_exit_130_with_the_json_line(tmp_path: Path, del
     assert read_bundle(bundle).nodes.height == small_bundle().nodes.height
 
 
-def test_an_interrupt_python_wraps_while_a_class_is_made_is_still_an_interrupt(tmp_path: Path) -> None:
-    """Ctrl-C while a settings class is being made reaches the program as a RuntimeError (Python wraps it):
-    still "interrupted" and 130, reproduced by raising the interrupt exactly there."""
-    bundle = tmp_path / "b"
-    write_bundle(bundle, small_bundle())
+def interrupted_where(bundle: Path, condition: str) -> subprocess.CompletedProcess[str]:
+    """Run `metakg validate BUNDLE --json` raising Ctrl-C at the first call where ``condition`` (Python over
+    ``frame``) holds; it must end as an interrupt: status 130, no traceback, the JSON line."""
     script = (
         "import sys\n"
         "fired = [False]\n"
         "def at(frame, event, arg):\n"
-        "    if not fired[0] and event == 'call' and frame.f_code.co_name == '__set_name__':\n"
+        f"    if not fired[0] and event == 'call' and {condition}:\n"
         "        fired[0] = True\n"
         "        raise KeyboardInterrupt\n"
         f"sys.argv = ['metakg', 'validate', {str(bundle)!r}, '--json']\n"
@@ -61,6 +59,15 @@ def test_an_interrupt_python_wraps_while_a_class_is_made_is_still_an_interrupt(t
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1])["error_type"] == "Interrupted"
+    return done
+
+
+def test_an_interrupt_python_wraps_while_a_class_is_made_is_still_an_interrupt(tmp_path: Path) -> None:
+    """Ctrl-C while a settings class is being made reaches the program as a RuntimeError (Python wraps it):
+    still "interrupted" and 130, reproduced by raising the interrupt exactly there."""
+    bundle = tmp_path / "b"
+    write_bundle(bundle, small_bundle())
+    interrupted_where(bundle, "frame.f_code.co_name == '__set_name__'")
 
 
 def test_an_interrupt_before_the_commands_guard_is_still_said(tmp_path: Path) -> None:
@@ -69,20 +76,8 @@ def test_an_interrupt_before_the_commands_guard_is_still_said(tmp_path: Path) ->
     signal sent 0.8 s after the start landed on a loaded machine."""
     bundle = tmp_path / "b"
     write_bundle(bundle, small_bundle())
-    script = (
-        "import sys\n"
-        "def at(frame, event, arg):\n"
-        "    if event == 'call' and frame.f_code.co_name == 'settings' \\\n"
-        "            and frame.f_globals.get('__name__') == 'metakg.cli._common':\n"
-        "        sys.setprofile(None)\n"
-        "        raise KeyboardInterrupt\n"
-        f"sys.argv = ['metakg', 'validate', {str(bundle)!r}, '--json']\n"
-        "sys.setprofile(at)\n"
-        "from metakg.cli.entry import main\n"
-        "main()\n"
+    done = interrupted_where(
+        bundle, "frame.f_code.co_name == 'settings' and frame.f_globals.get('__name__') == 'metakg.cli._common'"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert done.stderr.strip().splitlines()[-1] == "interrupted"
-    assert json.loads(done.stdout.strip().splitlines()[-1])["error_type"] == "Interrupted"
     assert read_bundle(bundle).nodes.height == small_bundle().nodes.height
