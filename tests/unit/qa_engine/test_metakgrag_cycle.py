@@ -10,7 +10,7 @@ import pytest
 
 from metakg.llm.embedder import Vectors
 from metakg.qa_engine.services import QAServices
-from metakg.qa_engine.strategies.metakgrag.strategy import Concepts, MetaKGRAGSettings, diagnose, refine
+from metakg.qa_engine.strategies.metakgrag.strategy import Concepts, MetaKGRAGSettings, diagnose, merge_paths, refine
 from metakg.qa_engine.walk import Walker, WalkPath, jaccard
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, ident, store
 
@@ -30,7 +30,8 @@ def run(settings: MetaKGRAGSettings | None = None, **switches: bool) -> tuple[Wa
     start = graph.get_node(ident("alpha"))
     assert start is not None
     walker = walker_over(graph)
-    return refine(walker.extend(WalkPath([start]), settings.path_hops, {}), Concepts(CONCEPTS), walker, settings)
+    refined = refine(walker.extend(WalkPath([start]), settings.path_hops, {}), Concepts(CONCEPTS), walker, settings)
+    return refined.initial, refined.final, refined.trace
 
 
 def names(path: WalkPath) -> list[str]:
@@ -152,12 +153,30 @@ def test_a_correction_that_covers_less_is_rejected() -> None:
     walker = walker_over(store())
     concepts = Concepts(["decoy two", "bridge"])
     settings = MetaKGRAGSettings(path_hops=2, tau_coverage=0.9, delta=1.0, no_restart=True)
-    _, final, trace = refine(initial_path(walker), concepts, walker, settings)
+    _, final, trace, _ = refine(initial_path(walker), concepts, walker, settings)
     assert trace["cycles"][0]["rejected"] and trace["cycles"][0]["coverage_change"] == pytest.approx(-0.385, abs=1e-3)
     assert trace["stop"].startswith("correction rejected") and names(final) == INITIAL
     assert not trace["refined"]
-    _, final, trace = refine(initial_path(walker), concepts, walker, settings.model_copy(update={"keep_better": False}))
+    loose = settings.model_copy(update={"keep_better": False})
+    _, final, trace, _ = refine(initial_path(walker), concepts, walker, loose)
     assert names(final)[:2] == ["alpha", "bridge"] and trace["refined"]
+
+
+def test_a_correction_that_covers_as_much_keeps_the_path_it_corrects_too() -> None:
+    # only "alpha" is asked about: every path from alpha covers it fully, so the relevance check's corrections
+    # (decoy two flagged, then zeta) tie; the check cannot tell the paths apart and keeps both, each once
+    walker = walker_over(store())
+    settings = MetaKGRAGSettings(path_hops=2, tau_support=0.42)
+    refined = refine(initial_path(walker), Concepts(["alpha"]), walker, settings)
+    assert all(c["tied"] and c["coverage_change"] == 0.0 for c in refined.trace["cycles"])
+    assert names(refined.final) == ["alpha", "decoy", "zeta"]
+    assert [names(p) for p in refined.kept_too] == [INITIAL] == refined.trace["kept_too"]
+    evidence = merge_paths([refined.final, *refined.kept_too])
+    assert [e.nodes[-1] for e in evidence] == [ident("zeta"), ident("decoy two")]  # the correction first
+    alone = refine(initial_path(walker), Concepts(["alpha"]), walker, settings.model_copy(update={"keep_tied": False}))
+    assert names(alone.final) == ["alpha", "decoy", "zeta"] and alone.kept_too == [] and alone.trace["kept_too"] == []
+    assert "tied" not in alone.trace["cycles"][0]
+    assert MetaKGRAGSettings(preset="paper").keep_tied is False
 
 
 def test_paper_preset_and_explicit_values() -> None:

@@ -19,7 +19,8 @@ is covered by the relation of a path's edge, and an entity reached by such an ed
 EntityScope (``relation_coverage``); when only relation words are missing the walk restarts at the start
 entity, and when a pivot's restart gives back the same path it does too (``retry_from_start``: the first
 step was the wrong one); a correction is kept only when it covers at least ``keep_margin`` more than the path it
-corrects (``keep_better``; the tuned margin is 0: one that covers less is dropped).
+corrects (``keep_better``; the tuned margin is 0: one that covers less is dropped), and one that covers
+exactly as much keeps the path it corrects in the evidence too, after it (``keep_tied``).
 
 The cycle stops when no deficiency is found, when the new path's Jaccard similarity to the previous one
 exceeds ``tau_similarity``, or after ``n_max`` cycles. The final paths are merged without duplicates.
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -57,6 +58,7 @@ PAPER = {
     "delta": 0.25,
     "keep_better": False,
     "keep_margin": 0.0,
+    "keep_tied": False,
     "relation_coverage": False,
     "guide_relations": False,
     "neighbourhood": 0,
@@ -99,6 +101,12 @@ class MetaKGRAGSettings(StrategySettings):
         ge=0,
         le=5,
         description="With keep_better: how much more (summed coverage) a correction must cover to be kept.",
+    )
+    keep_tied: bool = Field(
+        default=True,
+        description="With keep_better and keep_margin 0: when a correction covers exactly as much as the path it "
+        "corrects, keep that path in the evidence too, right after the correction (the check cannot tell which "
+        "is right).",
     )
     relation_coverage: bool = Field(
         default=True,
@@ -192,32 +200,31 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
             initials.append(
                 search.extend(WalkPath([match.node]), self.settings.path_hops, {}, step_back=self.settings.step_back)
             )
-        finals, starts = [], []
+        refined: list[Refinement] = []
         for number, initial in enumerate(initials):
             others = [p for i, p in enumerate(initials) if i != number] if self.settings.coverage == "question" else []
             search.guide_by(guides[number])
-            _initial, final, start_trace = refine(initial, concepts, search, self.settings, others)
-            start_trace["relation_words"] = guides[number]
-            finals.append(final)
-            starts.append(start_trace)
-        for path, start_trace in zip(finals, starts, strict=True):
-            coverage = diagnose(path, concepts, search, self.settings).coverage
-            start_trace["coverage_score"] = round(sum(coverage.values()), 4)
+            one = refine(initial, concepts, search, self.settings, others)
+            one.trace["relation_words"] = guides[number]
+            one.trace["coverage_score"] = round(
+                sum(diagnose(one.final, concepts, search, self.settings).coverage.values()), 4
+            )
+            refined.append(one)
         if self.settings.rank_paths:  # stable: the start order breaks ties
-            order = sorted(range(len(finals)), key=lambda i: -starts[i]["coverage_score"])
-            finals, starts = [finals[i] for i in order], [starts[i] for i in order]
-        refined = sum(1 for s in starts if s["refined"])
+            refined.sort(key=lambda one: -one.trace["coverage_score"])
+        starts = [one.trace for one in refined]
+        n_refined = sum(1 for s in starts if s["refined"])
         on = [s for s in SWITCHES if getattr(self.settings, s)]
         trace.update(
             {
                 "ablation": "+".join(on) if on else "full",
                 "paths": starts,
                 "cycles": sum(len(s["cycles"]) for s in starts),
-                "refined_paths": refined,
-                "path_refinement_rate": refined / len(starts),
+                "refined_paths": n_refined,
+                "path_refinement_rate": n_refined / len(starts),
             }
         )
-        evidence = merge_paths(finals)
+        evidence = merge_paths([p for one in refined for p in (one.final, *one.kept_too)])
         if self.settings.neighbourhood:
             evidence += neighbourhood(matches, guides, search, self.settings.neighbourhood, evidence)
         return Retrieval(evidence, trace)
@@ -261,8 +268,11 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
                     step += (
                         f"; pivot {cycle['pivot']} -> {' > '.join(cycle['new_path'])} (sim {cycle['path_similarity']})"
                     )
+                if cycle.get("tied"):
+                    step += "; it covers as much: the path it corrects is kept too"
                 lines.append(step)
             lines.append(f"  stop: {path['stop']}{'; refined' if path['refined'] else ''}")
+            lines.extend(f"  kept too: {' > '.join(kept)}" for kept in path.get("kept_too", []))
         return lines
 
 
@@ -347,19 +357,34 @@ def diagnose(
     return Diagnosis(coverage, missing, support, misleading, covered_by)
 
 
+TIE = 1e-6
+"""Two summed coverages closer than this are equal (both are sums of the same similarities)."""
+
+
+class Refinement(NamedTuple):
+    """One start's path before and after the cycle, the cycle's trace, and the paths ``keep_tied`` keeps
+    beside the final one (the latest first)."""
+
+    initial: WalkPath
+    final: WalkPath
+    trace: dict[str, Any]
+    kept_too: list[WalkPath]
+
+
 def refine(
     initial: WalkPath,
     concepts: Concepts,
     walker: Walker,
     settings: MetaKGRAGSettings,
     others: Sequence[WalkPath] = (),
-) -> tuple[WalkPath, WalkPath, dict[str, Any]]:
+) -> Refinement:
     """The refinement of the ``initial`` greedy path, and the trace of every cycle; concepts covered by the
     ``others`` paths (the question's other initial paths) are not missing."""
     adjust: dict[str, float] = {}
     path = initial
     start = initial.nodes[0]
     cycles: list[dict[str, Any]] = []
+    kept_too: list[WalkPath] = []
     stop = "no cycle (ablation)" if settings.no_cycle else f"n_max ({settings.n_max}) cycles"
     for cycle in range(0 if settings.no_cycle else settings.n_max):
         found = diagnose(path, concepts, walker, settings, others)
@@ -430,10 +455,15 @@ def refine(
                 entry["rejected"] = True
                 stop = f"correction rejected: coverage gain under keep_margin ({settings.keep_margin})"
                 break
+            if settings.keep_tied and abs(after - before) < TIE and not _same(new, path):
+                # the check cannot tell the two apart: the path it corrects stays in the evidence, after it
+                entry["tied"] = True
+                kept_too.append(path)
         path = new
         if similarity > settings.tau_similarity:
             stop = "converged: path similarity above tau_similarity"
             break
+    kept_too = _distinct([p for p in reversed(kept_too) if not _same(p, path)])
     trace = {
         "start": start.name,
         "start_id": start.id,
@@ -441,10 +471,11 @@ def refine(
         "cycles": cycles,
         "final_path": [n.name for n in path.nodes],
         "refined": not _same(initial, path),
+        "kept_too": [[n.name for n in p.nodes] for p in kept_too],
         "stop": stop,
     }
     emit("path", **trace)  # one start's refinement, as soon as it is done
-    return initial, path, trace
+    return Refinement(initial, path, trace, kept_too)
 
 
 def relation_words(text: str, concepts: Sequence[str], start: str, matches: Sequence[Any]) -> list[str]:
@@ -499,6 +530,15 @@ def _relation_pull(path: WalkPath, nodes: Sequence[Any], missing: Sequence[str],
 def _same(a: WalkPath, b: WalkPath) -> bool:
     """Whether two paths take the same nodes by the same edges."""
     return a.ids == b.ids and [e.id for e in a.edges] == [e.id for e in b.edges]
+
+
+def _distinct(paths: list[WalkPath]) -> list[WalkPath]:
+    """Each path once, in order."""
+    kept: list[WalkPath] = []
+    for path in paths:
+        if not any(_same(path, other) for other in kept):
+            kept.append(path)
+    return kept
 
 
 def merge_paths(paths: list[WalkPath]) -> list[EvidencePath]:
