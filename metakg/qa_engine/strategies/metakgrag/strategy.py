@@ -15,12 +15,13 @@ its similarity to the question plus the adjustments made so far. The cycle then 
   GlobalSupport (relevance). The path up to the pivot is kept.
 
 Departures, each a setting (the ``paper`` preset turns them off): a relation-like concept ("directed")
-is covered by the relation of a path's edge, and an entity reached by such an edge counts it in its
-EntityScope (``relation_coverage``); when only relation words are missing the walk restarts at the start
-entity, and when a pivot's restart gives back the same path it does too (``retry_from_start``: the first
-step was the wrong one); a correction is kept only when it covers at least ``keep_margin`` more than the path it
-corrects (``keep_better``; the tuned margin is 0: one that covers less is dropped), and one that covers
-exactly as much keeps the path it corrects in the evidence too, after it (``keep_tied``).
+is covered by the relation of a path's edge, not by an entity name that falls short of ``tau_coverage``,
+and an entity reached by such an edge counts it in its EntityScope (``relation_coverage``); when only
+relation words are missing the walk restarts at the start entity, and when a pivot's restart gives back
+the same path it does too (``retry_from_start``: the first step was the wrong one); a correction is kept
+only when it covers at least ``keep_margin`` more than the path it corrects (``keep_better``; the tuned
+margin is 0: one that covers less is dropped), and one that covers exactly as much keeps the path it
+corrects in the evidence too, after it (``keep_tied``).
 
 The cycle stops when no deficiency is found, when the new path's Jaccard similarity to the previous one
 exceeds ``tau_similarity``, or after ``n_max`` cycles. The final paths are merged without duplicates.
@@ -111,7 +112,7 @@ class MetaKGRAGSettings(StrategySettings):
     relation_coverage: bool = Field(
         default=True,
         description='A concept may be covered by the relation of a path\'s edge ("directed" by directed_by), '
-        "not only by an entity's name.",
+        "not only by an entity's name; a relation word is not covered by a name short of tau_coverage.",
     )
     guide_relations: bool = Field(
         default=True,
@@ -324,6 +325,12 @@ def diagnose(
     if elsewhere:
         best = np.maximum(best, walker.sim.nodes_to(elsewhere, texts).max(axis=0))
     relevant = sim_ec > settings.tau_c
+    if settings.relation_coverage:
+        # an entity name that only resembles a relation word ("Drama" for "acted", 0.48) is noise: below
+        # tau_coverage it covers nothing, and only the relations of the path's edges can
+        for j, c in enumerate(concepts.required):
+            if c in walker.guide and best[j] < settings.tau_coverage:
+                best[j], by[j] = 0.0, "nothing"
     if settings.relation_coverage and path.edges:
         # a relation-like concept is covered by a relation of the path's edges, never by an entity name
         relations = [relation_text(e) for e in path.edges]
