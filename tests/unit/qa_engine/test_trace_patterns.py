@@ -5,6 +5,7 @@ started paths at film titles, and one greedy path per start kept one neighbour."
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -17,6 +18,7 @@ from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Answer
 from metakg.qa_engine.metrics import entity_order
 from metakg.qa_engine.strategies import REGISTRY
+from metakg.qa_engine.strategies.metakgrag.strategy import MetaKGRAGSettings
 from metakg.schemas.bundle import read_bundle
 
 # rows of the MetaQA KB subset (kb_subset_8107.txt), as they are there
@@ -271,3 +273,43 @@ def test_a_name_that_only_resembles_a_relation_word_does_not_cover_it(kb: Embedd
     walker.guide_by(["cast"])
     tagged = diagnose(path("Priest", "cast"), Concepts(["Priest", "cast"]), walker, settings)
     assert tagged.covered_by["cast"] == "entity: cast" and tagged.coverage["cast"] == pytest.approx(1.0)
+
+
+# rows of the MetaQA KB subset around In the Valley of Elah (every row touching a node two edges from it)
+ELAH = """Volcano|release_year|1997
+In the Valley of Elah|starred_actors|Tommy Lee Jones
+Volcano|has_tags|tommy lee jones
+The Park Is Mine|starred_actors|Tommy Lee Jones
+Volcano|starred_actors|Tommy Lee Jones
+Volcano|has_genre|Drama
+Man of the House|has_tags|tommy lee jones
+The Sunset Limited|starred_actors|Tommy Lee Jones
+"""
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_a_rejected_correction_for_both_deficiencies_falls_back_to_the_relevance_one(
+    tmp_path: Path, minilm: OnnxEmbedder, fallback: bool
+) -> None:
+    # "released" is missing (a has_tags edge into Man of the House, a dead end) and two entities mislead;
+    # the correction for both walks to The Sunset Limited and covers less; the one for the misleading
+    # entities alone reaches Volcano and its year
+    (tmp_path / "kb.txt").write_text(ELAH, encoding="utf-8")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path / "cache"))
+        api.ingest_triples(tmp_path / "kb.txt", "metaqa", tmp_path / "bundle", load_settings(), separator="|")
+    store = EmbeddedStore.from_bundle(read_bundle(tmp_path / "bundle"), embedder=minilm)
+    text = "when were the movies starring the actors of [In the Valley of Elah] released"
+    answer = ask(store, minilm, text, relevance_fallback=fallback)
+    (path,) = answer.trace["paths"]
+    first = path["cycles"][0]
+    assert first["missing_concepts"] == ["released"] and first["misleading_entities"]
+    if fallback:
+        assert first["rejected_first"]["new_path"][-1] == "The Sunset Limited"
+        assert first["rejected_first"]["coverage_change"] < 0 and not first.get("rejected")
+        assert first["new_path"][-2:] == ["Volcano", "1997"] and "1997" in names(answer)
+        assert any("the misleading entities alone" in line for line in REGISTRY.create("metakgrag").trace_lines(answer))
+    else:
+        assert first["rejected"] and "rejected_first" not in first
+        assert first["new_path"][-1] == "The Sunset Limited" and "1997" not in names(answer)
+    assert MetaKGRAGSettings(preset="paper").relevance_fallback is False

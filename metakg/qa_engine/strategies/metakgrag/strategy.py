@@ -60,6 +60,7 @@ PAPER = {
     "keep_better": False,
     "keep_margin": 0.0,
     "keep_tied": False,
+    "relevance_fallback": False,
     "relation_coverage": False,
     "guide_relations": False,
     "neighbourhood": 0,
@@ -102,6 +103,11 @@ class MetaKGRAGSettings(StrategySettings):
         ge=0,
         le=5,
         description="With keep_better: how much more (summed coverage) a correction must cover to be kept.",
+    )
+    relevance_fallback: bool = Field(
+        default=True,
+        description="With keep_better: when the correction for missing concepts and misleading entities together "
+        "is rejected, try the correction for the misleading entities alone before stopping.",
     )
     keep_tied: bool = Field(
         default=True,
@@ -269,6 +275,12 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
                     step += (
                         f"; pivot {cycle['pivot']} -> {' > '.join(cycle['new_path'])} (sim {cycle['path_similarity']})"
                     )
+                if "rejected_first" in cycle:
+                    first = cycle["rejected_first"]
+                    step += (
+                        f"; the correction for both, {' > '.join(first['new_path'])}, covered less "
+                        f"({first['coverage_change']}): the misleading entities alone were corrected"
+                    )
                 if cycle.get("tied"):
                     step += "; it covers as much: the path it corrects is kept too"
                 lines.append(step)
@@ -407,65 +419,44 @@ def refine(
         if not found.missing and not found.misleading:
             stop = "no deficiency"
             break
-        changes: dict[str, float] = {}
-        if found.missing:
-            relevant = walker.around(path)
-            near = walker.sim.nodes_to(relevant, found.missing).max(axis=1) if relevant else np.zeros(0)
-            if settings.relation_coverage and relevant:  # a missing relation word draws the edges that carry it
-                near = np.maximum(near, _relation_pull(path, relevant, found.missing, walker))
-            for node, score in zip(relevant, near, strict=True):
-                if score > settings.tau_c:
-                    changes[node.id] = changes.get(node.id, 0.0) + settings.delta
-        for node_id in found.misleading:
-            changes[node_id] = changes.get(node_id, 0.0) - settings.delta
-        for node_id, change in changes.items():
-            adjust[node_id] = adjust.get(node_id, 0.0) + change
-        if settings.no_restart:
-            pivot, reason = 0, "start entity (no strategic restart)"
-        elif found.missing and settings.relation_coverage and set(found.missing) <= set(walker.guide):
-            # only relation words are missing: no entity is closer to them than another, and the first
-            # relation of the path may be the wrong one; walk again from the start with the adjustments
-            pivot, reason = 0, "completeness: only relation words are missing, the walk restarts at the start entity"
-        elif found.missing:
-            f = walker.sim.nodes_to(path.nodes, found.missing).max(axis=1)
-            pivot, reason = int(np.argmax(f)), "completeness: closest to the missing concepts"
-        else:
-            pivot = int(np.argmax([found.support[n.id] for n in path.nodes]))
-            reason = "relevance: highest GlobalSupport"
-        # the strategic restart steps back from dead ends; without it (ablation) the walk is the plain greedy one
-        new = walker.extend(
-            path.prefix(pivot), settings.path_hops, adjust, step_back=0 if settings.no_restart else settings.step_back
-        )
-        if pivot and settings.retry_from_start and not settings.no_restart and _same(new, path):
-            # the pivot leads back to the same path: the adjustments changed nothing after it; the first step
-            # may be the wrong one, so walk again from the start entity
-            pivot, reason = 0, reason + "; it gave the same path, the walk restarts at the start entity"
-            new = walker.extend(path.prefix(0), settings.path_hops, adjust, step_back=settings.step_back)
-        similarity = jaccard(path, new)
-        entry.update(
-            {
-                "pivot": path.nodes[pivot].name,
-                "pivot_id": path.nodes[pivot].id,
-                "pivot_reason": reason,
-                "adjustments": {i: round(v, 3) for i, v in changes.items()},
-                "new_path": [n.name for n in new.nodes],
-                "path_similarity": round(similarity, 4),
-            }
-        )
-        if settings.keep_better:
-            before, after = (
-                sum(found.coverage.values()),
-                sum(diagnose(new, concepts, walker, settings, others).coverage.values()),
+        attempts = [found.missing]
+        if settings.relevance_fallback and settings.keep_better and found.missing and found.misleading:
+            attempts.append([])  # if the correction for both is rejected: the relevance one alone
+        for attempt, missing in enumerate(attempts):
+            if attempt:  # the first was rejected; the trace keeps what it proposed
+                entry["rejected_first"] = {k: entry[k] for k in ("pivot", "new_path", "coverage_change")}
+            trial = dict(adjust)
+            new, pivot, reason, changes = _correct(path, missing, found, trial, walker, settings)
+            similarity = jaccard(path, new)
+            entry.update(
+                {
+                    "pivot": path.nodes[pivot].name,
+                    "pivot_id": path.nodes[pivot].id,
+                    "pivot_reason": reason,
+                    "adjustments": {i: round(v, 3) for i, v in changes.items()},
+                    "new_path": [n.name for n in new.nodes],
+                    "path_similarity": round(similarity, 4),
+                }
             )
-            entry["coverage_change"] = round(after - before, 4)
-            if after < before + settings.keep_margin:
-                entry["rejected"] = True
-                stop = f"correction rejected: coverage gain under keep_margin ({settings.keep_margin})"
+            rejected = False
+            if settings.keep_better:
+                before, after = (
+                    sum(found.coverage.values()),
+                    sum(diagnose(new, concepts, walker, settings, others).coverage.values()),
+                )
+                entry["coverage_change"] = round(after - before, 4)
+                rejected = after < before + settings.keep_margin
+            if not rejected:
+                adjust = trial
                 break
-            if settings.keep_tied and abs(after - before) < TIE and not _same(new, path):
-                # the check cannot tell the two apart: the path it corrects stays in the evidence, after it
-                entry["tied"] = True
-                kept_too.append(path)
+        if rejected:
+            entry["rejected"] = True
+            stop = f"correction rejected: coverage gain under keep_margin ({settings.keep_margin})"
+            break
+        if settings.keep_better and settings.keep_tied and abs(after - before) < TIE and not _same(new, path):
+            # the check cannot tell the two apart: the path it corrects stays in the evidence, after it
+            entry["tied"] = True
+            kept_too.append(path)
         path = new
         if similarity > settings.tau_similarity:
             stop = "converged: path similarity above tau_similarity"
@@ -532,6 +523,53 @@ def _relation_pull(path: WalkPath, nodes: Sequence[Any], missing: Sequence[str],
         for nb, score in zip(around, scores, strict=True):
             best[nb.node.id] = max(best.get(nb.node.id, 0.0), float(score))
     return np.asarray([best.get(n.id, 0.0) for n in nodes])
+
+
+def _correct(
+    path: WalkPath,
+    missing: list[str],
+    found: Diagnosis,
+    adjust: dict[str, float],
+    walker: Walker,
+    settings: MetaKGRAGSettings,
+) -> tuple[WalkPath, int, str, dict[str, float]]:
+    """Adjust (in place) and restart for the ``missing`` concepts and ``found``'s misleading entities: the new
+    path, the pivot's index on ``path``, why it was chosen, and this correction's own adjustments."""
+    changes: dict[str, float] = {}
+    if missing:
+        relevant = walker.around(path)
+        near = walker.sim.nodes_to(relevant, missing).max(axis=1) if relevant else np.zeros(0)
+        if settings.relation_coverage and relevant:  # a missing relation word draws the edges that carry it
+            near = np.maximum(near, _relation_pull(path, relevant, missing, walker))
+        for node, score in zip(relevant, near, strict=True):
+            if score > settings.tau_c:
+                changes[node.id] = changes.get(node.id, 0.0) + settings.delta
+    for node_id in found.misleading:
+        changes[node_id] = changes.get(node_id, 0.0) - settings.delta
+    for node_id, change in changes.items():
+        adjust[node_id] = adjust.get(node_id, 0.0) + change
+    if settings.no_restart:
+        pivot, reason = 0, "start entity (no strategic restart)"
+    elif missing and settings.relation_coverage and set(missing) <= set(walker.guide):
+        # only relation words are missing: no entity is closer to them than another, and the first
+        # relation of the path may be the wrong one; walk again from the start with the adjustments
+        pivot, reason = 0, "completeness: only relation words are missing, the walk restarts at the start entity"
+    elif missing:
+        f = walker.sim.nodes_to(path.nodes, missing).max(axis=1)
+        pivot, reason = int(np.argmax(f)), "completeness: closest to the missing concepts"
+    else:
+        pivot = int(np.argmax([found.support[n.id] for n in path.nodes]))
+        reason = "relevance: highest GlobalSupport"
+    # the strategic restart steps back from dead ends; without it (ablation) the walk is the plain greedy one
+    new = walker.extend(
+        path.prefix(pivot), settings.path_hops, adjust, step_back=0 if settings.no_restart else settings.step_back
+    )
+    if pivot and settings.retry_from_start and not settings.no_restart and _same(new, path):
+        # the pivot leads back to the same path: the adjustments changed nothing after it; the first step
+        # may be the wrong one, so walk again from the start entity
+        pivot, reason = 0, reason + "; it gave the same path, the walk restarts at the start entity"
+        new = walker.extend(path.prefix(0), settings.path_hops, adjust, step_back=settings.step_back)
+    return new, pivot, reason, changes
 
 
 def _same(a: WalkPath, b: WalkPath) -> bool:
