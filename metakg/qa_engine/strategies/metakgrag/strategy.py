@@ -21,7 +21,9 @@ relation words are missing the walk restarts at the start entity, and when a piv
 the same path it does too (``retry_from_start``: the first step was the wrong one); a correction is kept
 only when it covers at least ``keep_margin`` more than the path it corrects (``keep_better``; the tuned
 margin is 0: one that covers less is dropped), and one that covers exactly as much keeps the path it
-corrects in the evidence too, after it (``keep_tied``).
+corrects in the evidence too, after it (``keep_tied``). Off by default (measured, see the docs): a rejected
+correction for both deficiencies followed by the one for the misleading entities alone
+(``relevance_fallback``).
 
 The cycle stops when no deficiency is found, when the new path's Jaccard similarity to the previous one
 exceeds ``tau_similarity``, or after ``n_max`` cycles. The final paths are merged without duplicates.
@@ -105,7 +107,7 @@ class MetaKGRAGSettings(StrategySettings):
         description="With keep_better: how much more (summed coverage) a correction must cover to be kept.",
     )
     relevance_fallback: bool = Field(
-        default=True,
+        default=False,
         description="With keep_better: when the correction for missing concepts and misleading entities together "
         "is rejected, try the correction for the misleading entities alone before stopping.",
     )
