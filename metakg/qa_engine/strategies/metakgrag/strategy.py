@@ -340,7 +340,7 @@ def diagnose(
         best = np.maximum(best, walker.sim.nodes_to(elsewhere, texts).max(axis=0))
     relevant = sim_ec > settings.tau_c
     if settings.relation_coverage:
-        # an entity name that only resembles a relation word ("Drama" for "acted", 0.48) is noise: below
+        # an entity name that only resembles a relation word ("Drama" for "acted", 0.472) is noise: below
         # tau_coverage it covers nothing, and only the relations of the path's edges can
         for j, c in enumerate(concepts.required):
             if c in walker.guide and best[j] < settings.tau_coverage:
