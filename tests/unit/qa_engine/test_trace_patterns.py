@@ -313,3 +313,59 @@ def test_a_rejected_correction_for_both_deficiencies_falls_back_to_the_relevance
         assert first["rejected"] and "rejected_first" not in first
         assert first["new_path"][-1] == "The Sunset Limited" and "1997" not in names(answer)
     assert MetaKGRAGSettings(preset="paper").relevance_fallback is False
+
+
+# rows of the MetaQA KB subset: Harrison Ford's films and every row of theirs; one has a genre
+HARRISON_FORD = """Regarding Henry|starred_actors|Harrison Ford
+Raiders of the Lost Ark|starred_actors|Harrison Ford
+Raiders of the Lost Ark|has_tags|usa
+Working Girl|has_tags|harrison ford
+Working Girl|starred_actors|Harrison Ford
+Working Girl|has_genre|Comedy
+The Expendables 3|starred_actors|Harrison Ford
+Firewall|starred_actors|Harrison Ford
+Random Hearts|has_tags|kristin scott thomas
+Random Hearts|starred_actors|Harrison Ford
+Random Hearts|has_tags|harrison ford
+Air Force One|has_tags|harrison ford
+Air Force One|has_tags|wolfgang petersen
+Air Force One|starred_actors|Harrison Ford
+"""
+
+
+@pytest.mark.parametrize("search", [True, False])
+def test_a_missing_relation_word_searches_the_restarts_one_edge_ahead(
+    tmp_path: Path, minilm: OnnxEmbedder, search: bool
+) -> None:
+    # the greedy step picks a film by how the film reads and reaches no genre; the restart search is drawn
+    # to the one film with a has_genre edge onward
+    (tmp_path / "kb.txt").write_text(HARRISON_FORD, encoding="utf-8")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path / "cache"))
+        api.ingest_triples(tmp_path / "kb.txt", "metaqa", tmp_path / "bundle", load_settings(), separator="|")
+    store = EmbeddedStore.from_bundle(read_bundle(tmp_path / "bundle"), embedder=minilm)
+    answer = ask(store, minilm, "what genres are the movies starring [Harrison Ford]", restart_search=search)
+    (path,) = answer.trace["paths"]
+    first = path["cycles"][0]
+    assert path["initial_path"] == ["Harrison Ford", "Raiders of the Lost Ark", "usa"]
+    assert first["missing_concepts"] == ["genres"] and first["covered_by"]["genres"] == "relation: has tags"
+    if search:
+        assert "of the restarts from each entity of the path" in first["pivot_reason"]
+        assert path["final_path"] == ["Harrison Ford", "Working Girl", "Comedy"] and "comedy" in names(answer)
+        assert path["cycles"][1]["covered_by"]["genres"] == "relation: has genre"
+    else:  # the restart at the start entity walks the same path again
+        assert first["new_path"] == path["initial_path"] and "comedy" not in names(answer)
+        assert path["stop"].startswith("converged")
+    assert MetaKGRAGSettings(preset="paper").restart_search is False
+
+
+def test_the_ablation_of_the_restart_does_not_search(tmp_path: Path, minilm: OnnxEmbedder) -> None:
+    (tmp_path / "kb.txt").write_text(HARRISON_FORD, encoding="utf-8")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path / "cache"))
+        api.ingest_triples(tmp_path / "kb.txt", "metaqa", tmp_path / "bundle", load_settings(), separator="|")
+    store = EmbeddedStore.from_bundle(read_bundle(tmp_path / "bundle"), embedder=minilm)
+    answer = ask(store, minilm, "what genres are the movies starring [Harrison Ford]", no_restart=True)
+    (path,) = answer.trace["paths"]
+    assert path["cycles"][0]["pivot_reason"] == "start entity (no strategic restart)"
+    assert "comedy" not in names(answer)

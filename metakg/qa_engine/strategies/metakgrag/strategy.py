@@ -17,8 +17,11 @@ its similarity to the question plus the adjustments made so far. The cycle then 
 Departures, each a setting (the ``paper`` preset turns them off): a relation-like concept ("directed")
 is covered by the relation of a path's edge, not by an entity name that falls short of ``tau_coverage``,
 and an entity reached by such an edge counts it in its EntityScope (``relation_coverage``); when only
-relation words are missing the walk restarts at the start entity, and when a pivot's restart gives back
-the same path it does too (``retry_from_start``: the first step was the wrong one); a correction is kept
+relation words are missing the walk restarts from every entity of the path, drawn toward neighbours with an
+edge onward that reads like a missing word, and the restart whose relations read most like the question's
+relation words is the correction (``restart_search``; without it, the walk restarts at the start entity);
+when a pivot's restart gives back the same path the walk restarts at the start entity (``retry_from_start``:
+the first step was the wrong one); a correction is kept
 only when it covers at least ``keep_margin`` more than the path it corrects (``keep_better``; the tuned
 margin is 0: one that covers less is dropped), and one that covers exactly as much keeps the path it
 corrects in the evidence too, after it (``keep_tied``). Off by default (measured, see the docs): a rejected
@@ -29,7 +32,8 @@ The cycle stops when no deficiency is found, when the new path's Jaccard similar
 exceeds ``tau_similarity``, or after ``n_max`` cycles. The final paths are merged without duplicates.
 Ablation switches (the settings ``no_completeness``, ``no_relevance``, ``no_restart``, ``no_cycle``) turn
 off the completeness check, the relevance check, the strategic restart (restart from the start entity
-instead of the pivot, by the plain greedy walk: no step back from a dead end, see ``step_back``), or the
+instead of the pivot, by the plain greedy walk: no restart search, no step back from a dead end, see
+``step_back``), or the
 whole cycle.
 """
 
@@ -68,6 +72,7 @@ PAPER = {
     "neighbourhood": 0,
     "step_back": 0,
     "retry_from_start": False,
+    "restart_search": False,
     "rank_paths": False,
     "coverage": "path",
 }
@@ -141,6 +146,12 @@ class MetaKGRAGSettings(StrategySettings):
         description="Times a walk from the start entity may step back from a first step into a node with "
         "nowhere to go and take the next best (initial paths, and restarts at the start entity).",
     )
+    restart_search: bool = Field(
+        default=True,
+        description="When only relation words are missing: restart from every entity of the path, the first step "
+        "drawn toward neighbours with an edge onward that reads like a missing word, and keep the restart whose "
+        "relations read most like the question's relation words (instead of one restart at the start entity).",
+    )
     retry_from_start: bool = Field(
         default=True,
         description="When a restart from the pivot gives back the same path, restart at the start entity (the "
@@ -168,7 +179,8 @@ class MetaKGRAGSettings(StrategySettings):
     no_relevance: bool = Field(default=False, description="Ablation: no relevance check.")
     no_restart: bool = Field(
         default=False,
-        description="Ablation: restart from the start entity, not the pivot, by the plain greedy walk (no step back).",
+        description="Ablation: restart from the start entity, not the pivot, by the plain greedy walk (no restart "
+        "search, no step back).",
     )
     no_cycle: bool = Field(default=False, description="Ablation: no cycle at all (the initial greedy paths).")
 
@@ -447,7 +459,7 @@ def refine(
                     sum(diagnose(new, concepts, walker, settings, others).coverage.values()),
                 )
                 entry["coverage_change"] = round(after - before, 4)
-                rejected = after < before + settings.keep_margin
+                rejected = after < before + settings.keep_margin - TIE  # equal within TIE is a tie, not a loss
             if not rejected:
                 adjust = trial
                 break
@@ -553,8 +565,15 @@ def _correct(
     if settings.no_restart:
         pivot, reason = 0, "start entity (no strategic restart)"
     elif missing and settings.relation_coverage and set(missing) <= set(walker.guide):
-        # only relation words are missing: no entity is closer to them than another, and the first
-        # relation of the path may be the wrong one; walk again from the start with the adjustments
+        # only relation words are missing: no entity is closer to them than another, and any relation of
+        # the path may be the wrong one
+        if settings.restart_search:
+            new, pivot = _search_restart(path, missing, adjust, walker, settings)
+            reason = (
+                "completeness: only relation words are missing; of the restarts from each entity of the path, the "
+                f"one whose relations read most like the question's relation words (from {path.nodes[pivot].name})"
+            )
+            return new, pivot, reason, changes
         pivot, reason = 0, "completeness: only relation words are missing, the walk restarts at the start entity"
     elif missing:
         f = walker.sim.nodes_to(path.nodes, missing).max(axis=1)
@@ -572,6 +591,49 @@ def _correct(
         pivot, reason = 0, reason + "; it gave the same path, the walk restarts at the start entity"
         new = walker.extend(path.prefix(0), settings.path_hops, adjust, step_back=settings.step_back)
     return new, pivot, reason, changes
+
+
+def _search_restart(
+    path: WalkPath, missing: list[str], adjust: dict[str, float], walker: Walker, settings: MetaKGRAGSettings
+) -> tuple[WalkPath, int]:
+    """The restart for missing relation words (``restart_search``) and its pivot: a restart from every entity
+    of the path (one that gives the path back is not a correction), each with its first step drawn toward
+    the neighbours from which a missing relation leads on (:func:`_lookahead`); the one whose relations read
+    most like the question's relation words wins, the earliest pivot on a tie."""
+    words = list(walker.guide)
+    best: tuple[float, int, WalkPath] | None = None
+    for k in range(len(path.nodes)):
+        drawn = dict(adjust)
+        for node_id, pull in _lookahead(path, k, missing, walker, settings).items():
+            drawn[node_id] = drawn.get(node_id, 0.0) + pull
+        new = walker.extend(path.prefix(k), settings.path_hops, drawn, step_back=settings.step_back)
+        if k and _same(new, path):
+            continue
+        fit = float(walker.relation_sims(new.edges, words).max(axis=0).sum()) if new.edges else 0.0
+        if best is None or fit > best[0] + TIE:
+            best = (fit, k, new)
+    assert best is not None  # the restart from the start entity is always a candidate
+    return best[2], best[1]
+
+
+def _lookahead(
+    path: WalkPath, k: int, missing: list[str], walker: Walker, settings: MetaKGRAGSettings
+) -> dict[str, float]:
+    """A pull toward each neighbour of the path's ``k``-th entity (off the path) with an edge onward whose
+    relation reads like a ``missing`` word above tau_c: delta times that similarity. The greedy step sees one
+    edge ahead; the missing relation is often two ("the genres of the films starring X": which film has one)."""
+    pivot = path.nodes[k]
+    on_path = set(path.ids)
+    around = [nb for nb in walker.neighbours(pivot.id) if nb.node.id not in on_path]
+    walker.prefetch([nb.node.id for nb in around])
+    pulls: dict[str, float] = {}
+    for nb in around:
+        onward = [x.edge for x in walker.neighbours(nb.node.id) if x.node.id not in on_path]
+        if onward:
+            best = float(walker.relation_sims(onward, missing).max())
+            if best > settings.tau_c:
+                pulls[nb.node.id] = settings.delta * best
+    return pulls
 
 
 def _same(a: WalkPath, b: WalkPath) -> bool:
