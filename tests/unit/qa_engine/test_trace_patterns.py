@@ -58,12 +58,16 @@ Priest|has_tags|cast
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory, minilm: OnnxEmbedder) -> EmbeddedStore:
-    folder = tmp_path_factory.mktemp("kb")
-    (folder / "kb.txt").write_text(ROWS, encoding="utf-8")
+    return store_of(ROWS, tmp_path_factory.mktemp("kb"), minilm)
+
+
+def store_of(rows: str, folder: Path, embedder: OnnxEmbedder) -> EmbeddedStore:
+    """An embedded store over KB ``rows`` (``head|relation|tail``), ingested as metakg ingests MetaQA."""
+    (folder / "kb.txt").write_text(rows, encoding="utf-8")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("METAKG_PATHS__CACHE_DIR", str(folder / "cache"))
         api.ingest_triples(folder / "kb.txt", "metaqa", folder / "bundle", load_settings(), separator="|")
-    return EmbeddedStore.from_bundle(read_bundle(folder / "bundle"), embedder=minilm)
+    return EmbeddedStore.from_bundle(read_bundle(folder / "bundle"), embedder=embedder)
 
 
 def ask(store: EmbeddedStore, embedder: OnnxEmbedder, text: str, **metakgrag: object) -> Answer:
@@ -294,11 +298,7 @@ def test_a_rejected_correction_for_both_deficiencies_falls_back_to_the_relevance
     # "released" is missing (a has_tags edge into Man of the House, a dead end) and two entities mislead;
     # the correction for both walks to The Sunset Limited and covers less; the one for the misleading
     # entities alone reaches Volcano and its year
-    (tmp_path / "kb.txt").write_text(ELAH, encoding="utf-8")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path / "cache"))
-        api.ingest_triples(tmp_path / "kb.txt", "metaqa", tmp_path / "bundle", load_settings(), separator="|")
-    store = EmbeddedStore.from_bundle(read_bundle(tmp_path / "bundle"), embedder=minilm)
+    store = store_of(ELAH, tmp_path, minilm)
     text = "when were the movies starring the actors of [In the Valley of Elah] released"
     answer = ask(store, minilm, text, relevance_fallback=fallback)
     (path,) = answer.trace["paths"]
@@ -339,11 +339,7 @@ def test_a_missing_relation_word_searches_the_restarts_one_edge_ahead(
 ) -> None:
     # the greedy step picks a film by how the film reads and reaches no genre; the restart search is drawn
     # to the one film with a has_genre edge onward
-    (tmp_path / "kb.txt").write_text(HARRISON_FORD, encoding="utf-8")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path / "cache"))
-        api.ingest_triples(tmp_path / "kb.txt", "metaqa", tmp_path / "bundle", load_settings(), separator="|")
-    store = EmbeddedStore.from_bundle(read_bundle(tmp_path / "bundle"), embedder=minilm)
+    store = store_of(HARRISON_FORD, tmp_path, minilm)
     answer = ask(store, minilm, "what genres are the movies starring [Harrison Ford]", restart_search=search)
     (path,) = answer.trace["paths"]
     first = path["cycles"][0]
@@ -360,11 +356,7 @@ def test_a_missing_relation_word_searches_the_restarts_one_edge_ahead(
 
 
 def test_the_ablation_of_the_restart_does_not_search(tmp_path: Path, minilm: OnnxEmbedder) -> None:
-    (tmp_path / "kb.txt").write_text(HARRISON_FORD, encoding="utf-8")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path / "cache"))
-        api.ingest_triples(tmp_path / "kb.txt", "metaqa", tmp_path / "bundle", load_settings(), separator="|")
-    store = EmbeddedStore.from_bundle(read_bundle(tmp_path / "bundle"), embedder=minilm)
+    store = store_of(HARRISON_FORD, tmp_path, minilm)
     answer = ask(store, minilm, "what genres are the movies starring [Harrison Ford]", no_restart=True)
     (path,) = answer.trace["paths"]
     assert path["cycles"][0]["pivot_reason"] == "start entity (no strategic restart)"
