@@ -604,7 +604,7 @@ def _search_restart(
     best: tuple[float, int, WalkPath] | None = None
     for k in range(len(path.nodes)):
         drawn = dict(adjust)
-        for node_id, pull in _lookahead(path, k, missing, adjust, walker, settings).items():
+        for node_id, pull in _lookahead(path, k, missing, walker, settings).items():
             drawn[node_id] = drawn.get(node_id, 0.0) + pull
         new = walker.extend(path.prefix(k), settings.path_hops, drawn, step_back=settings.step_back)
         if k and _same(new, path):
@@ -617,25 +617,14 @@ def _search_restart(
 
 
 def _lookahead(
-    path: WalkPath,
-    k: int,
-    missing: list[str],
-    adjust: dict[str, float],
-    walker: Walker,
-    settings: MetaKGRAGSettings,
+    path: WalkPath, k: int, missing: list[str], walker: Walker, settings: MetaKGRAGSettings
 ) -> dict[str, float]:
     """A pull toward each neighbour of the path's ``k``-th entity (off the path) with an edge onward whose
     relation reads like a ``missing`` word above tau_c: delta times that similarity. The greedy step sees one
-    edge ahead; the missing relation is often two ("the genres of the films starring X": which film has one).
-    A pull is at most delta, so only the neighbours whose step weight is within delta of the best can take
-    the step: only theirs are read (on a hub, a few of its hundred)."""
+    edge ahead; the missing relation is often two ("the genres of the films starring X": which film has one)."""
     pivot = path.nodes[k]
     on_path = set(path.ids)
     around = [nb for nb in walker.neighbours(pivot.id) if nb.node.id not in on_path]
-    if not around:
-        return {}
-    weights = walker.step_weights(around, path.edges[:k]) + np.asarray([adjust.get(nb.node.id, 0.0) for nb in around])
-    around = [nb for nb, w in zip(around, weights, strict=True) if w >= weights.max() - settings.delta]
     walker.prefetch([nb.node.id for nb in around])
     pulls: dict[str, float] = {}
     for nb in around:
