@@ -16,6 +16,7 @@ from metakg import api
 from metakg.config import Neo4jSettings, QASettings, load_settings
 from metakg.errors import StoreError
 from metakg.llm.embedder import OnnxEmbedder
+from metakg.loaders import cypher
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_store import Neo4jStore
 from metakg.qa_engine.context import QAContext
@@ -98,6 +99,37 @@ def test_a_neighbour_batch_is_one_round_trip_and_brings_the_vectors(
     assert store.queries == counted
     many, _ = store.neighbours_of([*ids, "kg:commonsenseqa/no such node"], limit=3)
     assert sorted(many) == sorted(ids) and all(len(v) <= 3 for v in many.values())
+
+
+def test_warming_sends_every_statement_a_question_reads(
+    csqa: Bundle,
+    vectors: pl.DataFrame,
+    minilm: OnnxEmbedder,
+    clean_neo4j: Any,
+    neo4j_settings: Neo4jSettings,
+    public_file: Callable[[str], Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``load neo4j`` ends with ``warm`` so that the first question after it meets a server that has planned
+    and compiled its reads: a read a question sends that ``warm`` does not send makes that question slow."""
+    db = neo4j_settings.database
+    Neo4jStore(clean_neo4j, database=db).load(csqa, embeddings=vectors)
+    sent: list[str] = []
+    read = Neo4jStore._run
+
+    def recording(self: Neo4jStore, query: str, **params: Any) -> list[dict[str, Any]]:
+        sent.append(query)
+        return read(self, query, **params)
+
+    monkeypatch.setattr(Neo4jStore, "_run", recording)
+    Neo4jStore(clean_neo4j, database=db, embedder=minilm).warm()
+    warmed = set(sent)
+    sent.clear()
+    questions, _ = api.read_questions(public_file("metakgrag_pilot/commonsenseqa__commonsenseqa.json"), "pilot", limit=3)
+    evidence(Neo4jStore(clean_neo4j, database=db, embedder=minilm), minilm, questions)
+    asked = set(sent) - {cypher.NAMES}  # the names of the phrase index: read by the load itself (keep_phrases)
+    assert cypher.NEIGHBOURS in asked and cypher.SEARCH_VECTOR in asked  # the questions did read the graph
+    assert asked <= warmed, [" ".join(q.split())[:80] for q in asked - warmed]
 
 
 def test_the_database_records_its_embedding_model_and_a_different_one_is_refused(

@@ -626,11 +626,17 @@ def _lookahead(
     on_path = set(path.ids)
     around = [nb for nb in walker.neighbours(pivot.id) if nb.node.id not in on_path]
     walker.prefetch([nb.node.id for nb in around])
+    onward = [[x.edge for x in walker.neighbours(nb.node.id) if x.node.id not in on_path] for nb in around]
+    edges = [edge for edges_of in onward for edge in edges_of]
+    if not edges:
+        return {}
+    best_of_edge = walker.relation_sims(edges, missing).max(axis=1)  # one product for every onward edge
     pulls: dict[str, float] = {}
-    for nb in around:
-        onward = [x.edge for x in walker.neighbours(nb.node.id) if x.node.id not in on_path]
-        if onward:
-            best = float(walker.relation_sims(onward, missing).max())
+    end = 0
+    for nb, edges_of in zip(around, onward, strict=True):
+        if edges_of:
+            begin, end = end, end + len(edges_of)
+            best = float(best_of_edge[begin:end].max())
             if best > settings.tau_c:
                 pulls[nb.node.id] = settings.delta * best
     return pulls
