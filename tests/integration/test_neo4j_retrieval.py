@@ -125,7 +125,8 @@ def test_warming_sends_every_statement_a_question_reads(
     Neo4jStore(clean_neo4j, database=db, embedder=minilm).warm()
     warmed = set(sent)
     sent.clear()
-    questions, _ = api.read_questions(public_file("metakgrag_pilot/commonsenseqa__commonsenseqa.json"), "pilot", limit=3)
+    pilot = public_file("metakgrag_pilot/commonsenseqa__commonsenseqa.json")
+    questions, _ = api.read_questions(pilot, "pilot", limit=3)
     evidence(Neo4jStore(clean_neo4j, database=db, embedder=minilm), minilm, questions)
     asked = set(sent) - {cypher.NAMES}  # the names of the phrase index: read by the load itself (keep_phrases)
     assert cypher.NEIGHBOURS in asked and cypher.SEARCH_VECTOR in asked  # the questions did read the graph
