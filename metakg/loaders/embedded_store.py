@@ -306,9 +306,11 @@ class EmbeddedStore(ClosingStore):
                 missing = np.arange(self._nodes.height)
                 vectors = np.zeros((self._nodes.height, 0), dtype=np.float32)
             else:
-                frame = self._nodes.select("id").join(self._precomputed, on="id", how="left", maintain_order="left")
+                frame = self._precomputed
+                if not frame["id"].equals(self._nodes["id"]):  # not row for row (`metakg embed` writes them so)
+                    frame = self._nodes.select("id").join(frame, on="id", how="left", maintain_order="left")
                 missing = np.flatnonzero(frame["vector"].is_null().to_numpy())
-                width = len(frame["vector"].drop_nulls()[0]) if frame["vector"].null_count() < frame.height else 0
+                width = int(frame["vector"].list.len().max() or 0)  # type: ignore[arg-type]
                 filled = frame["vector"].cast(pl.List(pl.Float32)).fill_null(pl.lit([0.0] * width, pl.List(pl.Float32)))
                 # one copy through Arrow: a list of Python floats per node took seconds for 100k nodes
                 vectors = np.array(filled.list.to_array(width).to_numpy(), dtype=np.float32).reshape(

@@ -99,6 +99,13 @@ def test_precomputed_embeddings_are_used(embedder: Embedder) -> None:
     assert store.search("migraine", mode="embedding", k=1)[0].node.name == "migraine"
     partial = EmbeddedStore.from_bundle(bundle, embedder=embedder, embeddings=frame.head(3))
     assert partial.search("migraine", mode="embedding", k=1)[0].node.name == "migraine"  # the rest embedded now
+    ids = bundle.nodes["id"].to_list()
+    one_null = frame.with_columns(pl.when(pl.int_range(pl.len()) == 2).then(None).otherwise("vector").alias("vector"))
+    for other in (frame.reverse(), one_null):
+        # rows in another order are matched by id; a node whose vector is null is embedded now
+        found = EmbeddedStore.from_bundle(bundle, embedder=embedder, embeddings=other).name_vectors(ids)
+        assert np.allclose([found[i] for i in ids], vectors, atol=1e-6)
+    assert np.array_equal([store.name_vectors(ids)[i] for i in ids], vectors.astype(np.float32))
 
 
 def test_compiled_core_is_built() -> None:
