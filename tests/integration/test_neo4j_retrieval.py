@@ -55,6 +55,14 @@ def evidence(store: GraphStore, embedder: OnnxEmbedder, questions: list[Any]) ->
     return found
 
 
+def pilot_questions(public_file: Callable[[str], Path], limit: int) -> list[Any]:
+    """The first ``limit`` CommonsenseQA questions of the MetaKGRAG authors' pilot."""
+    questions, _ = api.read_questions(
+        public_file("metakgrag_pilot/commonsenseqa__commonsenseqa.json"), "pilot", limit=limit
+    )
+    return questions
+
+
 def test_both_stores_return_the_same_evidence(
     csqa: Bundle,
     vectors: pl.DataFrame,
@@ -65,9 +73,7 @@ def test_both_stores_return_the_same_evidence(
 ) -> None:
     """Hubs of more than ``max_neighbours`` edges and equally weighted neighbours are common in this graph:
     the stores agree only because both list neighbours in edge-id order and rank name matches by id."""
-    questions, _ = api.read_questions(
-        public_file("metakgrag_pilot/commonsenseqa__commonsenseqa.json"), "pilot", limit=QUESTIONS
-    )
+    questions = pilot_questions(public_file, QUESTIONS)
     neo4j = Neo4jStore(clean_neo4j, database=neo4j_settings.database, embedder=minilm)
     neo4j.load(csqa, embeddings=vectors)
     embedded = EmbeddedStore.from_bundle(csqa, embedder=minilm, embeddings=vectors)
@@ -125,9 +131,7 @@ def test_warming_sends_every_statement_a_question_reads(
     Neo4jStore(clean_neo4j, database=db, embedder=minilm).warm()
     warmed = set(sent)
     sent.clear()
-    pilot = public_file("metakgrag_pilot/commonsenseqa__commonsenseqa.json")
-    questions, _ = api.read_questions(pilot, "pilot", limit=3)
-    evidence(Neo4jStore(clean_neo4j, database=db, embedder=minilm), minilm, questions)
+    evidence(Neo4jStore(clean_neo4j, database=db, embedder=minilm), minilm, pilot_questions(public_file, 3))
     asked = set(sent) - {cypher.NAMES}  # the names of the phrase index: read by the load itself (keep_phrases)
     assert cypher.NEIGHBOURS in asked and cypher.SEARCH_VECTOR in asked  # the questions did read the graph
     assert asked <= warmed, [" ".join(q.split())[:80] for q in asked - warmed]
