@@ -123,6 +123,9 @@ class ServedGraph:
         try:
             if bundle is not None and api.bundle_token(bundle) != self.token:
                 self.token = None  # it changed while being opened: which version is served is unknown
+            warm = getattr(self._store, "warm", None)
+            if callable(warm):  # a database server plans and compiles a question's reads now, not at the first one
+                warm()
             # one LLM session for every question (started by the first that needs it): one local server,
             # and llm.concurrency bounds the requests of all questions together
             self.llm = api.SharedLLM(self.settings)

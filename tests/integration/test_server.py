@@ -399,6 +399,25 @@ def test_triples_are_added_only_with_allow_writes_and_the_bundle_keeps_them(bund
         stop(again)
 
 
+def test_a_served_database_has_planned_a_questions_reads_before_the_first_question(
+    bundle: Path, clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path, any_embedder: None
+) -> None:
+    """A Neo4j server restarted since the load has forgotten its plans: serving it asks a question's reads
+    (``warm``) before any client does, so the first question does not pay for them."""
+    from metakg.server.served import ServedGraph
+
+    base = load_settings()
+    settings = base.model_copy(
+        update={"neo4j": neo4j_settings, "paths": base.paths.model_copy(update={"cache_dir": tmp_path / "cache"})}
+    )
+    api.load_neo4j(bundle, settings)
+    with ServedGraph(settings, neo4j=True, evaluations=False) as served:
+        sent = served.store.queries
+        assert sent >= 10, sent  # warm's reads, three rounds of them
+        served.search("aspirin")
+        assert served.store.queries > sent
+
+
 def test_two_servers_over_one_neo4j_answer_alike_under_load(
     bundle: Path, clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path, any_embedder: None
 ) -> None:
