@@ -346,8 +346,10 @@ class Neo4jStore(ClosingStore):
         ids, names = [node_id] + [n.id for n in near], [name] + [n.name for n in near if n.name]
         self._run(cypher.ANY_EMBEDDING)
         self._run(cypher.META_GET, kind="embedding")
+        keys = cypher.KEY_INDEX in self._indexes()  # without it a name search refuses, and says why, at a question
         for _ in range(rounds):
-            self.search_names(names, k=10)
+            if keys:
+                self.search_names(names, k=10)
             self.neighbours_of(ids, limit=100, vectors=True)
             self.name_vectors(ids)
             if vector is not None and cypher.VECTOR_INDEX in self._indexes():

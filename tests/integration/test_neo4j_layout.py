@@ -73,6 +73,7 @@ def test_an_import_then_a_load_has_vectors_and_keys_and_rewrites_nothing(
     bundle = embedded_bundle(tmp_path / "b", embedder)
     driver, uri = imported(bundle)
     store = Neo4jStore(driver, embedder=embedder)
+    store.warm()  # what `serve --neo4j` does at start: no name search there, so no refusal before a question
     with pytest.raises(StoreError, match="lacks the index on metakg's name keys") as refused:
         store.search("ASPIRIN", mode="normalised")  # the import made no index: said, not "no match"
     assert refused.value.cli_fix == "metakg load neo4j BUNDLE"
