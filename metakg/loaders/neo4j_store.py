@@ -347,12 +347,13 @@ class Neo4jStore(ClosingStore):
         self._run(cypher.ANY_EMBEDDING)
         self._run(cypher.META_GET, kind="embedding")
         keys = cypher.KEY_INDEX in self._indexes()  # without it a name search refuses, and says why, at a question
+        indexed = vector is not None and cypher.VECTOR_INDEX in self._indexes()
         for _ in range(rounds):
             if keys:
                 self.search_names(names, k=10)
             self.neighbours_of(ids, limit=100, vectors=True)
             self.name_vectors(ids)
-            if vector is not None and cypher.VECTOR_INDEX in self._indexes():
+            if indexed:
                 self._run(cypher.SEARCH_VECTOR, k=10, candidates=VECTOR_CANDIDATES, vector=list(vector))
 
     def search_names(self, texts: Sequence[str], *, k: int = 10) -> dict[str, list[SearchHit]]:

@@ -631,14 +631,11 @@ def _lookahead(
     if not edges:
         return {}
     best_of_edge = walker.relation_sims(edges, missing).max(axis=1)  # one product for every onward edge
+    per_neighbour = np.split(best_of_edge, np.cumsum([len(edges_of) for edges_of in onward])[:-1])
     pulls: dict[str, float] = {}
-    end = 0
-    for nb, edges_of in zip(around, onward, strict=True):
-        if edges_of:
-            begin, end = end, end + len(edges_of)
-            best = float(best_of_edge[begin:end].max())
-            if best > settings.tau_c:
-                pulls[nb.node.id] = settings.delta * best
+    for nb, best_of in zip(around, per_neighbour, strict=True):
+        if best_of.size and (best := float(best_of.max())) > settings.tau_c:
+            pulls[nb.node.id] = settings.delta * best
     return pulls
 
 
