@@ -109,8 +109,20 @@ class Walker:
 
     def relation_sims(self, edges: Sequence[EdgeRecord], texts: Sequence[str]) -> Any:
         """The similarity, clipped to [0, 1], of each edge's relation (as words) to each text: edges x texts."""
-        relations = self.sim.vectors([relation_text(e) for e in edges])
-        return np.clip(relations @ self.sim.vectors(list(texts)).T, 0.0, 1.0)
+        return self.text_sims([relation_text(e) for e in edges], texts)
+
+    def text_sims(self, relations: Sequence[str], texts: Sequence[str]) -> Any:
+        """The similarity, clipped to [0, 1], of each relation text to each text: relations x texts."""
+        return np.clip(self.sim.vectors(list(relations)) @ self.sim.vectors(list(texts)).T, 0.0, 1.0)
+
+    def relations_around(self, path: WalkPath) -> list[str]:
+        """The distinct relations (as words) of the edges at the path's nodes, its own included."""
+        self.prefetch(path.ids)
+        found = {relation_text(e): None for e in path.edges}
+        for node in path.nodes:
+            for nb in self.neighbours(node.id):
+                found.setdefault(relation_text(nb.edge))
+        return list(found)
 
     def step_weights(self, options: Sequence[Neighbour], taken: Sequence[EdgeRecord] = ()) -> Any:
         """The weight of each step: the neighbour's relevance, mixed with its edge's relation relevance (to

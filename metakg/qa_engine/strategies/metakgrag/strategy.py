@@ -16,7 +16,8 @@ its similarity to the question plus the adjustments made so far. The cycle then 
 
 Departures, each a setting (the ``paper`` preset turns them off): a relation-like concept ("directed")
 is covered by the relation of a path's edge, not by an entity name that falls short of ``tau_coverage``,
-and an entity reached by such an edge counts it in its EntityScope (``relation_coverage``); when only
+and an entity reached by such an edge counts it in its EntityScope (``relation_coverage``); a relation word
+the path covers only through an edge that serves another one is missing (``one_edge_each``); when only
 relation words are missing the walk restarts from every entity of the path, drawn toward neighbours with an
 edge onward that reads like a missing word, and the restart whose relations read most like the question's
 relation words is the correction (``restart_search``; without it, the walk restarts at the start entity);
@@ -74,6 +75,7 @@ PAPER = {
     "retry_from_start": False,
     "restart_search": False,
     "rank_paths": False,
+    "one_edge_each": False,
     "coverage": "path",
 }
 """The ``paper`` preset: the paper's values where it gives them (n_max, tau_similarity, tau_coverage, tau_c,
@@ -156,6 +158,19 @@ class MetaKGRAGSettings(StrategySettings):
         default=True,
         description="When a restart from the pivot gives back the same path, restart at the start entity (the "
         "first step was the wrong one) instead of stopping as converged.",
+    )
+    one_edge_each: bool = Field(
+        default=True,
+        description="A relation word the path covers only through an edge that serves another one is missing: one "
+        'directed_by edge does not answer both "director" and "films directed". Only words that read clearly '
+        "like one relation (clear_margin) take an edge of their own.",
+    )
+    clear_margin: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="With one_edge_each: how much closer a relation word must read to its closest relation around "
+        "the path than to the next for it to take an edge of its own.",
     )
     rank_paths: bool = Field(
         default=True,
@@ -351,6 +366,7 @@ def diagnose(
     if elsewhere:
         best = np.maximum(best, walker.sim.nodes_to(elsewhere, texts).max(axis=0))
     relevant = sim_ec > settings.tau_c
+    shared: dict[str, str] = {}
     if settings.relation_coverage:
         # an entity name that only resembles a relation word ("Drama" for "acted", 0.472) is noise: below
         # tau_coverage it covers nothing, and only the relations of the path's edges can
@@ -361,10 +377,16 @@ def diagnose(
         # a relation-like concept is covered by a relation of the path's edges, never by an entity name
         relations = [relation_text(e) for e in path.edges]
         sim_rc = walker.relation_sims(path.edges, texts)
+        named = best.copy()
         for j in range(n_required):
             r = int(np.argmax(sim_rc[:, j]))
             if sim_rc[r, j] > best[j]:
                 best[j], by[j] = float(sim_rc[r, j]), f"relation: {relations[r]}"
+        if settings.one_edge_each:
+            shared = shared_edges(path, sim_rc[:, :n_required], concepts.required, named, walker, settings)
+            for j, c in enumerate(concepts.required):
+                if c in shared:
+                    by[j] += f" (the edge that serves {shared[c]})"
         # and an entity reached by such an edge serves that concept: it is in the concept's scope
         relevant[1:, :n_required] |= sim_rc[:, :n_required] > settings.tau_c
     coverage = {c: float(best[j]) for j, c in enumerate(concepts.required)}
@@ -378,7 +400,7 @@ def diagnose(
     support = {n.id: float(s) for n, s in zip(path.nodes, support_values, strict=True)}
     missing: list[str] = []
     if not settings.no_completeness:
-        missing = [c for c in concepts.required if coverage[c] < settings.tau_coverage]
+        missing = [c for c in concepts.required if coverage[c] < settings.tau_coverage or c in shared]
         if concepts.alternatives and coverage[concepts.group] < settings.tau_coverage:
             missing += concepts.alternatives
     misleading = (
@@ -388,6 +410,61 @@ def diagnose(
     )
     covered_by = {c: by[j] for j, c in enumerate(concepts.required)}
     return Diagnosis(coverage, missing, support, misleading, covered_by)
+
+
+def shared_edges(
+    path: WalkPath, sims: Any, texts: Sequence[str], named: Any, walker: Walker, settings: MetaKGRAGSettings
+) -> dict[str, str]:
+    """The clear relation words (:func:`clear_words`) the path covers only through an edge that serves another
+    one, each with that other word: given one edge each (the closest pairs first), they fall short of
+    ``tau_coverage``, by their edge and by the ``named`` coverage of the path's names alike. ``sims``: the
+    path's edges x ``texts``."""
+    if sum(t in walker.guide for t in texts) < 2:
+        return {}  # one relation word cannot share an edge: the neighbours need not be read
+    clear = set(clear_words(path, walker, settings))
+    words = [j for j, t in enumerate(texts) if t in clear]
+    if len(words) < 2:
+        return {}
+    given, edge = one_edge_each(sims[:, words])
+    serves = {int(e): texts[j] for j, e in zip(words, edge, strict=True) if e >= 0}
+    return {
+        texts[j]: serves.get(int(np.argmax(sims[:, j])), "another word")
+        for k, j in enumerate(words)
+        if sims[:, j].max() >= settings.tau_coverage > max(given[k], named[j])
+    }
+
+
+def one_edge_each(sims: Any) -> tuple[Any, Any]:
+    """For a matrix of edges x words: each word's similarity to the edge it is given and that edge's index
+    (-1: none left), each edge given to one word at most, the most similar pairs first."""
+    n_edges, n_words = sims.shape
+    best, by = np.zeros(n_words), np.full(n_words, -1)
+    used: set[int] = set()
+    for flat in np.argsort(-sims, axis=None, kind="stable"):
+        e, w = divmod(int(flat), n_words)
+        if by[w] >= 0 or e in used:
+            continue
+        best[w], by[w] = sims[e, w], e
+        used.add(e)
+        if len(used) == min(n_edges, n_words):
+            break
+    return best, by
+
+
+def clear_words(path: WalkPath, walker: Walker, settings: MetaKGRAGSettings) -> list[str]:
+    """The question's relation words that read clearly like one relation around the path: their similarity
+    to the closest relation beats the next by ``clear_margin`` or more. "directed" (0.84 like directed by,
+    0.43 next) is clear; "films" (0.54 like starred actors, 0.52 like directed by) names the kind of entity
+    the path passes, not one of its edges."""
+    if not walker.guide:
+        return []
+    relations = walker.relations_around(path)
+    if not relations:
+        return []
+    sims = walker.text_sims(relations, walker.guide)  # relations x words
+    top = -np.sort(-sims, axis=0)
+    gap = top[0] - (top[1] if len(relations) > 1 else 0.0)
+    return [w for w, g in zip(walker.guide, gap, strict=True) if g >= settings.clear_margin]
 
 
 TIE = 1e-6
