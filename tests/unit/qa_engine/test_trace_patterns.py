@@ -399,13 +399,17 @@ def test_an_edge_that_serves_one_relation_word_leaves_another_missing(tmp_path: 
     assert "glenn close" in names(answer)[:10]
     covered = path["cycles"][-1]["covered_by"]
     assert covered["director"] == covered["films directed"] == "relation: directed by"  # by two edges, one each
+    assert MetaKGRAGSettings(preset="paper").one_edge_each is False
+    # the completeness ablation judges nothing missing, so nothing is said about shared edges
+    ablated = ask(store, minilm, text, no_completeness=True).trace["paths"][0]["cycles"][0]
+    assert ablated["missing_concepts"] == [] and "serves" not in " ".join(ablated["covered_by"].values())
 
 
 def test_a_word_that_reads_like_several_relations_takes_no_edge_of_its_own(
     kb: EmbeddedStore, minilm: OnnxEmbedder
 ) -> None:
     # "films" reads about as much like starred actors (0.54) as like directed by (0.52): it names the films a
-    # path passes, not one of its edges, so it takes none of them from "directed" or "acted"
+    # path passes, not one of its edges, so it takes none of them from "directed"
     from metakg.qa_engine.services import QAServices
     from metakg.qa_engine.strategies.metakgrag.strategy import MetaKGRAGSettings, clear_words
     from metakg.qa_engine.walk import Walker, WalkPath

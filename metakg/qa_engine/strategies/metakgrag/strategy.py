@@ -382,7 +382,7 @@ def diagnose(
             r = int(np.argmax(sim_rc[:, j]))
             if sim_rc[r, j] > best[j]:
                 best[j], by[j] = float(sim_rc[r, j]), f"relation: {relations[r]}"
-        if settings.one_edge_each:
+        if settings.one_edge_each and not settings.no_completeness:  # what it finds is only ever missing
             shared = shared_edges(path, sim_rc[:, :n_required], concepts.required, named, walker, settings)
             for j, c in enumerate(concepts.required):
                 if c in shared:
@@ -416,7 +416,8 @@ def shared_edges(
     path: WalkPath, sims: Any, texts: Sequence[str], named: Any, walker: Walker, settings: MetaKGRAGSettings
 ) -> dict[str, str]:
     """The clear relation words (:func:`clear_words`) the path covers only through an edge that serves another
-    one, each with that other word: given one edge each (the closest pairs first), they fall short of
+    one, each with that other word: given one edge each (greedily, the closest pairs first, not the pairing
+    that covers the most words), they fall short of
     ``tau_coverage``, by their edge and by the ``named`` coverage of the path's names alike. ``sims``: the
     path's edges x ``texts``."""
     if sum(t in walker.guide for t in texts) < 2:
@@ -452,10 +453,11 @@ def one_edge_each(sims: Any) -> tuple[Any, Any]:
 
 
 def clear_words(path: WalkPath, walker: Walker, settings: MetaKGRAGSettings) -> list[str]:
-    """The question's relation words that read clearly like one relation around the path: their similarity
-    to the closest relation beats the next by ``clear_margin`` or more. "directed" (0.84 like directed by,
-    0.43 next) is clear; "films" (0.54 like starred actors, 0.52 like directed by) names the kind of entity
-    the path passes, not one of its edges."""
+    """The question's relation words that read clearly like one relation around the path (the relations of the
+    neighbours the walker reads, at most ``max_neighbours`` per node): their similarity to the closest
+    relation beats the next by ``clear_margin`` or more; with one relation around, every word is clear.
+    "directed" (0.84 like directed by, 0.43 next) is clear; "films" (0.54 like starred actors, 0.52 like
+    directed by) names the kind of entity the path passes, not one of its edges."""
     if not walker.guide:
         return []
     relations = walker.relations_around(path)
