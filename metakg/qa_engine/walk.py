@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,11 +117,9 @@ class Walker:
 
     def relations_around(self, path: WalkPath) -> list[str]:
         """The distinct relations (as words) of the edges at the path's nodes, its own included."""
-        self.prefetch(path.ids)
         found = {relation_text(e): None for e in path.edges}
-        for node in path.nodes:
-            for nb in self.neighbours(node.id):
-                found.setdefault(relation_text(nb.edge))
+        for nb in self._at(path):
+            found.setdefault(relation_text(nb.edge))
         return list(found)
 
     def step_weights(self, options: Sequence[Neighbour], taken: Sequence[EdgeRecord] = ()) -> Any:
@@ -146,13 +144,17 @@ class Walker:
     def around(self, path: WalkPath) -> list[NodeRecord]:
         """The distinct neighbours of the path's nodes that are not on it (candidates for adjustment)."""
         on_path = set(path.ids)
-        self.prefetch(path.ids)
         found: dict[str, NodeRecord] = {}
-        for node in path.nodes:
-            for nb in self.neighbours(node.id):
-                if nb.node.id not in on_path:
-                    found.setdefault(nb.node.id, nb.node)
+        for nb in self._at(path):
+            if nb.node.id not in on_path:
+                found.setdefault(nb.node.id, nb.node)
         return list(found.values())
+
+    def _at(self, path: WalkPath) -> Iterator[Neighbour]:
+        """The neighbours of each of the path's nodes in turn (all read at once first)."""
+        self.prefetch(path.ids)
+        for node in path.nodes:
+            yield from self.neighbours(node.id)
 
     def extend(self, path: WalkPath, hops: int, adjust: dict[str, float], *, step_back: int = 0) -> WalkPath:
         """Greedily add up to ``hops`` edges to ``path``: at each step the unvisited neighbour of highest weight

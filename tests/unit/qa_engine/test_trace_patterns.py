@@ -411,7 +411,7 @@ def test_a_word_that_reads_like_several_relations_takes_no_edge_of_its_own(
     # "films" reads about as much like starred actors (0.54) as like directed by (0.52): it names the films a
     # path passes, not one of its edges, so it takes none of them from "directed"
     from metakg.qa_engine.services import QAServices
-    from metakg.qa_engine.strategies.metakgrag.strategy import MetaKGRAGSettings, clear_words
+    from metakg.qa_engine.strategies.metakgrag.strategy import clear_words
     from metakg.qa_engine.walk import Walker, WalkPath
 
     walker = Walker(
