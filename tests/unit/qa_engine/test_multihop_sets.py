@@ -46,3 +46,15 @@ def test_questions_keep_to_one_half_per_topic_and_come_in_three_wordings(tmp_pat
     assert set(files) == {f"{h}_{n}" for h in ("2hop", "3hop") for n in ("tune", "tune_c", "held", "held_b")}
     rows = [r for f in files.values() for r in csv.DictReader(f.open(encoding="utf-8"), delimiter="\t")]
     assert rows and all(r["question"].count("[") == 1 and r["answers"] for r in rows)
+
+
+def test_pooled_recall_counts_the_questions_of_both_wordings() -> None:
+    from benchmarks.bench_retrieval import pooled
+
+    a = {"full": {"evidence_recall": 1.0, "recall_at_budget": 1.0, "questions": 144, "retrieval_p50_ms": 30.0}}
+    b = {"full": {"evidence_recall": 0.8611, "recall_at_budget": 0.8611, "questions": 144, "retrieval_p50_ms": 48.5}}
+    small = {"full": {"evidence_recall": 0.5, "recall_at_budget": 0.25, "questions": 4}}
+    # 144 + 124 of 288 questions: the rounded share of one set gives its count back
+    assert pooled(a, b) == {"full": {"evidence_recall": 0.9306, "recall_at_budget": 0.9306, "questions": 288}}
+    # weighted by size, not the mean of the two shares
+    assert pooled(a, small)["full"]["recall_at_budget"] == round(145 / 148, 4)
