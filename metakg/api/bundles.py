@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -321,6 +322,10 @@ class RdfExport(JsonResult):
         return self.statements_written == self.statements_expected
 
 
+LANG_TAG = re.compile(r"[a-zA-Z]+(?:-[a-zA-Z0-9]+)*")
+"""A language tag as RDF literals take it (rdflib's check): ``en``, ``en-US``, ``zh-Hant``."""
+
+
 def export_rdf(
     path: Path,
     out: Path,
@@ -342,7 +347,10 @@ def export_rdf(
     Raises:
         BundleError: the bundle cannot be read.
         ExportError: the output cannot be written.
+        UsageError: ``lang`` is not a language tag.
     """
+    if lang and not LANG_TAG.fullmatch(lang):
+        raise UsageError(f"--lang {lang!r} is not a language tag: letters, then '-'-joined letters or digits (en, en-US)")
     bundle = read_bundle(path)
     vocabulary = default_vocabulary()
     history = read_history(path, bundle)

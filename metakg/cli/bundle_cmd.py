@@ -62,7 +62,7 @@ def validate(
         }
         hard_failure = bool(report.table_failures)
         fail = hard_failure or (cfg.validation.fail_on_reject and not allow_rejects)
-        finish(report.ok, payload, json_mode=json_mode, fail_on_problem=fail)
+        finish(report.ok or not fail, payload, json_mode=json_mode)  # ok is exit 0: rejects allowed are ok
 
 
 def info(

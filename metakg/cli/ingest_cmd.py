@@ -71,9 +71,9 @@ def triples(
             )
             if report.rejected:
                 print_reject_reasons(report.rejected, "lines", report.reject_reasons, output / "rejects.parquet")
-        fail = cfg.validation.fail_on_reject and not allow_rejects
+        allowed = allow_rejects or not cfg.validation.fail_on_reject  # then `ok` says so too: ok is exit 0
         finish(
-            api.rejects_tolerated(report.rejected, report.read, max_rejects),
+            allowed or api.rejects_tolerated(report.rejected, report.read, max_rejects),
             {
                 "command": "ingest triples",
                 "bundle": str(output),
@@ -81,7 +81,6 @@ def triples(
                 **_diff(output, previous, json_mode),
             },
             json_mode=json_mode,
-            fail_on_problem=fail,
         )
 
 
@@ -121,9 +120,9 @@ def primekg(
             )
             if report.rejected:
                 print_reject_reasons(report.rejected, "rows", report.reject_reasons, output / "rejects.parquet")
-        fail = cfg.validation.fail_on_reject and not allow_rejects
+        allowed = allow_rejects or not cfg.validation.fail_on_reject  # then `ok` says so too: ok is exit 0
         finish(
-            api.rejects_tolerated(report.rejected, report.read, max_rejects),
+            allowed or api.rejects_tolerated(report.rejected, report.read, max_rejects),
             {
                 "command": "ingest primekg",
                 "bundle": str(output),
@@ -131,7 +130,6 @@ def primekg(
                 **_diff(output, previous, json_mode),
             },
             json_mode=json_mode,
-            fail_on_problem=fail,
         )
 
 

@@ -47,7 +47,7 @@ def test_ingest_json_counts_add_up_and_exit_1_on_rejects(tmp_path: Path, triples
     assert out["read"] == out["accepted"] + out["rejected"]
     assert (tmp_path / "b" / "manifest.json").is_file()  # written despite the rejects
     _, again = run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), "--json", "--allow-rejects")
-    assert again["rejected"] == 2
+    assert again["rejected"] == 2 and again["ok"] is True  # ok is exit 0: the rejects were allowed
 
 
 @pytest.mark.parametrize(
@@ -102,6 +102,12 @@ def test_validate_bad_bundle(tmp_path: Path) -> None:
     assert info["rejected"] == 13 and info["manifest"]["validation"]["ok"] is True
 
 
+def test_validate_allowing_rejects_is_ok_and_exit_0(tmp_path: Path) -> None:
+    write_bundle(tmp_path / "bad", bad_bundle())
+    _, out = run("validate", str(tmp_path / "bad"), "--allow-rejects", "--json")
+    assert out["ok"] is True and out["rejected"] == 13 and "nodes.id_unique" in out["failures"]
+
+
 def test_validate_missing_bundle(tmp_path: Path) -> None:
     _, out = run("validate", str(tmp_path / "nope"), "--json", code=1)
     assert out["error_type"] == "BundleError"
@@ -117,6 +123,9 @@ def test_info_merge_export(tmp_path: Path) -> None:
     _, rdf = run("export", "rdf", str(tmp_path / "m"), "-o", str(tmp_path / "kg.nt"), "--format", "nt", "--json")
     assert rdf["statements_written"] == rdf["statements_expected"] > 0
     run("export", "rdf", str(tmp_path / "m"), "-o", str(tmp_path / "kg.x"), "--format", "xml", code=2)
+    # a locale written the POSIX way is not a language tag: a clear error before anything is written
+    _, bad = run("export", "rdf", str(tmp_path / "m"), "-o", str(tmp_path / "l.nt"), "--lang", "en_US", "--json", code=2)
+    assert "'en_US' is not a language tag" in bad["error"] and not (tmp_path / "l.nt").exists()
 
 
 def test_query_commands(tmp_path: Path, model_dir: Path) -> None:  # names resolve by embedding too
