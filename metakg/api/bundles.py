@@ -350,7 +350,7 @@ def export_rdf(
         UsageError: ``lang`` is not a language tag.
     """
     if lang and not LANG_TAG.fullmatch(lang):
-        raise UsageError(f"--lang {lang!r} is not a language tag: letters, then '-'-joined letters or digits (en, en-US)")
+        raise UsageError(f"--lang {lang!r} is not a language tag: letters, then '-' and letters or digits (en-US)")
     bundle = read_bundle(path)
     vocabulary = default_vocabulary()
     history = read_history(path, bundle)

@@ -124,7 +124,8 @@ def test_info_merge_export(tmp_path: Path) -> None:
     assert rdf["statements_written"] == rdf["statements_expected"] > 0
     run("export", "rdf", str(tmp_path / "m"), "-o", str(tmp_path / "kg.x"), "--format", "xml", code=2)
     # a locale written the POSIX way is not a language tag: a clear error before anything is written
-    _, bad = run("export", "rdf", str(tmp_path / "m"), "-o", str(tmp_path / "l.nt"), "--lang", "en_US", "--json", code=2)
+    lang = ("--lang", "en_US", "--json")
+    _, bad = run("export", "rdf", str(tmp_path / "m"), "-o", str(tmp_path / "l.nt"), *lang, code=2)
     assert "'en_US' is not a language tag" in bad["error"] and not (tmp_path / "l.nt").exists()
 
 
