@@ -267,6 +267,17 @@ def read_questions(
     return questions[skip:], read
 
 
+def no_questions(path: Path, fmt: str, skip: int, read: DatasetRead, rejects: Path | None = None) -> InputDataError:
+    """The error for a question file that gave no question: with the first reject's reason, and where the
+    others are (``rejects``, when they were written)."""
+    said = f"{path} holds no question in the {fmt} format after skipping {skip}"
+    if read.rejects.height:
+        first = read.rejects.row(0, named=True)
+        said += f" ({read.rejects.height} records rejected; the first, {first['record']}: {first['reason']}"
+        said += f"; every one with its reason in {rejects})" if rejects else ")"
+    return InputDataError(said + ".")
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """A question file in one of :data:`EVAL_FORMATS`: ``skip`` leaves out its first questions and ``limit``
@@ -356,10 +367,7 @@ def evaluate_benchmark(
     if read.rejects.height:
         read.rejects.write_csv(out_dir / "rejects.csv")
     if not questions:
-        raise InputDataError(
-            f"{path} holds no question in the {fmt} format after skipping {skip} "
-            f"({read.rejects.height} lines rejected)."
-        )
+        raise no_questions(path, fmt, skip, read, out_dir / "rejects.csv")
 
     if isinstance(where, StoreChoice) and not any(registry.get(spec.strategy).uses_graph for spec in specs):
         where = replace(where, graphless=True)

@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from metakg.api._shared import JsonResult, Progress, at_least_one, quiet
-from metakg.api.qa import STRATEGIES, Benchmark, read_questions
+from metakg.api.qa import STRATEGIES, Benchmark, no_questions, read_questions
 from metakg.api.session import EvalOptions, NoLLM, QASession, StoreChoice
 from metakg.api.stores import open_store
 from metakg.config import QASettings, Settings
-from metakg.errors import ConfigError, InputDataError, UsageError
+from metakg.errors import ConfigError, UsageError
 from metakg.progress import Tick
 from metakg.qa_engine.evaluate import RunSpec
 from metakg.schemas.locks import locked, write_output
@@ -177,9 +177,9 @@ def tune_benchmark(
     if len(combinations) > MAX_RUNS:
         raise UsageError(f"the grid has {len(combinations)} combinations; at most {MAX_RUNS}.")
     configured = [_with(settings, strategy, c) for c in combinations]  # every value is checked before any run
-    questions, _read = read_questions(path, fmt, limit=limit, skip=skip)
+    questions, read = read_questions(path, fmt, limit=limit, skip=skip)
     if not questions:
-        raise InputDataError(f"{path} holds no question in the {fmt} format after skipping {skip}.")
+        raise no_questions(path, fmt, skip, read)
     runs: list[dict[str, Any]] = []
     with open_store(settings, where.bundle, neo4j=where.neo4j, progress=say) as store:
         for number, (combination, run_settings) in enumerate(zip(combinations, configured, strict=True), start=1):

@@ -127,6 +127,23 @@ class DatasetRead:
         return self.records.height
 
 
+MAX_QUESTION_CHARS = 100_000
+"""A longer question is refused (the sentence splitter reads at most a million characters)."""
+
+
+def _kind(value: Any) -> str:
+    """How a JSON value that is not what a field needs reads in a reason: "a number", "null", ..."""
+    names = {dict: "an object", list: "a list", bool: "true or false", int: "a number", float: "a number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _shape(kind: str, e: Exception) -> RecordError:
+    """The reason a record of ``kind`` is refused, from the error its reader met: a missing field by name."""
+    if isinstance(e, KeyError):
+        return RecordError(f"not a {kind} item: the field {e.args[0]!r} is missing")
+    return RecordError(f"not a {kind} item: {e}")
+
+
 def _qa(
     record_id: str,
     question: str,
@@ -135,8 +152,12 @@ def _qa(
     concept: str | None,
     answers: list[str] | None = None,
 ) -> dict[str, Any]:
+    if not isinstance(question, str):
+        raise RecordError(f"the question is {_kind(question)}, not text")
     if not question.strip():
         raise RecordError("question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise RecordError(f"the question is {len(question):,} characters long; at most {MAX_QUESTION_CHARS:,} are read")
     labels = list(options)
     if options and answer not in options:
         raise RecordError(f"answer {answer!r} is not one of the options {labels}")
@@ -156,10 +177,12 @@ def _qa(
 
 def _medagents(row: dict[str, Any], record_id: str) -> dict[str, Any]:
     try:
-        options = {str(k): str(v) for k, v in dict(row["options"]).items()}
+        if not isinstance(row["options"], dict):
+            raise RecordError(f'options is {_kind(row["options"])}; it must be an object of label: text ({{"A": ...}})')
+        options = {str(k): str(v) for k, v in row["options"].items()}
         return _qa(str(row.get("realidx", record_id)), str(row["question"]), options, str(row["answer_idx"]), None)
     except (KeyError, TypeError, ValueError) as e:
-        raise RecordError(f"not a MedAgentsBench item ({type(e).__name__}: {e})") from e
+        raise e if isinstance(e, RecordError) else _shape("MedAgentsBench", e) from e
 
 
 def _csqa(row: dict[str, Any], record_id: str) -> dict[str, Any]:
@@ -171,8 +194,8 @@ def _csqa(row: dict[str, Any], record_id: str) -> dict[str, Any]:
         choices = row["choices"]  # the Hugging Face layout
         options = dict(zip(choices["label"], choices["text"], strict=True))
         return _qa(str(row["id"]), str(question), options, row["answerKey"], row.get("question_concept"))
-    except (KeyError, TypeError, ValueError) as e:
-        raise RecordError(f"not a CommonsenseQA item ({type(e).__name__}: {e})") from e
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise e if isinstance(e, RecordError) else _shape("CommonsenseQA", e) from e
 
 
 def _pilot(row: dict[str, Any], record_id: str) -> dict[str, Any]:
@@ -180,7 +203,7 @@ def _pilot(row: dict[str, Any], record_id: str) -> dict[str, Any]:
         lines = str(row["question"]).strip().splitlines()
         answer = str(row["answer"]).strip()
     except (KeyError, TypeError) as e:
-        raise RecordError(f"not a pilot item ({type(e).__name__}: {e})") from e
+        raise _shape("pilot", e) from e
     options: dict[str, str] = {}
     stem: list[str] = []
     for number, line in enumerate(lines):
@@ -244,7 +267,11 @@ def _simplequestions_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | R
     labels: dict[str, str] = {}
     beside = path.parent / SIMPLEQUESTIONS_LABELS
     if beside.is_file():
-        for row in beside.read_text(encoding="utf-8").splitlines()[1:]:
+        try:
+            text = beside.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputDataError(f"cannot read the labels file beside the questions, {beside}: {e}") from e
+        for row in text.splitlines()[1:]:
             cells = row.split("\t")
             if len(cells) >= 2:
                 labels[cells[0]] = cells[1]
@@ -289,8 +316,12 @@ def _robodata_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | Record
             query, said = str(item.get("query") or ""), str(item.get("reported_answer") or "")
             gold: list[str] = []
             asked = set(re.findall(r"[\w']{4,}", query.lower()))
+            graph = item.get("support_graph") or {}
+            nodes = graph.get("nodes", []) if isinstance(graph, dict) else None
+            if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
+                raise RecordError("support_graph must be an object whose nodes are a list of objects")
             if item.get("reported_status") == "OK":
-                for node in (item.get("support_graph") or {}).get("nodes", []):
+                for node in nodes:
                     label = str(node.get("label") or "")
                     named = bool(label) and label.lower() in said.lower()
                     in_question = bool(asked & set(re.findall(r"[\w']{4,}", label.lower())))
@@ -304,6 +335,17 @@ def _robodata_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | Record
             )
         except RecordError as e:
             yield number, e, raw
+
+
+def storable(record: dict[str, Any]) -> dict[str, Any]:
+    """The record, when its text can be written as UTF-8: JSON may spell a lone UTF-16 surrogate
+    (``\\ud800``), which is no character."""
+    try:
+        json.dumps(record, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError as e:
+        half = e.object[e.start : e.end]
+        raise RecordError(f"the text holds {half!r}, half of a UTF-16 pair, not a character") from None
+    return record
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -428,10 +470,13 @@ def read_dataset(
         ](path)
         for number, found, line in lines:
             read += 1
-            if isinstance(found, RecordError):
-                reject(number, str(found), line.rstrip("\n"))
+            try:
+                if isinstance(found, RecordError):
+                    raise found
+                records.append(storable(found))
+            except RecordError as e:
+                reject(number, str(e), line.rstrip("\n"))
                 continue
-            records.append(found)
             if limit is not None and len(records) >= limit:
                 break
     else:
@@ -444,6 +489,7 @@ def read_dataset(
             if line.startswith("\x00invalid utf-8\x00"):
                 reject(number, "the line is not valid UTF-8", line.split("\x00", 2)[2])
                 continue
+            line = line.rstrip("\r\n")
             try:
                 row = json.loads(line)
                 if not isinstance(row, dict):
@@ -454,13 +500,15 @@ def read_dataset(
                         raise RecordError(f"{text_field} is missing or empty")
                     record_id = str(row[id_field]) if id_field and row.get(id_field) is not None else f"{name}:{number}"
                     when = _record_time(row, time_field)
-                    records.append({"record_id": record_id, "kind": "text", "text": str(value), "time": when})
+                    records.append(storable({"record_id": record_id, "kind": "text", "text": str(value), "time": when}))
                 else:
-                    records.append(parsers[fmt](row, f"{name}:{number}"))
+                    records.append(storable(parsers[fmt](row, f"{name}:{number}")))
             except json.JSONDecodeError as e:
-                reject(number, f"invalid JSON ({e.msg} at column {e.colno})", line.rstrip("\n"))
+                reject(number, f"invalid JSON ({e.msg} at column {e.colno})", line)
+            except RecursionError:
+                reject(number, "the JSON is nested too deeply to read", line[:2000])
             except RecordError as e:
-                reject(number, str(e), line.rstrip("\n"))
+                reject(number, str(e), line)
             if limit is not None and len(records) >= limit:
                 break
     frame = pl.DataFrame(records, schema=RECORD_SCHEMA) if records else pl.DataFrame(schema=RECORD_SCHEMA)

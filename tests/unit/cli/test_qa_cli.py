@@ -202,6 +202,11 @@ def test_eval_refuses_bad_options(bundle: Path, tmp_path: Path) -> None:
         *base, "--format", "pilot", "--strategy", "llm_only", "--iie-reference", "medcog[route=scot]", code=2
     )
     assert "'medcog[route=scot]' is not among" in result.stderr  # brackets in a message are not markup
+    (tmp_path / "none.jsonl").write_text('{"question": "q?", "options": ["a", "b"], "answer_idx": "A"}\n')
+    _, out = run("eval", str(tmp_path / "none.jsonl"), "-f", "medagents", "-b", str(bundle), "--no-llm", "-o",
+                 str(tmp_path / "n"), "--json", code=1)  # fmt: skip
+    assert "(1 records rejected; the first, none.jsonl:1: options is a list" in out["error"]
+    assert f"every one with its reason in {tmp_path / 'n' / 'rejects.csv'}" in out["error"]
 
 
 def test_eval_against_an_unreachable_llm_fails_and_a_rerun_asks_again(

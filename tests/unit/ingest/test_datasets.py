@@ -83,6 +83,40 @@ def test_bad_lines_are_rejected_and_counted(tmp_path: Path) -> None:
     assert result.records["record_id"].to_list() == ["7"]
 
 
+def test_records_of_the_wrong_shape_are_rejected_with_a_reason_a_person_reads(tmp_path: Path) -> None:
+    medagents = [
+        {"question": "q?", "options": ["drug", "virus"], "answer_idx": "A"},  # a list, not label: text
+        {"question": "q?", "options": {"A": "x"}},  # no answer_idx
+        {"question": "lone \ud800 half", "options": {"A": "x"}, "answer_idx": "A"},  # no character
+    ]
+    lines = [json.dumps(r) for r in medagents] + ['{"question": "q?", "options": {"A": "x"},}']
+    lines.append('{"question": ' + "[" * 100_000 + "]" * 100_000 + ', "answer_idx": "A"}')
+    lines.append(json.dumps({"question": "w " * 60_000, "options": {"A": "x"}, "answer_idx": "A"}))
+    (tmp_path / "m.jsonl").write_text("\n".join(lines) + "\n")
+    result = read_dataset(tmp_path / "m.jsonl", "medagents")
+    assert (result.read, result.accepted) == (6, 0)
+    reasons = result.rejects["reason"].to_list()
+    assert reasons[0] == 'options is a list; it must be an object of label: text ({"A": ...})'
+    assert reasons[1] == "not a MedAgentsBench item: the field 'answer_idx' is missing"
+    assert reasons[2] == "the text holds '\\ud800', half of a UTF-16 pair, not a character"
+    assert reasons[3] == "invalid JSON (Expecting property name enclosed in double quotes at column 42)"
+    assert reasons[4] == "the JSON is nested too deeply to read"
+    assert reasons[5] == "the question is 120,000 characters long; at most 100,000 are read"
+    csqa = {"id": "1", "question": {"stem": 5, "choices": [{"label": "A", "text": "a"}]}, "answerKey": "A"}
+    (tmp_path / "c.jsonl").write_text(json.dumps(csqa) + "\n")
+    reasons = read_dataset(tmp_path / "c.jsonl", "csqa").rejects["reason"].to_list()
+    assert reasons == ["the question is a number, not text"]
+    robodata = {"experiments": [{"paper_query_id": "A1", "query": "q?", "support_graph": ["n"]}]}
+    (tmp_path / "r.json").write_text(json.dumps(robodata))
+    assert read_dataset(tmp_path / "r.json", "robodata").rejects["reason"].to_list() == [
+        "support_graph must be an object whose nodes are a list of objects"
+    ]
+    (tmp_path / "sq.txt").write_text("Q1\tP1\tQ2\twho?\n")
+    (tmp_path / "simplequestions_wd_labels_en.tsv").write_bytes(b"id\tlabel\nQ2\thum\xe9n\n")
+    with pytest.raises(InputDataError, match="cannot read the labels file"):
+        read_dataset(tmp_path / "sq.txt", "simplequestions")
+
+
 def test_documents_jsonl_csv_text(tmp_path: Path) -> None:
     (tmp_path / "d.jsonl").write_text('{"id": "a", "body": "Aspirin treats pain."}\n{"id": "b", "body": ""}\n')
     jsonl = read_dataset(tmp_path / "d.jsonl", "jsonl", text_field="body", id_field="id")
