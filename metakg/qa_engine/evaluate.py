@@ -302,9 +302,16 @@ def comparison_table(summary: dict[str, dict[str, Any]], extra: Sequence[tuple[s
     return "\n".join([head, rule, *rows]) + "\n"
 
 
-def _done_rows(path: Path, wanted: set[str], *, keep_failed: bool) -> dict[str, dict[str, Any]]:
-    """Rows already written for the wanted question ids (a torn last line is dropped); failed answers only
-    with ``keep_failed``, so a re-run asks them again (the LLM may be back)."""
+def _asked(question: Question) -> tuple[Any, ...]:
+    """What a saved row must repeat to stand for ``question``: its text and gold (an id is a line number in
+    most formats, and a line inserted above shifts every id)."""
+    return (question.text, question.answer, list(question.gold_texts))
+
+
+def _done_rows(path: Path, wanted: dict[str, tuple[Any, ...]], *, keep_failed: bool) -> dict[str, dict[str, Any]]:
+    """Rows already written for the wanted questions (id: :func:`_asked`), a row whose question or gold
+    changed since left out (a torn last line is dropped too); failed answers only with ``keep_failed``, so a
+    re-run asks them again (the LLM may be back)."""
     done: dict[str, dict[str, Any]] = {}
     if path.is_symlink() or not path.is_file():  # a link is refused when the file is written, never read
         return done
@@ -314,7 +321,8 @@ def _done_rows(path: Path, wanted: set[str], *, keep_failed: bool) -> dict[str, 
         except json.JSONDecodeError:
             continue
         if isinstance(row, dict) and row.get("question_id") in wanted:
-            if keep_failed or row.get("status") != "fail":
+            same = (row.get("question"), row.get("gold"), row.get("gold_answers")) == wanted[row["question_id"]]
+            if same and (keep_failed or row.get("status") != "fail"):
                 done[row["question_id"]] = row
             else:
                 done.pop(row["question_id"], None)
@@ -355,7 +363,8 @@ async def evaluate(
     Strategies are built by ``registry`` from the context's settings (``[qa.<name>]`` sections). Without an
     LLM in the context (retrieval only) the summary has no accuracy, correct or wrong counts.
 
-    A re-run resumes from the rows already written, asking failed answers again unless ``keep_failed``.
+    A re-run resumes from the rows already written, asking failed answers again unless ``keep_failed``, and
+    a question whose text or gold is not the one its row answered.
     ``budget`` is the evidence budget (entities, and triples) of the recall-at-budget figures.
     With an LLM, each run gets its cost per question, its inference density against the
     ``scaling_reference`` curve and its IIE against the ``iie_reference`` run (default: MedCoG's fixed SCoT
@@ -372,14 +381,14 @@ async def evaluate(
         raise InputDataError(f"question ids repeat ({', '.join(repeated[:5])}); each question needs its own id.")
     out_dir.mkdir(parents=True, exist_ok=True)
     summary: dict[str, dict[str, Any]] = {}
-    ids = {q.id for q in questions}
     scorer = EvidenceScorer(ctx.store, max_evidence=ctx.settings.max_evidence)
     answered: dict[str, list[dict[str, Any]]] = {}
     questions = [with_gold_entities(q, lambda text: ctx.services.phrases.find(text)) for q in questions]
+    asked = {q.id: _asked(q) for q in questions}
     for spec in specs:
         strategy = registry.create(spec.strategy, ctx.settings, spec.switches)
         path = out_dir / f"answers-{spec.label}.jsonl"
-        done = _done_rows(path, ids, keep_failed=keep_failed) if resume else {}
+        done = _done_rows(path, asked, keep_failed=keep_failed) if resume else {}
         rows: list[dict[str, Any]] = []
         with open_output(path) as fh:
             for reused in done.values():  # rewrite the reused rows first: the file ends whole

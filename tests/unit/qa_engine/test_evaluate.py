@@ -81,6 +81,24 @@ def test_a_torn_answers_file_resumes_from_its_whole_rows(tmp_path: Path) -> None
     assert len(path.read_text().splitlines()) == 3
 
 
+def test_a_question_changed_under_its_id_is_asked_again(tmp_path: Path) -> None:
+    spec = RunSpec("llm_only")
+    run(tmp_path, [spec])
+    # a line inserted above shifts the ids: q1 now stands for another question, q2 for another gold
+    changed = [Question("What is aspirin?", QUESTIONS[0].choices, "q1", "A", "zeta"), QUESTIONS[1]]
+    changed[1] = Question(QUESTIONS[1].text, QUESTIONS[1].choices, "q2", "A", "zeta")
+    client = ScriptedClient({"key concepts": "alpha\nbeta", "Reply with the letter": "Answer: A"})
+    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=QASettings(), llm=client)
+    summary = asyncio.run(evaluate([*changed, QUESTIONS[2]], [spec], ctx, tmp_path, REGISTRY, keep_failed=True))
+    assert summary["llm_only"]["reused"] == 1 and len(client.calls) == 2  # only q3's row still stands
+    rows = [json.loads(line) for line in (tmp_path / "answers-llm_only.jsonl").read_text().splitlines()]
+    assert {r["question_id"]: (r["question"], r["gold"]) for r in rows} == {
+        "q1": ("What is aspirin?", "A"),
+        "q2": (QUESTIONS[1].text, "A"),
+        "q3": (" ", "A"),
+    }
+
+
 def test_run_specs_all_ablations() -> None:
     labels = [s.label for s in run_specs(["metakgrag"], ["all", "no_restart,no_relevance", "none"], REGISTRY)]
     assert labels == [
