@@ -28,6 +28,7 @@ import gzip
 import hashlib
 import io
 import json
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -119,12 +120,13 @@ def _open_text(path: Path) -> io.TextIOBase:
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except OSError as e:
+        except (OSError, EOFError, zlib.error) as e:  # a truncated stream ends in EOFError
             raise InputDataError(f"{path} looks gzip-compressed but cannot be decompressed: {e}.") from e
     try:
         return io.StringIO(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as e:
-        raise InputDataError(f"{path} is not UTF-8 text (byte {e.start}).") from e
+        line = raw[: e.start].count(b"\n") + 1
+        raise InputDataError(f"{path}, line {line}: not UTF-8 text (byte {e.start}).") from e
 
 
 def _rows(path: Path, delimiter: str, needed: Sequence[str]) -> Iterable[tuple[int, dict[str, str]]]:
@@ -144,6 +146,9 @@ def _rows(path: Path, delimiter: str, needed: Sequence[str]) -> Iterable[tuple[i
     for number, row in enumerate(reader, start=start + 2):
         if None in row:
             raise InputDataError(f"{path}, line {number}: more fields than the header has.")
+        short = [c for c in needed if row[c] is None]
+        if short:
+            raise InputDataError(f"{path}, line {number}: fewer fields than the header has (no {', '.join(short)}).")
         yield number, row
 
 

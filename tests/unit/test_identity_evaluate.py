@@ -82,6 +82,7 @@ def test_a_second_file_adds_wrong_pairs_and_gzip_is_read(tmp_path: Path) -> None
         ("subject_id\tobject_id\nx:1\ty:2\n", "no column subject_label, object_label"),
         (HEADER + "a:1\tA\tskos:exactMatch\t\tb:1\tB\textra\n", "line 2: more fields"),
         (HEADER, "no labelled pair"),
+        (HEADER + "a:1\tA\tskos:exactMatch\t\tb:1\n", "line 2: fewer fields than the header has [(]no object_label[)]"),
     ],
 )
 def test_a_malformed_gold_file_is_refused_naming_it(tmp_path: Path, content: str, problem: str) -> None:
@@ -94,8 +95,11 @@ def test_a_malformed_gold_file_is_refused_naming_it(tmp_path: Path, content: str
 
 def test_bad_bytes_and_a_missing_file_are_refused(tmp_path: Path) -> None:
     (tmp_path / "latin.tsv").write_bytes(HEADER.encode() + b"a:1\tCaf\xe9\tp\t\tb:1\tB\n")
-    with pytest.raises(InputDataError, match="not UTF-8"):
+    with pytest.raises(InputDataError, match="line 2: not UTF-8"):
         read_sssom(tmp_path / "latin.tsv")
+    (tmp_path / "cut.tsv.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")  # a truncated download
+    with pytest.raises(InputDataError, match="looks gzip-compressed but cannot be decompressed"):
+        read_sssom(tmp_path / "cut.tsv.gz")
     with pytest.raises(InputDataError, match="cannot read"):
         read_sssom(tmp_path / "absent.tsv")
 
