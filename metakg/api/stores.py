@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import polars as pl
 from pydantic import ValidationError
 
 from metakg.api._shared import Counter, JsonResult, Progress, at_least_one, output_folder, quiet
@@ -36,6 +37,7 @@ from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRec
 from metakg.schemas.history import as_of as history_as_of
 from metakg.schemas.history import read_history
 from metakg.schemas.history import versions as history_versions
+from metakg.schemas.tables import normalise_relation_expr
 
 
 def name_embedder(settings: Settings, progress: Progress | None = None) -> Embedder:
@@ -270,23 +272,33 @@ def search_nodes(store: GraphStore, text: str, *, mode: SearchMode = "auto", k: 
     return store.search(text, mode=mode, k=k)
 
 
+def as_relations(relations: Sequence[str] | None) -> list[str] | None:
+    """Relation filters as stored, whether written as stored (``symptom_of``) or as shown (``symptom of``,
+    ``Symptom Of``)."""
+    if relations is None:
+        return None
+    frame = pl.DataFrame({"r": list(relations)}, schema={"r": pl.String})
+    return frame.select(normalise_relation_expr(pl.col("r")))["r"].to_list()
+
+
 def neighbours_of(
     store: GraphStore, text: str, *, relations: Sequence[str] | None = None, limit: int | None = 20
 ) -> tuple[NodeRecord, list[Neighbour]]:
-    """The node ``text`` resolves to and its neighbours.
+    """The node ``text`` resolves to and its neighbours (``relations`` as :func:`as_relations` reads them).
 
     Raises:
         UsageError: ``limit`` below 1; NodeNotFound: ``text`` names no node.
     """
     at_least_one("limit", limit)
     node = resolve_node(store, text)
-    return node, store.neighbours(node.id, relations=relations, limit=limit)
+    return node, store.neighbours(node.id, relations=as_relations(relations), limit=limit)
 
 
 def paths_between(
     store: GraphStore, a: str, b: str, *, k: int = 1, max_hops: int = 3, relations: Sequence[str] | None = None
 ) -> tuple[NodeRecord, NodeRecord, list[GraphPath]]:
-    """The nodes ``a`` and ``b`` resolve to and up to ``k`` shortest paths between them.
+    """The nodes ``a`` and ``b`` resolve to and up to ``k`` shortest paths between them (``relations`` as
+    :func:`as_relations` reads them).
 
     Raises:
         UsageError: ``k`` or ``max_hops`` below 1; NodeNotFound: ``a`` or ``b`` names no node.
@@ -294,7 +306,7 @@ def paths_between(
     at_least_one("k", k)
     at_least_one("max_hops", max_hops)
     na, nb = resolve_node(store, a), resolve_node(store, b)
-    return na, nb, store.shortest_paths(na.id, nb.id, k=k, max_hops=max_hops, relations=relations)
+    return na, nb, store.shortest_paths(na.id, nb.id, k=k, max_hops=max_hops, relations=as_relations(relations))
 
 
 @dataclass(frozen=True)

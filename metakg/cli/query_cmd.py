@@ -9,7 +9,7 @@ from enum import StrEnum
 import typer
 
 from metakg import api
-from metakg.cli._common import AS_OF_HELP, JSON_HELP, finish, guarded, out, progress, settings
+from metakg.cli._common import AS_OF_HELP, JSON_HELP, err, finish, guarded, out, progress, settings
 
 app = typer.Typer(rich_markup_mode=None, help="Query a bundle: neighbours, paths, name search.", no_args_is_help=True)
 
@@ -57,6 +57,9 @@ def neighbours(
             for n in items:
                 arrow = f"-[{n.edge.display}]->" if n.direction == "out" else f"<-[{n.edge.display}]-"
                 out.print(f"  {arrow} {n.node.name} ({n.node.id})", highlight=False, markup=False)
+            if rel and not items:
+                hint = f"`metakg query schema {graph}` lists the relations"
+                err.print(f"no edge of {', '.join(rel)} at this node; {hint}", markup=False, highlight=False)
         finish(
             True,
             {

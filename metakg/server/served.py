@@ -211,7 +211,7 @@ class ServedGraph:
             return list(
                 self.store.neighbours(
                     known.id if known else node_id,
-                    relations=list(relations) if relations else None,
+                    relations=api.as_relations(relations) if relations else None,
                     direction=direction,
                     limit=limit,
                 )

@@ -274,6 +274,13 @@ def test_a_node_is_found_by_its_id_written_another_way(bundle: Path) -> None:
         shouted = f"{prefix.upper()}:{local}"  # the prefix's case does not count
         assert client.get(f"/api/nodes/{shouted}").json()["id"] == known
         assert client.get("/api/neighbours", params={"id": shouted}).status_code == 200
+        # a relation as the page shows it ("treats", "Treats", "symptom of") finds the edges stored snake_case
+        stored = client.get("/api/neighbours", params={"id": known, "relation": "treats"}).json()
+        shown = client.get("/api/neighbours", params={"id": known, "relation": "Treats"}).json()
+        every = client.get("/api/neighbours", params={"id": known}).json()
+        assert stored and shown == stored and {nb["edge"]["rel"] for nb in stored} == {"treats"} != {
+            nb["edge"]["rel"] for nb in every
+        }
 
 
 def test_a_write_waits_for_a_running_evaluation(bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -137,6 +137,10 @@ def test_query_commands(tmp_path: Path, model_dir: Path) -> None:  # names resol
     assert {n["node"]["name"] for n in out["neighbours"]} == {"headache", "fever"}
     result, _ = run("query", "neighbours", bundle, "aspirin")
     assert "-[treats]-> headache" in result.stdout
+    _, shown = run("query", "neighbours", bundle, "Aspirin", "--rel", "Treats ", "--json")  # as shown, not stored
+    assert shown["neighbours"] == out["neighbours"]
+    result, _ = run("query", "neighbours", bundle, "aspirin", "--rel", "cures")
+    assert "0 neighbours" in result.stdout and "`metakg query schema" in result.stderr
     _, path = run("query", "path", bundle, "aspirin", "migraine", "--json")
     assert path["count"] == 1 and len(path["paths"][0]["edges"]) == 2
     _, none = run("query", "path", bundle, "aspirin", "isolated", "--json", code=1)
