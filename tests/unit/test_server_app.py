@@ -278,9 +278,11 @@ def test_a_node_is_found_by_its_id_written_another_way(bundle: Path) -> None:
         stored = client.get("/api/neighbours", params={"id": known, "relation": "treats"}).json()
         shown = client.get("/api/neighbours", params={"id": known, "relation": "Treats"}).json()
         every = client.get("/api/neighbours", params={"id": known}).json()
-        assert stored and shown == stored and {nb["edge"]["rel"] for nb in stored} == {"treats"} != {
-            nb["edge"]["rel"] for nb in every
-        }
+        assert (
+            stored
+            and shown == stored
+            and {nb["edge"]["rel"] for nb in stored} == {"treats"} != {nb["edge"]["rel"] for nb in every}
+        )
 
 
 def test_a_write_waits_for_a_running_evaluation(bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
