@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import InputDataError, UsageError
-from metakg.ingest.hygiene import has_control, strip_bom, without_invisible
+from metakg.ingest.hygiene import as_utf8, has_control, strip_bom, without_invisible
 from metakg.progress import Progress
 from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.curie import check_dataset_name, dataset_id_expr
@@ -119,7 +119,7 @@ def read_triples(
         data = path.read_bytes()
     except OSError as e:
         raise InputDataError(f"cannot read triple file {path}: {e.strerror or e}.") from e
-    decoded, raw_lines = _split_lines(strip_bom(data))
+    decoded, raw_lines = _split_lines(strip_bom(as_utf8(data, path)))
     record_prefix = path.name
     say("parsing")
     lines, blank_lines = _lines(decoded)
@@ -215,9 +215,6 @@ def _parsed(lines: pl.DataFrame, separator: str) -> pl.DataFrame:
 
 def _checked(parsed: pl.DataFrame, separator: str, max_field_chars: int) -> pl.DataFrame:
     """``parsed`` with the ``check`` and ``reason`` of the first rule each line fails (null: accepted)."""
-    longest = pl.max_horizontal(
-        pl.col("head").str.len_chars(), pl.col("relation").str.len_chars(), pl.col("tail").str.len_chars()
-    )
     # (check, reason, failing): the first failing rule of a line decides its check and reason
     rules: list[tuple[str, str, pl.Expr]] = [
         ("invalid_utf8", "line is not valid UTF-8", pl.col("line").is_null()),
@@ -231,10 +228,13 @@ def _checked(parsed: pl.DataFrame, separator: str, max_field_chars: int) -> pl.D
         ("empty_field", "head is empty", pl.col("head") == ""),
         ("empty_field", "relation is empty", pl.col("relation") == ""),
         ("empty_field", "tail is empty", pl.col("tail") == ""),
-        (
-            "field_too_long",
-            f"a field is longer than {max_field_chars} characters (ingest.max_field_chars)",
-            longest > max_field_chars,
+        *(
+            (
+                "field_too_long",
+                f"{field} is longer than {max_field_chars} characters (ingest.max_field_chars)",
+                pl.col(field).str.len_chars() > max_field_chars,
+            )
+            for field in ("head", "relation", "tail")
         ),
         ("bad_relation", "relation has no letters", ~pl.col("relation").str.contains(r"\p{L}")),
     ]

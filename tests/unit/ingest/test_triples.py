@@ -57,6 +57,7 @@ def test_bad_lines_are_rejected_with_reasons_and_counts_add_up(tmp_path: Path) -
     }
     reasons = dict(zip(bundle.rejects["record"], bundle.rejects["reason"], strict=True))
     assert reasons["kg.txt:4"].endswith("found 2") and reasons["kg.txt:5"].endswith("found 4")
+    assert reasons["kg.txt:10"] == "head is longer than 1000 characters (ingest.max_field_chars)"
     # nothing lost: each rejected line is kept whole, invalid bytes escaped
     payloads = dict(zip(bundle.rejects["record"], bundle.rejects["payload"], strict=True))
     assert payloads["kg.txt:9"] == "bad \\xff\\xfe bytes\tr\tz"
@@ -167,6 +168,26 @@ def test_metaqa_names_never_merge_across_letters_or_meaningful_punctuation(tmp_p
     assert names.get("Murder!") != names.get("murder") and "Murder!" in names  # the film is not the tag
     for title in ("Why Not Me?", "Zapped!"):
         assert title in strings and title in names
+
+
+def test_wide_and_compressed_files_read_as_the_text_they_hold(tmp_path: Path) -> None:
+    import gzip
+
+    text = "aspirin\ttreats\theadache\nibuprofen\ttreats\tfever\ncafé\tis a\tdrink\n"
+    plain, _ = read_triples(write(tmp_path, text.encode()), "t")
+    for name, data in {
+        "u16.tsv": text.encode("utf-16"),  # with its byte-order mark, as Windows writes "Unicode"
+        "u16be.tsv": b"\xfe\xff" + text.encode("utf-16-be"),
+        "u32.tsv": text.encode("utf-32"),
+        "kg.tsv.gz": gzip.compress(text.encode()),
+    }.items():
+        (tmp_path / name).write_bytes(data)
+        bundle, report = read_triples(tmp_path / name, "t")
+        assert (report.read, report.rejected) == (3, 0), name
+        assert bundle.nodes["name"].to_list() == plain.nodes["name"].to_list()
+    (tmp_path / "cut.tsv.gz").write_bytes(gzip.compress(text.encode())[:20])  # a truncated download
+    with pytest.raises(InputDataError, match=r"cut\.tsv\.gz looks gzip-compressed but cannot be decompressed"):
+        read_triples(tmp_path / "cut.tsv.gz", "t")
 
 
 def test_another_separator(tmp_path: Path) -> None:
