@@ -612,8 +612,17 @@ class Settings(BaseSettings):
             _AliasEnvSource(settings_cls, "batch", BATCH_ENV_ALIASES),
         ]
         if toml_file is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+            sources.append(_TomlSource(settings_cls, toml_file=toml_file))
         return tuple(sources)
+
+
+class _TomlSource(TomlConfigSettingsSource):
+    """The settings file, read past a UTF-8 byte-order mark (which Windows editors write and TOML parsers
+    refuse as an invalid statement at line 1)."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        data = file_path.read_bytes()
+        return tomllib.loads(data.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
 
 
 def _config_file() -> Path | None:

@@ -28,6 +28,13 @@ def test_environment_overrides_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert settings.ingest.max_field_chars == 77
 
 
+def test_a_settings_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "metakg.toml"
+    config.write_bytes(b"\xef\xbb\xbf[store]\nmax_hops = 4\n")  # as Notepad saves "UTF-8 with BOM"
+    monkeypatch.setenv("METAKG_CONFIG", str(config))
+    assert load_settings().store.max_hops == 4
+
+
 def test_local_metakg_toml_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "metakg.toml").write_text("[validation]\nhtml_report = false\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
