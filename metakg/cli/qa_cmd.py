@@ -49,7 +49,9 @@ def print_answer(question: api.Question, answer: api.Answer) -> None:
     if answer.evidence:
         out.print(f"[bold]evidence[/] ({len(answer.evidence)} paths)")
         for path in answer.evidence:
-            out.print("  " + "; ".join(f"{h} -[{r}]-> {t}" for h, r, t in path.triples), markup=False)
+            text = "; ".join(f"{h} -[{r}]-> {t}" for h, r, t in path.triples)
+            text = text or f"{' '.join(path.nodes)} (a start entity alone: no edge)"
+            out.print(f"  {text}", markup=False, highlight=False)
     for line in api.trace_lines(answer):
         out.print(f"  [dim]{escape(line)}[/]", highlight=False)
     u = answer.usage

@@ -37,6 +37,12 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultServer]:
     running.stop()
 
 
+def test_a_start_entity_alone_reads_as_itself_in_the_evidence(bundle: Path) -> None:
+    result, _ = run("ask", "What is isolated?", "--bundle", str(bundle), "--no-llm")
+    evidence = result.stdout.split("evidence (", 1)[1].splitlines()[1:]
+    assert evidence[0].strip().endswith("(a start entity alone: no edge)") and all(line.strip() for line in evidence)
+
+
 def test_ask_retrieval_only_with_an_evidence_page(bundle: Path, tmp_path: Path) -> None:
     page = tmp_path / "answer.html"
     _, payload = run("ask", QUESTION, *CHOICES, "--bundle", str(bundle), "--no-llm", "--html", str(page), "--json")
