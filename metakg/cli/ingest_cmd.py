@@ -33,7 +33,10 @@ def triples(
     node_type: str = typer.Option("concept", "--type", help="Vocabulary type given to every node."),
     confidence: float = typer.Option(1.0, help="Confidence given to every edge, in [0, 1]."),
     separator: str = typer.Option(
-        "\t", "--separator", help="The character between fields (default: a tab; MetaQA's kb.txt uses '|')."
+        "\t",
+        "--separator",
+        help="The character between fields: a tab by default (also written '\\t'); MetaQA's kb.txt uses '|'.",
+        show_default=False,
     ),
     previous: Path | None = typer.Option(
         None, "--previous", help="The bundle of the earlier version (may be the output itself): its diff is recorded."
@@ -58,7 +61,7 @@ def triples(
                 source=source,
                 node_type=node_type,
                 confidence=confidence,
-                separator=separator,
+                separator="\t" if separator == "\\t" else separator,  # '\t' as a shell passes it
                 previous=previous,
                 history=history,
                 progress=say,

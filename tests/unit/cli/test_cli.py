@@ -78,6 +78,10 @@ def test_ingest_errors_have_the_right_codes(tmp_path: Path, triples: Path) -> No
     run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), "--type", "unicorn", code=2)
     run("ingest", "triples", str(triples), "-o", str(tmp_path / "b"), code=2)  # --dataset missing
     run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), "--bogus", code=2)
+    # a tab written as the shell passes '\t' is a tab
+    escaped = ("--separator", "\\t", "--allow-rejects", "--json")
+    _, tab = run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "tab"), *escaped)
+    assert (tab["accepted"], tab["rejected"]) == (4, 2)
 
 
 def test_validate_bad_bundle(tmp_path: Path) -> None:
