@@ -69,7 +69,8 @@ def triples(
         if not json_mode:
             out.print(
                 f"read {report.read} lines: {report.accepted} accepted, {report.rejected} rejected "
-                f"({report.blank_lines} blank lines skipped, {report.merged_duplicates} repeated triples merged)\n"
+                f"({'a header line, ' if report.header_skipped else ''}{report.blank_lines} blank lines skipped, "
+                f"{report.merged_duplicates} repeated triples merged)\n"
                 f"bundle {output}: {report.nodes} nodes, {report.edges} edges"
             )
             if report.rejected:

@@ -44,6 +44,7 @@ class TripleIngestReport:
     merged_duplicates: int
     nodes: int
     edges: int
+    header_skipped: bool = False  # the first line named the columns (HEADERS), so it was no triple
 
     reject_reasons: tuple[dict[str, object], ...] = ()  # the most frequent checks (see reject_reasons)
 
@@ -123,6 +124,9 @@ def read_triples(
     record_prefix = path.name
     say("parsing")
     lines, blank_lines = _lines(decoded)
+    header = lines.height > 0 and int(lines["line_no"][0]) == 1 and _is_header(lines["line"][0], separator)
+    if header:
+        lines = lines.slice(1)
     parsed = _checked(_parsed(lines, separator), separator, max_field_chars)
     bad = parsed.filter(pl.col("check").is_not_null())
     good = parsed.filter(pl.col("check").is_null())
@@ -142,6 +146,7 @@ def read_triples(
         merged_duplicates=good.height - edges.height,
         nodes=nodes.height,
         edges=edges.height,
+        header_skipped=header,
     )
     manifest: dict[str, Any] = {
         "sources": [
@@ -161,6 +166,23 @@ def read_triples(
         nodes=conform_nodes(nodes), edges=conform_edges(edges), rejects=conform_rejects(rejects), manifest=manifest
     )
     return bundle, report
+
+
+HEADERS = {
+    ("head", "relation", "tail"),
+    ("head", "rel", "tail"),
+    ("subject", "predicate", "object"),
+    ("subject", "relation", "object"),
+    ("source", "relation", "target"),
+    ("from", "relation", "to"),
+    ("h", "r", "t"),
+    ("s", "p", "o"),
+}
+"""First lines that name the columns (any case), read as a header, not as a triple."""
+
+
+def _is_header(line: str | None, separator: str) -> bool:
+    return line is not None and tuple(f.strip().lower() for f in line.split(separator)) in HEADERS
 
 
 def _lines(decoded: list[str | None]) -> tuple[pl.DataFrame, int]:

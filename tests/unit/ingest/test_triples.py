@@ -170,6 +170,16 @@ def test_metaqa_names_never_merge_across_letters_or_meaningful_punctuation(tmp_p
         assert title in strings and title in names
 
 
+def test_a_first_line_that_names_the_columns_is_a_header_not_a_triple(tmp_path: Path) -> None:
+    path = tmp_path / "kg.csv"
+    path.write_text("Subject,Predicate,Object\naspirin,treats,migraine\nhead,relation,tail\n")
+    bundle, report = read_triples(path, "t", separator=",")
+    assert report.header_skipped and (report.read, report.accepted) == (2, 2)  # only the first line is a header
+    assert "kg:t/subject" not in bundle.nodes["id"].to_list() and "kg:t/head" in bundle.nodes["id"].to_list()
+    _, plain = read_triples(write(tmp_path, b"aspirin\ttreats\tmigraine\n"), "t")
+    assert not plain.header_skipped and plain.read == 1
+
+
 def test_wide_and_compressed_files_read_as_the_text_they_hold(tmp_path: Path) -> None:
     import gzip
 
