@@ -10,6 +10,8 @@ record or a reject with its reason. Chunking of long texts happens in the extrac
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import shlex
@@ -23,7 +25,7 @@ from typing import Any, Literal
 import polars as pl
 
 from metakg.errors import InputDataError, UsageError
-from metakg.ingest.hygiene import strip_bom
+from metakg.ingest.hygiene import as_utf8, strip_bom
 
 DatasetFormat = Literal[
     "medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata", "text", "jsonl", "csv"
@@ -337,6 +339,49 @@ def _robodata_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | Record
             yield number, e, raw
 
 
+def _csv_rows(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, str] | RecordError, str]]]:
+    """The header of a CSV file (comma-separated, double-quoted fields may hold commas and line breaks) and
+    its rows as (line number, row or the reason it is refused, the row as read): a row with another number
+    of fields than the header, or with bytes that are not UTF-8, is refused alone; a quote left open runs to
+    the end of the file, which is then one refused record.
+
+    Raises:
+        InputDataError: the file cannot be read or has no header.
+    """
+    try:
+        data = as_utf8(strip_bom(path.read_bytes()), path)
+    except OSError as e:
+        raise InputDataError(f"cannot read {path}: {e.strerror or e}.") from e
+    reader = csv.reader(io.StringIO(data.decode("utf-8", errors="surrogateescape"), newline=""), strict=True)
+    try:
+        header = next(reader)
+    except (StopIteration, csv.Error) as e:
+        raise InputDataError(f"{path} has no CSV header line{f' ({e})' if str(e) else ''}.") from None
+
+    def rows() -> Iterator[tuple[int, dict[str, str] | RecordError, str]]:
+        line = reader.line_num
+        while True:
+            try:
+                cells = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                yield line + 1, RecordError(f"not CSV from here to the end of the file ({e})"), ""
+                return
+            raw = ",".join(cells).encode("utf-8", errors="surrogateescape").decode("utf-8", errors="backslashreplace")
+            start, line = line + 1, reader.line_num
+            if not any(cell.strip() for cell in cells):
+                continue
+            if any("\udc80" <= ch <= "\udcff" for cell in cells for ch in cell):
+                yield start, RecordError("the row is not valid UTF-8"), raw
+            elif len(cells) != len(header):
+                yield start, RecordError(f"{len(cells)} fields, the header has {len(header)}"), raw
+            else:
+                yield start, dict(zip(header, cells, strict=True)), raw
+
+    return header, rows()
+
+
 def storable(record: dict[str, Any]) -> dict[str, Any]:
     """The record, when its text can be written as UTF-8: JSON may spell a lone UTF-16 surrogate
     (``\\ud800``), which is no character."""
@@ -443,25 +488,26 @@ def read_dataset(
         else:
             reject(1, "the file is empty", "")
     elif fmt == "csv":
-        try:
-            frame = pl.read_csv(path, infer_schema=False)
-        except (OSError, pl.exceptions.PolarsError) as e:
-            raise InputDataError(f"cannot read {path} as CSV: {e}") from e
-        if text_field not in frame.columns:
-            raise InputDataError(f"{path} has no column {text_field!r} (columns: {frame.columns}); set --text-field.")
-        for number, row in enumerate(frame.iter_rows(named=True), start=2):
+        header, rows = _csv_rows(path)
+        if text_field not in header:
+            raise InputDataError(f"{path} has no column {text_field!r} (columns: {header}); set --text-field.")
+        for number, found, raw in rows:
             read += 1
-            value = row[text_field]
-            if value is None or not str(value).strip():
+            if isinstance(found, RecordError):
+                reject(number, str(found), raw)
+                continue
+            row = found
+            body = row[text_field]
+            if not body.strip():
                 reject(number, f"{text_field} is empty", json.dumps(row, ensure_ascii=False))
                 continue
-            record_id = str(row[id_field]) if id_field and row.get(id_field) is not None else f"{name}:{number}"
+            record_id = row[id_field] if id_field and row.get(id_field) else f"{name}:{number}"
             try:
                 when = _record_time(row, time_field)
             except RecordError as e:
                 reject(number, str(e), json.dumps(row, ensure_ascii=False))
                 continue
-            records.append({"record_id": record_id, "kind": "text", "text": str(value), "time": when})
+            records.append({"record_id": record_id, "kind": "text", "text": body, "time": when})
             if limit is not None and len(records) >= limit:
                 break
     elif fmt in ("metaqa", "simplequestions", "robodata"):

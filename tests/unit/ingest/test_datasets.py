@@ -117,6 +117,27 @@ def test_records_of_the_wrong_shape_are_rejected_with_a_reason_a_person_reads(tm
         read_dataset(tmp_path / "sq.txt", "simplequestions")
 
 
+def test_a_bad_csv_row_is_rejected_alone_naming_its_line(tmp_path: Path) -> None:
+    (tmp_path / "d.csv").write_bytes(
+        b'id,body\n1,"Aspirin, a drug, treats pain.\nIt is old."\n'  # a quoted comma and line break: one row
+        b"2,Fever is a symptom,of flu\n"  # one field too many
+        b"3,Caf\xe9 is not UTF-8\n"  # a Latin-1 byte
+        b"\n"  # blank
+        b"4,Ibuprofen treats fever.\n"
+        b'5,"an open quote\n6,to the end\n'
+    )
+    result = read_dataset(tmp_path / "d.csv", "csv", text_field="body", id_field="id")
+    assert result.records["record_id"].to_list() == ["1", "4"]
+    assert result.records["text"][0] == "Aspirin, a drug, treats pain.\nIt is old."
+    reasons = dict(zip(result.rejects["record"], result.rejects["reason"], strict=True))
+    assert reasons == {
+        "d.csv:4": "3 fields, the header has 2",
+        "d.csv:5": "the row is not valid UTF-8",
+        "d.csv:8": "not CSV from here to the end of the file (unexpected end of data)",
+    }
+    assert result.read == result.accepted + result.rejects.height
+
+
 def test_documents_jsonl_csv_text(tmp_path: Path) -> None:
     (tmp_path / "d.jsonl").write_text('{"id": "a", "body": "Aspirin treats pain."}\n{"id": "b", "body": ""}\n')
     jsonl = read_dataset(tmp_path / "d.jsonl", "jsonl", text_field="body", id_field="id")
