@@ -107,6 +107,8 @@ def _record_time(row: dict[str, Any], field: str | None) -> datetime | None:
     if value is None or value == "":
         return None
     try:
+        if isinstance(value, str) and re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", value):
+            value = float(value)  # Unix seconds written as text (every CSV field is)
         if isinstance(value, int | float) and not isinstance(value, bool):
             return datetime.fromtimestamp(float(value), UTC)
         stamp = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
