@@ -119,7 +119,14 @@ def primekg(
             out.print(
                 f"read {report.read} rows: {report.accepted} accepted, {report.rejected} rejected; "
                 f"{report.collapsed_copies} copies collapsed ({report.mirrored_pairs} mirrored pairs, "
-                f"{report.exact_duplicates} exact duplicate rows)\n"
+                f"{report.exact_duplicates} exact duplicate rows)"
+                + (
+                    f"; {report.conflicting_ids} ids named, typed or indexed two ways (first kept, other names "
+                    "as aliases)"
+                    if report.conflicting_ids
+                    else ""
+                )
+                + "\n"
                 f"bundle {output}: {report.nodes} nodes, {report.edges} edges"
             )
             if report.rejected:

@@ -75,7 +75,8 @@ class PrimeKGReport:
     edges: int
     collapsed_copies: int
     mirrored_pairs: int
-    exact_duplicates: int
+    exact_duplicates: int  # rows repeating another's (id, relation, id), whatever their names say
+    conflicting_ids: int = 0  # ids the rows name, type or index in more than one way (the first kept)
 
     reject_reasons: tuple[dict[str, object], ...] = ()  # the most frequent checks (see reject_reasons)
 
@@ -318,30 +319,32 @@ def _rejects(path: Path, bad: pl.DataFrame, lossy: bool, record_prefix: str) -> 
     )
 
 
-def _nodes(good: pl.DataFrame, source: str) -> pl.DataFrame:
-    """One node per id of either side, as the first row naming it has it (PrimeKG's index as an xref)."""
-    sides = [
-        good.select(
-            pl.col(f"_{s}").alias("id"),
-            pl.col(f"{s}_name").cast(pl.String).alias("name"),
-            pl.col(f"_{s}t").cast(pl.String).alias("type"),
-            pl.col(f"{s}_index").alias("index"),
-            pl.col("_row"),
-        ).unique("id", keep="first", maintain_order=True)
-        for s in ("x", "y")
-    ]
-    return (
-        pl.concat(sides)
-        .sort("_row", maintain_order=True)
-        .unique("id", keep="first", maintain_order=True)
-        .select(
-            "id",
-            "name",
-            "type",
-            pl.lit(source).alias("source"),
-            pl.concat_list(pl.lit("primekg.index:") + pl.col("index").cast(pl.String)).alias("xrefs"),
-        )
+def _nodes(good: pl.DataFrame, source: str) -> tuple[pl.DataFrame, int]:
+    """One node per id of either side, as the first row naming it has it, and how many ids the rows give
+    more than one name, type or index (PrimeKG gives each id one). The other names of such an id become
+    aliases and its other indexes xrefs too (PrimeKG's index is an xref), so nothing a row said is lost; the
+    first type stays."""
+    forms = pl.concat(
+        [
+            good.select(
+                pl.col(f"_{s}").alias("id"),
+                pl.col(f"{s}_name").cast(pl.String).alias("name"),
+                pl.col(f"_{s}t").cast(pl.String).alias("type"),
+                pl.col(f"{s}_index").alias("index"),
+                pl.col("_row"),
+            ).unique(["id", "name", "type", "index"], keep="first", maintain_order=True)
+            for s in ("x", "y")
+        ]
+    ).sort("_row", maintain_order=True)
+    nodes = forms.group_by("id", maintain_order=True).agg(
+        pl.col("name").first(),
+        pl.col("type").first(),
+        pl.col("name").unique(maintain_order=True).slice(1).alias("aliases"),
+        (pl.lit("primekg.index:") + pl.col("index").unique(maintain_order=True).cast(pl.String)).alias("xrefs"),
+        (pl.struct("name", "type", "index").n_unique() > 1).alias("_conflict"),
     )
+    conflicting = int(nodes["_conflict"].sum())
+    return nodes.select("id", "name", "type", pl.lit(source).alias("source"), "aliases", "xrefs"), conflicting
 
 
 def _edge_rows(
@@ -397,7 +400,7 @@ def read_primekg(
     del table  # the big frames are let go as soon as the next one is made: PrimeKG has 8 million rows
 
     say("building nodes")
-    nodes = _nodes(good, source)
+    nodes, conflicting_ids = _nodes(good, source)
     good = good.drop("x_name", "y_name", "x_index", "y_index")
 
     say("collapsing mirrored and duplicate rows")
@@ -446,6 +449,7 @@ def read_primekg(
         collapsed_copies=accepted - edges.height,
         mirrored_pairs=mirrored_pairs,
         exact_duplicates=exact_duplicates,
+        conflicting_ids=conflicting_ids,
     )
     manifest: dict[str, Any] = {
         "sources": [source_entry(source, IMPORTER, run_id, input=str(path), **report.as_dict())]

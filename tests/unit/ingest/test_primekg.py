@@ -64,6 +64,19 @@ def test_mirrored_copies_and_exact_duplicates_collapse(tmp_path: Path, data_dir:
     assert all(s < d for s, d in bundle.edges.select("src", "dst").iter_rows())
 
 
+def test_an_id_named_two_ways_keeps_every_name_and_index_and_is_counted(tmp_path: Path, data_dir: Path) -> None:
+    rows = head_rows(data_dir)
+    renamed = list(rows[0])
+    renamed[5], renamed[2] = "PHYHIP protein", "99999"  # the same x id under another name and index
+    bundle, report = read_primekg(write_kg(tmp_path / "kg.csv", [*rows, renamed]))
+    phyhip = bundle.nodes.filter(pl.col("id") == "ncbigene:9796").row(0, named=True)
+    assert phyhip["name"] == "PHYHIP" and phyhip["aliases"] == ["PHYHIP protein"]  # the first row's name stays
+    assert phyhip["xrefs"] == ["primekg.index:0", "primekg.index:99999"]
+    assert report.conflicting_ids == 1 and report.nodes == 10
+    _, plain = read_primekg(data_dir / "primekg" / "primekg_kg_head5.csv")
+    assert plain.conflicting_ids == 0
+
+
 def test_bad_rows_are_rejected_with_reasons(tmp_path: Path, data_dir: Path) -> None:
     good = head_rows(data_dir)
     path = tmp_path / "kg.csv"
