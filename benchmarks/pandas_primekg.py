@@ -1,7 +1,8 @@
 """A plain pandas implementation of the PrimeKG -> bundle transform, the baseline of bench_primekg.
 
 Same work as metakg.ingest.primekg + row validation + Parquet writing: text columns, CURIE ids with
-zero padding, type mapping, row checks, mirrored and duplicate rows collapsed, nodes deduplicated, edge
+zero padding, type mapping, row checks, mirrored and duplicate rows collapsed, nodes deduplicated (other
+names of an id kept as aliases, every index as an xref), edge
 ids hashed, endpoints checked. Written the way a pandas user would, without tricks.
 """
 
@@ -51,10 +52,20 @@ def transform(path: Path, out: Path) -> tuple[int, int, int]:
     good["_row"] = np.arange(len(good))
     x = good[["_x", "x_name", "_xt", "x_index", "_row"]].set_axis(["id", "name", "type", "index", "_row"], axis=1)
     y = good[["_y", "y_name", "_yt", "y_index", "_row"]].set_axis(["id", "name", "type", "index", "_row"], axis=1)
-    nodes = pd.concat([x, y]).sort_values("_row", kind="stable").drop_duplicates("id", keep="first")
+    # one node per id as its first row has it; an id named or indexed another way elsewhere keeps those too
+    forms = pd.concat([x, y]).drop_duplicates(["id", "name", "type", "index"]).sort_values("_row", kind="stable")
+    nodes = (
+        forms.groupby("id", sort=False)
+        .agg(
+            name=("name", "first"),
+            type=("type", "first"),
+            aliases=("name", lambda s: list(dict.fromkeys(s))[1:]),
+            xrefs=("index", lambda s: ["primekg.index:" + i for i in dict.fromkeys(s)]),
+        )
+        .reset_index()
+    )
     nodes["source"] = "primekg"
-    nodes["xrefs"] = ("primekg.index:" + nodes["index"]).map(lambda v: [v])
-    nodes = nodes[["id", "name", "type", "source", "xrefs"]]
+    nodes = nodes[["id", "name", "type", "source", "aliases", "xrefs"]]
     good["src"] = np.where(good["_x"] <= good["_y"], good["_x"], good["_y"])
     good["dst"] = np.where(good["_x"] <= good["_y"], good["_y"], good["_x"])
     edges = (
