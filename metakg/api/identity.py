@@ -334,14 +334,28 @@ def _resolution(path: Path, bundle: Bundle) -> Resolution:
     return Resolution(bundle.nodes, bundle.edges, decisions, original_nodes, original_edges)
 
 
-def _clusters_of(decisions: pl.DataFrame, refs: Sequence[str]) -> list[str]:
-    """The clusters the ids in ``refs`` name (a cluster's id, or one of its members', in any written form)."""
+def _named(resolution: Resolution) -> pl.DataFrame:
+    """Every node id and name of a resolved graph, the merged members' included (as they were)."""
+    return pl.concat([resolution.nodes.select("id", "name"), resolution.original_nodes.select("id", "name")])
+
+
+def _clusters_of(decisions: pl.DataFrame, refs: Sequence[str], nodes: pl.DataFrame) -> list[str]:
+    """The clusters the ids in ``refs`` name (a cluster's id, or one of its members', in any written form),
+    or a node's exact name when it is no id (``nodes``: the graph before resolving, id and name)."""
     found = []
     for ref in refs:
         forms = {ref, normalise_curie(ref) or ref}
         hits = decisions.filter(pl.col("cluster").is_in(list(forms)) | pl.col("node").is_in(list(forms)))
         if hits.is_empty():
-            raise NodeNotFound(f"{ref!r} is in no identity cluster of this bundle (metakg identity show lists one).")
+            named = nodes.filter(pl.col("name").str.to_lowercase() == ref.strip().lower())["id"].to_list()
+            hits = decisions.filter(pl.col("node").is_in(named))
+        if hits.is_empty():
+            raise NodeNotFound(
+                f"{ref!r} is no node id, cluster id or node name in an identity cluster of this bundle: of the "
+                f"{decisions['cluster'].n_unique()} clusters, the first is {decisions['cluster'][0]!r}."
+                if decisions.height
+                else f"this bundle has no identity cluster: {ref!r} is in none."
+            )
         found.extend(hits["cluster"].unique(maintain_order=True).to_list())
     return list(dict.fromkeys(found))
 
@@ -353,8 +367,9 @@ def identity_show(path: Path, ref: str) -> ClusterView:
         UsageError: the bundle was not resolved; NodeNotFound: ``ref`` is in no cluster.
     """
     bundle = read_bundle(path)
-    decisions = _resolution(path, bundle).decisions
-    [cluster] = _clusters_of(decisions, [ref])[:1]
+    resolution = _resolution(path, bundle)
+    decisions = resolution.decisions
+    [cluster] = _clusters_of(decisions, [ref], _named(resolution))[:1]
     rows = decisions.filter(pl.col("cluster") == cluster)
     return ClusterView(
         cluster=cluster,
@@ -379,7 +394,7 @@ def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> Split
     with writing(path):
         bundle = read_bundle(path)
         resolution = _resolution(path, bundle)
-        clusters = _clusters_of(resolution.decisions, refs)
+        clusters = _clusters_of(resolution.decisions, refs, _named(resolution))
         done = unresolve(resolution, default_vocabulary(), clusters)
         summary = _summary(done, resolution.nodes.height)
         manifest = dict(bundle.manifest)

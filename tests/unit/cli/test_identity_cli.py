@@ -67,6 +67,8 @@ def test_resolve_show_and_split_round_trip(tmp_path: Path) -> None:
     shown = run("identity", "show", "WD:q11081", "-b", str(out))  # any written form of a member
     assert shown["canonical"] == "mondo:0004975" and shown["evidence"] == ["mondo:0004975"]
     assert {m["node"] for m in shown["members"]} == {"mondo:0004975", "wd:Q11081"}
+    by_name = run("identity", "show", "alzheimer's disease", "-b", str(out))  # a member's name, any case
+    assert by_name["cluster"] == shown["cluster"]
     apart = run("identity", "show", "drugbank:DB00945", "-b", str(out))
     assert apart["canonical"] is None and "incompatible" in apart["problem"]
     done = run("identity", "split", "mondo:0004975", "drugbank:DB01043", "-b", str(out))
@@ -90,7 +92,8 @@ def test_bad_resolve_requests_are_clean_errors(tmp_path: Path) -> None:
     out = tmp_path / "one"
     run("resolve", str(primekg), str(wikidata), "-o", str(out))
     nowhere = runner.invoke(app, ["identity", "split", "wd:Q1066", "-b", str(out), "--json"])
-    assert nowhere.exit_code != 0 and "in no identity cluster" in nowhere.output
+    assert nowhere.exit_code != 0 and "'wd:Q1066' is no node id, cluster id or node name" in nowhere.output
+    assert "of the 3 clusters, the first is" in nowhere.output
 
 
 def test_resolve_by_names_too(tmp_path: Path) -> None:
