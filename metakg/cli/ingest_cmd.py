@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from metakg import api
 from metakg.cli._common import (
     HISTORY_HELP,
     JSON_HELP,
     TOLERANCE_HELP,
+    err,
     finish,
     guarded,
     out,
@@ -75,9 +77,11 @@ def triples(
             )
             if report.rejected:
                 print_reject_reasons(report.rejected, "lines", report.reject_reasons, output / "rejects.parquet")
+        if not report.accepted:  # an empty bundle is never what was meant: exit 1 whatever rejects are allowed
+            err.print(f"[yellow]no triple accepted from {escape(str(file))}: the bundle is empty[/]", highlight=False)
         allowed = allow_rejects or not cfg.validation.fail_on_reject  # then `ok` says so too: ok is exit 0
         finish(
-            allowed or api.rejects_tolerated(report.rejected, report.read, max_rejects),
+            bool(report.accepted) and (allowed or api.rejects_tolerated(report.rejected, report.read, max_rejects)),
             {
                 "command": "ingest triples",
                 "bundle": str(output),

@@ -78,6 +78,10 @@ def test_ingest_errors_have_the_right_codes(tmp_path: Path, triples: Path) -> No
     run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), "--type", "unicorn", code=2)
     run("ingest", "triples", str(triples), "-o", str(tmp_path / "b"), code=2)  # --dataset missing
     run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "b"), "--bogus", code=2)
+    (tmp_path / "empty.txt").write_text("\n\n")
+    nothing = ("ingest", "triples", str(tmp_path / "empty.txt"), "-d", "t", "-o", str(tmp_path / "e"), "--json")
+    result, empty = run(*nothing, "--allow-rejects", code=1)
+    assert empty["ok"] is False and empty["accepted"] == 0 and "no triple accepted" in result.stderr
     # a tab written as the shell passes '\t' is a tab
     escaped = ("--separator", "\\t", "--allow-rejects", "--json")
     _, tab = run("ingest", "triples", str(triples), "-d", "t", "-o", str(tmp_path / "tab"), *escaped)
