@@ -33,8 +33,9 @@ def validate(
             report = api.validate_bundle(bundle, cfg, accept_changes=accept_changes, progress=say)
         if not json_mode:
             table = Table(title=f"{bundle}: {report.headline}")
-            for column in ("check", "severity", "rows found", "rows rejected", "great-expectations unexpected"):
-                table.add_column(column)
+            table.add_column("check", no_wrap=True, min_width=max((len(c.check) for c in report.checks), default=5))
+            for column in ("severity", "rows found", "rows rejected", "unexpected (gx)"):
+                table.add_column(column)  # these wrap before a check's name is cut
             for c in report.checks:
                 gx = "" if c.gx_unexpected is None else str(c.gx_unexpected)
                 style = "red" if c.rejected else ("yellow" if c.rows else None)

@@ -86,9 +86,8 @@ class ValidationReport:
     def headline(self) -> str:
         """One line for people: passed or failed, with warnings and collapsed copies counted."""
         if not self.ok:
-            return f"Validation failed: {self.rejected} rows rejected" + (
-                f" ({', '.join(self.table_failures)})" if self.table_failures else ""
-            )
+            failed = f" ({', '.join(self.failures)})" if self.failures else ""  # the checks, table-level ones too
+            return f"Validation failed: {self.rejected} rows rejected{failed}"
         notes = [f"{self.warned} rows with warnings" if self.warned else "",
                  f"{self.collapsed} mirrored copies collapsed" if self.collapsed else ""]  # fmt: skip
         return "Validation passed" + (f" ({'; '.join(n for n in notes if n)})" if any(notes) else "")

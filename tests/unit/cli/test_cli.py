@@ -110,6 +110,13 @@ def test_validate_bad_bundle(tmp_path: Path) -> None:
     assert info["rejected"] == 13 and info["manifest"]["validation"]["ok"] is True
 
 
+def test_validate_names_every_failed_check_whole_at_80_columns(tmp_path: Path) -> None:
+    write_bundle(tmp_path / "bad", bad_bundle())
+    result = runner.invoke(app, ["validate", str(tmp_path / "bad")], terminal_width=80)
+    assert "(nodes.id_not_null, nodes.id_curie," in result.stdout  # the headline names the failed checks
+    assert "edges.confidence_in_range" in result.stdout and "…" not in result.stdout.split("┃ check")[1]
+
+
 def test_validate_allowing_rejects_is_ok_and_exit_0(tmp_path: Path) -> None:
     write_bundle(tmp_path / "bad", bad_bundle())
     _, out = run("validate", str(tmp_path / "bad"), "--allow-rejects", "--json")
