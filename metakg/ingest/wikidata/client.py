@@ -193,13 +193,19 @@ class SparqlClient:
             except urllib.error.URLError as e:
                 if isinstance(e.reason, TimeoutError):
                     raise QueryTimeout(_no_answer(wait_s or self.timeout_s)) from e
-                if isinstance(e.reason, ConnectionRefusedError):
-                    # nothing listens there: a refused connection is not a slow server, so give up soon
+                if isinstance(e.reason, ConnectionRefusedError | socket.gaierror):
+                    # nothing listens there, or the name has no address (offline, or a wrong host): not a slow
+                    # server, so give up soon
                     refused += 1
                     if refused > self.connect_retries:
+                        why = (
+                            f": its host name could not be resolved ({e.reason.strerror or e.reason}); is this "
+                            "machine offline, or is the host name wrong?"
+                            if isinstance(e.reason, socket.gaierror)
+                            else f" refused the connection {refused} times: is it running?"
+                        )
                         raise SyncError(
-                            f"{target} refused the connection {refused} times: is it running? "
-                            "(wikidata.endpoint; wikidata.connect_retries sets how often to try)"
+                            f"{target}{why} (wikidata.endpoint; wikidata.connect_retries sets how often to try)"
                         ) from e
                     self.sleep(min(delay, 1.0))
                     continue

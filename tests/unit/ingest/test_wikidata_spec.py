@@ -84,3 +84,13 @@ def test_a_refused_connection_fails_fast() -> None:
     with pytest.raises(SyncError, match="refused the connection 2 times") as info:
         client.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1")
     assert "wikidata.endpoint" in str(info.value) and waits == [1.0]  # one short wait, not 2 + 4 + 8 + 16 s
+
+
+def test_a_host_name_that_does_not_resolve_fails_fast() -> None:
+    waits: list[float] = []  # .invalid never resolves (RFC 2606): as offline, without a network to lose
+    client = SparqlClient(
+        "http://metakg.invalid/sparql", "metakg-test", max_retries=5, backoff_s=2.0, sleep=waits.append
+    )
+    with pytest.raises(SyncError, match="host name could not be resolved") as info:
+        client.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1")
+    assert "offline" in str(info.value) and waits == [1.0]  # not about a minute of backoff
