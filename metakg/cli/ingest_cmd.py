@@ -20,6 +20,7 @@ from metakg.cli._common import (
     progress,
     settings,
 )
+from metakg.config import Settings
 
 app = typer.Typer(
     rich_markup_mode=None, help="Read a source into a KG bundle (common schema, Parquet).", no_args_is_help=True
@@ -79,9 +80,8 @@ def triples(
                 print_reject_reasons(report.rejected, "lines", report.reject_reasons, output / "rejects.parquet")
         if not report.accepted:  # an empty bundle is never what was meant: exit 1 whatever rejects are allowed
             err.print(f"[yellow]no triple accepted from {escape(str(file))}: the bundle is empty[/]", highlight=False)
-        allowed = allow_rejects or not cfg.validation.fail_on_reject  # then `ok` says so too: ok is exit 0
         finish(
-            bool(report.accepted) and (allowed or api.rejects_tolerated(report.rejected, report.read, max_rejects)),
+            bool(report.accepted) and _tolerated(cfg, report.rejected, report.read, max_rejects, allow_rejects),
             {
                 "command": "ingest triples",
                 "bundle": str(output),
@@ -120,24 +120,20 @@ def primekg(
                 path, output, cfg, download_missing=download, previous=previous, history=history, progress=say
             )
         if not json_mode:
+            n = report.conflicting_ids
+            conflicts = (
+                f"; {n} ids named, typed or indexed two ways (the first kept, other names as aliases)" if n else ""
+            )
             out.print(
                 f"read {report.read} rows: {report.accepted} accepted, {report.rejected} rejected; "
                 f"{report.collapsed_copies} copies collapsed ({report.mirrored_pairs} mirrored pairs, "
-                f"{report.exact_duplicates} exact duplicate rows)"
-                + (
-                    f"; {report.conflicting_ids} ids named, typed or indexed two ways (first kept, other names "
-                    "as aliases)"
-                    if report.conflicting_ids
-                    else ""
-                )
-                + "\n"
+                f"{report.exact_duplicates} exact duplicate rows){conflicts}\n"
                 f"bundle {output}: {report.nodes} nodes, {report.edges} edges"
             )
             if report.rejected:
                 print_reject_reasons(report.rejected, "rows", report.reject_reasons, output / "rejects.parquet")
-        allowed = allow_rejects or not cfg.validation.fail_on_reject  # then `ok` says so too: ok is exit 0
         finish(
-            allowed or api.rejects_tolerated(report.rejected, report.read, max_rejects),
+            _tolerated(cfg, report.rejected, report.read, max_rejects, allow_rejects),
             {
                 "command": "ingest primekg",
                 "bundle": str(output),
@@ -146,6 +142,13 @@ def primekg(
             },
             json_mode=json_mode,
         )
+
+
+def _tolerated(cfg: Settings, rejected: int, read: int, max_rejects: str, allow_rejects: bool) -> bool:
+    """Whether the rejects leave the run ok (exit 0, and ``ok`` in --json): allowed by --allow-rejects or
+    ``validation.fail_on_reject = false``, or within --max-rejects."""
+    allowed = allow_rejects or not cfg.validation.fail_on_reject
+    return allowed or api.rejects_tolerated(rejected, read, max_rejects)
 
 
 def _diff(output: Path, previous: Path | None, json_mode: bool) -> dict[str, object]:
