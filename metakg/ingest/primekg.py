@@ -326,13 +326,15 @@ def _nodes(good: pl.DataFrame, source: str) -> tuple[pl.DataFrame, int]:
     first type stays."""
     forms = pl.concat(
         [
-            good.select(
+            good.select(  # names and types stay categorical (4-byte codes) until each side is deduplicated
                 pl.col(f"_{s}").alias("id"),
-                pl.col(f"{s}_name").cast(pl.String).alias("name"),
-                pl.col(f"_{s}t").cast(pl.String).alias("type"),
+                pl.col(f"{s}_name").alias("name"),
+                pl.col(f"_{s}t").alias("type"),
                 pl.col(f"{s}_index").alias("index"),
                 pl.col("_row"),
-            ).unique(["id", "name", "type", "index"], keep="first", maintain_order=True)
+            )
+            .unique(["id", "name", "type", "index"], keep="first", maintain_order=True)
+            .with_columns(pl.col("name", "type").cast(pl.String))
             for s in ("x", "y")
         ]
     ).sort("_row", maintain_order=True)
