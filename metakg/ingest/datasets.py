@@ -351,10 +351,11 @@ def _csv_rows(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, str]
         InputDataError: the file cannot be read or has no header.
     """
     try:
-        data = as_utf8(strip_bom(path.read_bytes()), path)
+        data = strip_bom(as_utf8(path.read_bytes(), path))
     except OSError as e:
         raise InputDataError(f"cannot read {path}: {e.strerror or e}.") from e
-    reader = csv.reader(io.StringIO(data.decode("utf-8", errors="surrogateescape"), newline=""), strict=True)
+    text = data.decode("utf-8", errors="surrogateescape")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader)
     except (StopIteration, csv.Error) as e:
@@ -367,10 +368,11 @@ def _csv_rows(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, str]
                 cells = next(reader)
             except StopIteration:
                 return
-            except csv.Error as e:
-                yield line + 1, RecordError(f"not CSV from here to the end of the file ({e})"), ""
+            except csv.Error as e:  # the rest of the file is the one record refused, kept whole
+                rest = "\n".join(text.split("\n")[line:])
+                yield line + 1, RecordError(f"not CSV from here to the end of the file ({e})"), _shown(rest)
                 return
-            raw = ",".join(cells).encode("utf-8", errors="surrogateescape").decode("utf-8", errors="backslashreplace")
+            raw = _shown(",".join(cells))
             start, line = line + 1, reader.line_num
             if not any(cell.strip() for cell in cells):
                 continue
@@ -384,7 +386,12 @@ def _csv_rows(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, str]
     return header, rows()
 
 
-def storable(record: dict[str, Any]) -> dict[str, Any]:
+def _shown(text: str) -> str:
+    """Text decoded with its bad bytes kept (``surrogateescape``) as a reject stores it: those bytes escaped."""
+    return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="backslashreplace")
+
+
+def _storable(record: dict[str, Any]) -> dict[str, Any]:
     """The record, when its text can be written as UTF-8: JSON may spell a lone UTF-16 surrogate
     (``\\ud800``), which is no character."""
     try:
@@ -521,7 +528,7 @@ def read_dataset(
             try:
                 if isinstance(found, RecordError):
                     raise found
-                records.append(storable(found))
+                records.append(_storable(found))
             except RecordError as e:
                 reject(number, str(e), line.rstrip("\n"))
                 continue
@@ -548,9 +555,10 @@ def read_dataset(
                         raise RecordError(f"{text_field} is missing or empty")
                     record_id = str(row[id_field]) if id_field and row.get(id_field) is not None else f"{name}:{number}"
                     when = _record_time(row, time_field)
-                    records.append(storable({"record_id": record_id, "kind": "text", "text": str(value), "time": when}))
+                    record = {"record_id": record_id, "kind": "text", "text": str(value), "time": when}
+                    records.append(_storable(record))
                 else:
-                    records.append(storable(parsers[fmt](row, f"{name}:{number}")))
+                    records.append(_storable(parsers[fmt](row, f"{name}:{number}")))
             except json.JSONDecodeError as e:
                 reject(number, f"invalid JSON ({e.msg} at column {e.colno})", line)
             except RecursionError:

@@ -136,6 +136,9 @@ def test_a_bad_csv_row_is_rejected_alone_naming_its_line(tmp_path: Path) -> None
         "d.csv:8": "not CSV from here to the end of the file (unexpected end of data)",
     }
     assert result.read == result.accepted + result.rejects.height
+    payloads = dict(zip(result.rejects["record"], result.rejects["payload"], strict=True))
+    assert payloads["d.csv:5"] == "3,Caf\\xe9 is not UTF-8"  # the bad byte escaped, kept
+    assert payloads["d.csv:8"] == '5,"an open quote\n6,to the end\n'  # the rest of the file, whole
     (tmp_path / "t.csv").write_text("body,when\nAspirin treats pain.,1700000000\nFever.,2023-11-14T22:13:20Z\n")
     timed = read_dataset(tmp_path / "t.csv", "csv", text_field="body", time_field="when")
     assert timed.records["time"][0] == timed.records["time"][1]  # Unix seconds as text, and ISO 8601
