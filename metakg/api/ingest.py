@@ -166,7 +166,7 @@ def ingest_primekg(
         path = primekg_download(settings, progress)
     _keeps_its_history(out, previous, history)
     with writing(out):
-        bundle, report = read_primekg(path, progress=progress)
+        bundle, report = read_primekg(path, progress=progress, max_field_chars=settings.ingest.max_field_chars)
         report = dataclasses.replace(report, reject_reasons=tuple(reject_reasons(bundle.rejects)))
         _record_previous(bundle, previous, history, progress)
         (progress or quiet)("writing bundle")

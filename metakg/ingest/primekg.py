@@ -8,8 +8,9 @@
 - PrimeKG stores each relationship twice (source and target swapped, same label) and has exact duplicate
   rows: all copies become one edge, oriented from the smaller to the larger id, whose ``count`` says how many
   rows stated it; the report says how many copies were collapsed.
-- A row with a missing value, an unknown source or type, an empty id, a malformed index or bytes that are
-  not UTF-8 is rejected with its reason; read = accepted + rejected.
+- A row with a missing value, an unknown source or type, an empty id, a malformed index, bytes that are
+  not UTF-8, a control character (NUL, BEL, ...) or an id, name or relation longer than
+  ``ingest.max_field_chars`` is rejected with its reason; read = accepted + rejected.
 
 The file is scanned lazily with polars, every column as text, so a bad value never stops the read.
 """
@@ -29,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import ConfigError, InputDataError
-from metakg.ingest.hygiene import strip_bom
+from metakg.ingest.hygiene import has_control, strip_bom
 from metakg.progress import Progress
 from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.curie import prefix_spec
@@ -168,6 +169,8 @@ REASONS = {
     "missing_value": "a column is missing or empty",
     "surplus_fields": "the row has more than 12 fields",
     "invalid_utf8": "the row has bytes that are not UTF-8",
+    "control_character": "a field holds a control character (such as NUL or BEL)",
+    "field_too_long": "an id, name or relation is longer than {limit} characters (ingest.max_field_chars)",
     "empty_id": "x_id or y_id is blank",
     "malformed_index": "x_index or y_index is not a whole number from 0 to 4294967295",
     "unknown_source": "x_source or y_source is not a PrimeKG source",
@@ -181,8 +184,13 @@ def _index_ok(text: pl.Expr) -> pl.Expr:
     return text.str.contains(r"^\d+$") & text.cast(pl.UInt32, strict=False).is_not_null()
 
 
-def _rules(lossy: bool) -> list[tuple[str, pl.Expr]]:
-    """The row checks, in order (``lossy``: the file had bytes that are not UTF-8)."""
+#: the free-text columns: the ones no lookup checks
+TEXT_COLUMNS = ["relation", "display_relation", "x_id", "x_name", "y_id", "y_name"]
+
+
+def _rules(lossy: bool, max_field_chars: int) -> list[tuple[str, pl.Expr]]:
+    """The row checks, in order (``lossy``: the file had bytes that are not UTF-8; ``max_field_chars``: the
+    longest id, name or relation accepted)."""
     invalid = (
         pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in KG_COLUMNS])
         if lossy
@@ -192,6 +200,8 @@ def _rules(lossy: bool) -> list[tuple[str, pl.Expr]]:
         ("missing_value", pl.any_horizontal([pl.col(c).is_null() for c in KG_COLUMNS])),
         ("surplus_fields", pl.col("_surplus").is_not_null()),
         ("invalid_utf8", invalid),
+        ("control_character", pl.any_horizontal([has_control(pl.col(c)) for c in TEXT_COLUMNS])),
+        ("field_too_long", pl.any_horizontal([pl.col(c).str.len_chars() > max_field_chars for c in TEXT_COLUMNS])),
         ("empty_id", (pl.col("x_id").str.strip_chars() == "") | (pl.col("y_id").str.strip_chars() == "")),
         ("malformed_index", pl.any_horizontal([~_index_ok(pl.col(c)) for c in ("x_index", "y_index")])),
         ("unknown_source", pl.col("_x").is_null() | pl.col("_y").is_null()),
@@ -200,7 +210,7 @@ def _rules(lossy: bool) -> list[tuple[str, pl.Expr]]:
     ]
 
 
-def _checked(scan: pl.LazyFrame, *, lossy: bool, relations: dict[str, str]) -> pl.LazyFrame:
+def _checked(scan: pl.LazyFrame, *, lossy: bool, relations: dict[str, str], max_field_chars: int) -> pl.LazyFrame:
     """Derived columns (CURIE ids, vocabulary types, relation) and the row check."""
     return (
         scan.with_columns(
@@ -210,8 +220,8 @@ def _checked(scan: pl.LazyFrame, *, lossy: bool, relations: dict[str, str]) -> p
             _type(pl.col("y_type")).alias("_yt"),
             _lookup(pl.col("relation"), relations).alias("_rel"),
         )
-        .with_columns(first_failure_code(_rules(lossy)).alias("_code"))
-        .with_columns(code_names(pl.col("_code"), _rules(lossy)).alias("_check"))
+        .with_columns(first_failure_code(_rules(lossy, max_field_chars)).alias("_code"))
+        .with_columns(code_names(pl.col("_code"), _rules(lossy, max_field_chars)).alias("_check"))
     )
 
 
@@ -242,7 +252,9 @@ def _is_gzip(path: Path) -> bool:
         return fh.read(2) == GZIP_MAGIC
 
 
-def _read_gzip(path: Path, *, source: str, run_id: str, progress: Progress | None) -> tuple[Bundle, PrimeKGReport]:
+def _read_gzip(
+    path: Path, *, source: str, run_id: str, progress: Progress | None, max_field_chars: int
+) -> tuple[Bundle, PrimeKGReport]:
     """A gzip-compressed kg.csv, decompressed into a temporary file and read like a plain one."""
     (progress or (lambda _stage: None))("decompressing")
     with tempfile.TemporaryDirectory(prefix="metakg-primekg-") as tmp:
@@ -252,7 +264,9 @@ def _read_gzip(path: Path, *, source: str, run_id: str, progress: Progress | Non
                 shutil.copyfileobj(packed, out, 1 << 20)
         except (OSError, EOFError) as e:
             raise InputDataError(f"cannot decompress {path} (gzip): {e}.") from e
-        bundle, report = read_primekg(plain, source=source, run_id=run_id, progress=progress)
+        bundle, report = read_primekg(
+            plain, source=source, run_id=run_id, progress=progress, max_field_chars=max_field_chars
+        )
     # records are named after the file the user gave, not the temporary one
     bundle.rejects = bundle.rejects.with_columns(pl.col("record").str.replace("kg.csv", path.name, literal=True))
     bundle.edges = bundle.edges.with_columns(
@@ -272,7 +286,7 @@ def _unparsable(path: Path, error: Exception) -> InputDataError:
     )
 
 
-def _checked_rows(path: Path) -> tuple[pl.DataFrame, bool]:
+def _checked_rows(path: Path, max_field_chars: int) -> tuple[pl.DataFrame, bool]:
     """Every row of the file with the columns later steps need and the check it fails (``_check``, null when
     none), in one streaming pass; and whether the text had to be read with bad bytes replaced. Strict UTF-8
     is the fast path: only a file with bad bytes is read again.
@@ -288,15 +302,18 @@ def _checked_rows(path: Path) -> tuple[pl.DataFrame, bool]:
         zip(distinct.to_list(), pl.select(normalise_relation_expr(pl.lit(distinct))).to_series(), strict=True)
     )
     try:
-        return _kept(_checked(scan_kg(path), lossy=False, relations=relations)).collect(engine="streaming"), False
+        checked = _checked(scan_kg(path), lossy=False, relations=relations, max_field_chars=max_field_chars)
+        return _kept(checked).collect(engine="streaming"), False
     except pl.exceptions.ComputeError as e:
         if "utf" not in str(e).lower():
             raise _unparsable(path, e) from e
-    replaced = _kept(_checked(scan_kg(path, lossy=True), lossy=True, relations=relations))
+    replaced = _kept(
+        _checked(scan_kg(path, lossy=True), lossy=True, relations=relations, max_field_chars=max_field_chars)
+    )
     return replaced.collect(engine="streaming"), True
 
 
-def _rejects(path: Path, bad: pl.DataFrame, lossy: bool, record_prefix: str) -> pl.DataFrame:
+def _rejects(path: Path, bad: pl.DataFrame, lossy: bool, record_prefix: str, max_field_chars: int) -> pl.DataFrame:
     """The rejects table of the rows ``bad`` names (``_row``, ``_check``), each with its text read again."""
     payloads = (
         scan_kg(path, lossy=lossy)
@@ -314,7 +331,9 @@ def _rejects(path: Path, bad: pl.DataFrame, lossy: bool, record_prefix: str) -> 
         pl.lit("input").alias("table"),
         (pl.lit(f"{record_prefix} row ") + pl.col("_row").cast(pl.String)).alias("record"),
         pl.col("_check").alias("check"),
-        pl.col("_check").replace_strict(REASONS).alias("reason"),
+        pl.col("_check")
+        .replace_strict({k: v.format(limit=max_field_chars) for k, v in REASONS.items()})
+        .alias("reason"),
         pl.col("payload"),
     )
 
@@ -372,7 +391,12 @@ def _edge_rows(
 
 
 def read_primekg(
-    path: Path, *, source: str = "primekg", run_id: str | None = None, progress: Progress | None = None
+    path: Path,
+    *,
+    source: str = "primekg",
+    run_id: str | None = None,
+    progress: Progress | None = None,
+    max_field_chars: int = 1000,
 ) -> tuple[Bundle, PrimeKGReport]:
     """Read PrimeKG into a bundle (not yet validated, not yet written).
 
@@ -381,6 +405,7 @@ def read_primekg(
         source: the ``source`` of every node and edge.
         run_id: provenance run id; a new one is made when None.
         progress: called with a short stage name as the work advances.
+        max_field_chars: a row whose id, name or relation is longer than this is rejected.
 
     Raises:
         InputDataError: the file is missing or its header is not PrimeKG's.
@@ -388,15 +413,19 @@ def read_primekg(
     say = progress or (lambda _stage: None)
     run_id = run_id or uuid.uuid4().hex
     if path.is_file() and _is_gzip(path):
-        return _read_gzip(path, source=source, run_id=run_id, progress=progress)
+        return _read_gzip(path, source=source, run_id=run_id, progress=progress, max_field_chars=max_field_chars)
     say("scanning")
     record_prefix = path.name if path.is_file() else f"{path.name}/kg.csv"
     # One streaming pass keeps only what later steps need (the raw text columns are most of the memory);
     # strict UTF-8 is the fast path, and only a file with bad bytes is read again with them replaced.
-    table, lossy = _checked_rows(path)
+    table, lossy = _checked_rows(path, max_field_chars)
     say("collecting rejected rows")
     rejects = _rejects(
-        path, table.filter(pl.col("_check").is_not_null()).select("_row", "_check"), lossy, record_prefix
+        path,
+        table.filter(pl.col("_check").is_not_null()).select("_row", "_check"),
+        lossy,
+        record_prefix,
+        max_field_chars,
     )
     good = table.filter(pl.col("_check").is_null()).drop("_check")
     del table  # the big frames are let go as soon as the next one is made: PrimeKG has 8 million rows

@@ -109,6 +109,27 @@ def test_bad_rows_are_rejected_with_reasons(tmp_path: Path, data_dir: Path) -> N
     assert bundle.nodes.filter(pl.col("id") == "ncbigene:9796")["name"][0] == "PHYHIP"
 
 
+def test_control_characters_and_overlong_fields_are_rejected(tmp_path: Path, data_dir: Path) -> None:
+    path = write_kg(tmp_path / "kg.csv", head_rows(data_dir))
+    with path.open("ab") as fh:
+        fh.write(b"protein_protein,ppi,0,9796,gene/protein,PHY\x00HIP,NCBI,8889,56992,gene/protein,KIF15,NCBI\n")
+        fh.write(b"protein_protein,p\x07pi,0,9796,gene/protein,PHYHIP,NCBI,8889,56992,gene/protein,KIF15,NCBI\n")
+        fh.write(
+            b"protein_protein,ppi,0,9796,gene/protein,PHYHIP,NCBI,8889,56992,gene/protein,K" + b"I" * 60 + b",NCBI\n"
+        )
+    bundle, report = read_primekg(path, max_field_chars=50)
+    assert report.read == 8 and report.rejected == 3
+    rejected = {r["record"]: r for r in bundle.rejects.iter_rows(named=True)}
+    assert [rejected[f"kg.csv row {n}"]["check"] for n in (7, 8, 9)] == [
+        "control_character",
+        "control_character",
+        "field_too_long",
+    ]
+    assert "50 characters" in rejected["kg.csv row 9"]["reason"]
+    assert "\x00" in rejected["kg.csv row 7"]["payload"]  # the row as written, to be found and mended
+    assert not bundle.nodes["name"].str.contains("\x00", literal=True).any()
+
+
 def test_missing_file_and_wrong_header(tmp_path: Path) -> None:
     with pytest.raises(InputDataError, match="Harvard Dataverse"):
         read_primekg(tmp_path / "kg.csv")
