@@ -68,15 +68,26 @@ class BundleDiff:
         }
 
 
+#: where a record locator says the record sits in its file: a line (``triples.tsv:12``) or a row
+#: (``kg.csv row 12``). Inserting one line above shifts it, not the record.
+POSITION = r"(:\d+| row \d+)$"
+
+
 def comparable(frame: pl.DataFrame, columns: tuple[str, ...]) -> list[pl.Expr]:
     """``columns`` of ``frame`` in the form rows are compared in: list columns sorted (a merge does not keep
-    their order), a missing list as an empty one. A diff compares them; a Neo4j load hashes them."""
-    return [
-        pl.col(c).fill_null(pl.lit([], dtype=frame.schema[c])).list.sort()
-        if isinstance(frame.schema[c], pl.List)
-        else pl.col(c)
-        for c in columns
-    ]
+    their order), a missing list as an empty one; ``record_ids`` without their line or row numbers
+    (:data:`POSITION`), so a line inserted into a source changes the edges it states, not every edge after it
+    (the records that state an edge are still compared by file or unit, and by ``count``). A diff compares
+    them; a Neo4j load hashes them."""
+    compared = []
+    for c in columns:
+        column = pl.col(c)
+        if c == "record_ids":
+            column = column.list.eval(pl.element().str.replace(POSITION, "")).list.unique()
+        if isinstance(frame.schema[c], pl.List):
+            column = column.fill_null(pl.lit([], dtype=frame.schema[c])).list.sort()
+        compared.append(column.alias(c))
+    return compared
 
 
 def content_hash(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Expr:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
-from metakg.schemas.bundle import Bundle, write_bundle
-from metakg.schemas.diff import diff_bundles
+from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
+from metakg.schemas.diff import EDGE_CONTENT, content_hash, diff_bundles
 from metakg.schemas.tables import conform_edges, edge_ids
 from tests.conftest import small_bundle
 from tests.unit.cli.test_cli import run
@@ -93,3 +93,29 @@ def test_an_ingest_against_its_previous_version_records_the_diff(tmp_path: Path)
     assert (nodes["added"], nodes["removed"]) == (3, 3)  # stress, coffee, insomnia; migraine, salt, thirst
     _, info = run("info", str(bundle), "--json")
     assert info["manifest"]["diff"]["edges"]["added"] == 2
+
+
+def test_a_line_inserted_above_changes_no_edge_after_it(tmp_path: Path) -> None:
+    """Record ids name lines; a line inserted at the top shifts every later line, not the edges they state.
+    The Neo4j load's content hash agrees with the diff, so it rewrites none of them either."""
+    source = tmp_path / "kg.txt"
+    lines = ["aspirin\ttreats\theadache", "headache\tsymptom of\tmigraine", "salt\tcauses\tthirst"]
+    source.write_text("\n".join(lines) + "\n")
+    bundle = tmp_path / "kg"
+    run("ingest", "triples", str(source), "-d", "t", "-o", str(bundle), "--json")
+    v1 = read_bundle(bundle)
+    source.write_text("\n".join(["coffee\tcauses\tinsomnia", *lines, "salt\tcauses\tthirst"]) + "\n")
+    _, out = run("ingest", "triples", str(source), "-d", "t", "-o", str(bundle), "--previous", str(bundle), "--json")
+    edges = out["diff"]["edges"]
+    assert (edges["added"], edges["removed"], edges["changed"]) == (1, 0, 1)
+    assert edges["changed_columns"] == {"count": 1}  # salt causes thirst is now stated twice
+    v2 = read_bundle(bundle)
+    aspirin = pl.col("src").str.contains("aspirin")
+    assert v1.edges.filter(aspirin)["record_ids"][0].to_list() == ["kg.txt:1"]
+    assert v2.edges.filter(aspirin)["record_ids"][0].to_list() == ["kg.txt:2"]  # the bundle says where it is now
+
+    def hashes(b: Bundle) -> dict[str, str]:
+        return dict(b.edges.select("id", content_hash(b.edges, EDGE_CONTENT)).iter_rows())
+
+    before, after = hashes(v1), hashes(v2)
+    assert sum(before[i] != after[i] for i in before) == 1  # only the edge stated twice
