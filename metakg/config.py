@@ -88,7 +88,9 @@ class IngestSettings(Section):
     """Limits applied while reading source files."""
 
     max_field_chars: int = Field(
-        default=1000, ge=1, description="A head, relation or tail (PrimeKG: an id, name or relation) longer than this is rejected."
+        default=1000,
+        ge=1,
+        description="A head, relation or tail (PrimeKG: an id, name or relation) longer than this is rejected.",
     )
 
 

@@ -24,11 +24,9 @@ none reaches it); the figures reported are the held-out half's at that threshold
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import io
 import json
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -52,6 +50,7 @@ from metakg.identity.names import (
 )
 from metakg.llm.embedder import Embedder
 from metakg.schemas.vocabulary import TypeVocabulary, default_vocabulary
+from metakg.textfiles import as_utf8, strip_bom
 
 GoldFormat = Literal["sssom", "sssom-links", "drugbank", "kgtk", "ssslm", "pubtator"]
 GOLD_FORMATS: tuple[GoldFormat, ...] = ("sssom", "sssom-links", "drugbank", "kgtk", "ssslm", "pubtator")
@@ -117,13 +116,9 @@ def _open_text(path: Path) -> io.TextIOBase:
         raw = path.read_bytes()
     except OSError as e:
         raise InputDataError(f"cannot read the gold file {path}: {e.strerror or e}.") from e
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:  # a truncated stream ends in EOFError
-            raise InputDataError(f"{path} looks gzip-compressed but cannot be decompressed: {e}.") from e
+    raw = strip_bom(as_utf8(raw, path))
     try:
-        return io.StringIO(raw.decode("utf-8-sig"))
+        return io.StringIO(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise InputDataError(f"{path}, line {line}: not UTF-8 text (byte {e.start}).") from e

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import polars as pl
 
 from metakg.errors import InputDataError, UsageError
-from metakg.ingest.hygiene import as_utf8, strip_bom
+from metakg.textfiles import as_utf8, strip_bom
 
 DatasetFormat = Literal[
     "medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata", "text", "jsonl", "csv"

@@ -30,13 +30,14 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import ConfigError, InputDataError
-from metakg.ingest.hygiene import has_control, strip_bom
+from metakg.ingest.hygiene import has_control
 from metakg.progress import Progress
 from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.curie import prefix_spec
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids, normalise_relation_expr
 from metakg.schemas.validation import code_names, first_failure_code
 from metakg.schemas.vocabulary import default_vocabulary
+from metakg.textfiles import strip_bom
 
 IMPORTER = "metakg.ingest.primekg"
 KG_COLUMNS = [

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from metakg.errors import InputDataError, UsageError
-from metakg.ingest.hygiene import as_utf8, has_control, strip_bom, without_invisible
+from metakg.ingest.hygiene import has_control, without_invisible
 from metakg.progress import Progress
 from metakg.schemas.bundle import Bundle, source_entry
 from metakg.schemas.curie import check_dataset_name, dataset_id_expr
@@ -29,6 +29,7 @@ from metakg.schemas.tables import (
     normalise_relation_expr,
 )
 from metakg.schemas.validation import code_names, first_failure_code
+from metakg.textfiles import as_utf8, strip_bom
 
 IMPORTER = "metakg.ingest.triples"
 
