@@ -70,6 +70,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_store
 	$(PY) -m benchmarks.bench_primekg --scale 1.0
 	$(PY) -m benchmarks.bench_neo4j_load
+	$(PY) -m benchmarks.bench_neo4j_floor
 	$(PY) -m benchmarks.bench_neo4j_follow --scale 1.0
 	$(PY) -m benchmarks.bench_primekg_release --scale 1.0
 	$(PY) -m benchmarks.bench_primekg_scale --scale 1.0
