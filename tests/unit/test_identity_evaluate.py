@@ -68,12 +68,16 @@ def test_sssom_pairs_read_right_and_wrong_rows(tmp_path: Path) -> None:
     assert gold.left[5] == "Alzheimer disease" and gold.keys[5] == "kegg.pathway:hsa05010"
 
 
-def test_a_second_file_adds_wrong_pairs_and_gzip_is_read(tmp_path: Path) -> None:
+def test_a_second_file_adds_wrong_pairs_and_gzip_utf16_and_a_bom_are_read(tmp_path: Path) -> None:
     positives = sssom(tmp_path / "p.tsv", [r for r in ROWS if not r[2]])
     negatives = tmp_path / "n.tsv.gz"
     negatives.write_bytes(gzip.compress(sssom(tmp_path / "n.tsv", [r for r in ROWS if r[2]]).read_bytes()))
     gold = read_sssom(positives, negatives)
     assert sum(gold.match) == 5 and len(gold.match) == 8
+    wide = tmp_path / "n16.tsv"  # what a Windows editor saves as "Unicode", and a UTF-8 mark
+    wide.write_bytes((tmp_path / "n.tsv").read_text(encoding="utf-8").encode("utf-16"))
+    (tmp_path / "p8.tsv").write_bytes(b"\xef\xbb\xbf" + positives.read_bytes())
+    assert read_sssom(tmp_path / "p8.tsv", wide).match == gold.match
 
 
 @pytest.mark.parametrize(
