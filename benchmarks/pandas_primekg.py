@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from metakg.ingest.primekg import KG_COLUMNS, SOURCE_PREFIXES
+from metakg.ingest.hygiene import CONTROL
+from metakg.ingest.primekg import KG_COLUMNS, SOURCE_PREFIXES, TEXT_COLUMNS
 from metakg.schemas.vocabulary import default_vocabulary
 
 
@@ -47,6 +48,9 @@ def transform(path: Path, out: Path) -> tuple[int, int, int]:
         | ~df["y_index"].str.fullmatch(r"\d+").fillna(False)
         | df["_x"].isna() | df["_y"].isna() | df["_xt"].isna() | df["_yt"].isna() | (df["_rel"] == "")
     )  # fmt: skip
+    for column in TEXT_COLUMNS:  # control characters and overlong ids, names and relations
+        text = df[column].fillna("")
+        bad |= text.str.contains(CONTROL, regex=True) | (text.str.len() > 1000)
     rejects = df[bad]
     good = df[~bad].copy()
     good["_row"] = np.arange(len(good))
