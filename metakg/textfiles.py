@@ -1,5 +1,5 @@
-"""The bytes of a text file as UTF-8: what every reader of user files (triple files, PrimeKG, QA sets,
-documents, identity gold files) does before it splits lines.
+"""The bytes of a text file as UTF-8: what the readers of triple files, QA sets, documents and identity
+gold files do before they split lines (PrimeKG, read by polars as it streams, only drops the UTF-8 mark).
 
 - A gzip-compressed file is read as the text it holds.
 - A file in UTF-16 or UTF-32 with its byte-order mark (what Windows tools write as "Unicode") is re-encoded.

@@ -71,19 +71,23 @@ class BundleDiff:
 #: where a record locator says the record sits in its file: a line (``triples.tsv:12``) or a row
 #: (``kg.csv row 12``). Inserting one line above shifts it, not the record.
 POSITION = r"(:\d+| row \d+)$"
+#: the importers whose record ids are such locators (triple files, PrimeKG); other record ids (Wikidata
+#: statements, extraction units, a user's own ids such as ``PMID:12345``) are compared whole
+POSITIONAL_IMPORTERS = ("metakg.ingest.triples", "metakg.ingest.primekg")
 
 
 def comparable(frame: pl.DataFrame, columns: tuple[str, ...]) -> list[pl.Expr]:
     """``columns`` of ``frame`` in the form rows are compared in: list columns sorted (a merge does not keep
-    their order), a missing list as an empty one; ``record_ids`` without their line or row numbers
-    (:data:`POSITION`), so a line inserted into a source changes the edges it states, not every edge after it
-    (the records that state an edge are still compared by file or unit, and by ``count``). A diff compares
-    them; a Neo4j load hashes them."""
+    their order), a missing list as an empty one; the ``record_ids`` of triple files and PrimeKG without
+    their line or row numbers (:data:`POSITION`), so a line inserted into such a file changes the edges it
+    states, not every edge after it (the records that state an edge are still compared by file, and by
+    ``count``). A diff compares them; a Neo4j load and a bundle's history hash them."""
     compared = []
     for c in columns:
         column = pl.col(c)
-        if c == "record_ids":
-            column = column.list.eval(pl.element().str.replace(POSITION, "")).list.unique()
+        if c == "record_ids" and "importer" in frame.columns:
+            files = column.list.eval(pl.element().str.replace(POSITION, "")).list.unique()
+            column = pl.when(pl.col("importer").is_in(POSITIONAL_IMPORTERS)).then(files).otherwise(column)
         if isinstance(frame.schema[c], pl.List):
             column = column.fill_null(pl.lit([], dtype=frame.schema[c])).list.sort()
         compared.append(column.alias(c))

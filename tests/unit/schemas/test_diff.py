@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from metakg.schemas.bundle import Bundle, read_bundle, write_bundle
-from metakg.schemas.diff import EDGE_CONTENT, content_hash, diff_bundles
+from metakg.schemas.diff import EDGE_CONTENT, POSITIONAL_IMPORTERS, content_hash, diff_bundles
 from metakg.schemas.tables import conform_edges, edge_ids
 from tests.conftest import small_bundle
 from tests.unit.cli.test_cli import run
@@ -119,3 +119,29 @@ def test_a_line_inserted_above_changes_no_edge_after_it(tmp_path: Path) -> None:
 
     before, after = hashes(v1), hashes(v2)
     assert sum(before[i] != after[i] for i in before) == 1  # only the edge stated twice
+
+
+def test_only_the_locators_of_triple_files_and_primekg_lose_their_position() -> None:
+    """A PrimeKG row moves like a line; a user's own record id that ends in digits (an extraction's
+    ``PMID:12345``) is an id, not a position: another one is another record."""
+    from metakg.extractors.pipeline import IMPORTER as EXTRACT
+    from metakg.ingest.primekg import IMPORTER as PRIMEKG
+    from metakg.ingest.triples import IMPORTER as TRIPLES
+
+    assert {TRIPLES, PRIMEKG} == set(POSITIONAL_IMPORTERS)
+    old = small_bundle()
+    first = old.edges["id"][0]
+
+    def stated(bundle: Bundle, importer: str, record: str) -> Bundle:
+        edges = bundle.edges.with_columns(
+            pl.lit(importer).alias("importer"),
+            pl.when(pl.col("id") == first).then(pl.lit([record])).otherwise(pl.lit(["x"])).alias("record_ids"),
+        )
+        return Bundle(bundle.nodes, edges)
+
+    moved = diff_bundles(stated(old, PRIMEKG, "kg.csv row 7"), stated(old, PRIMEKG, "kg.csv row 8"))
+    assert moved.edges.changed == 0
+    other_file = diff_bundles(stated(old, PRIMEKG, "a/kg.csv row 7"), stated(old, PRIMEKG, "b/kg.csv row 7"))
+    assert other_file.edges.changed_columns == {"record_ids": 1}
+    other_paper = diff_bundles(stated(old, EXTRACT, "PMID:12345"), stated(old, EXTRACT, "PMID:99999"))
+    assert other_paper.edges.changed_columns == {"record_ids": 1}
