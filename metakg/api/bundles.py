@@ -16,7 +16,7 @@ from metakg.config import Settings
 from metakg.errors import BundleError, UsageError
 from metakg.llm.embedder import LazyEmbedder, embed_in_blocks
 from metakg.loaders.embedded_store import EmbeddedStore
-from metakg.loaders.rdf_export import QUAD_FORMATS, RdfFormat, write_rdf
+from metakg.loaders.rdf_export import QUAD_FORMATS, format_for, write_rdf
 from metakg.qa_engine.services import keep_phrases
 from metakg.schemas.bundle import (
     Bundle,
@@ -329,7 +329,7 @@ LANG_TAG = re.compile(r"[a-zA-Z]+(?:-[a-zA-Z0-9]+)*")
 def export_rdf(
     path: Path,
     out: Path,
-    fmt: RdfFormat,
+    fmt: str | None = None,
     *,
     provenance: bool = True,
     lang: str | None = "en",
@@ -342,13 +342,16 @@ def export_rdf(
     says so), where retired versions would otherwise answer a query of the current graph.
 
     Args:
+        fmt: None: as ``out``'s name ends (``.nt``, ``.nq``, ``.trig``), else Turtle.
         lang: the language tag of labels, aliases and descriptions (None or empty: plain literals).
 
     Raises:
         BundleError: the bundle cannot be read.
         ExportError: the output cannot be written.
-        UsageError: ``lang`` is not a language tag.
+        OutputError: ``out`` is a link, a FIFO or a device.
+        UsageError: ``lang`` is not a language tag, or ``fmt`` is not the format ``out``'s name ends in.
     """
+    fmt = format_for(out, fmt)
     if lang and not LANG_TAG.fullmatch(lang):
         raise UsageError(f"--lang {lang!r} is not a language tag: letters, then '-' and letters or digits (en-US)")
     bundle = read_bundle(path)

@@ -26,12 +26,13 @@ class RdfFormatChoice(StrEnum):
 def rdf(
     bundle: Path = typer.Argument(..., help="Bundle directory."),
     output: Path = typer.Option(..., "--output", "-o", help="RDF file to write."),
-    fmt: RdfFormatChoice = typer.Option(
-        RdfFormatChoice.ttl,
+    fmt: RdfFormatChoice | None = typer.Option(
+        None,
         "--format",
         "-f",
         help="ttl (Turtle), nt (N-Triples), or with named graphs (a graph per source, and the history's): nq "
-        "(N-Quads) or trig (TriG). A bundle's history is written only in these two.",
+        "(N-Quads) or trig (TriG). A bundle's history is written only in these two. Default: as the output's "
+        "name ends (.nt, .nq, .trig), else ttl.",
     ),
     provenance: bool = typer.Option(
         True, "--provenance/--no-provenance", help="Add a reified rdf:Statement with provenance for every edge."
@@ -44,12 +45,13 @@ def rdf(
     """Export a bundle as RDF with rdflib: labels, types (linked to their Wikidata classes), skos:exactMatch
     for xrefs, one predicate per relation (linked to its Wikidata property), provenance kept."""
     with guarded("export rdf", json_mode):
-        with progress_bar(f"writing {fmt.value} statements") as advance:
-            result = api.export_rdf(bundle, output, fmt.value, provenance=provenance, lang=lang, progress=advance)
+        with progress_bar("writing RDF statements") as advance:
+            chosen = fmt.value if fmt is not None else None
+            result = api.export_rdf(bundle, output, chosen, provenance=provenance, lang=lang, progress=advance)
         if not json_mode:
-            out.print(f"wrote {result.statements_written} statements ({fmt.value}) to {output}")
+            out.print(f"wrote {result.statements_written} statements ({result.format}) to {output}")
             if result.history_left_out:
-                out.print(f"the bundle's history is not in it: {fmt.value} holds one graph; use nq or trig")
+                out.print(f"the bundle's history is not in it: {result.format} holds one graph; use nq or trig")
         finish(True, {"command": "export rdf", **result.as_dict()}, json_mode=json_mode)
 
 

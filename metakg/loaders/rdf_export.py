@@ -11,16 +11,37 @@ import itertools
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal as TypingLiteral
+from typing import cast
 
 from rdflib import Dataset, Graph
 from rdflib.namespace import OWL, RDF, RDFS, SKOS, XSD
 
-from metakg.errors import ExportError
-from metakg.schemas.locks import unique_temp_name
+from metakg.errors import ExportError, UsageError
+from metakg.schemas.locks import check_replaceable, unique_temp_name
 from metakg.schemas.rdf_mapping import MK, MKE, MKR, MKS, MKT, MKV, SCHEMA, WD, WDT, Quad
 
 RdfFormat = TypingLiteral["ttl", "nt", "nq", "trig"]
 FORMATS: dict[str, str] = {"ttl": "turtle", "nt": "nt", "nq": "nquads", "trig": "trig"}
+#: the file name endings that say a format
+SUFFIXES: dict[str, RdfFormat] = {".ttl": "ttl", ".turtle": "ttl", ".nt": "nt", ".nq": "nq", ".trig": "trig"}
+
+
+def format_for(path: Path, fmt: str | None) -> RdfFormat:
+    """The format to write ``path`` in: ``fmt``, else the one its name ends in, else Turtle.
+
+    Raises:
+        UsageError: ``fmt`` is not a format, or not the one the name ends in (a ``.nt`` file of Turtle breaks
+        its readers).
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(f"unknown RDF format {fmt!r}; use one of {', '.join(FORMATS)}.")
+    named = SUFFIXES.get(path.suffix.lower())
+    if fmt is not None and named is not None and named != fmt:
+        raise UsageError(f"--format {fmt} but {path.name} ends in {path.suffix}: give a name ending in .{fmt}, or "
+                         f"--format {named}.")  # fmt: skip
+    return cast(RdfFormat, fmt) if fmt is not None else named or "ttl"
+
+
 #: the formats that keep named graphs (the sources' graphs, and the history's)
 QUAD_FORMATS = frozenset({"nq", "trig"})
 CHUNK = 50_000
@@ -59,7 +80,7 @@ def write_rdf(
 
     Args:
         quads: statements from :func:`metakg.schemas.rdf_mapping.bundle_quads`.
-        path: the output file (overwritten).
+        path: the output file (overwritten; its folder made when missing; never a link, FIFO or device).
         fmt: ``ttl`` and ``nt`` drop graph names; ``nq`` and ``trig`` keep them.
         progress: called with the number of statements written so far, once per chunk.
 
@@ -68,9 +89,15 @@ def write_rdf(
 
     Raises:
         ExportError: unknown format, or the file cannot be written.
+        OutputError: ``path`` is a link or not a regular file.
     """
     if fmt not in FORMATS:
         raise ExportError(f"unknown RDF format {fmt!r}; use one of {sorted(FORMATS)}.")
+    check_replaceable(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ExportError(f"cannot make the folder of {path}: {e.strerror or e}.") from e
     tmp = unique_temp_name(path)
     written = 0
     try:

@@ -103,6 +103,37 @@ def unique_temp_name(path: Path) -> Path:
     return path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
 
 
+def _link(path: Path) -> OutputError:
+    return OutputError(
+        f"{path} is a symbolic link: an output is written in its folder, never through a link. Remove the "
+        "link, or give another output folder."
+    )
+
+
+def _special(path: Path) -> OutputError:
+    return OutputError(f"{path} is not a regular file: remove it, or give another output folder.")
+
+
+def check_replaceable(path: Path) -> None:
+    """Refuse ``path`` as an output written beside it and renamed onto it when it is a symbolic link (the
+    rename would replace the link, not write where it points) or a FIFO, device or folder (the rename would
+    replace it: as root, ``-o /dev/null`` would no longer be the null device).
+
+    Raises:
+        OutputError: naming ``path`` and what it is.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise OutputError(f"cannot write {path}: {e.strerror or e}.") from e
+    if stat.S_ISLNK(mode):
+        raise _link(path)
+    if not stat.S_ISREG(mode):
+        raise _special(path)
+
+
 def open_output(path: Path) -> TextIO:
     """``path`` opened to be written from its start (UTF-8 text), as a regular file of its folder: never through
     a symbolic link (which could point anywhere: an output folder is the user's to fill), never a FIFO or a
@@ -116,16 +147,13 @@ def open_output(path: Path) -> TextIO:
         fd = os.open(path, flags, 0o644)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise OutputError(
-                f"{path} is a symbolic link: an output is written in its folder, never through a link. Remove the "
-                "link, or give another output folder."
-            ) from None
+            raise _link(path) from None
         if e.errno == errno.ENXIO:  # a FIFO nobody reads: opened non-blocking, it refuses at once
             raise OutputError(f"{path} is a FIFO, not a file: remove it, or give another output folder.") from None
         raise OutputError(f"cannot write {path}: {e.strerror or e}.") from e
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise OutputError(f"{path} is not a regular file: remove it, or give another output folder.")
+        raise _special(path)
     os.set_blocking(fd, True)
     os.ftruncate(fd, 0)
     return os.fdopen(fd, "w", encoding="utf-8")

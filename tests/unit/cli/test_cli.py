@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +144,24 @@ def test_info_merge_export(tmp_path: Path) -> None:
     lang = ("--lang", "en_US", "--json")
     _, bad = run("export", "rdf", str(tmp_path / "m"), "-o", str(tmp_path / "l.nt"), *lang, code=2)
     assert "'en_US' is not a language tag" in bad["error"] and not (tmp_path / "l.nt").exists()
+
+
+def test_export_rdf_takes_the_format_from_the_name_and_never_replaces_a_link_or_device(tmp_path: Path) -> None:
+    write_bundle(tmp_path / "a", small_bundle())
+    bundle = str(tmp_path / "a")
+    _, nt = run("export", "rdf", bundle, "-o", str(tmp_path / "new folder" / "kg.nt"), "--json")
+    assert nt["format"] == "nt" and not (tmp_path / "new folder" / "kg.nt").read_text().startswith("@prefix")
+    _, clash = run("export", "rdf", bundle, "-o", str(tmp_path / "kg.ttl"), "--format", "nq", "--json", code=2)
+    assert "ends in .ttl" in clash["error"] and not (tmp_path / "kg.ttl").exists()
+    _, plain = run("export", "rdf", bundle, "-o", str(tmp_path / "kg.rdf"), "--json")
+    assert plain["format"] == "ttl"
+    (tmp_path / "target.ttl").write_text("KEEP")
+    (tmp_path / "link.ttl").symlink_to(tmp_path / "target.ttl")
+    _, link = run("export", "rdf", bundle, "-o", str(tmp_path / "link.ttl"), "--json", code=1)
+    assert "symbolic link" in link["error"] and (tmp_path / "link.ttl").is_symlink()
+    os.mkfifo(tmp_path / "pipe.ttl")
+    _, fifo = run("export", "rdf", bundle, "-o", str(tmp_path / "pipe.ttl"), "--json", code=1)
+    assert "not a regular file" in fifo["error"] and stat.S_ISFIFO(os.lstat(tmp_path / "pipe.ttl").st_mode)
 
 
 def test_query_commands(tmp_path: Path, model_dir: Path) -> None:  # names resolve by embedding too

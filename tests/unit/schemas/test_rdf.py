@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rdflib import RDFS, SKOS, Dataset, Graph, Literal, URIRef
 
-from metakg.errors import ExportError
+from metakg.errors import OutputError
 from metakg.loaders.rdf_export import write_rdf
 from metakg.schemas.rdf_mapping import MKR, bundle_quads, expected_triple_count, node_iri, source_graph
 from metakg.schemas.vocabulary import default_vocabulary
@@ -90,6 +90,6 @@ def test_a_failed_export_leaves_no_temporary_file(tmp_path: Path, fmt: str) -> N
         write_rdf(breaks_midway(), tmp_path / f"kg.{fmt}", fmt)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "taken").mkdir()
-    with pytest.raises(ExportError):
+    with pytest.raises(OutputError, match="not a regular file"):
         write_rdf(iter(quads), tmp_path / "taken", fmt)  # type: ignore[arg-type]  # a folder is in the way
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]
