@@ -68,26 +68,23 @@ class BundleDiff:
         }
 
 
-#: where a record locator says the record sits in its file: a line (``triples.tsv:12``) or a row
-#: (``kg.csv row 12``). Inserting one line above shifts it, not the record.
-POSITION = r"(:\d+| row \d+)$"
-#: the importers whose record ids are such locators (triple files, PrimeKG); other record ids (Wikidata
-#: statements, extraction units, a user's own ids such as ``PMID:12345``) are compared whole
+#: the importers whose record ids only say where in the input file the lines stating an edge are
+#: (``triples.tsv:12``, ``kg.csv row 12``): a line inserted above shifts them, a renamed file renames them,
+#: and neither changes the edge. How many lines state it is its ``count``, which is compared. Other record
+#: ids (Wikidata statements, extraction units, a user's own ids such as ``PMID:12345``) are compared.
 POSITIONAL_IMPORTERS = ("metakg.ingest.triples", "metakg.ingest.primekg")
 
 
 def comparable(frame: pl.DataFrame, columns: tuple[str, ...]) -> list[pl.Expr]:
     """``columns`` of ``frame`` in the form rows are compared in: list columns sorted (a merge does not keep
-    their order), a missing list as an empty one; the ``record_ids`` of triple files and PrimeKG without
-    their line or row numbers (:data:`POSITION`), so a line inserted into such a file changes the edges it
-    states, not every edge after it (the records that state an edge are still compared by file, and by
-    ``count``). A diff compares them; a Neo4j load and a bundle's history hash them."""
+    their order), a missing list as an empty one; the ``record_ids`` of triple files and PrimeKG
+    (:data:`POSITIONAL_IMPORTERS`) left out, so a line inserted into such a file changes the edges it states,
+    not every edge after it. A diff compares them; a Neo4j load and a bundle's history hash them."""
     compared = []
     for c in columns:
         column = pl.col(c)
         if c == "record_ids" and "importer" in frame.columns:
-            files = column.list.eval(pl.element().str.replace(POSITION, "")).list.unique()
-            column = pl.when(pl.col("importer").is_in(POSITIONAL_IMPORTERS)).then(files).otherwise(column)
+            column = pl.when(~pl.col("importer").is_in(POSITIONAL_IMPORTERS)).then(column)
         if isinstance(frame.schema[c], pl.List):
             column = column.fill_null(pl.lit([], dtype=frame.schema[c])).list.sort()
         compared.append(column.alias(c))

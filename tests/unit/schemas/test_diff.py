@@ -88,8 +88,8 @@ def test_an_ingest_against_its_previous_version_records_the_diff(tmp_path: Path)
     run("ingest", "triples", str(first), "-d", "t", "-o", str(bundle), "--json")
     _, out = run("ingest", "triples", str(second), "-d", "t", "-o", str(bundle), "--previous", str(bundle), "--json")
     edges, nodes = out["diff"]["edges"], out["diff"]["nodes"]
-    assert (edges["added"], edges["removed"], edges["changed"]) == (2, 2, 1)  # an edited line is a new edge
-    assert edges["changed_columns"] == {"record_ids": 1}  # the kept triple is now stated by v2.txt's line
+    assert (edges["added"], edges["removed"], edges["changed"]) == (2, 2, 0)  # an edited line is a new edge
+    assert edges["unchanged"] == 1  # the kept triple, now stated by v2.txt's line: a renamed file changes nothing
     assert (nodes["added"], nodes["removed"]) == (3, 3)  # stress, coffee, insomnia; migraine, salt, thirst
     _, info = run("info", str(bundle), "--json")
     assert info["manifest"]["diff"]["edges"]["added"] == 2
@@ -121,9 +121,10 @@ def test_a_line_inserted_above_changes_no_edge_after_it(tmp_path: Path) -> None:
     assert sum(before[i] != after[i] for i in before) == 1  # only the edge stated twice
 
 
-def test_only_the_locators_of_triple_files_and_primekg_lose_their_position() -> None:
-    """A PrimeKG row moves like a line; a user's own record id that ends in digits (an extraction's
-    ``PMID:12345``) is an id, not a position: another one is another record."""
+def test_only_the_record_ids_of_triple_files_and_primekg_are_positions() -> None:
+    """A PrimeKG row moves like a line, and a renamed input file changes no edge; a user's own record id
+    that ends in digits (an extraction's ``PMID:12345``) is an id, not a position: another one is another
+    record."""
     from metakg.extractors.pipeline import IMPORTER as EXTRACT
     from metakg.ingest.primekg import IMPORTER as PRIMEKG
     from metakg.ingest.triples import IMPORTER as TRIPLES
@@ -141,7 +142,7 @@ def test_only_the_locators_of_triple_files_and_primekg_lose_their_position() -> 
 
     moved = diff_bundles(stated(old, PRIMEKG, "kg.csv row 7"), stated(old, PRIMEKG, "kg.csv row 8"))
     assert moved.edges.changed == 0
-    other_file = diff_bundles(stated(old, PRIMEKG, "a/kg.csv row 7"), stated(old, PRIMEKG, "b/kg.csv row 7"))
-    assert other_file.edges.changed_columns == {"record_ids": 1}
+    renamed = diff_bundles(stated(old, PRIMEKG, "kg.csv row 7"), stated(old, PRIMEKG, "kg-2026.csv row 7"))
+    assert renamed.edges.changed == 0
     other_paper = diff_bundles(stated(old, EXTRACT, "PMID:12345"), stated(old, EXTRACT, "PMID:99999"))
     assert other_paper.edges.changed_columns == {"record_ids": 1}
