@@ -69,7 +69,9 @@ def printable(value: Any) -> Any:
 class AskRequest(BaseModel):
     """A question to answer over the served graph."""
 
-    model_config = ConfigDict(allow_inf_nan=False)  # NaN or Infinity for a number is a 422, never a setting
+    # NaN or Infinity for a number is a 422, never a setting; so is a field the request has not (a misspelt
+    # "strategy" would be dropped, and the run be another than the one asked for)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     question: str = Field(min_length=1, description="The question.")
     choices: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
@@ -92,7 +94,7 @@ Field_ = Annotated[str, Field(min_length=1, max_length=1000)]
 class TriplesRequest(BaseModel):
     """Triples to add to the served graph (only on a server started with ``--allow-writes``)."""
 
-    model_config = ConfigDict(allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     triples: list[tuple[Field_, Field_, Field_]] = Field(
         min_length=1, max_length=10_000, description="(head, relation, tail) triples, as a triple file holds them."
@@ -107,7 +109,7 @@ class TriplesRequest(BaseModel):
 class EvaluationRequest(BaseModel):
     """An evaluation run over the served graph, as ``metakg eval`` runs it."""
 
-    model_config = ConfigDict(allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     benchmark: str = Field(
         min_length=1, max_length=500, description="A benchmark file, relative to server.benchmarks_dir."

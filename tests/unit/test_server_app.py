@@ -98,6 +98,23 @@ def test_a_number_json_has_no_form_for_is_a_422_naming_the_field(
         assert client.get("/api/health").json()["status"] == "ok"
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/ask", {"question": "q?", "stratgy": "kg_rag", "use_llm": False}, "stratgy"),
+        ("/api/triples", {"triples": [["a", "links", "b"]], "datset": "x"}, "datset"),
+        ("/api/evaluations", {"benchmark": "b.json", "format": "pilot", "strategy": "kg_rag"}, "strategy"),
+    ],
+)
+def test_a_field_the_request_has_not_is_a_422_naming_it(bundle: Path, path: str, body: dict, field: str) -> None:
+    """A misspelt field is never dropped: the run would be another than the one asked for."""
+    app = create_app(served_settings(allow_writes=True), bundle=bundle)
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        answer = client.post(path, json=body)
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["detail"][0]["loc"] == ["body", field]
+
+
 #: the error statuses each route can answer (beyond 422, which FastAPI documents itself)
 ROUTE_ERRORS = {
     ("get", "/api/health"): {400, 401},
