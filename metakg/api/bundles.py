@@ -132,6 +132,7 @@ def write_validated(
     symmetric = vocabulary.symmetric | set(settings.validation.symmetric_relations)
     checked, report = validate(bundle, vocabulary.names, symmetric=symmetric)
     checked.side = bundle.side
+    checked.verified = bundle.verified  # read accepting changes: the kept tables' hashes are recorded anew
     if previous is not None or history:
         say("comparing with the previous version")
         record_update(checked, previous, history=history)

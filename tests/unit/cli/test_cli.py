@@ -274,3 +274,18 @@ def test_a_table_changed_behind_the_manifest_is_refused_until_accepted(tmp_path:
     _, out = run("validate", str(bundle), "--accept-changes", "--json")
     assert out["nodes_in"] == 9  # the changed table was read, validated and its hash recorded
     run("info", str(bundle), "--json")
+
+
+def test_accepting_changes_records_a_changed_history_table_too(tmp_path: Path) -> None:
+    """The fix the refusal names works for a side table (the history) as for the nodes: no loop."""
+    source, bundle = tmp_path / "k.txt", tmp_path / "h"
+    source.write_text("a\tlinks\tb\nb\tlinks\tc\n")
+    run("ingest", "triples", str(source), "-d", "t", "-o", str(bundle), "--history", "--json")
+    source.write_text("a\tlinks\tb\nc\tlinks\td\n")
+    run("ingest", "triples", str(source), "-d", "t", "-o", str(bundle), "--previous", str(bundle), "--json")
+    table = bundle / "history_edges.parquet"
+    pl.read_parquet(table).write_parquet(table, compression="gzip")  # the same rows, other bytes
+    _, out = run("info", str(bundle), "--json", code=1)
+    assert "history_edges.parquet changed" in out["error"]
+    run(*out["fix"].split()[1:], "--json")
+    run("info", str(bundle), "--json")
