@@ -217,7 +217,8 @@ def resolve(
     (:mod:`metakg.identity.judge`), and those it calls one entity are joined too.
 
     Raises:
-        UsageError: ``out`` is one of the inputs, or no input is given; BundleError: an input cannot be read
+        UsageError: ``out`` is one of the inputs, no input is given, or a threshold or judge is asked for
+            without a name scorer; BundleError: an input cannot be read
             or ``out`` cannot be written; InputDataError: the identity file is malformed, contradicts itself
             or names an id no node has (nothing is written).
     """
@@ -231,6 +232,8 @@ def resolve(
         raise UsageError(f"the name threshold must be above 0 and at most 1, got {threshold}.")
     if judge and names is None:
         raise UsageError("--judge asks the LLM about name pairs: give a name scorer with --names.")
+    if threshold is not None and names is None:
+        raise UsageError("--threshold is the name score that joins two nodes: give a name scorer with --names.")
     priority = {**DEFAULT_PRIORITY, **settings.identity.prefix_priority}
     curation = read_curation(identity_file) if identity_file is not None else None
     vocabulary = default_vocabulary()

@@ -92,3 +92,6 @@ def test_resolve_asks_the_judge_below_the_threshold_only(endpoint: FaultServer, 
     assert len(endpoint.requests) == 2  # the server was asked once per pair
     _, refused = run("resolve", str(left), str(right), "--judge", "-o", str(tmp_path / "x"), "--json", code=2)
     assert "give a name scorer with --names" in refused["error"]
+    bare = ("resolve", str(left), str(right), "--threshold", "0.5", "-o", str(tmp_path / "x"), "--json")
+    _, ignored = run(*bare, code=2)  # a threshold with nothing to apply it to was once dropped silently
+    assert "give a name scorer with --names" in ignored["error"] and not (tmp_path / "x").exists()
