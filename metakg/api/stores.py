@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +21,7 @@ from pydantic import ValidationError
 from metakg.api._shared import Counter, JsonResult, Progress, at_least_one, output_folder, quiet
 from metakg.api.bundles import Manifest, validate_bundle
 from metakg.config import NEO4J_SCHEMES, Neo4jSettings, Settings, validation_messages
-from metakg.errors import NodeNotFound, OutputError, UsageError
+from metakg.errors import ConfigError, NodeNotFound, OutputError, UsageError
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_admin import write_admin_import
@@ -117,6 +118,24 @@ def _neo4j_settings(settings: Settings, graph: str | Path | None) -> Neo4jSettin
         raise UsageError(validation_messages(e)) from None
 
 
+@contextmanager
+def _history_store(settings: Settings, graph: str | Path | None) -> Iterator[Any]:
+    """A driver to the Neo4j ``graph`` names (None: the configured one); when none was named and it cannot be
+    reached, the error says a bundle can be named instead (the more common intent of a bare command)."""
+    neo4j_settings = _neo4j_settings(settings, graph)
+    assert neo4j_settings is not None
+    try:
+        driver = connect(neo4j_settings)
+    except ConfigError as e:
+        if graph is not None:
+            raise
+        raise ConfigError(f"{e} No graph was named, so the configured Neo4j was asked: to read a bundle's "
+                          "history, name the bundle (metakg history ID --graph BUNDLE, metakg snapshot BUNDLE "
+                          "--as-of T -o OUT).") from e  # fmt: skip
+    with driver:
+        yield driver
+
+
 def graph_as_of(settings: Settings, graph: str | Path | None, at: datetime) -> Bundle:
     """The graph as it was recorded at ``at``: from a bundle's history (``--history`` on the command that
     wrote it) or from a Neo4j database loaded with ``load neo4j --history`` (None: the configured one).
@@ -128,7 +147,7 @@ def graph_as_of(settings: Settings, graph: str | Path | None, at: datetime) -> B
     """
     neo4j_settings = _neo4j_settings(settings, graph)
     if neo4j_settings is not None:
-        with connect(neo4j_settings) as driver:
+        with _history_store(settings, graph) as driver:
             return neo4j_graph_as_of(driver, neo4j_settings.database, at)
     path = Path(str(graph))
     bundle = read_bundle(path)
@@ -197,7 +216,7 @@ def element_history(settings: Settings, graph: str | Path | None, element_id: st
     """
     neo4j_settings = _neo4j_settings(settings, graph)
     if neo4j_settings is not None:
-        with connect(neo4j_settings) as driver:
+        with _history_store(settings, graph) as driver:
             found = neo4j_versions_of(driver, neo4j_settings.database, element_id)
     else:
         path = Path(str(graph))
