@@ -635,8 +635,9 @@ _FALSE = {"false", "0", "no", "n", "f", "not"}
 
 def read_id_pairs(path: Path) -> IdPairs:
     """Gold identifier pairs: an SSSOM file (``subject_id``, ``object_id``; a ``predicate_modifier`` of
-    ``Not`` marks a wrong pair) or a table of two id columns (comma or tab separated, with a header; an
-    optional third column says true or false), ids in any written form.
+    ``Not`` marks a wrong pair) or a table of two id columns (comma or tab separated, a header optional: a
+    first row of two identifiers is a pair; an optional third column says true or false), ids in any written
+    form.
 
     Raises:
         InputDataError: the file cannot be read, has fewer than two columns, or a row is malformed, naming
@@ -657,8 +658,12 @@ def read_id_pairs(path: Path) -> IdPairs:
     else:
         if len(header) < 2:
             raise InputDataError(f"{path}: a gold table needs two id columns (found {len(header)}).")
+        from metakg.schemas.curie import normalise_curie
+
         numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
-        body = [(n, line) for n, line in numbered if not line.startswith("#")][1:]
+        # a first row of two identifiers is a pair, not a header (a file without one lost its first pair)
+        pair_first = all(normalise_curie(cell.strip()) for cell in header[:2])
+        body = [(n, line) for n, line in numbered if not line.startswith("#")][0 if pair_first else 1 :]
         for number, line in body:
             cells = next(csv.reader([line], delimiter=delimiter))
             if len(cells) < 2 or not cells[0].strip() or not cells[1].strip():
