@@ -126,6 +126,7 @@ from metakg.api.session import (
     QASession,
     SharedRunner,
     StoreChoice,
+    check_settings,
     llm_runner,
 )
 from metakg.api.stores import (
@@ -226,6 +227,7 @@ __all__ = [
     "bundle_info",
     "bundle_token",
     "calibrate_medcog",
+    "check_settings",
     "comparison_table",
     "create_strategy",
     "curated_bundle",

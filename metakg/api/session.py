@@ -61,6 +61,17 @@ def empty_store_factory(embedder: Embedder) -> Callable[[], GraphStore]:
     return make
 
 
+def check_settings(settings: Settings) -> None:
+    """Check what loading the settings cannot: the default strategy exists and every ``[qa.<name>]`` section
+    holds that strategy's settings (``config show`` runs it, so a setting ``eval`` would refuse is refused
+    there too).
+
+    Raises:
+        ConfigError: an unknown default strategy or section, or a bad value (the message names it).
+    """
+    STRATEGIES.check(settings.qa)
+
+
 def qa_context(
     settings: Settings,
     store: GraphStore,
@@ -77,7 +88,7 @@ def qa_context(
     Raises:
         ConfigError: an unknown default strategy or an invalid ``[qa.<name>]`` section.
     """
-    STRATEGIES.check(settings.qa)
+    check_settings(settings)
     embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
     return QAContext(
         store=store,

@@ -6,6 +6,7 @@ import json
 
 import typer
 
+from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, settings
 from metakg.config import describe_settings
 
@@ -16,9 +17,12 @@ app = typer.Typer(
 
 @app.command("show")
 def show(json_mode: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-    """Print the effective settings after environment variables and the TOML file are applied."""
+    """Print the effective settings after environment variables and the TOML file are applied, checked as a
+    command using them checks them (a [qa.<strategy>] key the strategy has not is an error, exit 2)."""
     with guarded("config show", json_mode):
-        data = describe_settings(settings())
+        cfg = settings()
+        api.check_settings(cfg)
+        data = describe_settings(cfg)
         if not json_mode:
             out.print_json(json.dumps(data))
         finish(True, {"command": "config show", "settings": data}, json_mode=json_mode)

@@ -216,6 +216,10 @@ def test_config_show_and_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("METAKG_STORE__MAX_HOPS", "0")
     result, _ = run("config", "show", code=2)
     assert "store.max_hops" in result.stderr
+    monkeypatch.delenv("METAKG_STORE__MAX_HOPS")
+    monkeypatch.setenv("METAKG_QA__METAKGRAG__N_MAXX", "5")  # a key the strategy has not: eval would refuse it
+    _, refused = run("config", "show", "--json", code=2)
+    assert "qa.metakgrag.n_maxx" in refused["error"]
 
 
 def test_version_and_help() -> None:
