@@ -651,7 +651,7 @@ def load_settings(**overrides: Any) -> Settings:
         ConfigError: a value is malformed or a configured path does not exist; the message names the setting.
     """
     try:
-        return Settings(**overrides)
+        loaded = Settings(**overrides)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(
             f"{_config_file()} is not valid TOML: {e}. Fix the file, or give another (--config, METAKG_CONFIG)."
@@ -677,6 +677,31 @@ def load_settings(**overrides: Any) -> Settings:
         raise ConfigError(
             f"invalid metakg settings ({problems}). Check the METAKG_* environment variables and the TOML config file."
         ) from e
+    if (misspelt := _one_underscore_env()) is not None:
+        raise ConfigError(misspelt)
+    return loaded
+
+
+#: METAKG_ variables with one underscore that are not settings on purpose (read by others, or aliases)
+_NOT_SETTINGS = {"METAKG_CONFIG", "METAKG_SHARED_DIR", "METAKG_NEO4J_PASSWORD", *LLM_ENV_ALIASES}
+
+
+def _one_underscore_env() -> str | None:
+    """What is wrong with a ``METAKG_<SECTION>_<KEY>`` variable (one underscore where the scheme has two): it
+    would be ignored without a word, the setting left at its default."""
+    for name in sorted(os.environ):
+        upper = name.upper()
+        if not upper.startswith("METAKG_") or "__" in upper or upper in _NOT_SETTINGS:
+            continue
+        section, _, key = upper.removeprefix("METAKG_").partition("_")
+        field = Settings.model_fields.get(section.lower())
+        model = field.annotation if field is not None else None
+        if isinstance(model, type) and issubclass(model, BaseModel) and key.lower() in model.model_fields:
+            return (
+                f"{name} is not read: a setting's variable has two underscores between section and key "
+                f"(METAKG_{section}__{key}). Rename it."
+            )
+    return None
 
 
 def validation_messages(error: ValidationError) -> str:

@@ -220,6 +220,14 @@ def test_config_show_and_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("METAKG_QA__METAKGRAG__N_MAXX", "5")  # a key the strategy has not: eval would refuse it
     _, refused = run("config", "show", "--json", code=2)
     assert "qa.metakgrag.n_maxx" in refused["error"]
+    monkeypatch.delenv("METAKG_QA__METAKGRAG__N_MAXX")
+    monkeypatch.setenv("METAKG_NEO4J_BATCH_SIZE", "5")  # one underscore: once ignored without a word
+    _, misspelt = run("config", "show", "--json", code=2)
+    assert "METAKG_NEO4J__BATCH_SIZE" in misspelt["error"]
+    monkeypatch.delenv("METAKG_NEO4J_BATCH_SIZE")
+    monkeypatch.setenv("METAKG_LLM_MODEL", "m")  # a documented alias, and the test server's password
+    monkeypatch.setenv("METAKG_NEO4J_PASSWORD", "p")
+    assert run("config", "show", "--json")[1]["settings"]["llm"]["model"] == "m"
 
 
 def test_version_and_help() -> None:
