@@ -364,6 +364,25 @@ def check_manifest(manifest: Any, path: Path, *, hashes: bool = True) -> dict[st
     return manifest
 
 
+def _whole_parquet(fh: Any) -> bool:
+    """Whether the open file ``fh`` begins and ends with Parquet's magic bytes (its position is kept)."""
+    at = fh.tell()
+    try:
+        fh.seek(0)
+        head = fh.read(4)
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() < 12:
+            return False
+        fh.seek(-4, os.SEEK_END)
+        return bool(head == PARQUET_MAGIC and fh.read(4) == PARQUET_MAGIC)
+    finally:
+        fh.seek(at)
+
+
+#: the four bytes a Parquet file starts and ends with
+PARQUET_MAGIC = b"PAR1"
+
+
 def _json_type(value: Any) -> str:
     """The JSON name of a parsed value's type (object, array, string, number, boolean, null)."""
     if value is None:
@@ -445,6 +464,11 @@ def _read_version(version: Version, path: Path, *, verify: bool, tables: bool, e
                 if name not in hashes:
                     continue  # a table the manifest does not list (check_manifest made sure nodes and edges are)
                 if (size is not None and os.fstat(fh.fileno()).st_size != size) or sha256_of(fh) != hashes[name]:
+                    if not _whole_parquet(fh):  # no change to accept: a cut or overwritten file
+                        raise BundleError(
+                            f"{path / name} is damaged: it is not a whole Parquet file (cut short, or overwritten), "
+                            f"and no longer what {MANIFEST_FILE} records. Write the bundle again."
+                        )
                     raise BundleError(
                         f"{path / name} changed since the bundle was written (its size or hash differs from "
                         f"{MANIFEST_FILE}). If the change is deliberate, validate the bundle accepting changes; "

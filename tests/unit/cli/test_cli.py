@@ -301,3 +301,12 @@ def test_accepting_changes_records_a_changed_history_table_too(tmp_path: Path) -
     assert "history_edges.parquet changed" in out["error"]
     run(*out["fix"].split()[1:], "--json")
     run("info", str(bundle), "--json")
+
+
+def test_a_cut_table_is_called_damaged_with_no_change_to_accept(tmp_path: Path) -> None:
+    bundle = tmp_path / "b"
+    write_bundle(bundle, small_bundle())
+    table = bundle / "edges.parquet"
+    table.write_bytes(table.read_bytes()[:300])  # a copy cut short
+    _, out = run("info", str(bundle), "--json", code=1)
+    assert "is damaged" in out["error"] and "fix" not in out  # accepting it would only fail to read it
