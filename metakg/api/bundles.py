@@ -352,6 +352,8 @@ def export_rdf(
         OutputError: ``out`` is a link, a FIFO or a device.
         UsageError: ``lang`` is not a language tag, or ``fmt`` is not the format ``out``'s name ends in.
     """
+    if str(out) == "-":
+        raise UsageError("RDF is written to a file, not to standard output: give its path (-o kg.nt).")
     fmt = format_for(out, fmt)
     if lang and not LANG_TAG.fullmatch(lang):
         raise UsageError(f"--lang {lang!r} is not a language tag: letters, then '-' and letters or digits (en-US)")

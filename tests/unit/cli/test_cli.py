@@ -155,6 +155,8 @@ def test_export_rdf_takes_the_format_from_the_name_and_never_replaces_a_link_or_
     assert "ends in .ttl" in clash["error"] and not (tmp_path / "kg.ttl").exists()
     _, plain = run("export", "rdf", bundle, "-o", str(tmp_path / "kg.rdf"), "--json")
     assert plain["format"] == "ttl"
+    _, dash = run("export", "rdf", bundle, "-o", "-", "--json", code=2)
+    assert "not to standard output" in dash["error"]
     (tmp_path / "target.ttl").write_text("KEEP")
     (tmp_path / "link.ttl").symlink_to(tmp_path / "target.ttl")
     _, link = run("export", "rdf", bundle, "-o", str(tmp_path / "link.ttl"), "--json", code=1)
