@@ -30,6 +30,7 @@ from metakg.schemas.bundle import (
 from metakg.schemas.bundle_dir import Version, bundle_path, token_of, writing
 from metakg.schemas.diff import BundleDiff, diff_bundles
 from metakg.schemas.history import History, advance, attach, read_history
+from metakg.schemas.locks import check_replaceable
 from metakg.schemas.rdf_mapping import bundle_quads, expected_history_count, expected_triple_count, history_quads
 from metakg.schemas.validation import REPORT_HTML, REPORT_JSON, ValidationReport, validate, write_reports
 from metakg.schemas.vocabulary import default_vocabulary
@@ -355,6 +356,7 @@ def export_rdf(
     if str(out) == "-":
         raise UsageError("RDF is written to a file, not to standard output: give its path (-o kg.nt).")
     fmt = format_for(out, fmt)
+    check_replaceable(out)  # before the bundle is read, not after
     if lang and not LANG_TAG.fullmatch(lang):
         raise UsageError(f"--lang {lang!r} is not a language tag: letters, then '-' and letters or digits (en-US)")
     bundle = read_bundle(path)

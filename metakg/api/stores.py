@@ -119,11 +119,9 @@ def _neo4j_settings(settings: Settings, graph: str | Path | None) -> Neo4jSettin
 
 
 @contextmanager
-def _history_store(settings: Settings, graph: str | Path | None) -> Iterator[Any]:
-    """A driver to the Neo4j ``graph`` names (None: the configured one); when none was named and it cannot be
-    reached, the error says a bundle can be named instead (the more common intent of a bare command)."""
-    neo4j_settings = _neo4j_settings(settings, graph)
-    assert neo4j_settings is not None
+def _history_store(neo4j_settings: Neo4jSettings, graph: str | Path | None) -> Iterator[Any]:
+    """A driver to the Neo4j ``graph`` named (None: the configured one, ``neo4j_settings``); when none was
+    named and it cannot be reached, the error says a bundle can be named instead (the more common intent)."""
     try:
         driver = connect(neo4j_settings)
     except ConfigError as e:
@@ -147,7 +145,7 @@ def graph_as_of(settings: Settings, graph: str | Path | None, at: datetime) -> B
     """
     neo4j_settings = _neo4j_settings(settings, graph)
     if neo4j_settings is not None:
-        with _history_store(settings, graph) as driver:
+        with _history_store(neo4j_settings, graph) as driver:
             return neo4j_graph_as_of(driver, neo4j_settings.database, at)
     path = Path(str(graph))
     bundle = read_bundle(path)
@@ -216,7 +214,7 @@ def element_history(settings: Settings, graph: str | Path | None, element_id: st
     """
     neo4j_settings = _neo4j_settings(settings, graph)
     if neo4j_settings is not None:
-        with _history_store(settings, graph) as driver:
+        with _history_store(neo4j_settings, graph) as driver:
             found = neo4j_versions_of(driver, neo4j_settings.database, element_id)
     else:
         path = Path(str(graph))

@@ -658,11 +658,9 @@ def read_id_pairs(path: Path) -> IdPairs:
     else:
         if len(header) < 2:
             raise InputDataError(f"{path}: a gold table needs two id columns (found {len(header)}).")
-        from metakg.schemas.curie import normalise_curie
-
         numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
         # a first row of two identifiers is a pair, not a header (a file without one lost its first pair)
-        pair_first = all(normalise_curie(cell.strip()) for cell in header[:2])
+        pair_first = _is_pair(header)
         body = [(n, line) for n, line in numbered if not line.startswith("#")][0 if pair_first else 1 :]
         for number, line in body:
             cells = next(csv.reader([line], delimiter=delimiter))
@@ -677,6 +675,20 @@ def read_id_pairs(path: Path) -> IdPairs:
     if not left:
         raise InputDataError(f"{path}: no gold pair.")
     return IdPairs(path.name, left, right, same)
+
+
+def _is_pair(cells: Sequence[str]) -> bool:
+    """Whether a gold table's first row is a pair rather than a header: two identifiers of prefixes the
+    vocabulary knows (``mondo:0004975``, ``MONDO_0004975``, a Wikidata IRI; not ``source:id``), and a third
+    cell, if any, that says true or false."""
+    from metakg.schemas.curie import normalise_curie, prefix_spec
+
+    def identifier(cell: str) -> bool:
+        written = normalise_curie(cell.strip())
+        return written is not None and prefix_spec(written.split(":", 1)[0]) is not None
+
+    label_ok = len(cells) < 3 or not cells[2].strip() or cells[2].strip().lower() in _TRUE | _FALSE
+    return len(cells) >= 2 and identifier(cells[0]) and identifier(cells[1]) and label_ok
 
 
 def evaluate_clusters(gold: IdPairs, nodes: pl.DataFrame, canonical: dict[str, str]) -> dict[str, Any]:

@@ -23,7 +23,14 @@ from metakg.schemas.rdf_mapping import MK, MKE, MKR, MKS, MKT, MKV, SCHEMA, WD, 
 RdfFormat = TypingLiteral["ttl", "nt", "nq", "trig"]
 FORMATS: dict[str, str] = {"ttl": "turtle", "nt": "nt", "nq": "nquads", "trig": "trig"}
 #: the file name endings that say a format
-SUFFIXES: dict[str, RdfFormat] = {".ttl": "ttl", ".turtle": "ttl", ".nt": "nt", ".nq": "nq", ".trig": "trig"}
+SUFFIXES: dict[str, RdfFormat] = {
+    ".ttl": "ttl", ".turtle": "ttl", ".nt": "nt", ".ntriples": "nt", ".nq": "nq", ".nquads": "nq", ".trig": "trig",
+}  # fmt: skip
+#: endings that say something the export does not write: another RDF syntax, or compression
+UNWRITTEN = {
+    ".rdf": "RDF/XML", ".owl": "RDF/XML", ".xml": "XML", ".jsonld": "JSON-LD", ".json": "JSON", ".n3": "N3",
+    ".trix": "TriX", ".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd", ".zip": "zip",
+}  # fmt: skip
 
 
 def format_for(path: Path, fmt: str | None) -> RdfFormat:
@@ -31,11 +38,17 @@ def format_for(path: Path, fmt: str | None) -> RdfFormat:
 
     Raises:
         UsageError: ``fmt`` is not a format, or not the one the name ends in (a ``.nt`` file of Turtle breaks
-        its readers).
+        its readers), or the name ends in another syntax or a compression (``.rdf``, ``.jsonld``, ``.gz``).
     """
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"unknown RDF format {fmt!r}; use one of {', '.join(FORMATS)}.")
-    named = SUFFIXES.get(path.suffix.lower())
+    suffix = path.suffix.lower()
+    if suffix in UNWRITTEN:  # a reader would take the file for that: refused rather than written as Turtle
+        raise UsageError(
+            f"{path.name} ends in {path.suffix}, which says {UNWRITTEN[suffix]}; the export writes plain Turtle, "
+            "N-Triples, N-Quads or TriG: give a name ending in .ttl, .nt, .nq or .trig."
+        )
+    named = SUFFIXES.get(suffix)
     if fmt is not None and named is not None and named != fmt:
         raise UsageError(f"--format {fmt} but {path.name} ends in {path.suffix}: give a name ending in .{fmt}, or "
                          f"--format {named}.")  # fmt: skip

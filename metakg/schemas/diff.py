@@ -84,7 +84,8 @@ def comparable(frame: pl.DataFrame, columns: tuple[str, ...]) -> list[pl.Expr]:
     for c in columns:
         column = pl.col(c)
         if c == "record_ids" and "importer" in frame.columns:
-            column = pl.when(~pl.col("importer").is_in(POSITIONAL_IMPORTERS)).then(column)
+            positional = pl.col("importer").is_in(POSITIONAL_IMPORTERS).fill_null(False)  # no importer: compared
+            column = pl.when(positional).then(None).otherwise(column)
         if isinstance(frame.schema[c], pl.List):
             column = column.fill_null(pl.lit([], dtype=frame.schema[c])).list.sort()
         compared.append(column.alias(c))

@@ -130,6 +130,8 @@ def check_replaceable(path: Path) -> None:
         raise OutputError(f"cannot write {path}: {e.strerror or e}.") from e
     if stat.S_ISLNK(mode):
         raise _link(path)
+    if stat.S_ISDIR(mode):
+        raise OutputError(f"{path} is a folder: give the name of a file to write.")
     if not stat.S_ISREG(mode):
         raise _special(path)
 

@@ -153,8 +153,11 @@ def test_export_rdf_takes_the_format_from_the_name_and_never_replaces_a_link_or_
     assert nt["format"] == "nt" and not (tmp_path / "new folder" / "kg.nt").read_text().startswith("@prefix")
     _, clash = run("export", "rdf", bundle, "-o", str(tmp_path / "kg.ttl"), "--format", "nq", "--json", code=2)
     assert "ends in .ttl" in clash["error"] and not (tmp_path / "kg.ttl").exists()
-    _, plain = run("export", "rdf", bundle, "-o", str(tmp_path / "kg.rdf"), "--json")
+    _, plain = run("export", "rdf", bundle, "-o", str(tmp_path / "kg.out"), "--json")
     assert plain["format"] == "ttl"
+    for name in ("kg.rdf", "kg.jsonld", "kg.nt.gz"):  # what a reader would take for another syntax, or packed
+        _, other = run("export", "rdf", bundle, "-o", str(tmp_path / name), "--json", code=2)
+        assert "give a name ending in .ttl" in other["error"] and not (tmp_path / name).exists()
     _, dash = run("export", "rdf", bundle, "-o", "-", "--json", code=2)
     assert "not to standard output" in dash["error"]
     (tmp_path / "target.ttl").write_text("KEEP")

@@ -133,9 +133,9 @@ def test_only_the_record_ids_of_triple_files_and_primekg_are_positions() -> None
     old = small_bundle()
     first = old.edges["id"][0]
 
-    def stated(bundle: Bundle, importer: str, record: str) -> Bundle:
+    def stated(bundle: Bundle, importer: str | None, record: str) -> Bundle:
         edges = bundle.edges.with_columns(
-            pl.lit(importer).alias("importer"),
+            pl.lit(importer, dtype=pl.String).alias("importer"),
             pl.when(pl.col("id") == first).then(pl.lit([record])).otherwise(pl.lit(["x"])).alias("record_ids"),
         )
         return Bundle(bundle.nodes, edges)
@@ -146,3 +146,5 @@ def test_only_the_record_ids_of_triple_files_and_primekg_are_positions() -> None
     assert renamed.edges.changed == 0
     other_paper = diff_bundles(stated(old, EXTRACT, "PMID:12345"), stated(old, EXTRACT, "PMID:99999"))
     assert other_paper.edges.changed_columns == {"record_ids": 1}
+    unnamed = diff_bundles(stated(old, None, "PMID:12345"), stated(old, None, "PMID:99999"))  # no importer
+    assert unnamed.edges.changed_columns == {"record_ids": 1}

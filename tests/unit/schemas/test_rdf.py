@@ -90,6 +90,6 @@ def test_a_failed_export_leaves_no_temporary_file(tmp_path: Path, fmt: str) -> N
         write_rdf(breaks_midway(), tmp_path / f"kg.{fmt}", fmt)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "taken").mkdir()
-    with pytest.raises(OutputError, match="not a regular file"):
+    with pytest.raises(OutputError, match="is a folder"):
         write_rdf(iter(quads), tmp_path / "taken", fmt)  # type: ignore[arg-type]  # a folder is in the way
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]
