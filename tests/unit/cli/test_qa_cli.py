@@ -105,6 +105,7 @@ def test_eval_compares_strategies_and_resumes(server: FaultServer, bundle: Path,
     questions, out = pilot_file(tmp_path), tmp_path / "report"
     args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out))
     _, summary = run(*args, "--strategy", "llm_only,kg_rag,metakgrag", "--ablation", "no_cycle", "--json")
+    assert (summary.pop("ok"), summary.pop("command"), summary.pop("failed_runs")) == (True, "eval", [])
     assert set(summary) == {"llm_only", "kg_rag", "metakgrag", "metakgrag[no_cycle]", "ORACLE"}
     oracle = summary.pop("ORACLE")  # every run answers "B", right for the same question
     assert (oracle["correct"], oracle["questions"]) == (1, 3)
@@ -227,6 +228,7 @@ def test_eval_against_an_unreachable_llm_fails_and_a_rerun_asks_again(
     monkeypatch.setenv("METAKG_LLM__BASE_URL", server.url)  # the LLM is back
     _, kept = run(*args, "--keep-failed", "--json", code=1)
     assert kept["llm_only"]["reused"] == 3 and len(server.requests) == 0
+    assert kept["ok"] is False and kept["failed_runs"] == ["llm_only"]  # ok is false exactly when the exit is 1
     _, summary = run(*args, "--json")
     assert summary["llm_only"]["reused"] == 0 and summary["llm_only"]["fail"] == 0 and len(server.requests) == 3
 
