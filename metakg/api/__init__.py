@@ -44,6 +44,7 @@ from metakg.api.calibrate import (
     Goal,
     build_casebank,
     calibrate_medcog,
+    check_casebank,
     grow_from_report,
 )
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
@@ -227,6 +228,7 @@ __all__ = [
     "bundle_info",
     "bundle_token",
     "calibrate_medcog",
+    "check_casebank",
     "check_settings",
     "comparison_table",
     "create_strategy",

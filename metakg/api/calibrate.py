@@ -25,7 +25,7 @@ from metakg.qa_engine.evaluate import list_cost_of
 from metakg.qa_engine.strategies.medcog.calibrate import Candidate, Objective, Outcome, search
 from metakg.qa_engine.strategies.medcog.casebank import CaseBank
 from metakg.qa_engine.strategies.medcog.monitor import ROUTES, Assessment
-from metakg.schemas.locks import write_output
+from metakg.schemas.locks import require_folder, write_output
 
 __all__ = [
     "DEFAULT_GRID",
@@ -209,10 +209,24 @@ def build_casebank(
     return grow_casebank(settings, rows, out, source=benchmark.path.name, progress=progress)
 
 
+def check_casebank(path: Path) -> None:
+    """Refuse ``path`` as a case bank before any work when it is a file (the bank, a folder, would replace it).
+
+    Raises:
+        UsageError: ``path`` is a file.
+    """
+    require_folder(path, "the case bank")
+
+
 def grow_casebank(
     settings: Settings, rows: Sequence[dict[str, Any]], out: Path, *, source: str, progress: Progress | None = None
 ) -> CasebankGrowth:
-    """Add the answers of evaluated ``rows`` that hold a SCoT reply to the bank at ``out`` (made when absent)."""
+    """Add the answers of evaluated ``rows`` that hold a SCoT reply to the bank at ``out`` (made when absent).
+
+    Raises:
+        UsageError: ``out`` is a file (:func:`check_casebank`).
+    """
+    check_casebank(out)
     kept = [
         (r["question_id"], r["question"], r["trace"]["reply"], int(r["correct"] is True))
         for r in rows

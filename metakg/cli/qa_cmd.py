@@ -192,6 +192,8 @@ def evaluate(
         cfg = api.with_local_kg(cfg, local_kg)
         if fmt not in api.EVAL_FORMATS:
             raise UsageError(f"unknown benchmark format {fmt!r}; choose one of {', '.join(api.EVAL_FORMATS)}.")
+        if grow is not None:
+            api.check_casebank(grow)  # before the run, not after it
         with progress("eval") as say, progress_bar("questions") as bar:
 
             def tick(label: str, done: int, total: int) -> None:

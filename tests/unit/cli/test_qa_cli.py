@@ -317,6 +317,11 @@ def test_a_second_grow_round_recalls_the_first(
     monkeypatch.setenv("METAKG_QA__MEDCOG__ROUTE", "scot_mem")
     monkeypatch.setenv("METAKG_QA__MEDCOG__CASEBANK", str(bank))
     base = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "--strategy", "medcog")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    _, refused = run(*base, "-o", str(tmp_path / "round0"), "--grow", str(notes), "--json", code=2)
+    assert "is a file" in refused["error"] and notes.read_text() == "mine"  # once replaced by the bank folder
+    assert not (tmp_path / "round0").exists() and not server.requests  # refused before any question
     first, _ = run(*base, "-o", str(tmp_path / "round1"), "--grow", str(bank), "--json")
     assert "3 cases added" in first.stderr and (bank / "manifest.json").is_file()
     rows = [json.loads(x) for x in (tmp_path / "round1" / "answers-medcog.jsonl").read_text().splitlines()]
