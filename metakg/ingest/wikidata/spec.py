@@ -98,6 +98,17 @@ class SubsetSpec(BaseModel):
             raise ValueError(f"not property ids: {bad}")
         return values
 
+    @field_validator("xrefs")
+    @classmethod
+    def _xrefs(cls, values: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in values if not _PID.match(k)]
+        if bad:
+            raise ValueError(f"keys must be property ids (P...): {bad}")
+        prefixes = [v for v in values.values() if not re.match(r"^[A-Za-z][A-Za-z0-9_.-]*$", v)]
+        if prefixes:
+            raise ValueError(f"values must be CURIE prefixes (letters, digits, _ . -): {prefixes}")
+        return values
+
     @field_validator("languages")
     @classmethod
     def _langs(cls, values: list[str]) -> list[str]:

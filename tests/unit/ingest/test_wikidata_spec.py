@@ -34,6 +34,8 @@ def test_a_spec_with_every_key_loads(tmp_path: Path) -> None:
         ("name: x\nsparql: 'SELECT ?x WHERE { ?x ?p ?o }'\n", "?item"),
         ("name: x\nsparql: 'SELECT ?item WHERE { SERVICE <http://e/> { ?item ?p ?o } }'\n", "read-only"),
         ("name: x\nseeds: [Q1]\nunknown: 1\n", "unknown"),
+        ("name: x\nseeds: [Q1]\nxrefs: {Q5: cas}\n", "property ids"),  # once a traceback after the queries
+        ("name: x\nseeds: [Q1]\nxrefs: {P231: 'CAS PREFIX'}\n", "CURIE prefixes"),
         ("[1, 2]\n", "mapping"),
         ("name: [unclosed\n", "YAML"),
     ],
