@@ -357,10 +357,16 @@ def evaluate_benchmark(
         )
     skipped: list[str] = []
     if not use_llm:
-        skipped = [s.label for s in specs if not registry.get(s.strategy).uses_graph]
-        specs = [s for s in specs if registry.get(s.strategy).uses_graph]
+
+        def retrieves(spec: RunSpec) -> bool:
+            cls = registry.get(spec.strategy)
+            return cls.uses_graph and not cls.needs_llm
+
+        skipped = [s.label for s in specs if not retrieves(s)]
+        specs = [s for s in specs if retrieves(s)]
         if not specs:
-            raise UsageError("--no-llm evaluates retrieval: choose at least one graph strategy.")
+            raise UsageError("--no-llm evaluates retrieval: choose at least one strategy that retrieves without an "
+                             "LLM (kg_rag, metakgrag).")  # fmt: skip
     at_least_one("--budget", budget)
     questions, read = read_questions(path, fmt, limit=limit, skip=skip)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -93,6 +93,8 @@ def parse_grid(items: Sequence[str], strategy: str) -> Grid:
     for item in items:
         key, sep, values = item.partition("=")
         key = key.strip().removeprefix("qa.")
+        if key == "strategy":
+            raise UsageError("--grid strategy: the strategy tuned is --strategy; a grid varies its settings.")
         parsed = [_value(v.strip()) for v in values.split(",") if v.strip()]
         if not sep or not key or not parsed:
             raise UsageError(f"--grid {item!r}: write key=value1,value2 (e.g. path_hops=2,3).")
@@ -169,8 +171,9 @@ def tune_benchmark(
     budget, tick = options.budget, options.tick
     at_least_one("--budget", budget)
     cls = STRATEGIES.get(strategy)
-    if not cls.uses_graph:
-        raise UsageError(f"{strategy} uses no graph; tune a retrieval strategy.")
+    if not cls.uses_graph or cls.needs_llm:
+        why = "uses no graph" if not cls.uses_graph else "needs an LLM at every step, and tune runs without one"
+        raise UsageError(f"{strategy} {why}; tune a retrieval strategy (kg_rag, metakgrag).")
     if not grid.values:
         raise UsageError("give at least one --grid key=value1,value2.")
     combinations = grid.combinations()

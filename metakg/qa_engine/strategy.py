@@ -9,7 +9,8 @@ Retrieve-then-answer methods subclass :class:`RetrieveThenAnswer` and write only
 the answer step (evidence lines in a prompt, the reply parsed for a choice letter or a short answer) is shared.
 
 A strategy describes itself to the registry, the harness and the CLI through class attributes and hooks:
-``name``, ``summary``, ``Settings`` (its ``[qa.<name>]`` settings model), ``uses_graph``, ``switches()``
+``name``, ``summary``, ``Settings`` (its ``[qa.<name>]`` settings model), ``uses_graph``, ``needs_llm`` (it
+cannot even retrieve without one: left out of runs without an LLM, not tunable), ``switches()``
 (boolean settings the harness may turn on one by one, e.g. MetaKGRAG's ablations), ``metrics()`` and
 ``summarise()`` (per-question and per-run figures for the evaluation report), ``metric_columns`` (their
 comparison-table columns) and ``trace_lines()`` (a short human-readable trace).
@@ -58,6 +59,7 @@ class Strategy(ABC, Generic[S]):
     summary: ClassVar[str]
     Settings: ClassVar[type[StrategySettings]] = StrategySettings
     uses_graph: ClassVar[bool] = True
+    needs_llm: ClassVar[bool] = False
     metric_columns: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def __init__(self, settings: S | None = None) -> None:

@@ -14,6 +14,7 @@ class LLMOnly(RetrieveThenAnswer[StrategySettings]):
     name = "llm_only"
     summary = "The LLM alone, no graph (baseline)."
     uses_graph = False
+    needs_llm = True
 
     async def retrieve(self, question: Question, ctx: QAContext, client: LLMClient | None) -> Retrieval:
         """No evidence."""

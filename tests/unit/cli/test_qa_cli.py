@@ -170,8 +170,8 @@ def test_eval_prices_by_list_cost_and_reads_a_users_scaling_reference(
 def test_eval_retrieval_only(bundle: Path, tmp_path: Path) -> None:
     questions, out = pilot_file(tmp_path), tmp_path / "retrieval"
     args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out), "--no-llm")
-    result, _ = run(*args, "--strategy", "llm_only,kg_rag,metakgrag", "--ablation", "all")
-    assert "left out without an LLM: llm_only" in result.stderr + result.stdout
+    result, _ = run(*args, "--strategy", "llm_only,medcog,kg_rag,metakgrag", "--ablation", "all")
+    assert "left out without an LLM: llm_only, medcog" in result.stderr + result.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary) == {"kg_rag", "metakgrag", *(f"metakgrag[{s}]" for s in SWITCHES)}
     for figures in summary.values():
@@ -259,6 +259,10 @@ def test_tune_ranks_every_combination(bundle: Path, tmp_path: Path) -> None:
     assert "path_hops" in result.stderr + result.stdout
     result, _ = run(*args, "--grid", "path_hops", code=2)
     assert "key=value1,value2" in result.stderr + result.stdout
+    _, medcog = run(*args, "-s", "medcog", "--grid", "tau_c=0.1,0.9", "--json", code=2)  # once ranked all zeros
+    assert "needs an LLM at every step" in medcog["error"]
+    _, strategy = run(*args, "--grid", "qa.strategy=kg_rag,llm_only", "--json", code=2)  # once run as metakgrag
+    assert "the strategy tuned is --strategy" in strategy["error"]
 
 
 def test_calibrate_medcog_writes_the_best_thresholds(server: FaultServer, bundle: Path, tmp_path: Path) -> None:

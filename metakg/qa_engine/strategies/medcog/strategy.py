@@ -130,6 +130,7 @@ class MedCoG(Strategy[MedCoGSettings]):
     name = "medcog"
     summary = "MedCoG: rate the question, then answer zero-shot, by structured reasoning, or with graph checks."
     Settings = MedCoGSettings
+    needs_llm = True  # every route starts by asking the LLM to rate the question
     metric_columns = (("monitor_fallbacks", "monitor fallbacks"),)
 
     def __init__(self, settings: MedCoGSettings | None = None) -> None:

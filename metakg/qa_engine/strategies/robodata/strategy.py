@@ -55,6 +55,7 @@ class RoboData(Strategy[RoboDataSettings]):
     summary = "RoboData: an agent copies facts from Wikidata into a local graph and answers with checked support."
     Settings = RoboDataSettings
     uses_graph = False  # it answers over the graph it grows, not over the bundle or database given
+    needs_llm = True
     metric_columns = (
         ("support_precision", "support precision"),
         ("iterations_per_question", "iterations/q"),
