@@ -382,6 +382,8 @@ def _refusal(text: str, error: ValueError) -> tuple[int | str | None, int, str] 
         parsed = json.loads(text)
     except ValueError as e:
         return None, types.PARSE_ERROR, f"the line is not JSON ({e}); send one JSON-RPC message a line."
+    except RecursionError:  # a few KB of nested brackets: refused, never the end of the server
+        return None, types.PARSE_ERROR, "the line nests too deeply to be read; send one JSON-RPC message a line."
     if not isinstance(parsed, dict):
         return None, types.INVALID_REQUEST, "the line is JSON but not a JSON-RPC message (an object)."
     if "method" not in parsed and ("result" in parsed or "error" in parsed):

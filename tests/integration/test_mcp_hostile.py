@@ -103,6 +103,9 @@ def test_a_lone_surrogate_or_a_broken_line_gets_an_error_reply_and_serving_goes_
     stdio.send('{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {')
     broken = stdio.reply()
     assert broken["id"] is None and broken["error"]["code"] == -32700 and "not JSON" in broken["error"]["message"]
+    stdio.send('{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"z": ' + "[" * 1000 + "]" * 1000 + "}}")
+    deep = stdio.reply()  # a 2 KB line nested a thousand deep once ended the server
+    assert deep["error"]["code"] == -32700 and "nests too deeply" in deep["error"]["message"]
     stdio.send({"jsonrpc": "2.0", "id": 5, "method": 7})  # JSON, but not JSON-RPC
     assert stdio.reply()["error"]["code"] == -32600
     assert stdio.call(6, "node", {"id": aspirin})["id"] == 6
