@@ -245,6 +245,9 @@ def snapshot(settings: Settings, graph: str | Path | None, at: datetime, out: Pa
         return Manifest(write_bundle(out, bundle))
 
 
+#: the largest batch a load takes (as the ``neo4j.batch_size`` setting)
+MAX_BATCH = 100_000
+
 #: the least cosine similarity at which a name found by embedding search counts as the node asked for
 MIN_NAME_SIMILARITY = 0.6
 
@@ -375,25 +378,27 @@ def load_neo4j(
     Raises:
         BundleError: the bundle cannot be read.
         ConfigError: Neo4j cannot be reached.
-        UsageError: an unknown mode, or history with ``merge``.
+        UsageError: an unknown mode, history with ``merge``, or a batch size out of range.
     """
     if mode not in ("follow", "merge"):
         raise UsageError(f"unknown load mode {mode!r}; choose follow or merge.")
     if history and mode == "merge":
         raise UsageError("--history keeps the versions a follow-mode load replaces; --mode merge replaces none.")
+    if batch_size is not None and not 1 <= batch_size <= MAX_BATCH:
+        raise UsageError(f"--batch-size must be from 1 to {MAX_BATCH:,}, got {batch_size}.")
     bundle = read_bundle(path)
-    validated_first = None
-    if "validation" not in bundle.manifest:  # never validated: rows validation would reject stay out of Neo4j
-        checked = validate_bundle(path, settings)
-        validated_first = {"ok": checked.ok, "rejected": checked.rejected, "warned": checked.warned}
-        bundle = read_bundle(path)
-    embeddings = read_embeddings(path, bundle)
-    with connect(settings.neo4j) as driver:
+    with connect(settings.neo4j) as driver:  # an unreachable server is said before the bundle is touched
+        validated_first = None
+        if "validation" not in bundle.manifest:  # never validated: rows validation would reject stay out
+            checked = validate_bundle(path, settings)
+            validated_first = {"ok": checked.ok, "rejected": checked.rejected, "warned": checked.warned}
+            bundle = read_bundle(path)
+        embeddings = read_embeddings(path, bundle)
         loader = Neo4jLoader(
             driver,
             database=settings.neo4j.database,
             target=settings.neo4j.uri,
-            batch_size=batch_size or settings.neo4j.batch_size,
+            batch_size=batch_size if batch_size is not None else settings.neo4j.batch_size,
             embeddings=embeddings,
             progress=progress,
             rel_types=settings.neo4j.rel_types,

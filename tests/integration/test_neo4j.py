@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 from datetime import UTC, datetime
 from pathlib import Path
@@ -172,6 +173,22 @@ def test_cli_load_query_and_reload(
     assert neighbours["count"] == 5 and neighbours["node"]["name"] == "Canavan disease"
     path = metakg("query", "path", neo4j_settings.uri, "Canavan disease", "leukodystrophy", env=env)
     assert path["count"] == 1 and path["paths"][0]["nodes"][-1] == "mondo:0019046"
+
+
+def test_a_bundle_never_validated_is_validated_before_its_rows_reach_neo4j(
+    tmp_path: Path, clean_neo4j: Any, neo4j_settings: Neo4jSettings
+) -> None:
+    from tests.integration.test_cli_end_to_end import metakg
+    from tests.unit.schemas.test_validation import bad_bundle
+
+    write_bundle(tmp_path / "a", bad_bundle())
+    env = {"NEO4J_URI": neo4j_settings.uri, "NEO4J_DATABASE": neo4j_settings.database}
+    loaded = metakg("load", "neo4j", str(tmp_path / "a"), env=env)
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text(encoding="utf-8"))
+    rejected = manifest["validation"]["rejected"]
+    assert rejected > 0 and loaded["validated_first"]["rejected"] == rejected
+    kept = read_bundle(tmp_path / "a")
+    assert (loaded["nodes"], loaded["edges"]) == (kept.nodes.height, kept.edges.height)  # the rejected rows stay out
 
 
 def test_neo4j_admin_import_files_load_into_a_real_database(tmp_path: Path) -> None:
