@@ -24,7 +24,7 @@ from metakg.config import QASettings, Settings
 from metakg.errors import ConfigError, UsageError
 from metakg.progress import Tick
 from metakg.qa_engine.evaluate import RunSpec
-from metakg.schemas.locks import locked, write_output
+from metakg.schemas.locks import locked, require_folder, write_output
 
 __all__ = ["TUNE_COLUMNS", "Grid", "TuneResult", "parse_grid", "tune_benchmark", "tune_table"]
 
@@ -180,6 +180,8 @@ def tune_benchmark(
     if len(combinations) > MAX_RUNS:
         raise UsageError(f"the grid has {len(combinations)} combinations; at most {MAX_RUNS}.")
     configured = [_with(settings, strategy, c) for c in combinations]  # every value is checked before any run
+    for number in range(len(combinations) + 1):  # the folder and each run's, before any run
+        require_folder(out_dir / f"run-{number}" if number else out_dir, "the tune report")
     questions, read = read_questions(path, fmt, limit=limit, skip=skip)
     if not questions:
         raise no_questions(path, fmt, skip, read)

@@ -263,6 +263,10 @@ def test_tune_ranks_every_combination(bundle: Path, tmp_path: Path) -> None:
     assert "needs an LLM at every step" in medcog["error"]
     _, strategy = run(*args, "--grid", "qa.strategy=kg_rag,llm_only", "--json", code=2)  # once run as metakgrag
     assert "the strategy tuned is --strategy" in strategy["error"]
+    (out / "run-2").rename(out / "run-2.kept")
+    (out / "run-2").write_text("mine")  # a file where a run's folder goes: once a traceback mid-way
+    _, taken = run(*args, "--grid", "path_hops=1,2", "--json", code=2)
+    assert "is a file" in taken["error"] and (out / "run-2").read_text() == "mine"
 
 
 def test_calibrate_medcog_writes_the_best_thresholds(server: FaultServer, bundle: Path, tmp_path: Path) -> None:
