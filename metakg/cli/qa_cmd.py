@@ -227,6 +227,9 @@ def evaluate(
         for note in api.efficiency_notes(summary):
             out.print(f"[dim]{escape(note)}[/]", highlight=False)
         skipped = f"; left out without an LLM: {', '.join(result.skipped)}" if result.skipped else ""
+        reused = sum(int(figures.get("reused") or 0) for figures in summary.values())
+        if reused:  # answers of an earlier run, given over the same graph, settings and model
+            skipped += f"; {reused} answer(s) reused from the earlier run there (--fresh asks every question again)"
         out.print(
             f"[dim]{result.questions} questions ({result.rejected} input lines rejected){skipped}; "
             f"report in {output}[/]"

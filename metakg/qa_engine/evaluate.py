@@ -13,6 +13,7 @@ figures (MetaKGRAG: the path refinement rate and cycles per question).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -308,10 +309,33 @@ def _asked(question: Question) -> tuple[Any, ...]:
     return (question.text, question.answer, list(question.gold_texts))
 
 
-def _done_rows(path: Path, wanted: dict[str, tuple[Any, ...]], *, keep_failed: bool) -> dict[str, dict[str, Any]]:
-    """Rows already written for the wanted questions (id: :func:`_asked`), a row whose question or gold
-    changed since left out (a torn last line is dropped too); failed answers only with ``keep_failed``, so a
-    re-run asks them again (the LLM may be back)."""
+def graph_key(store: Any) -> str:
+    """What identifies the graph answers were given over, for :func:`run_key`: its counts and a digest of its
+    names (a new version of a bundle, another bundle or database, differs)."""
+    names = hashlib.sha256("\n".join(sorted(store.names())).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return json.dumps({"counts": store.counts(), "names": names}, sort_keys=True)
+
+
+def run_key(graph: str, spec: RunSpec, strategy: Any, ctx: QAContext) -> str:
+    """What a saved answer row must have been given under to be reused: the graph (:func:`graph_key`), the
+    run, the strategy's settings with its switches, the ``[qa]`` settings and the LLM (none: retrieval only).
+    A re-run after any of these changed asks again instead of reporting the old answers as new."""
+    parts = {
+        "graph": graph,
+        "run": spec.label,
+        "strategy": strategy.settings.model_dump(mode="json"),
+        "qa": ctx.settings.model_dump(mode="json"),
+        "llm": ctx.llm.model if ctx.llm is not None else None,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _done_rows(
+    path: Path, wanted: dict[str, tuple[Any, ...]], *, keep_failed: bool, key: str
+) -> dict[str, dict[str, Any]]:
+    """Rows already written for the wanted questions (id: :func:`_asked`) under the same ``key``
+    (:func:`run_key`), a row whose question or gold changed since left out (a torn last line is dropped too);
+    failed answers only with ``keep_failed``, so a re-run asks them again (the LLM may be back)."""
     done: dict[str, dict[str, Any]] = {}
     if path.is_symlink() or not path.is_file():  # a link is refused when the file is written, never read
         return done
@@ -322,7 +346,7 @@ def _done_rows(path: Path, wanted: dict[str, tuple[Any, ...]], *, keep_failed: b
             continue
         if isinstance(row, dict) and row.get("question_id") in wanted:
             same = (row.get("question"), row.get("gold"), row.get("gold_answers")) == wanted[row["question_id"]]
-            if same and (keep_failed or row.get("status") != "fail"):
+            if same and row.get("run_key") == key and (keep_failed or row.get("status") != "fail"):
                 done[row["question_id"]] = row
             else:
                 done.pop(row["question_id"], None)
@@ -385,10 +409,12 @@ async def evaluate(
     answered: dict[str, list[dict[str, Any]]] = {}
     questions = [with_gold_entities(q, lambda text: ctx.services.phrases.find(text)) for q in questions]
     asked = {q.id: _asked(q) for q in questions}
+    graph = graph_key(ctx.store)
     for spec in specs:
         strategy = registry.create(spec.strategy, ctx.settings, spec.switches)
         path = out_dir / f"answers-{spec.label}.jsonl"
-        done = _done_rows(path, asked, keep_failed=keep_failed) if resume else {}
+        key = run_key(graph, spec, strategy, ctx)
+        done = _done_rows(path, asked, keep_failed=keep_failed, key=key) if resume else {}
         rows: list[dict[str, Any]] = []
         with open_output(path) as fh:
             for reused in done.values():  # rewrite the reused rows first: the file ends whole
@@ -397,7 +423,7 @@ async def evaluate(
                 row = done.get(question.id) or {}
                 if not row:
                     answer = await strategy.answer(question, ctx)
-                    row = record(question, answer, strategy, scorer)
+                    row = record(question, answer, strategy, scorer) | {"run_key": key}
                     if answer.local_graph is not None:  # an agent's own graph, as a bundle beside the answers
                         folder = out_dir / "local-kg" / _safe(spec.label) / _safe(question.id)
                         write_bundle(folder, answer.local_graph)

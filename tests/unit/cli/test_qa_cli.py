@@ -121,7 +121,7 @@ def test_eval_compares_strategies_and_resumes(server: FaultServer, bundle: Path,
     calls = len(server.requests)
     result, _ = run(*args, "--strategy", "llm_only,kg_rag,metakgrag", "--ablation", "no_cycle")
     assert len(server.requests) == calls  # resumed: nothing asked again
-    assert "| metakgrag[no_cycle] | 3 |" in result.stdout
+    assert "| metakgrag[no_cycle] | 3 |" in result.stdout and "12 answer(s) reused" in result.stdout
     ledger = Path(os.environ["METAKG_PATHS__CACHE_DIR"]) / "llm" / "ledger.jsonl"
     before = len(ledger.read_text().splitlines())
     _, fresh = run(*args, "--strategy", "metakgrag", "--fresh", "--json")

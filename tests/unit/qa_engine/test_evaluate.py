@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
 
 from metakg.config import QASettings
@@ -15,6 +17,7 @@ from metakg.qa_engine.context import QAContext
 from metakg.qa_engine.core import Question
 from metakg.qa_engine.evaluate import RunSpec, evaluate, run_specs
 from metakg.qa_engine.strategies import REGISTRY
+from metakg.schemas.tables import conform_edges, conform_nodes
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, store
 
 QUESTIONS = [
@@ -28,9 +31,41 @@ def run(
     out: Path, specs: list[RunSpec], client: ScriptedClient | None = None, **options: bool
 ) -> tuple[dict[str, dict[str, object]], ScriptedClient]:
     client = client or ScriptedClient({"key concepts": "alpha\nbeta", "Reply with the letter": "Answer: A"})
-    settings = QASettings.model_validate({"metakgrag": {"path_hops": 2}})
-    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=settings, llm=client)
+    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=SETTINGS, llm=client)
     return asyncio.run(evaluate(QUESTIONS, specs, ctx, out, REGISTRY, **options)), client
+
+
+SETTINGS = QASettings.model_validate({"metakgrag": {"path_hops": 2}})
+
+
+def test_answers_given_over_another_graph_settings_or_model_are_not_reused(tmp_path: Path) -> None:
+    """A resumed run reuses a saved answer only when it would be given the same way: the old answers are
+    never reported as those of the run asked for."""
+    spec = RunSpec("metakgrag")
+    run(tmp_path, [spec])
+
+    def again(ctx: QAContext) -> int:  # failed rows kept too, so every row counts
+        summary = asyncio.run(evaluate(QUESTIONS, [spec], ctx, tmp_path, REGISTRY, keep_failed=True))
+        return int(summary["metakgrag"]["reused"])
+
+    def context(**changes: Any) -> QAContext:
+        client = ScriptedClient({"key concepts": "alpha\nbeta", "Reply with the letter": "Answer: A"})
+        return QAContext(**({"store": store(), "embedder": AxisEmbedder(), "settings": SETTINGS, "llm": client}
+                            | changes))  # fmt: skip
+
+    assert again(context()) == len(QUESTIONS)  # the same run: every answer reused
+    other = QASettings.model_validate({"metakgrag": {"path_hops": 3}})
+    assert again(context(settings=other)) == 0  # another setting: asked again
+    assert again(context()) == 0  # and back: the rows now hold the other setting's answers
+    again(context())
+    bigger = store()
+    omega = conform_nodes(
+        pl.DataFrame({"id": ["kg:hand/omega"], "name": ["omega"], "type": ["concept"], "source": "hand"})
+    )
+    bigger.upsert(omega, conform_edges(pl.DataFrame(schema=dict.fromkeys(("src", "dst", "rel", "source"), pl.String))))
+    assert again(context(store=bigger)) == 0  # another graph
+    model = ScriptedClient({"key concepts": "alpha\nbeta", "Reply with the letter": "Answer: A"}, model="other")
+    assert again(context(llm=model)) == 0  # another model
 
 
 def test_rows_summary_table_and_resume(tmp_path: Path) -> None:
@@ -88,7 +123,7 @@ def test_a_question_changed_under_its_id_is_asked_again(tmp_path: Path) -> None:
     changed = [Question("What is aspirin?", QUESTIONS[0].choices, "q1", "A", "zeta"), QUESTIONS[1]]
     changed[1] = Question(QUESTIONS[1].text, QUESTIONS[1].choices, "q2", "A", "zeta")
     client = ScriptedClient({"key concepts": "alpha\nbeta", "Reply with the letter": "Answer: A"})
-    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=QASettings(), llm=client)
+    ctx = QAContext(store=store(), embedder=AxisEmbedder(), settings=SETTINGS, llm=client)
     summary = asyncio.run(evaluate([*changed, QUESTIONS[2]], [spec], ctx, tmp_path, REGISTRY, keep_failed=True))
     assert summary["llm_only"]["reused"] == 1 and len(client.calls) == 2  # only q3's row still stands
     rows = [json.loads(line) for line in (tmp_path / "answers-llm_only.jsonl").read_text().splitlines()]
