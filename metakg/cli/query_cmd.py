@@ -57,15 +57,16 @@ def neighbours(
             for n in items:
                 arrow = f"-[{n.edge.display}]->" if n.direction == "out" else f"<-[{n.edge.display}]-"
                 out.print(f"  {arrow} {n.node.name} ({n.node.id})", highlight=False, markup=False)
-            if rel and not items:
-                hint = f"`metakg query schema {graph}` lists the relations"
-                err.print(f"no edge of {', '.join(rel)} at this node; {hint}", markup=False, highlight=False)
+        hint = _relations_hint(graph, rel, "at this node") if rel and not items else None
+        if hint and not json_mode:
+            err.print(hint, markup=False, highlight=False)
         finish(
             True,
             {
                 "command": "query neighbours",
                 "node": asdict(found),
                 "count": len(items),
+                **({"hint": hint} if hint else {}),
                 "neighbours": [
                     {"direction": n.direction, "edge": asdict(n.edge), "node": asdict(n.node)} for n in items
                 ],
@@ -100,10 +101,13 @@ def path(
                 max_hops=cfg.store.max_hops if max_hops is None else max_hops,
                 relations=rel,
             )
+        hint = _relations_hint(graph, rel, "on a path between them") if rel and not paths else None
         if not json_mode:
             out.print(f"{len(paths)} path(s) from {a.name} to {b.name}", markup=False)
             for p in paths:
                 out.print(f"  {p.hops} hops: {path_text(p)}", highlight=False, markup=False)
+            if hint:
+                err.print(hint, markup=False, highlight=False)
         finish(
             bool(paths),
             {
@@ -111,10 +115,16 @@ def path(
                 "from": a.id,
                 "to": b.id,
                 "count": len(paths),
+                **({"hint": hint} if hint else {}),
                 "paths": [{"nodes": list(p.nodes), "edges": [asdict(e) for e in p.edges]} for p in paths],
             },
             json_mode=json_mode,
         )
+
+
+def _relations_hint(graph: str, rel: list[str], where: str) -> str:
+    """What to say when nothing was found with ``--rel``: a relation may be misspelt."""
+    return f"no edge of {', '.join(rel)} {where}; `metakg query schema {graph}` lists the relations"
 
 
 class ModeChoice(StrEnum):

@@ -184,7 +184,11 @@ def test_query_commands(tmp_path: Path, model_dir: Path) -> None:  # names resol
     _, path = run("query", "path", bundle, "aspirin", "migraine", "--json")
     assert path["count"] == 1 and len(path["paths"][0]["edges"]) == 2
     _, none = run("query", "path", bundle, "aspirin", "isolated", "--json", code=1)
-    assert none["count"] == 0
+    assert none["count"] == 0 and "hint" not in none
+    _, misspelt = run("query", "path", bundle, "aspirin", "migraine", "--rel", "bogus", "--json", code=1)
+    assert "no edge of bogus on a path between them; `metakg query schema" in misspelt["hint"]
+    _, cures = run("query", "neighbours", bundle, "aspirin", "--rel", "cures", "--json")
+    assert "no edge of cures at this node" in cures["hint"]
     _, hits = run("query", "search", bundle, "pyrexia", "--mode", "exact", "--json")
     assert [h["node"]["name"] for h in hits["hits"]] == ["fever"]
     # impossible counts are usage errors (exit 2), named
