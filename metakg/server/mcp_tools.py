@@ -290,14 +290,44 @@ class ClientLines:
         self._max = max_bytes
         self._replies: Any = None
         self._attached = anyio.Event()
+        self._asked: set[int | str] = set()  # ids of the requests passed on that the server has not answered
 
     def attach(self, replies: Any) -> None:
         """The stream the SDK writes its messages to stdout from; refusals go there."""
         self._replies = replies
         self._attached.set()
 
+    def answered(self, request_id: Any) -> None:
+        """The server replied to ``request_id`` (:class:`_Answers` tells)."""
+        self._asked.discard(request_id)
+
     def __aiter__(self) -> ClientLines:
         return self
+
+    async def _drain(self) -> None:
+        """At the end of the client's input, wait for the replies to the requests passed on (at most
+        :data:`DRAIN_S`): the SDK cancels what is in flight when its input ends, so a client that writes its
+        requests and closes its end at once would get no answer."""
+        import anyio
+
+        with anyio.move_on_after(DRAIN_S):
+            while self._asked:
+                await anyio.sleep(0.02)
+        if self._asked:
+            logger.warning("input ended; %d request(s) still unanswered after %g s", len(self._asked), DRAIN_S)
+
+    def _note(self, text: str) -> None:
+        """Keep the id of a request passed on; forget one the client cancels."""
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("method"), str):
+            return
+        if "id" in parsed:
+            self._asked.add(parsed["id"])
+        elif parsed["method"] == "notifications/cancelled" and isinstance(parsed.get("params"), dict):
+            self._asked.discard(parsed["params"].get("requestId"))
 
     async def __anext__(self) -> str:
         import anyio
@@ -306,6 +336,7 @@ class ClientLines:
         while True:
             head, size = await anyio.to_thread.run_sync(self._read_line, abandon_on_cancel=True)
             if not head:
+                await self._drain()
                 raise StopAsyncIteration
             text = head.decode("utf-8", errors="replace")  # as the SDK's own reader decodes
             if size > self._max:
@@ -330,6 +361,7 @@ class ClientLines:
                 message = "the request's id must be a string or an integer; send it again with one."
                 await self._refuse(None, types.INVALID_REQUEST, message)
                 continue
+            self._note(text)
             return text
 
     def _read_line(self) -> tuple[bytes, int]:
@@ -440,6 +472,35 @@ def _wire_stdin() -> Iterator[IO[bytes]]:
         os.dup2(private, 0)
 
 
+#: how long the end of the client's input waits for the replies still owed
+DRAIN_S = 300.0
+
+
+class _Answers:
+    """The SDK's outgoing stream, telling ``lines`` each reply it carries (so the end of input can wait for
+    the replies still owed)."""
+
+    def __init__(self, stream: Any, lines: ClientLines) -> None:
+        self._stream, self._lines = stream, lines
+
+    async def send(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        message = getattr(message, "root", message)
+        if message is not None and type(message).__name__ in ("JSONRPCResponse", "JSONRPCError"):
+            self._lines.answered(getattr(message, "id", None))
+        await self._stream.send(item)
+
+    async def __aenter__(self) -> _Answers:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 async def serve_stdio(server: Any, max_bytes: int) -> None:
     """Serve ``server`` (an MCPServer) over stdin and stdout, as its own ``run("stdio")`` does, with the
     client's lines checked by :class:`ClientLines` (at most ``max_bytes`` each)."""
@@ -450,4 +511,5 @@ async def serve_stdio(server: Any, max_bytes: int) -> None:
         async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
             lines.attach(write_stream)
             lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async serves (no public accessor)
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+            answers = _Answers(write_stream, lines)
+            await lowlevel.run(read_stream, answers, lowlevel.create_initialization_options())

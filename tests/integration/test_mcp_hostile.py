@@ -147,3 +147,21 @@ def test_a_request_whose_id_is_not_a_string_or_integer_gets_an_error_reply(
     stdio.send({"jsonrpc": "2.0", "id": "after", "method": "tools/list"})
     assert stdio.reply()["id"] == "after"  # serving goes on
     assert stdio.close() == 0
+
+
+def test_requests_written_just_before_the_input_ends_are_all_answered(served: tuple[Stdio, Path]) -> None:
+    """A client that writes its requests and closes its end at once (``printf ... | metakg mcp``) gets every
+    reply: the SDK cancels what is in flight when its input ends, so the end waits for them first."""
+    stdio, _ = served
+    aspirin = node_id(small_bundle(), "aspirin")
+    for request_id in range(10, 20):
+        tool = ("node", {"id": aspirin}) if request_id % 2 else ("search", {"text": "aspirin"})
+        stdio.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                    "params": {"name": tool[0], "arguments": tool[1]}})  # fmt: skip
+    stdio.send({"jsonrpc": "2.0", "id": 20, "method": "ping"})
+    assert stdio.close() == 0
+    replies = []
+    while not stdio.lines.empty():
+        replies.append(json.loads(stdio.lines.get()))
+    assert sorted(r["id"] for r in replies) == list(range(10, 21))
+    assert all("result" in r for r in replies), [r.get("error") for r in replies]
