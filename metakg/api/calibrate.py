@@ -160,9 +160,15 @@ def calibrate_medcog(
         monitor = {r["question_id"]: float(r["trace"].get("monitor_cost_usd", 0.0)) for r in meta}
         ranked = search(scores, outcomes, sorted(set(grid)), objective, budget, monitor)
     except ValueError as e:
-        raise InputDataError(
-            f"cannot calibrate: {e} ({len(meta) - len(scores)} monitoring replies unparseable)."
-        ) from e
+        failed = [r for r in meta if r.get("status") == "fail"]
+        # an answer that failed outright (an LLM not reached) says so; a fallback means a reply not understood
+        first = (failed[0].get("reason") or "no reason given") if failed else ""
+        why = (
+            f"{len(failed)} of {len(meta)} monitoring answers failed, the first: {first}"
+            if failed
+            else f"{len(meta) - len(scores)} monitoring replies unparseable"
+        )
+        raise InputDataError(f"cannot calibrate: {e} ({why}).") from e
     best = ranked[0]
     thresholds = (
         "# MedCoG thresholds chosen by `metakg calibrate medcog`\n[qa.medcog]\n"

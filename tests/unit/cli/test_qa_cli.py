@@ -297,6 +297,15 @@ def test_calibrate_medcog_writes_the_best_thresholds(server: FaultServer, bundle
     assert "[0, 1]" in result.stdout + result.stderr
 
 
+def test_calibrate_with_the_llm_down_says_so(bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    monkeypatch.setenv("METAKG_LLM__MAX_RETRIES", "0")
+    questions, out = pilot_file(tmp_path), tmp_path / "down"
+    args = ("calibrate", "medcog", str(questions), "--format", "pilot", "-b", str(bundle), "-o", str(out), "--json")
+    _, refused = run(*args, code=1)  # once: "3 monitoring replies unparseable"
+    assert "monitoring answers failed, the first:" in refused["error"] and "127.0.0.1:9" in refused["error"]
+
+
 def test_casebank_build_grows_a_bank(server: FaultServer, bundle: Path, tmp_path: Path, any_embedder: None) -> None:
     server.reply = "Facts:\naspirin -> treats -> headache\nReasoning: aspirin treats headache.\nAnswer: B"
     questions, bank = pilot_file(tmp_path), tmp_path / "bank"
