@@ -93,8 +93,8 @@ def mcp(
     with guarded("mcp", False):
         if bundle is None and not neo4j:
             raise UsageError("give --bundle DIR or --neo4j.")
-        if not http and (host is not None or port is not None):
-            raise UsageError("--host and --port are for --http; stdio needs neither.")
+        if not http and (host is not None or port is not None or api_key is not None):
+            raise UsageError("--host, --port and --api-key are for --http; stdio needs none (its client starts it).")
         if bundle is not None:
             api.bundle_info(bundle)  # a missing or broken bundle is explained before the protocol starts
         if not http:

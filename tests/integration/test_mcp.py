@@ -72,6 +72,14 @@ def test_mcp_without_a_graph_is_a_usage_or_data_error(args: list[str]) -> None:
     assert "--bundle" in done.stderr or "not a KG bundle" in done.stderr
 
 
+def test_http_options_on_stdio_are_refused(tmp_path: Path) -> None:
+    api.write_validated(tmp_path / "kg", small_bundle(), load_settings())
+    for extra in (["--port", "9000"], ["--api-key", "k"]):  # an API key on stdio once went unused without a word
+        done = subprocess.run([str(METAKG), "mcp", "--bundle", str(tmp_path / "kg"), *extra],
+                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 2 and "are for --http" in done.stderr and done.stdout == ""
+
+
 def test_the_sdk_client_over_streamable_http_with_the_api_key(tmp_path: Path, any_embedder: None) -> None:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
