@@ -25,7 +25,7 @@ from metakg.qa_engine.evaluate import list_cost_of
 from metakg.qa_engine.strategies.medcog.calibrate import Candidate, Objective, Outcome, search
 from metakg.qa_engine.strategies.medcog.casebank import CaseBank
 from metakg.qa_engine.strategies.medcog.monitor import ROUTES, Assessment
-from metakg.schemas.locks import require_folder, write_output
+from metakg.schemas.locks import check_replaceable, require_folder, write_output
 
 __all__ = [
     "DEFAULT_GRID",
@@ -134,6 +134,10 @@ def calibrate_medcog(
         raise UsageError("--objective budget needs --budget USD per question.")
     if settings.qa.section("medcog").get("route", "meta") != "meta":
         raise UsageError('calibration needs the monitoring step: set [qa.medcog] route = "meta".')
+    if settings_out is not None:  # checked before the questions are asked, not after
+        check_replaceable(settings_out)
+        if not settings_out.parent.is_dir():
+            raise UsageError(f"--settings-out {settings_out}: its folder {settings_out.parent} does not exist.")
     evaluate_benchmark(
         settings,
         benchmark,
@@ -175,10 +179,7 @@ def calibrate_medcog(
         f"tau_c = {best.tau.complexity}\ntau_f = {best.tau.familiarity}\ntau_k = {best.tau.knowledge_density}\n"
     )
     target = settings_out or out_dir / "medcog.toml"
-    if settings_out is not None:  # a file the user named
-        settings_out.write_text(thresholds, encoding="utf-8")
-    else:
-        write_output(target, thresholds)
+    write_output(target, thresholds)
     table = [_as_dict(c) for c in ranked]
     write_output(out_dir / "calibration.json", json.dumps(table, indent=1) + "\n")
     answered = sum(1 for q in scores if all(q in outcomes[r] for r in ROUTES))
