@@ -220,8 +220,8 @@ def evaluate(
                 escape(f"every answer of {label} failed; see the reasons in {output}/answers-{label}.jsonl"),
                 style="red",
             )
-        if json_mode:  # each run's summary under its label, beside ok (false exactly when the exit is 1)
-            finish(not failed, {"command": "eval", **summary, "failed_runs": failed}, json_mode=True)
+        if json_mode:  # ok is false exactly when the exit is 1
+            finish(not failed, {"command": "eval", "runs": summary, "failed_runs": failed}, json_mode=True)
             return
         out.print(result.table(), markup=False, highlight=False)
         for note in api.efficiency_notes(summary):

@@ -309,22 +309,23 @@ def _asked(question: Question) -> tuple[Any, ...]:
     return (question.text, question.answer, list(question.gold_texts))
 
 
-def graph_key(store: Any) -> str:
-    """What identifies the graph answers were given over, for :func:`run_key`: its counts and a digest of its
-    names (a new version of a bundle, another bundle or database, differs)."""
-    names = hashlib.sha256("\n".join(sorted(store.names())).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return json.dumps({"counts": store.counts(), "names": names}, sort_keys=True)
+def graph_key(ctx: QAContext) -> str:
+    """What identifies the graph answers were given over, for :func:`run_key`: its counts and the digest of
+    its names the phrase index was read by (a new version of a bundle, another bundle or database differs;
+    an edge moved with every count and name kept does not)."""
+    return json.dumps({"counts": ctx.store.counts(), "names": ctx.services.names_digest}, sort_keys=True)
 
 
 def run_key(graph: str, spec: RunSpec, strategy: Any, ctx: QAContext) -> str:
     """What a saved answer row must have been given under to be reused: the graph (:func:`graph_key`), the
-    run, the strategy's settings with its switches, the ``[qa]`` settings and the LLM (none: retrieval only).
-    A re-run after any of these changed asks again instead of reporting the old answers as new."""
+    run, the strategy's settings with its switches, the shared ``[qa]`` settings (not other strategies'
+    sections) and the LLM (none: retrieval only). A re-run after any of these changed asks again instead of
+    reporting the old answers as new."""
     parts = {
         "graph": graph,
         "run": spec.label,
         "strategy": strategy.settings.model_dump(mode="json"),
-        "qa": ctx.settings.model_dump(mode="json"),
+        "qa": ctx.settings.model_dump(mode="json", exclude=set(ctx.settings.sections())),
         "llm": ctx.llm.model if ctx.llm is not None else None,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -409,7 +410,7 @@ async def evaluate(
     answered: dict[str, list[dict[str, Any]]] = {}
     questions = [with_gold_entities(q, lambda text: ctx.services.phrases.find(text)) for q in questions]
     asked = {q.id: _asked(q) for q in questions}
-    graph = graph_key(ctx.store)
+    graph = graph_key(ctx)  # after the gold entities: the phrase index has read the names
     for spec in specs:
         strategy = registry.create(spec.strategy, ctx.settings, spec.switches)
         path = out_dir / f"answers-{spec.label}.jsonl"

@@ -145,12 +145,17 @@ def save_phrases(index: PhraseIndex, path: Path) -> None:
                 left.unlink()
 
 
-def phrases_file(names: Sequence[str], cache_dir: Path) -> Path:
-    """Where the phrase index of exactly these ``names`` (in this order) is kept under ``cache_dir``."""
+def names_digest(names: Sequence[str]) -> str:
+    """A digest of exactly these ``names`` (in this order): what names a graph's phrase index."""
     digest = hashlib.sha256(f"{PhraseIndex.FORMAT}\0".encode())
     for name in names:
         digest.update(name.encode("utf-8", "surrogatepass") + b"\0")
-    return cache_dir / "phrases" / f"{digest.hexdigest()[:32]}.json"
+    return digest.hexdigest()[:32]
+
+
+def phrases_file(names: Sequence[str], cache_dir: Path) -> Path:
+    """Where the phrase index of exactly these ``names`` (in this order) is kept under ``cache_dir``."""
+    return cache_dir / "phrases" / f"{names_digest(names)}.json"
 
 
 def keep_phrases(store: GraphStore, cache_dir: Path) -> Path:
@@ -184,6 +189,7 @@ class QAServices:
         self._cache_dir = cache_dir
         self._similarity: Similarity | None = None
         self._phrases: PhraseIndex | None = None
+        self._names_digest = ""
         self.neighbour_lists: LRUCache[tuple[str, int], list[Neighbour]] = LRUCache(max_entries)
 
     @property
@@ -199,10 +205,11 @@ class QAServices:
         cache when one was built for exactly these names, else built (and saved there)."""
         if self._phrases is None:
             names = self._store.names()
+            self._names_digest = names_digest(names)
             if self._cache_dir is None:
                 self._phrases = PhraseIndex(names)
                 return self._phrases
-            path = phrases_file(names, self._cache_dir)
+            path = self._cache_dir / "phrases" / f"{self._names_digest}.json"  # phrases_file, digest kept
             found = PhraseIndex.load(path)  # kept local: another question may be setting the attribute meanwhile
             if found is None:
                 found = PhraseIndex(names)
@@ -210,6 +217,13 @@ class QAServices:
             self._phrases = found
             return found
         return self._phrases
+
+    @property
+    def names_digest(self) -> str:
+        """The digest of the store's names (:func:`names_digest`), read with the phrase index (no second read
+        of the names)."""
+        _ = self.phrases
+        return self._names_digest
 
     def neighbours(self, node_id: str, limit: int, read: Callable[[], list[Neighbour]]) -> list[Neighbour]:
         """The cached neighbour list of ``node_id`` (first ``limit``), read with ``read`` when not cached (on a

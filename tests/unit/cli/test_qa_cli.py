@@ -104,8 +104,7 @@ def pilot_file(tmp_path: Path) -> Path:
 def test_eval_compares_strategies_and_resumes(server: FaultServer, bundle: Path, tmp_path: Path) -> None:
     questions, out = pilot_file(tmp_path), tmp_path / "report"
     args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out))
-    _, summary = run(*args, "--strategy", "llm_only,kg_rag,metakgrag", "--ablation", "no_cycle", "--json")
-    assert (summary.pop("ok"), summary.pop("command"), summary.pop("failed_runs")) == (True, "eval", [])
+    summary = run(*args, "--strategy", "llm_only,kg_rag,metakgrag", "--ablation", "no_cycle", "--json")[1]["runs"]
     assert set(summary) == {"llm_only", "kg_rag", "metakgrag", "metakgrag[no_cycle]", "ORACLE"}
     oracle = summary.pop("ORACLE")  # every run answers "B", right for the same question
     assert (oracle["correct"], oracle["questions"]) == (1, 3)
@@ -124,7 +123,7 @@ def test_eval_compares_strategies_and_resumes(server: FaultServer, bundle: Path,
     assert "| metakgrag[no_cycle] | 3 |" in result.stdout and "12 answer(s) reused" in result.stdout
     ledger = Path(os.environ["METAKG_PATHS__CACHE_DIR"]) / "llm" / "ledger.jsonl"
     before = len(ledger.read_text().splitlines())
-    _, fresh = run(*args, "--strategy", "metakgrag", "--fresh", "--json")
+    fresh = run(*args, "--strategy", "metakgrag", "--fresh", "--json")[1]["runs"]
     # answered again, each prompt served from the LLM response cache: every call a hit, nothing billed
     figures = fresh["metakgrag"]
     assert figures["reused"] == 0 and figures["cache_hits"] == figures["llm_calls"] == 3
@@ -144,7 +143,7 @@ def test_eval_prices_by_list_cost_and_reads_a_users_scaling_reference(
     questions, out = pilot_file(tmp_path), tmp_path / "report"
     args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out))
     args += ("--strategy", "llm_only,kg_rag", "--scaling", str(reference), "--iie-reference", "llm_only")
-    _, first = run(*args, "--json")
+    first = run(*args, "--json")[1]["runs"]
     kg = first["kg_rag"]
     assert kg["cost_usd"] > 0 and kg["cost_per_question"] == pytest.approx(kg["list_cost_usd"] / 3, abs=1e-6)
     assert kg["iie_reference"] == "llm_only" and kg["scaling_fit"]["reference"] == "mine" and "iie" in kg
@@ -152,7 +151,7 @@ def test_eval_prices_by_list_cost_and_reads_a_users_scaling_reference(
     notes = (out / "comparison.md").read_text()
     assert "inference density against mine" in notes and "IIE: accuracy gained per extra USD" in notes
     calls = len(server.requests)
-    _, again = run(*args, "--fresh", "--json")  # every reply cached: nothing billed, the method costs the same
+    again = run(*args, "--fresh", "--json")[1]["runs"]  # every reply cached: nothing billed, the method costs the same
     assert len(server.requests) == calls and again["kg_rag"]["cost_usd"] == 0
     assert again["kg_rag"]["cost_per_question"] == kg["cost_per_question"]
     assert again["kg_rag"]["inference_density"] == kg["inference_density"]
@@ -163,7 +162,7 @@ def test_eval_prices_by_list_cost_and_reads_a_users_scaling_reference(
     summary = json.loads((out / "summary.json").read_text())
     summary["kg_rag"].update(accuracy=0.9, cost_per_question=0.01)  # a dearer run that did better: a curve
     (out / "summary.json").write_text(json.dumps(summary))
-    _, own = run(*args[:-4], "--scaling", str(out), "-o", str(tmp_path / "r3"), "--json")
+    own = run(*args[:-4], "--scaling", str(out), "-o", str(tmp_path / "r3"), "--json")[1]["runs"]
     assert own["kg_rag"]["scaling_fit"]["source"] == f"the runs in {out / 'summary.json'}"
 
 
@@ -226,17 +225,18 @@ def test_eval_against_an_unreachable_llm_fails_and_a_rerun_asks_again(
     result, _ = run(*args, code=1)
     assert "every answer of llm_only failed" in result.stderr
     monkeypatch.setenv("METAKG_LLM__BASE_URL", server.url)  # the LLM is back
-    _, kept = run(*args, "--keep-failed", "--json", code=1)
+    kept = run(*args, "--keep-failed", "--json", code=1)[1]["runs"]
     assert kept["llm_only"]["reused"] == 3 and len(server.requests) == 0
-    assert kept["ok"] is False and kept["failed_runs"] == ["llm_only"]  # ok is false exactly when the exit is 1
-    _, summary = run(*args, "--json")
+    _, payload = run(*args, "--keep-failed", "--json", code=1)
+    assert payload["ok"] is False and payload["failed_runs"] == ["llm_only"]  # ok is false exactly when exit is 1
+    summary = run(*args, "--json")[1]["runs"]
     assert summary["llm_only"]["reused"] == 0 and summary["llm_only"]["fail"] == 0 and len(server.requests) == 3
 
 
 def test_eval_skip_and_budget(bundle: Path, tmp_path: Path) -> None:
     questions, out = pilot_file(tmp_path), tmp_path / "held-out"
     args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out), "--no-llm")
-    _, summary = run(*args, "--strategy", "kg_rag", "--skip", "1", "--budget", "1", "--json")
+    summary = run(*args, "--strategy", "kg_rag", "--skip", "1", "--budget", "1", "--json")[1]["runs"]
     figures = summary["kg_rag"]
     assert figures["questions"] == 2 and figures["budget"] == 1
     assert figures["recall_at_budget"] <= figures["evidence_recall"]
