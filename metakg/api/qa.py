@@ -122,7 +122,8 @@ def ask(
     ``steps`` receives each step of the trace as it is taken.
 
     Raises:
-        UsageError: an unknown strategy or switch, or the store choice is wrong.
+        UsageError: an unknown strategy or switch, a strategy that needs an LLM without one, or the store
+            choice is wrong.
         ConfigError: an invalid ``[qa.<name>]`` section, or Neo4j cannot be reached.
     """
     say = progress or quiet
@@ -152,13 +153,14 @@ class AnswerSnapshot(JsonResult):
 @dataclass(frozen=True)
 class StrategyInfo(JsonResult):
     """A registered strategy: its ``name`` and ``summary``, its settings ``section`` (``qa.<name>``), whether
-    it ``uses_graph``, the ``switches`` an ablation turns on, and its ``settings`` (key, type, default,
-    description)."""
+    it ``uses_graph``, whether it ``needs_llm`` even to retrieve, the ``switches`` an ablation turns on, and
+    its ``settings`` (key, type, default, description)."""
 
     name: str
     summary: str
     section: str
     uses_graph: bool
+    needs_llm: bool
     switches: list[str]
     settings: list[dict[str, Any]]
 
@@ -357,16 +359,10 @@ def evaluate_benchmark(
         )
     skipped: list[str] = []
     if not use_llm:
-
-        def retrieves(spec: RunSpec) -> bool:
-            cls = registry.get(spec.strategy)
-            return cls.uses_graph and not cls.needs_llm
-
-        skipped = [s.label for s in specs if not retrieves(s)]
-        specs = [s for s in specs if retrieves(s)]
+        skipped = [s.label for s in specs if not registry.get(s.strategy).retrieves_alone()]
+        specs = [s for s in specs if registry.get(s.strategy).retrieves_alone()]
         if not specs:
-            raise UsageError("--no-llm evaluates retrieval: choose at least one strategy that retrieves without an "
-                             "LLM (kg_rag, metakgrag).")  # fmt: skip
+            raise UsageError(f"--no-llm evaluates retrieval: choose at least one of {registry.retrieval_only()}.")
     at_least_one("--budget", budget)
     questions, read = read_questions(path, fmt, limit=limit, skip=skip)
     out_dir.mkdir(parents=True, exist_ok=True)

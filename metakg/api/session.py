@@ -28,7 +28,7 @@ from metakg.api.local_graph import local_graph
 from metakg.api.stores import open_store
 from metakg.api.wikidata import sparql_client
 from metakg.config import Settings
-from metakg.errors import BundleError, OutputError, ResourceBusy
+from metakg.errors import BundleError, OutputError, ResourceBusy, UsageError
 from metakg.ingest.wikidata import WikidataFragments
 from metakg.llm.client import LLMClient
 from metakg.llm.embedder import Embedder, LazyEmbedder
@@ -320,8 +320,15 @@ class QASession:
         steps: Callable[[dict[str, Any]], None] | None = None,
     ) -> Answer:
         """Answer ``question`` with ``strategy`` (a name, default ``qa.strategy``); ``steps`` receives each step
-        of the trace as the strategy takes it. Runs its own event loop: call it from a thread, not a loop."""
+        of the trace as the strategy takes it. Runs its own event loop: call it from a thread, not a loop.
+
+        Raises:
+            UsageError: the strategy needs an LLM even to retrieve, and the session runs without one.
+        """
         chosen = strategy if isinstance(strategy, Strategy) else self.strategy(strategy)
+        if isinstance(self.runner, NoLLM) and chosen.needs_llm:
+            raise UsageError(f"{chosen.name} needs an LLM to answer at all; without one, ask with one of "
+                             f"{self.registry.retrieval_only()}.")  # fmt: skip
         if steps is not None:
             with listening(steps):
                 return self.answer(question, chosen)

@@ -171,17 +171,17 @@ def tune_benchmark(
     budget, tick = options.budget, options.tick
     at_least_one("--budget", budget)
     cls = STRATEGIES.get(strategy)
-    if not cls.uses_graph or cls.needs_llm:
+    if not cls.retrieves_alone():
         why = "uses no graph" if not cls.uses_graph else "needs an LLM at every step, and tune runs without one"
-        raise UsageError(f"{strategy} {why}; tune a retrieval strategy (kg_rag, metakgrag).")
+        raise UsageError(f"{strategy} {why}; tune one of {STRATEGIES.retrieval_only()}.")
     if not grid.values:
         raise UsageError("give at least one --grid key=value1,value2.")
     combinations = grid.combinations()
     if len(combinations) > MAX_RUNS:
         raise UsageError(f"the grid has {len(combinations)} combinations; at most {MAX_RUNS}.")
     configured = [_with(settings, strategy, c) for c in combinations]  # every value is checked before any run
-    for number in range(len(combinations) + 1):  # the folder and each run's, before any run
-        require_folder(out_dir / f"run-{number}" if number else out_dir, "the tune report")
+    for number in range(1, len(combinations) + 1):  # each run's folder, before any run (the report's is locked)
+        require_folder(out_dir / f"run-{number}", "a tune run")
     questions, read = read_questions(path, fmt, limit=limit, skip=skip)
     if not questions:
         raise no_questions(path, fmt, skip, read)

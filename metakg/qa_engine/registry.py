@@ -91,6 +91,10 @@ class StrategyRegistry:
         """The registered names, in registration order."""
         return tuple(self._classes)
 
+    def retrieval_only(self) -> str:
+        """What to choose to measure retrieval without an LLM: the names of the strategies that can, listed."""
+        return ", ".join(n for n in self.names if self._classes[n].retrieves_alone())
+
     def get(self, name: str) -> StrategyClass:
         """The class registered as ``name``.
 
@@ -165,6 +169,7 @@ class StrategyRegistry:
                     "summary": cls.summary,
                     "section": f"qa.{name}",
                     "uses_graph": cls.uses_graph,
+                    "needs_llm": cls.needs_llm,
                     "switches": list(cls.switches()),
                     "settings": settings,
                 }

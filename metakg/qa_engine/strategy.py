@@ -92,6 +92,12 @@ class Strategy(ABC, Generic[S]):
                 answer.fail("the reply is empty")
 
     @classmethod
+    def retrieves_alone(cls) -> bool:
+        """Whether it retrieves evidence from the graph without an LLM (what ``eval --no-llm`` and ``tune``
+        measure)."""
+        return cls.uses_graph and not cls.needs_llm
+
+    @classmethod
     def switches(cls) -> tuple[str, ...]:
         """Settings the harness may turn on to evaluate variants: a boolean setting's name (MetaKGRAG's
         ablations) or ``key=value`` (MedCoG's forced routes, ``route=scot``); none by default."""

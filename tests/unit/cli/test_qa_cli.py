@@ -43,6 +43,13 @@ def test_a_start_entity_alone_reads_as_itself_in_the_evidence(bundle: Path) -> N
     assert evidence[0].strip().endswith("(a start entity alone: no edge)") and all(line.strip() for line in evidence)
 
 
+def test_a_strategy_that_needs_an_llm_is_refused_without_one_and_says_so(bundle: Path) -> None:
+    _, refused = run("ask", "What is isolated?", "--bundle", str(bundle), "--no-llm", "-s", "medcog", "--json", code=2)
+    assert "medcog needs an LLM" in refused["error"] and "kg_rag, metakgrag" in refused["error"]
+    listed = {s["name"]: s for s in run("strategies", "--json")[1]["strategies"]}
+    assert listed["medcog"]["needs_llm"] and not listed["metakgrag"]["needs_llm"]
+
+
 def test_ask_retrieval_only_with_an_evidence_page(bundle: Path, tmp_path: Path) -> None:
     page = tmp_path / "answer.html"
     _, payload = run("ask", QUESTION, *CHOICES, "--bundle", str(bundle), "--no-llm", "--html", str(page), "--json")
