@@ -562,13 +562,15 @@ class ServerSettings(Section):
         return value
 
 
-#: the conventional NEO4J_* variables (NEO4J_USERNAME wins over NEO4J_USER)
+#: the conventional NEO4J_* variables (NEO4J_USERNAME wins over NEO4J_USER), and the password the local
+#: test server (tools/neo4j_server.py, `make neo4j-up`) is started with, so both sides read one variable
 NEO4J_ENV_ALIASES = {
     "NEO4J_URI": "uri",
     "NEO4J_USERNAME": "user",
     "NEO4J_USER": "user",
     "NEO4J_PASSWORD": "password",
     "NEO4J_DATABASE": "database",
+    "METAKG_NEO4J_PASSWORD": "password",
 }
 
 
@@ -683,7 +685,7 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 #: METAKG_ variables with one underscore that are not settings on purpose (read by others, or aliases)
-_NOT_SETTINGS = {"METAKG_CONFIG", "METAKG_SHARED_DIR", "METAKG_NEO4J_PASSWORD", *LLM_ENV_ALIASES}
+_NOT_SETTINGS = {"METAKG_CONFIG", "METAKG_SHARED_DIR", *LLM_ENV_ALIASES, *NEO4J_ENV_ALIASES}
 
 
 def _one_underscore_env() -> str | None:

@@ -356,7 +356,7 @@ def export_rdf(
     if str(out) == "-":
         raise UsageError("RDF is written to a file, not to standard output: give its path (-o kg.nt).")
     fmt = format_for(out, fmt)
-    check_replaceable(out)  # before the bundle is read, not after
+    check_replaceable(out)  # before the bundle is read, not after (write_rdf checks again: it is called alone)
     if lang and not LANG_TAG.fullmatch(lang):
         raise UsageError(f"--lang {lang!r} is not a language tag: letters, then '-' and letters or digits (en-US)")
     bundle = read_bundle(path)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from metakg.api._shared import JsonResult, Progress
+from metakg.api._shared import JsonResult, Progress, output_folder
 from metakg.api.qa import Benchmark, Runs, evaluate_benchmark
 from metakg.api.session import EvalOptions, StoreChoice
 from metakg.config import Settings
@@ -134,10 +134,9 @@ def calibrate_medcog(
         raise UsageError("--objective budget needs --budget USD per question.")
     if settings.qa.section("medcog").get("route", "meta") != "meta":
         raise UsageError('calibration needs the monitoring step: set [qa.medcog] route = "meta".')
-    if settings_out is not None:  # checked before the questions are asked, not after
+    if settings_out is not None:  # checked before the questions are asked, not after; its folder made
         check_replaceable(settings_out)
-        if not settings_out.parent.is_dir():
-            raise UsageError(f"--settings-out {settings_out}: its folder {settings_out.parent} does not exist.")
+        output_folder(settings_out.parent, "--settings-out")
     evaluate_benchmark(
         settings,
         benchmark,

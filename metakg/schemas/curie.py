@@ -28,6 +28,13 @@ PREFIXES = MappingProxyType(_PREFIXES)
 CURIE_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*:[^\s\x00-\x1f\x7f]+$"
 _CURIE_RE = re.compile(CURIE_PATTERN)
 _PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+
+
+def is_prefix(text: str) -> bool:
+    """Whether ``text`` can be a CURIE prefix (a letter, then letters, digits, ``_``, ``.``, ``-``)."""
+    return bool(_PREFIX_RE.match(text))
+
+
 _DATASET_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # Characters that may not appear raw in an IRI (RFC 3987).
 _IRI_FORBIDDEN = frozenset('"<>{}|\\^`')

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from metakg.errors import InputDataError
 from metakg.schemas import sparql
+from metakg.schemas.curie import is_prefix
 from metakg.schemas.knowledge_source import WIKIDATA_PREFIXES, check_select
 
 WD, WDT = sparql.WD, sparql.WDT
@@ -104,7 +105,7 @@ class SubsetSpec(BaseModel):
         bad = [k for k in values if not _PID.match(k)]
         if bad:
             raise ValueError(f"keys must be property ids (P...): {bad}")
-        prefixes = [v for v in values.values() if not re.match(r"^[A-Za-z][A-Za-z0-9_.-]*$", v)]
+        prefixes = [v for v in values.values() if not is_prefix(v)]
         if prefixes:
             raise ValueError(f"values must be CURIE prefixes (letters, digits, _ . -): {prefixes}")
         return values

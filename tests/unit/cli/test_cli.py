@@ -236,7 +236,8 @@ def test_config_show_and_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("METAKG_NEO4J_BATCH_SIZE")
     monkeypatch.setenv("METAKG_LLM_MODEL", "m")  # a documented alias, and the test server's password
     monkeypatch.setenv("METAKG_NEO4J_PASSWORD", "p")
-    assert run("config", "show", "--json")[1]["settings"]["llm"]["model"] == "m"
+    shown = run("config", "show", "--json")[1]["settings"]
+    assert shown["llm"]["model"] == "m" and shown["neo4j"]["password"] == "**********"  # the server's, read
 
 
 def test_version_and_help() -> None:

@@ -195,7 +195,7 @@ def test_eval_scores_a_resolved_bundle_against_id_pairs(tmp_path: Path) -> None:
     bare = tmp_path / "bare.csv"  # no header: its first row is a pair, not lost as a header
     bare.write_text(gold.read_text().split("\n", 1)[1])
     assert run("identity", "eval", str(bare), "-b", str(out), "-o", str(tmp_path / "e1"))["pairs"] == 5
-    for header in ("left:id,right:id,same", "source:ID,target:ID"):  # headers that look like ids, of no prefix
+    for header in ("left:id,right:id", "source:ID,target:ID,same"):  # headers that look like ids, of no prefix
         bare.write_text(header + "\n" + gold.read_text().split("\n", 1)[1])
         assert run("identity", "eval", str(bare), "-b", str(out), "-o", str(tmp_path / "e1"))["pairs"] == 5
     before = run("identity", "eval", str(gold), "-b", str(primekg), "-o", str(tmp_path / "e0"))

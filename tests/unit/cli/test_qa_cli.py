@@ -309,8 +309,9 @@ def test_calibrate_with_the_llm_down_says_so(bundle: Path, tmp_path: Path, monke
     monkeypatch.setenv("METAKG_LLM__MAX_RETRIES", "0")
     questions, out = pilot_file(tmp_path), tmp_path / "down"
     args = ("calibrate", "medcog", str(questions), "--format", "pilot", "-b", str(bundle), "-o", str(out), "--json")
-    _, late = run(*args, "--settings-out", str(tmp_path / "no" / "such" / "m.toml"), code=2)
-    assert "does not exist" in late["error"] and not out.exists()  # refused before any question
+    (tmp_path / "taken.toml").mkdir()
+    _, late = run(*args, "--settings-out", str(tmp_path / "taken.toml"), code=1)
+    assert "is a folder" in late["error"] and not out.exists()  # refused before any question, not after all
     _, refused = run(*args, code=1)  # once: "3 monitoring replies unparseable"
     assert "monitoring answers failed, the first:" in refused["error"] and "127.0.0.1:9" in refused["error"]
 
