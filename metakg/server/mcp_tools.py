@@ -316,12 +316,8 @@ class ClientLines:
         if self._asked:
             logger.warning("input ended; %d request(s) still unanswered after %g s", len(self._asked), DRAIN_S)
 
-    def _note(self, text: str) -> None:
-        """Keep the id of a request passed on; forget one the client cancels."""
-        try:
-            parsed = json.loads(text)
-        except (ValueError, RecursionError):
-            return
+    def _note(self, parsed: Any) -> None:
+        """Keep the id of a request passed on (``parsed``: the message); forget one the client cancels."""
         if not isinstance(parsed, dict) or not isinstance(parsed.get("method"), str):
             return
         if "id" in parsed:
@@ -355,13 +351,17 @@ class ClientLines:
                 if refusal is not None:
                     await self._refuse(*refusal)
                 continue
-            if _has_bad_id(text):
+            try:  # read once, for the id checks below (the SDK reads the text itself)
+                parsed = json.loads(text)
+            except (ValueError, RecursionError):
+                parsed = None
+            if _has_bad_id(parsed):
                 # the SDK would take a request with an id of another type ({}, null, true, 1.5, [1]) for a
                 # notification and answer nothing, leaving the client waiting: refused, as JSON-RPC says
                 message = "the request's id must be a string or an integer; send it again with one."
                 await self._refuse(None, types.INVALID_REQUEST, message)
                 continue
-            self._note(text)
+            self._note(parsed)
             return text
 
     def _read_line(self) -> tuple[bytes, int]:
@@ -390,15 +390,9 @@ class ClientLines:
             await self._replies.send(SessionMessage(error))
 
 
-def _has_bad_id(text: str) -> bool:
-    """Whether the message is a request (it has a method) holding an ``id`` that is neither a string nor an
-    integer."""
-    if '"id"' not in text:
-        return False
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return False
+def _has_bad_id(parsed: Any) -> bool:
+    """Whether the message ``parsed`` is a request (it has a method) holding an ``id`` that is neither a string
+    nor an integer."""
     if not isinstance(parsed, dict) or "method" not in parsed or "id" not in parsed:
         return False
     raw = parsed["id"]
