@@ -245,8 +245,8 @@ def snapshot(settings: Settings, graph: str | Path | None, at: datetime, out: Pa
         return Manifest(write_bundle(out, bundle))
 
 
-#: the largest batch a load takes (as the ``neo4j.batch_size`` setting)
-MAX_BATCH = 100_000
+#: the largest batch a load takes: the ``neo4j.batch_size`` setting's bound
+MAX_BATCH = next(m.le for m in Neo4jSettings.model_fields["batch_size"].metadata if hasattr(m, "le"))
 
 #: the least cosine similarity at which a name found by embedding search counts as the node asked for
 MIN_NAME_SIMILARITY = 0.6

@@ -213,6 +213,7 @@ def _rules(lossy: bool, max_field_chars: int) -> list[tuple[str, pl.Expr]]:
 
 def _checked(scan: pl.LazyFrame, *, lossy: bool, relations: dict[str, str], max_field_chars: int) -> pl.LazyFrame:
     """Derived columns (CURIE ids, vocabulary types, relation) and the row check."""
+    rules = _rules(lossy, max_field_chars)
     return (
         scan.with_columns(
             _curie(pl.col("x_source"), pl.col("x_id").str.strip_chars()).alias("_x"),
@@ -221,8 +222,8 @@ def _checked(scan: pl.LazyFrame, *, lossy: bool, relations: dict[str, str], max_
             _type(pl.col("y_type")).alias("_yt"),
             _lookup(pl.col("relation"), relations).alias("_rel"),
         )
-        .with_columns(first_failure_code(_rules(lossy, max_field_chars)).alias("_code"))
-        .with_columns(code_names(pl.col("_code"), _rules(lossy, max_field_chars)).alias("_check"))
+        .with_columns(first_failure_code(rules).alias("_code"))
+        .with_columns(code_names(pl.col("_code"), rules).alias("_check"))
     )
 
 

@@ -153,9 +153,10 @@ def names_digest(names: Sequence[str]) -> str:
     return digest.hexdigest()[:32]
 
 
-def phrases_file(names: Sequence[str], cache_dir: Path) -> Path:
-    """Where the phrase index of exactly these ``names`` (in this order) is kept under ``cache_dir``."""
-    return cache_dir / "phrases" / f"{names_digest(names)}.json"
+def phrases_file(names: Sequence[str], cache_dir: Path, *, digest: str | None = None) -> Path:
+    """Where the phrase index of exactly these ``names`` (in this order) is kept under ``cache_dir``
+    (``digest``: their :func:`names_digest`, when already known)."""
+    return cache_dir / "phrases" / f"{digest or names_digest(names)}.json"
 
 
 def keep_phrases(store: GraphStore, cache_dir: Path) -> Path:
@@ -209,7 +210,7 @@ class QAServices:
             if self._cache_dir is None:
                 self._phrases = PhraseIndex(names)
                 return self._phrases
-            path = self._cache_dir / "phrases" / f"{self._names_digest}.json"  # phrases_file, digest kept
+            path = phrases_file(names, self._cache_dir, digest=self._names_digest)
             found = PhraseIndex.load(path)  # kept local: another question may be setting the attribute meanwhile
             if found is None:
                 found = PhraseIndex(names)
