@@ -81,7 +81,12 @@ def runs(settings: Settings, questions: Path, fmt: str, graph: Path, skip: int, 
         paper, benchmark, out / "paper", api.Runs(["metakgrag"]), over=where, runner=api.NoLLM()
     ).summary
     summary["metakgrag (paper preset)"] = paper_summary["metakgrag"]
-    return {label: {k: s.get(k) for k in KEYS} | {"questions": s["questions"]} for label, s in summary.items()}
+    return {
+        label: {k: s.get(k) for k in KEYS}
+        | {"questions": s["questions"]}
+        | ({"versus_full": s["versus"]["recall_at_budget"]} if "versus" in s else {})
+        for label, s in summary.items()
+    }
 
 
 def pooled(*tables: dict[str, Any]) -> dict[str, Any]:
@@ -94,6 +99,14 @@ def pooled(*tables: dict[str, Any]) -> dict[str, Any]:
             key: round(sum(round(t[label][key] * t[label]["questions"]) for t in tables) / n, 4) if n else None
             for key in ("evidence_recall", "recall_at_budget")
         } | {"questions": n}
+        if all("versus_full" in t[label] for t in tables):  # the paired counts add up too; the p-value is new
+            lost, gained = (sum(t[label]["versus_full"][k] for t in tables) for k in ("lost", "gained"))
+            out[label]["versus_full"] = {
+                "questions": sum(t[label]["versus_full"]["questions"] for t in tables),
+                "lost": lost,
+                "gained": gained,
+                "p_value": api.sign_test(lost, gained),
+            }
     return out
 
 
@@ -139,6 +152,9 @@ def main() -> None:
             line = f"  {label:<28} recall {f['evidence_recall']}  recall@10 {f['recall_at_budget']}"
             if "on_path_share" in f:
                 line += f"  entities/q {f['evidence_entities_per_question']}  on-path {f['on_path_share']}"
+            if "versus_full" in f:
+                v = f["versus_full"]
+                line += f"  vs full: -{v['lost']} +{v['gained']} (p {v['p_value']:g})"
             print(line)
     record("retrieval", figures)
 

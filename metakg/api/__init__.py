@@ -114,6 +114,7 @@ from metakg.api.qa import (
     qa_context,
     qa_services,
     read_questions,
+    sign_test,
     strategies_left_out,
     trace_lines,
 )
@@ -283,6 +284,7 @@ __all__ = [
     "run_demo",
     "run_with",
     "search_nodes",
+    "sign_test",
     "snapshot",
     "sparql_client",
     "start_local_server",

@@ -35,6 +35,7 @@ from metakg.qa_engine.evaluate import (
     RunSpec,
     comparison_table,
     run_specs,
+    sign_test,
 )
 from metakg.qa_engine.registry import StrategyRegistry
 from metakg.qa_engine.services import QAServices
@@ -66,6 +67,7 @@ __all__ = [
     "qa_context",
     "qa_services",
     "read_questions",
+    "sign_test",
     "strategies_left_out",
     "trace_lines",
 ]

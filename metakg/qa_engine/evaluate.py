@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -120,16 +121,61 @@ def _mean(values: Sequence[float | int | None], digits: int = 4) -> float | None
     return round(sum(found) / len(found), digits) if found else None
 
 
+def hit_at(row: dict[str, Any], budget: int, unit: str = "entities") -> bool | None:
+    """Whether the row's first gold answer is among its first ``budget`` evidence entities (or triples);
+    None when the question has no gold answer in the graph to find."""
+    evidence = row.get("evidence_metrics") or {}
+    if evidence.get("evidence_recall") is None:
+        return None
+    rank = evidence[f"gold_rank_{unit}"]
+    return rank is not None and rank <= budget
+
+
 def recall_at(rows: Sequence[dict[str, Any]], budget: int, unit: str = "entities") -> float | None:
     """The share of questions with a gold answer whose first gold answer is among the first ``budget``
     evidence entities (or triples) in the strategy's order."""
-    scored = [
-        r["evidence_metrics"] for r in rows if (r.get("evidence_metrics") or {}).get("evidence_recall") is not None
-    ]
-    if not scored:
+    hits = [h for h in (hit_at(r, budget, unit) for r in rows) if h is not None]
+    return round(sum(hits) / len(hits), 4) if hits else None
+
+
+def sign_test(lost: int, gained: int) -> float:
+    """The exact two-sided p-value of McNemar's test for paired outcomes: the chance, were both runs equally
+    good, of a split of the ``lost + gained`` questions where they differ at least this uneven."""
+    n = lost + gained
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, k) for k in range(min(lost, gained) + 1)) / (1 << n)
+    return round(min(1.0, 2 * tail), 4)
+
+
+def versus(
+    base: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]], budget: int, graded: bool = False
+) -> dict[str, Any]:
+    """``other`` against ``base`` question by question (an ablation against its full run): the questions
+    whose gold answer ``base`` finds within the ``budget`` and ``other`` does not (``lost``) and the reverse
+    (``gained``), with the sign test's p-value; with ``graded`` answers, the same for correct answers."""
+    mine = {r["question_id"]: r for r in other}
+    pairs = [(r, mine[r["question_id"]]) for r in base if r["question_id"] in mine]
+
+    def split(outcome: Any) -> dict[str, Any]:
+        both = [(outcome(a), outcome(b)) for a, b in pairs]
+        both = [(a, b) for a, b in both if a is not None and b is not None]
+        lost = sum(1 for a, b in both if a and not b)
+        gained = sum(1 for a, b in both if b and not a)
+        return {"questions": len(both), "lost": lost, "gained": gained, "p_value": sign_test(lost, gained)}
+
+    out = {"recall_at_budget": split(lambda r: hit_at(r, budget))}
+    if graded:
+        out["correct"] = split(lambda r: r.get("correct"))
+    return out
+
+
+def versus_text(figures: dict[str, Any]) -> str | None:
+    """The comparison table's cell for a run's paired figures: ``-3 +1 (p 0.62)`` (recall at budget)."""
+    paired = (figures.get("versus") or {}).get("recall_at_budget")
+    if not paired:
         return None
-    hits = sum(1 for e in scored if e[f"gold_rank_{unit}"] is not None and e[f"gold_rank_{unit}"] <= budget)
-    return round(hits / len(scored), 4)
+    return f"-{paired['lost']} +{paired['gained']} (p {paired['p_value']:g})"
 
 
 def add_efficiency(
@@ -292,14 +338,19 @@ COLUMNS = (
 
 
 def comparison_table(summary: dict[str, dict[str, Any]], extra: Sequence[tuple[str, str]] = ()) -> str:
-    """A Markdown table with one row per run: the shared columns, then ``extra`` (key, title) columns."""
+    """A Markdown table with one row per run: the shared columns, then ``extra`` (key, title) columns, and
+    when a run was compared question by question with its full run (:func:`versus`), that comparison."""
     columns = [*COLUMNS, *extra]
+    if any("versus" in s for s in summary.values()):
+        columns.append(("versus", "vs full run@budget"))
+
+    def cell(s: dict[str, Any], key: str) -> str:
+        shown = versus_text(s) if key == "versus" else s.get(key)
+        return "-" if shown is None else str(shown)
+
     head = "| run | " + " | ".join(title for _, title in columns) + " |"
     rule = "|---|" + "---:|" * len(columns)
-    rows = [
-        f"| {label} | " + " | ".join("-" if s.get(key) is None else str(s[key]) for key, _ in columns) + " |"
-        for label, s in summary.items()
-    ]
+    rows = [f"| {label} | " + " | ".join(cell(s, key) for key, _ in columns) + " |" for label, s in summary.items()]
     return "\n".join([head, rule, *rows]) + "\n"
 
 
@@ -440,6 +491,10 @@ async def evaluate(
             figures.update(correct=None, accuracy=None, wrong=None)
         summary[spec.label] = figures
         answered[spec.label] = rows
+    for spec in specs:  # each variant against its strategy's full run, question by question
+        if spec.switches and spec.strategy in answered:
+            paired = versus(answered[spec.strategy], answered[spec.label], budget, graded=ctx.llm is not None)
+            summary[spec.label]["versus"] = {"run": spec.strategy, **paired}
     if ctx.llm is not None:
         add_efficiency(summary, scaling_reference, iie_reference)
     oracle = oracle_run(answered)

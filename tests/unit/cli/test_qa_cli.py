@@ -120,6 +120,10 @@ def test_eval_compares_strategies_and_resumes(server: FaultServer, bundle: Path,
         for key in ("accuracy", "fail", "evidence_recall", "llm_calls", "tokens", "latency_p50_ms"):
             assert key in figures
     assert "prr" in summary["metakgrag"] and "prr" not in summary["kg_rag"]
+    paired = summary["metakgrag[no_cycle]"]["versus"]  # the ablation against the full run, question by question
+    assert paired["run"] == "metakgrag" and paired["correct"]["questions"] == 3
+    assert paired["correct"]["lost"] == paired["correct"]["gained"] == 0  # every reply is "B"
+    assert "versus" not in summary["metakgrag"] and "versus" not in summary["kg_rag"]
     assert summary["kg_rag"]["evidence_recall"] == 1.0  # every gold answer is next to the question's entity
     assert summary["llm_only"]["llm_calls"] == 3
     assert (out / "rejects.csv").read_text().count("not json") + (out / "rejects.csv").read_text().count("{") >= 1

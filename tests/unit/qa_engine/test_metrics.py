@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 
 from metakg.qa_engine.core import Answer, EvidencePath, Question
-from metakg.qa_engine.evaluate import recall_at, record, summarise
+from metakg.qa_engine.evaluate import comparison_table, recall_at, record, sign_test, summarise, versus
 from metakg.qa_engine.metrics import (
     EvidenceScorer,
     answer_match,
@@ -90,6 +90,46 @@ def test_recall_at_an_equal_budget() -> None:
     assert summary["evidence_recall"] == round(2 / 3, 4) and summary["recall_at_budget"] == round(1 / 3, 4)
     assert summary["evidence_entities_per_question"] == round((5 + 4 + 2) / 3, 2)
     assert summary["evidence_triples_per_question"] == round((3 + 3 + 1) / 3, 2)
+
+
+def test_sign_test_is_exact_mcnemar() -> None:
+    assert sign_test(0, 0) == 1.0 and sign_test(1, 0) == 1.0  # one question apart says nothing
+    assert sign_test(3, 0) == 0.25  # 2 * (1/2)^3
+    assert sign_test(6, 0) == 0.0312 and sign_test(0, 6) == 0.0312  # two-sided: symmetric
+    assert sign_test(8, 2) == round(2 * (1 + 10 + 45) / 1024, 4)  # 0.1094
+    assert sign_test(5, 5) == 1.0  # capped
+
+
+def test_an_ablation_is_compared_with_its_full_run_question_by_question() -> None:
+    strategy = REGISTRY.create("kg_rag", None)
+    scorer = EvidenceScorer(store())
+    hit = record(QUESTION, answer(path("alpha", "decoy", "zeta", "beta")), strategy, scorer)  # rank 4
+    miss = record(QUESTION, answer(path("alpha", "bridge")), strategy, scorer)
+
+    def rows(*found: dict) -> list[dict]:
+        return [r | {"question_id": str(i), "correct": r is hit} for i, r in enumerate(found)]
+
+    full, ablated = rows(hit, hit, hit, miss), rows(hit, miss, miss, hit)
+    paired = versus(full, ablated, budget=10, graded=True)
+    # questions 1 and 2 lost, question 3 gained; the recall of both runs would only say 0.75 against 0.5
+    assert paired["recall_at_budget"] == {"questions": 4, "lost": 2, "gained": 1, "p_value": 1.0}
+    assert paired["correct"]["lost"] == 2 and paired["correct"]["gained"] == 1
+    # the budget decides what a hit is: at 3 entities the rank-4 answers are misses in both runs
+    assert versus(full, ablated, budget=3)["recall_at_budget"] == {
+        "questions": 4,
+        "lost": 0,
+        "gained": 0,
+        "p_value": 1.0,
+    }
+    assert "correct" not in versus(full, ablated, budget=3)
+    # a question only one run answered is not paired
+    assert versus(full, ablated[:2], budget=10)["recall_at_budget"]["questions"] == 2
+    table = comparison_table(
+        {"full": {"questions": 4}, "ablated": {"questions": 4, "versus": {"run": "full", **paired}}}
+    )
+    assert "vs full run@budget" in table.splitlines()[0]
+    assert "| ablated | 4 |" in table and "-2 +1 (p 1) |" in table.splitlines()[-1]
+    assert "vs full run" not in comparison_table({"full": {"questions": 4}})
 
 
 def test_free_text_answers_match_by_normalised_containment() -> None:
