@@ -689,20 +689,33 @@ _NOT_SETTINGS = {"METAKG_CONFIG", "METAKG_SHARED_DIR", *LLM_ENV_ALIASES, *NEO4J_
 
 
 def _one_underscore_env() -> str | None:
-    """What is wrong with a ``METAKG_<SECTION>_<KEY>`` variable (one underscore where the scheme has two): it
-    would be ignored without a word, the setting left at its default."""
+    """What is wrong with a ``METAKG_`` variable that names no setting because an underscore stands where the
+    scheme has two: ``METAKG_<SECTION>_<KEY>`` (a key of the section), ``METAKG_QA_METAKGRAG__N_MAX`` (a section
+    then more), or a ``METAKG_<X>__...`` whose ``X`` is no section at all. Each would be ignored without a word,
+    the setting left at its default."""
+    sections = Settings.model_fields
     for name in sorted(os.environ):
         upper = name.upper()
-        if not upper.startswith("METAKG_") or "__" in upper or upper in _NOT_SETTINGS:
+        if not upper.startswith("METAKG_") or upper in _NOT_SETTINGS:
             continue
-        section, _, key = upper.removeprefix("METAKG_").partition("_")
-        field = Settings.model_fields.get(section.lower())
+        head, *deeper = upper.removeprefix("METAKG_").split("__")
+        if head.lower() in sections:
+            continue
+        section, _, rest = head.partition("_")
+        field = sections.get(section.lower())
         model = field.annotation if field is not None else None
-        if isinstance(model, type) and issubclass(model, BaseModel) and key.lower() in model.model_fields:
-            return (
-                f"{name} is not read: a setting's variable has two underscores between section and key "
-                f"(METAKG_{section}__{key}). Rename it."
-            )
+        if deeper and field is not None and rest:
+            right = "__".join([section, rest, *deeper])
+        elif isinstance(model, type) and issubclass(model, BaseModel) and rest.lower() in model.model_fields:
+            right = f"{section}__{rest}"
+        elif deeper:
+            return f"{name} is not read: {head.lower()} is not a settings section (they are: {', '.join(sections)})."
+        else:
+            continue  # METAKG_SOMETHING, not shaped like a setting: someone else's
+        return (
+            f"{name} is not read: a setting's variable has two underscores between section and key "
+            f"(METAKG_{right}). Rename it."
+        )
     return None
 
 

@@ -234,6 +234,15 @@ def test_config_show_and_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     _, misspelt = run("config", "show", "--json", code=2)
     assert "METAKG_NEO4J__BATCH_SIZE" in misspelt["error"]
     monkeypatch.delenv("METAKG_NEO4J_BATCH_SIZE")
+    monkeypatch.setenv("METAKG_QA_METAKGRAG__N_MAX", "5")  # one underscore, then two: ignored as well before
+    _, mixed = run("config", "show", "--json", code=2)
+    assert "METAKG_QA__METAKGRAG__N_MAX" in mixed["error"]
+    monkeypatch.delenv("METAKG_QA_METAKGRAG__N_MAX")
+    monkeypatch.setenv("METAKG_NEOJ4__URI", "bolt://elsewhere")  # no such section
+    _, unknown = run("config", "show", "--json", code=2)
+    assert "neoj4 is not a settings section" in unknown["error"] and "neo4j" in unknown["error"]
+    monkeypatch.delenv("METAKG_NEOJ4__URI")
+    monkeypatch.setenv("METAKG_SOMETHING_ELSE", "x")  # not shaped like a setting: left alone
     monkeypatch.setenv("METAKG_LLM_MODEL", "m")  # a documented alias, and the test server's password
     monkeypatch.setenv("METAKG_NEO4J_PASSWORD", "p")
     shown = run("config", "show", "--json")[1]["settings"]
