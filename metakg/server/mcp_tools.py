@@ -82,14 +82,8 @@ def build(settings: Settings, served: ServedGraph) -> Any:
 
     strategies = {d.name: d.summary for d in api.describe_strategies()}
     listed = "; ".join(f"{name}: {summary}" for name, summary in strategies.items())
-    server = MCPServer(
-        name="metakg",
-        instructions="Read a knowledge graph built with metakg: find nodes by name (search), read a node "
-        "(node) and its neighbours (neighbours), find paths between two nodes (paths), and ask a question "
-        "answered with evidence from the graph (ask). Every tool only reads; nodes may be given by id or by "
-        "name. Ids look like kg:<dataset>/<name>, or the source's own CURIE (mondo:0005148, drugbank:DB00945, "
-        "wd:Q42); relations are snake_case words (treats, is_a).",
-    )
+    tools: list[Any] = []
+    server = _ToolList(tools)
     reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
     def resolved(ref: str) -> str:
@@ -194,7 +188,42 @@ def build(settings: Settings, served: ServedGraph) -> Any:
         answer = await asyncio.to_thread(served.answer, cfg, asked, chosen, use_llm=use_llm)
         return {k: v for k, v in answer.to_dict().items() if k != "trace"} | {"trace": api.trace_lines(answer)}
 
-    return server
+    return MCPServer(
+        name="metakg",
+        instructions="Read a knowledge graph built with metakg: find nodes by name (search), read a node "
+        "(node) and its neighbours (neighbours), find paths between two nodes (paths), and ask a question "
+        "answered with evidence from the graph (ask). Every tool only reads; nodes may be given by id or by "
+        "name. Ids look like kg:<dataset>/<name>, or the source's own CURIE (mondo:0005148, drugbank:DB00945, "
+        "wd:Q42); relations are snake_case words (treats, is_a).",
+        tools=tools,
+    )
+
+
+class _ToolList:
+    """Collects tools as ``MCPServer.tool`` would register them, but each refusing an argument it does not take:
+    the SDK's argument models drop an unknown key, so a misspelt ``strategy`` ran the default strategy and a
+    misspelt ``limit`` the default limit, where the REST API refuses both (422)."""
+
+    def __init__(self, tools: list[Any]) -> None:
+        self.tools = tools
+
+    def tool(self, **described: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A decorator: ``fn`` as a tool (``described``: its title, description and annotations)."""
+        from mcp.server.mcpserver.tools import Tool
+        from pydantic import ConfigDict
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            made = Tool.from_function(fn, **described)
+            loose = made.fn_metadata.arg_model
+            strict: Any = type(
+                loose.__name__, (loose,), {"model_config": ConfigDict(**loose.model_config, extra="forbid")}
+            )
+            made.fn_metadata.arg_model = strict  # read on each call
+            made.parameters = strict.model_json_schema(by_alias=True)  # says additionalProperties: false
+            self.tools.append(made)
+            return fn
+
+        return register
 
 
 def run_stdio(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:

@@ -145,6 +145,10 @@ def test_the_tools_tell_an_agent_what_they_take_and_that_they_only_read(tmp_path
                 "by_name": await client.call_tool("paths", {"src": "aspirin", "dst": "migraine", "k": 1}),
                 "node": await client.call_tool("node", {"id": "sumatriptn"}),  # a typo of a name
                 "unknown": await client.call_tool("neighbours", {"id": "zzzz qqqq"}),
+                # a misspelt argument: the SDK alone drops it and runs the default strategy
+                "misspelt": await client.call_tool(
+                    "ask", {"question": "What does aspirin treat?", "use_llm": False, "stratgy": "kg_rag"}
+                ),
             }
 
     got = asyncio.run(session())
@@ -154,6 +158,9 @@ def test_the_tools_tell_an_agent_what_they_take_and_that_they_only_read(tmp_path
         assert tool.annotations.destructive_hint is False and len(tool.description or "") > 150, tool.name
         for name, schema in tool.input_schema["properties"].items():
             assert schema.get("description"), (tool.name, name)  # every parameter says what it is
+    assert all(tool.input_schema.get("additionalProperties") is False for tool in tools.values())
+    misspelt = got["misspelt"].content[0].text
+    assert got["misspelt"].is_error and "stratgy" in misspelt and "not permitted" in misspelt
     search = tools["search"].input_schema["properties"]
     assert search["k"]["minimum"] == 1 and search["k"]["maximum"] == 100
     assert set(search["mode"]["enum"]) == {"exact", "normalised", "fuzzy", "embedding", "auto"}
