@@ -74,6 +74,8 @@ class MetakgGroup(typer.core.TyperGroup):
         given = list(sys.argv[1:] if args is None else args)
         extra["standalone_mode"] = False  # errors come back here instead of being printed and exited on
         try:
+            if (repeated := _repeated_option(self, given)) is not None:
+                raise UsageError(repeated)
             code = super().main(given, *rest, **extra)
         except UsageError as e:
             e.show()
@@ -89,6 +91,36 @@ class MetakgGroup(typer.core.TyperGroup):
             # typer turns Ctrl-C outside a command's guard (reading the settings, say) into a silent status 130
             interrupted()
         sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) comes back as n
+
+
+def _repeated_option(root: typer.core.TyperGroup, args: Sequence[str]) -> str | None:
+    """What is wrong when an option that takes one value is given twice (``ask -b a -b b``): the parser keeps
+    the last one without a word, so the command would run on a value the user may not have meant."""
+    command: Any = root
+    seen: set[str] = set()
+    words = iter(args)
+    for word in words:
+        if word == "--":
+            return None
+        options = {
+            name: p
+            for p in command.params
+            if isinstance(p, typer.core.TyperOption) and not p.is_flag and not p.count
+            for name in p.opts + p.secondary_opts
+        }
+        option = options.get(word.split("=", 1)[0] if word.startswith("--") else word)
+        if option is not None:
+            if "=" not in word:
+                for _ in range(option.nargs):
+                    next(words, None)  # its value, whatever it looks like
+            if not option.multiple and option.opts[0] in seen:
+                return f"{option.opts[0]} takes one value and was given more than once; give it once."
+            seen.add(option.opts[0])
+        elif isinstance(command, typer.core.TyperGroup) and not word.startswith("-"):
+            command, seen = command.commands.get(word), set()
+            if command is None:
+                return None  # click says what is unknown
+    return None
 
 
 def _command_named(args: Sequence[str]) -> str:

@@ -249,6 +249,22 @@ def test_config_show_and_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     assert shown["llm"]["model"] == "m" and shown["neo4j"]["password"] == "**********"  # the server's, read
 
 
+def test_an_option_that_takes_one_value_given_twice_is_refused(tmp_path: Path) -> None:
+    bundle = tmp_path / "kg"
+    write_bundle(bundle, small_bundle())
+    # the parser would keep the last one without a word: the question asked of a graph not meant
+    _, twice = run("ask", "what treats fever?", "-b", str(bundle), "--bundle=elsewhere", "--json", code=2)
+    assert twice["error_type"] == "UsageError" and "--bundle takes one value" in twice["error"]
+    assert twice["command"] == "ask"
+    result, _ = run("--config", str(tmp_path / "nope.toml"), "info", str(bundle), "--config", "x", code=2)
+    assert "--config" in result.output  # the root's option, given again after the command: the root's error
+    # an option that collects values, a flag given twice, and an option's value that looks like one are fine
+    value = run("info", str(bundle), "--json", "--json")[1]
+    assert value["ok"] is True
+    result, _ = run("ingest", "triples", str(tmp_path / "none.txt"), "--separator", "--separator", "-o", "x", code=None)
+    assert "given more than once" not in result.output
+
+
 def test_version_and_help() -> None:
     result, _ = run("--version")
     assert result.stdout.startswith("metakg ")

@@ -152,8 +152,8 @@ def test_eval_prices_by_list_cost_and_reads_a_users_scaling_reference(
     reference = tmp_path / "mine.csv"
     reference.write_text("method,accuracy,cost_usd\ncheap,0.2,0.00001\ndear,0.5,0.01\n")
     questions, out = pilot_file(tmp_path), tmp_path / "report"
-    args = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "-o", str(out))
-    args += ("--strategy", "llm_only,kg_rag", "--scaling", str(reference), "--iie-reference", "llm_only")
+    base = ("eval", str(questions), "--format", "pilot", "--bundle", str(bundle), "--strategy", "llm_only,kg_rag")
+    args = (*base, "-o", str(out), "--scaling", str(reference), "--iie-reference", "llm_only")
     first = run(*args, "--json")[1]["runs"]
     kg = first["kg_rag"]
     assert kg["cost_usd"] > 0 and kg["cost_per_question"] == pytest.approx(kg["list_cost_usd"] / 3, abs=1e-6)
@@ -168,12 +168,12 @@ def test_eval_prices_by_list_cost_and_reads_a_users_scaling_reference(
     assert again["kg_rag"]["inference_density"] == kg["inference_density"]
     # the user's own earlier runs as the reference: this report's two runs make no rising curve (one
     # accuracy), so it is refused before any question is asked
-    result, _ = run(*args[:-4], "--scaling", str(out), "-o", str(tmp_path / "r2"), code=1)
+    result, _ = run(*base, "--scaling", str(out), "-o", str(tmp_path / "r2"), code=1)
     assert "scaling reference report: a scaling curve needs" in result.stderr and len(server.requests) == calls
     summary = json.loads((out / "summary.json").read_text())
     summary["kg_rag"].update(accuracy=0.9, cost_per_question=0.01)  # a dearer run that did better: a curve
     (out / "summary.json").write_text(json.dumps(summary))
-    own = run(*args[:-4], "--scaling", str(out), "-o", str(tmp_path / "r3"), "--json")[1]["runs"]
+    own = run(*base, "--scaling", str(out), "-o", str(tmp_path / "r3"), "--json")[1]["runs"]
     assert own["kg_rag"]["scaling_fit"]["source"] == f"the runs in {out / 'summary.json'}"
 
 
