@@ -154,7 +154,7 @@ def main() -> None:
                 line += f"  entities/q {f['evidence_entities_per_question']}  on-path {f['on_path_share']}"
             if "versus_full" in f:
                 v = f["versus_full"]
-                line += f"  vs full: -{v['lost']} +{v['gained']} (p {v['p_value']:g})"
+                line += f"  vs full: -{v['lost']} +{v['gained']} (p {api.p_text(v['p_value'])})"
             print(line)
     record("retrieval", figures)
 

@@ -34,6 +34,7 @@ from metakg.qa_engine.evaluate import (
     COLUMNS,
     RunSpec,
     comparison_table,
+    p_text,
     run_specs,
     sign_test,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "describe_strategies",
     "evaluate_benchmark",
     "make_question",
+    "p_text",
     "qa_context",
     "qa_services",
     "read_questions",

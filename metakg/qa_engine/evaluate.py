@@ -175,7 +175,12 @@ def versus_text(figures: dict[str, Any]) -> str | None:
     paired = (figures.get("versus") or {}).get("recall_at_budget")
     if not paired:
         return None
-    return f"-{paired['lost']} +{paired['gained']} (p {paired['p_value']:g})"
+    return f"-{paired['lost']} +{paired['gained']} (p {p_text(paired['p_value'])})"
+
+
+def p_text(p: float) -> str:
+    """A p-value as a table shows it: three digits, and ``<0.001`` below that."""
+    return "<0.001" if p < 0.001 else f"{p:.3g}"
 
 
 def add_efficiency(
