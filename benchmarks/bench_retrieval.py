@@ -99,13 +99,11 @@ def pooled(*tables: dict[str, Any]) -> dict[str, Any]:
             key: round(sum(round(t[label][key] * t[label]["questions"]) for t in tables) / n, 4) if n else None
             for key in ("evidence_recall", "recall_at_budget")
         } | {"questions": n}
-        if all("versus_full" in t[label] for t in tables):  # the paired counts add up too; the p-value is new
-            lost, gained = (sum(t[label]["versus_full"][k] for t in tables) for k in ("lost", "gained"))
+        if all("versus_full" in t[label] for t in tables):
+            # the counts add up; no p-value: the wordings ask the same topics, so their questions are not
+            # independent of each other
             out[label]["versus_full"] = {
-                "questions": sum(t[label]["versus_full"]["questions"] for t in tables),
-                "lost": lost,
-                "gained": gained,
-                "p_value": api.sign_test(lost, gained),
+                k: sum(t[label]["versus_full"][k] for t in tables) for k in ("questions", "lost", "gained")
             }
     return out
 
@@ -152,9 +150,9 @@ def main() -> None:
             line = f"  {label:<28} recall {f['evidence_recall']}  recall@10 {f['recall_at_budget']}"
             if "on_path_share" in f:
                 line += f"  entities/q {f['evidence_entities_per_question']}  on-path {f['on_path_share']}"
-            if "versus_full" in f:
+            if "versus_full" in f:  # a pooled count has no p-value
                 v = f["versus_full"]
-                line += f"  vs full: -{v['lost']} +{v['gained']} (p {api.p_text(v['p_value'])})"
+                line += "  vs full: " + (api.paired_text(v) if "p_value" in v else f"-{v['lost']} +{v['gained']}")
             print(line)
     record("retrieval", figures)
 

@@ -689,10 +689,10 @@ _NOT_SETTINGS = {"METAKG_CONFIG", "METAKG_SHARED_DIR", *LLM_ENV_ALIASES, *NEO4J_
 
 
 def _one_underscore_env() -> str | None:
-    """What is wrong with a ``METAKG_`` variable that names no setting because an underscore stands where the
-    scheme has two: ``METAKG_<SECTION>_<KEY>`` (a key of the section), ``METAKG_QA_METAKGRAG__N_MAX`` (a section
-    then more), or a ``METAKG_<X>__...`` whose ``X`` is no section at all. Each would be ignored without a word,
-    the setting left at its default."""
+    """What is wrong with a ``METAKG_`` variable that names no setting because of its underscores:
+    ``METAKG_<SECTION>_<KEY>`` (one where the scheme has two), ``METAKG_QA_METAKGRAG__N_MAX`` (one, then two),
+    ``METAKG__QA__N_MAX`` (two after METAKG), or a ``METAKG_<X>__...`` that names no section at all. Each
+    would be ignored without a word, the setting left at its default."""
     sections = Settings.model_fields
     for name in sorted(os.environ):
         upper = name.upper()
@@ -702,21 +702,29 @@ def _one_underscore_env() -> str | None:
         if head.lower() in sections:
             continue
         section, _, rest = head.partition("_")
-        field = sections.get(section.lower())
-        model = field.annotation if field is not None else None
-        if deeper and field is not None and rest:
-            right = "__".join([section, rest, *deeper])
-        elif isinstance(model, type) and issubclass(model, BaseModel) and rest.lower() in model.model_fields:
-            right = f"{section}__{rest}"
-        elif deeper:
-            return f"{name} is not read: {head.lower()} is not a settings section (they are: {', '.join(sections)})."
-        else:
-            continue  # METAKG_SOMETHING, not shaped like a setting: someone else's
-        return (
-            f"{name} is not read: a setting's variable has two underscores between section and key "
-            f"(METAKG_{right}). Rename it."
-        )
+        keys = [rest, *deeper] if rest else deeper
+        if _names_setting(section, keys):
+            right = "__".join(part for part in (section, *keys) if part)
+            return (
+                f"{name} is not read: a setting's variable is METAKG_<SECTION>__<KEY>, so this one is METAKG_{right}."
+            )
+        if deeper:
+            return f"{name} is not read: it names no setting (the sections: {', '.join(sections)})."
+        # METAKG_SOMETHING, not shaped like a setting: someone else's
     return None
+
+
+def _names_setting(section: str, keys: list[str]) -> bool:
+    """Whether ``METAKG_<section>__<keys...>`` names a setting (``section`` empty: the first key is one)."""
+    if not section:
+        return bool(keys) and _names_setting(keys[0], keys[1:])
+    field = Settings.model_fields.get(section.lower())
+    model = field.annotation if field is not None else None
+    if not keys or not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return False
+    if keys[0].lower() in model.model_fields:
+        return len(keys) == 1
+    return model.model_config.get("extra") == "allow" and len(keys) == 2  # [qa.<strategy>] <key>
 
 
 def validation_messages(error: ValidationError) -> str:

@@ -35,6 +35,7 @@ from metakg.qa_engine.evaluate import (
     RunSpec,
     comparison_table,
     p_text,
+    paired_text,
     run_specs,
     sign_test,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "evaluate_benchmark",
     "make_question",
     "p_text",
+    "paired_text",
     "qa_context",
     "qa_services",
     "read_questions",

@@ -94,8 +94,11 @@ class MetakgGroup(typer.core.TyperGroup):
 
 
 def _repeated_option(root: typer.core.TyperGroup, args: Sequence[str]) -> str | None:
-    """What is wrong when an option that takes one value is given twice (``ask -b a -b b``): the parser keeps
-    the last one without a word, so the command would run on a value the user may not have meant."""
+    """What is wrong when an option that takes one value is given twice (``ask -b a -b b``, ``-ba -bb``,
+    ``--bundle=a``): the parser keeps the last one without a word, so the command would run on a value the
+    user may not have meant. A command line asking for help is left to the help."""
+    if "--help" in args:
+        return None
     command: Any = root
     seen: set[str] = set()
     words = iter(args)
@@ -108,9 +111,13 @@ def _repeated_option(root: typer.core.TyperGroup, args: Sequence[str]) -> str | 
             if isinstance(p, typer.core.TyperOption) and not p.is_flag and not p.count
             for name in p.opts + p.secondary_opts
         }
-        option = options.get(word.split("=", 1)[0] if word.startswith("--") else word)
+        if word.startswith("--"):
+            name, attached = word.split("=", 1)[0], "=" in word
+        else:  # a short option may carry its value: -b/path
+            name, attached = word[:2], len(word) > 2
+        option = options.get(name)
         if option is not None:
-            if "=" not in word:
+            if not attached:
                 for _ in range(option.nargs):
                     next(words, None)  # its value, whatever it looks like
             if not option.multiple and option.opts[0] in seen:

@@ -19,7 +19,6 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -140,12 +139,12 @@ def recall_at(rows: Sequence[dict[str, Any]], budget: int, unit: str = "entities
 
 def sign_test(lost: int, gained: int) -> float:
     """The exact two-sided p-value of McNemar's test for paired outcomes: the chance, were both runs equally
-    good, of a split of the ``lost + gained`` questions where they differ at least this uneven."""
+    good, of a split of the ``lost + gained`` questions where they differ at least this uneven. Not rounded:
+    a table rounds it (:func:`p_text`)."""
+    from scipy.stats import binom  # the statistics load only when an evaluation compares runs
+
     n = lost + gained
-    if n == 0:
-        return 1.0
-    tail = sum(comb(n, k) for k in range(min(lost, gained) + 1)) / (1 << n)
-    return round(min(1.0, 2 * tail), 4)
+    return 1.0 if n == 0 else min(1.0, 2 * float(binom.cdf(min(lost, gained), n, 0.5)))
 
 
 def versus(
@@ -153,7 +152,8 @@ def versus(
 ) -> dict[str, Any]:
     """``other`` against ``base`` question by question (an ablation against its full run): the questions
     whose gold answer ``base`` finds within the ``budget`` and ``other`` does not (``lost``) and the reverse
-    (``gained``), with the sign test's p-value; with ``graded`` answers, the same for correct answers."""
+    (``gained``), with the sign test's p-value; with ``graded`` answers, the same for correct answers. Only
+    questions both runs were scored on count (``questions``)."""
     mine = {r["question_id"]: r for r in other}
     pairs = [(r, mine[r["question_id"]]) for r in base if r["question_id"] in mine]
 
@@ -170,16 +170,25 @@ def versus(
     return out
 
 
+def paired_text(split: dict[str, Any]) -> str:
+    """One paired comparison as a table shows it: ``-3 +1 (p 0.625)``."""
+    return f"-{split['lost']} +{split['gained']} (p {p_text(split['p_value'])})"
+
+
 def versus_text(figures: dict[str, Any]) -> str | None:
-    """The comparison table's cell for a run's paired figures: ``-3 +1 (p 0.62)`` (recall at budget)."""
-    paired = (figures.get("versus") or {}).get("recall_at_budget")
-    if not paired:
-        return None
-    return f"-{paired['lost']} +{paired['gained']} (p {p_text(paired['p_value'])})"
+    """The comparison table's cell for a run's paired figures: ``recall@budget -3 +1 (p 0.625)``, then
+    ``answers ...`` when an LLM graded them; each only when some question was scored by both runs."""
+    paired = figures.get("versus") or {}
+    shown = [
+        f"{title} {paired_text(paired[key])}"
+        for key, title in (("recall_at_budget", "recall@budget"), ("correct", "answers"))
+        if (paired.get(key) or {}).get("questions")
+    ]
+    return "; ".join(shown) or None
 
 
 def p_text(p: float) -> str:
-    """A p-value as a table shows it: three digits, and ``<0.001`` below that."""
+    """A p-value as a table shows it: three significant digits, and ``<0.001`` below that."""
     return "<0.001" if p < 0.001 else f"{p:.3g}"
 
 
@@ -347,7 +356,7 @@ def comparison_table(summary: dict[str, dict[str, Any]], extra: Sequence[tuple[s
     when a run was compared question by question with its full run (:func:`versus`), that comparison."""
     columns = [*COLUMNS, *extra]
     if any("versus" in s for s in summary.values()):
-        columns.append(("versus", "vs full run@budget"))
+        columns.append(("versus", "vs full run"))
 
     def cell(s: dict[str, Any], key: str) -> str:
         shown = versus_text(s) if key == "versus" else s.get(key)

@@ -238,10 +238,15 @@ def test_config_show_and_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     _, mixed = run("config", "show", "--json", code=2)
     assert "METAKG_QA__METAKGRAG__N_MAX" in mixed["error"]
     monkeypatch.delenv("METAKG_QA_METAKGRAG__N_MAX")
-    monkeypatch.setenv("METAKG_NEOJ4__URI", "bolt://elsewhere")  # no such section
-    _, unknown = run("config", "show", "--json", code=2)
-    assert "neoj4 is not a settings section" in unknown["error"] and "neo4j" in unknown["error"]
-    monkeypatch.delenv("METAKG_NEOJ4__URI")
+    monkeypatch.setenv("METAKG__QA__TAU_ENTITY", "0.3")  # two underscores after METAKG
+    _, doubled = run("config", "show", "--json", code=2)
+    assert doubled["error"].endswith("so this one is METAKG_QA__TAU_ENTITY.")
+    monkeypatch.delenv("METAKG__QA__TAU_ENTITY")
+    for wrong in ("METAKG_NEOJ4__URI", "METAKG_LLM_MODEL__X"):  # no such section; a key that is no section
+        monkeypatch.setenv(wrong, "x")
+        _, unknown = run("config", "show", "--json", code=2)
+        assert "it names no setting" in unknown["error"] and "neo4j" in unknown["error"], wrong
+        monkeypatch.delenv(wrong)
     monkeypatch.setenv("METAKG_SOMETHING_ELSE", "x")  # not shaped like a setting: left alone
     monkeypatch.setenv("METAKG_LLM_MODEL", "m")  # a documented alias, and the test server's password
     monkeypatch.setenv("METAKG_NEO4J_PASSWORD", "p")
@@ -256,6 +261,9 @@ def test_an_option_that_takes_one_value_given_twice_is_refused(tmp_path: Path) -
     _, twice = run("ask", "what treats fever?", "-b", str(bundle), "--bundle=elsewhere", "--json", code=2)
     assert twice["error_type"] == "UsageError" and "--bundle takes one value" in twice["error"]
     assert twice["command"] == "ask"
+    _, attached = run("ask", "what treats fever?", "-b", str(bundle), f"-b{bundle}", "--json", code=2)
+    assert "--bundle takes one value" in attached["error"]  # a short option's value written onto it
+    assert "Usage: metakg ask" in run("ask", "--help", "-b", "a", "-b", "b")[0].stdout  # help first
     result, _ = run("--config", str(tmp_path / "nope.toml"), "info", str(bundle), "--config", "x", code=2)
     assert "--config" in result.output  # the root's option, given again after the command: the root's error
     # an option that collects values, a flag given twice, and an option's value that looks like one are fine

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from metakg.qa_engine.core import Answer, EvidencePath, Question
-from metakg.qa_engine.evaluate import comparison_table, recall_at, record, sign_test, summarise, versus
+from metakg.qa_engine.evaluate import comparison_table, p_text, recall_at, record, sign_test, summarise, versus
 from metakg.qa_engine.metrics import (
     EvidenceScorer,
     answer_match,
@@ -94,10 +96,14 @@ def test_recall_at_an_equal_budget() -> None:
 
 def test_sign_test_is_exact_mcnemar() -> None:
     assert sign_test(0, 0) == 1.0 and sign_test(1, 0) == 1.0  # one question apart says nothing
-    assert sign_test(3, 0) == 0.25  # 2 * (1/2)^3
-    assert sign_test(6, 0) == 0.0312 and sign_test(0, 6) == 0.0312  # two-sided: symmetric
-    assert sign_test(8, 2) == round(2 * (1 + 10 + 45) / 1024, 4)  # 0.1094
+    assert sign_test(3, 0) == pytest.approx(0.25)  # 2 * (1/2)^3
+    assert sign_test(6, 0) == pytest.approx(0.03125) and sign_test(0, 6) == sign_test(6, 0)  # two-sided
+    assert sign_test(8, 2) == pytest.approx(2 * (1 + 10 + 45) / 1024)
     assert sign_test(5, 5) == 1.0  # capped
+    # not rounded: 14 against 1 is below 0.001, and a table says so
+    assert sign_test(14, 1) == pytest.approx(2 * 16 / 2**15) and p_text(sign_test(14, 1)) == "<0.001"
+    assert p_text(sign_test(8, 2)) == "0.109" and p_text(1.0) == "1"
+    assert 0.3 < sign_test(5000, 4990) < 1  # ten thousand questions, at once
 
 
 def test_an_ablation_is_compared_with_its_full_run_question_by_question() -> None:
@@ -127,9 +133,16 @@ def test_an_ablation_is_compared_with_its_full_run_question_by_question() -> Non
     table = comparison_table(
         {"full": {"questions": 4}, "ablated": {"questions": 4, "versus": {"run": "full", **paired}}}
     )
-    assert "vs full run@budget" in table.splitlines()[0]
-    assert "| ablated | 4 |" in table and "-2 +1 (p 1) |" in table.splitlines()[-1]
+    assert table.splitlines()[0].endswith("| vs full run |")
+    assert "| ablated | 4 |" in table
+    assert table.splitlines()[-1].endswith("| recall@budget -2 +1 (p 1); answers -2 +1 (p 1) |")
     assert "vs full run" not in comparison_table({"full": {"questions": 4}})
+    # no question with a gold answer in the graph: no recall comparison to show, only the answers'
+    unscored = [r | {"evidence_metrics": None} for r in ablated]
+    blind = versus([r | {"evidence_metrics": None} for r in full], unscored, budget=10, graded=True)
+    assert blind["recall_at_budget"]["questions"] == 0
+    shown = comparison_table({"ablated": {"questions": 4, "versus": {"run": "full", **blind}}}).splitlines()[-1]
+    assert shown.endswith("| answers -2 +1 (p 1) |")
 
 
 def test_free_text_answers_match_by_normalised_containment() -> None:

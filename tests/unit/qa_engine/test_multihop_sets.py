@@ -60,7 +60,7 @@ def test_pooled_recall_counts_the_questions_of_both_wordings() -> None:
     assert pooled(a, small)["full"]["recall_at_budget"] == round(145 / 148, 4)
 
 
-def test_pooled_paired_counts_add_up_and_get_their_own_p_value() -> None:
+def test_pooled_paired_counts_add_up_without_a_p_value() -> None:
     from benchmarks.bench_retrieval import pooled
 
     def run(lost: int, gained: int) -> dict:
@@ -68,7 +68,7 @@ def test_pooled_paired_counts_add_up_and_get_their_own_p_value() -> None:
         return {"evidence_recall": 0.9, "recall_at_budget": 0.9, "questions": 144, "versus_full": versus}
 
     both = pooled({"ablated": run(2, 0)}, {"ablated": run(4, 1)})["ablated"]["versus_full"]
-    # 6 lost and 1 gained over 288: the p-value of the pooled split, not of either wording's
-    assert both == {"questions": 288, "lost": 6, "gained": 1, "p_value": 0.125}
+    # the two wordings ask the same topics: their questions are not independent, so no test of the pool
+    assert both == {"questions": 288, "lost": 6, "gained": 1}
     plain = {"evidence_recall": 1.0, "recall_at_budget": 1.0, "questions": 1}
     assert "versus_full" not in pooled({"full": plain}, {"full": plain})["full"]
