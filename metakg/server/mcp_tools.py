@@ -82,8 +82,7 @@ def build(settings: Settings, served: ServedGraph) -> Any:
 
     strategies = {d.name: d.summary for d in api.describe_strategies()}
     listed = "; ".join(f"{name}: {summary}" for name, summary in strategies.items())
-    tools: list[Any] = []
-    server = _ToolList(tools)
+    server = _ToolList()
     reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
     def resolved(ref: str) -> str:
@@ -195,7 +194,7 @@ def build(settings: Settings, served: ServedGraph) -> Any:
         "answered with evidence from the graph (ask). Every tool only reads; nodes may be given by id or by "
         "name. Ids look like kg:<dataset>/<name>, or the source's own CURIE (mondo:0005148, drugbank:DB00945, "
         "wd:Q42); relations are snake_case words (treats, is_a).",
-        tools=tools,
+        tools=server.tools,
     )
 
 
@@ -204,8 +203,8 @@ class _ToolList:
     the SDK's argument models drop an unknown key, so a misspelt ``strategy`` ran the default strategy and a
     misspelt ``limit`` the default limit, where the REST API refuses both (422)."""
 
-    def __init__(self, tools: list[Any]) -> None:
-        self.tools = tools
+    def __init__(self) -> None:
+        self.tools: list[Any] = []
 
     def tool(self, **described: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """A decorator: ``fn`` as a tool (``described``: its title, description and annotations)."""
