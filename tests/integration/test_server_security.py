@@ -167,8 +167,9 @@ def test_the_servers_own_key_never_reaches_the_log_wherever_a_url_holds_it(
 
 
 def refused_serve(bundle: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    port = [] if "--port" in args else ["--port", str(free_port())]  # an option given twice is refused
     return subprocess.run(
-        [str(METAKG), "serve", "--bundle", str(bundle), "--port", str(free_port()), *args],
+        [str(METAKG), "serve", "--bundle", str(bundle), *port, *args],
         capture_output=True, text=True, timeout=60, env={**os.environ, "METAKG_SERVER__API_KEY": ""},
     )  # fmt: skip
 
