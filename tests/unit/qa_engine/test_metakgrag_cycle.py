@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from metakg.llm.embedder import Vectors
+from metakg.qa_engine.core import Answer
 from metakg.qa_engine.services import QAServices
+from metakg.qa_engine.strategies import REGISTRY
 from metakg.qa_engine.strategies.metakgrag.strategy import Concepts, MetaKGRAGSettings, diagnose, merge_paths, refine
 from metakg.qa_engine.walk import Walker, WalkPath, jaccard
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, ident, store
@@ -153,12 +155,12 @@ def test_a_correction_that_covers_less_is_rejected() -> None:
     walker = walker_over(store())
     concepts = Concepts(["decoy two", "bridge"])
     settings = MetaKGRAGSettings(path_hops=2, tau_coverage=0.9, delta=1.0, no_restart=True)
-    _, final, trace, _ = refine(initial_path(walker), concepts, walker, settings)
+    _, final, trace, *_ = refine(initial_path(walker), concepts, walker, settings)
     assert trace["cycles"][0]["rejected"] and trace["cycles"][0]["coverage_change"] == pytest.approx(-0.385, abs=1e-3)
     assert trace["stop"].startswith("correction rejected") and names(final) == INITIAL
     assert not trace["refined"]
     loose = settings.model_copy(update={"keep_better": False})
-    _, final, trace, _ = refine(initial_path(walker), concepts, walker, loose)
+    _, final, trace, *_ = refine(initial_path(walker), concepts, walker, loose)
     assert names(final)[:2] == ["alpha", "bridge"] and trace["refined"]
 
 
@@ -177,6 +179,32 @@ def test_a_correction_that_covers_as_much_keeps_the_path_it_corrects_too() -> No
     assert names(alone.final) == ["alpha", "decoy", "zeta"] and alone.kept_too == [] and alone.trace["kept_too"] == []
     assert "tied" not in alone.trace["cycles"][0]
     assert MetaKGRAGSettings(preset="paper").keep_tied is False
+
+
+def test_a_correction_that_covers_only_a_little_more_keeps_the_path_it_corrects_last() -> None:
+    # the correction to alpha > decoy > zeta > beta gains coverage of "beta concept": within tie_margin it is a
+    # near tie, and the initial path is kept, marked, after everything else; above it, it is not kept
+    _, final, trace = run()
+    gain = trace["cycles"][0]["coverage_change"]
+    assert gain > 0 and names(final) == CORRECTED and trace["kept_last"] == []
+    walker = walker_over(store())
+    near = MetaKGRAGSettings(path_hops=2, tau_support=0.1, tie_margin=gain + 0.01)
+    refined = refine(initial_path(walker), Concepts(CONCEPTS), walker, near)
+    assert names(refined.final) == CORRECTED and refined.trace["cycles"][0]["near_tie"] is True
+    assert refined.kept_too == [] and [names(p) for p in refined.kept_last] == [INITIAL] == refined.trace["kept_last"]
+    lines = REGISTRY.create("metakgrag").trace_lines(Answer("q", "metakgrag", trace={"paths": [refined.trace]}))
+    assert f"  kept last: {' > '.join(INITIAL)}" in lines
+    assert any(f"it covers only {gain} more (a near tie)" in line for line in lines)
+    far = refine(initial_path(walker), Concepts(CONCEPTS), walker, near.model_copy(update={"tie_margin": gain - 0.01}))
+    assert names(far.final) == CORRECTED and far.kept_last == [] and "near_tie" not in far.trace["cycles"][0]
+    assert MetaKGRAGSettings().tie_margin == 0.15 and MetaKGRAGSettings(preset="paper").tie_margin == 0.0
+
+
+def test_merged_paths_leave_out_the_evidence_already_kept() -> None:
+    walker = walker_over(store())
+    first = initial_path(walker)
+    kept = merge_paths([first])
+    assert merge_paths([first], kept) == [] and merge_paths([first, first]) == kept
 
 
 def test_paper_preset_and_explicit_values() -> None:

@@ -141,3 +141,21 @@ def test_metakgrag_orders_its_paths_by_coverage_or_by_start(rank_paths: bool) ->
         assert firsts != starts  # here the better-covering path starts at the second start entity
     else:
         assert firsts == starts
+
+
+@pytest.mark.parametrize("margin", [5.0, 0.15])
+def test_metakgrag_keeps_a_near_tie_s_path_after_all_other_evidence(margin: float) -> None:
+    # from alpha the correction gains 1.6 coverage: a near tie only under a margin that large, and then the
+    # path it replaced comes last, after the neighbourhood's one-edge step alpha > bridge
+    client = ScriptedClient({"key concepts": "alpha\nbeta concept", "Answer": "zeta"})
+    answer = ask("metakgrag", Question(QUESTION, (), "q2"), client, metakgrag={"path_hops": 2, "tie_margin": margin})
+    last = [ident(n) for n in ("alpha", "decoy", "decoy_two")]
+    from_alpha = next(p for p in answer.trace["paths"] if p["start"] == "alpha")
+    assert from_alpha["final_path"] == ["alpha", "decoy", "zeta", "beta"]
+    evidence = [list(p.nodes) for p in answer.evidence]
+    assert [ident("alpha"), ident("bridge")] in evidence  # the neighbourhood
+    if margin > 1:
+        assert from_alpha["kept_last"] == [["alpha", "decoy", "decoy two"]] and evidence[-1] == last
+        assert evidence.index([ident("alpha"), ident("bridge")]) < len(evidence) - 1
+    else:
+        assert from_alpha["kept_last"] == [] and last not in evidence

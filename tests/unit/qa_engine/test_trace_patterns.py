@@ -186,7 +186,7 @@ def test_the_strategic_restart_steps_back_and_the_ablation_does_not(
     walker.guide_by(["starred"])
     initial = walker.extend(WalkPath([start]), 2, {})  # plain greedy: into The Sweetest Thing, a dead end
     assert [n.name for n in initial.nodes] == ["Roger Kumble", "The Sweetest Thing"]
-    _, final, trace, _ = refine(  # tau_support 0.1: the completeness check alone
+    _, final, trace, *_ = refine(  # tau_support 0.1: the completeness check alone
         initial, Concepts(["Roger Kumble", "starred"]), walker, MetaKGRAGSettings(no_restart=ablated, tau_support=0.1)
     )
     assert trace["cycles"][0]["missing_concepts"] == ["starred"]

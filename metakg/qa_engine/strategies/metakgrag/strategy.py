@@ -25,9 +25,10 @@ when a pivot's restart gives back the same path the walk restarts at the start e
 the first step was the wrong one); a correction is kept
 only when it covers at least ``keep_margin`` more than the path it corrects (``keep_better``; the tuned
 margin is 0: one that covers less is dropped), and one that covers exactly as much keeps the path it
-corrects in the evidence too, after it (``keep_tied``). Off by default (measured, see the docs): a rejected
-correction for both deficiencies followed by the one for the misleading entities alone
-(``relevance_fallback``).
+corrects in the evidence too, after it (``keep_tied``); one that covers at most ``tie_margin`` more (a near
+tie: a similarity moved, no missing concept covered) keeps it last, after the neighbourhood. Off by default
+(measured, see the docs): a rejected correction for both deficiencies followed by the one for the misleading
+entities alone (``relevance_fallback``).
 
 The cycle stops when no deficiency is found, when the new path's Jaccard similarity to the previous one
 exceeds ``tau_similarity``, or after ``n_max`` cycles. The final paths are merged without duplicates.
@@ -67,6 +68,7 @@ PAPER = {
     "keep_better": False,
     "keep_margin": 0.0,
     "keep_tied": False,
+    "tie_margin": 0.0,
     "relevance_fallback": False,
     "relation_coverage": False,
     "guide_relations": False,
@@ -123,6 +125,13 @@ class MetaKGRAGSettings(StrategySettings):
         description="With keep_better and keep_margin 0: when a correction covers exactly as much as the path it "
         "corrects, keep that path in the evidence too, right after the correction (the check cannot tell which "
         "is right).",
+    )
+    tie_margin: float = Field(
+        default=0.15,
+        ge=0,
+        le=5,
+        description="With keep_tied: a correction that covers more than the path it corrects, but by at most this "
+        "much (summed coverage), is a near tie: that path stays in the evidence too, after the neighbourhood.",
     )
     relation_coverage: bool = Field(
         default=True,
@@ -263,6 +272,7 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
         evidence = merge_paths([p for one in refined for p in (one.final, *one.kept_too)])
         if self.settings.neighbourhood:
             evidence += neighbourhood(matches, guides, search, self.settings.neighbourhood, evidence)
+        evidence += merge_paths([p for one in refined for p in one.kept_last], evidence)
         return Retrieval(evidence, trace)
 
     def metrics(self, answer: Answer) -> dict[str, float]:
@@ -312,9 +322,15 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
                     )
                 if cycle.get("tied"):
                     step += "; it covers as much: the path it corrects is kept too"
+                if cycle.get("near_tie"):
+                    step += (
+                        f"; it covers only {cycle['coverage_change']} more (a near tie): the path it corrects is "
+                        "kept last"
+                    )
                 lines.append(step)
             lines.append(f"  stop: {path['stop']}{'; refined' if path['refined'] else ''}")
             lines.extend(f"  kept too: {' > '.join(kept)}" for kept in path.get("kept_too", []))
+            lines.extend(f"  kept last: {' > '.join(kept)}" for kept in path.get("kept_last", []))
         return lines
 
 
@@ -474,13 +490,14 @@ TIE = 1e-6
 
 
 class Refinement(NamedTuple):
-    """One start's path before and after the cycle, the cycle's trace, and the paths ``keep_tied`` keeps
-    beside the final one (the latest first)."""
+    """One start's path before and after the cycle, the cycle's trace, the paths ``keep_tied`` keeps
+    beside the final one (the latest first), and the near ties' paths, kept after all other evidence."""
 
     initial: WalkPath
     final: WalkPath
     trace: dict[str, Any]
     kept_too: list[WalkPath]
+    kept_last: list[WalkPath]
 
 
 def refine(
@@ -497,6 +514,7 @@ def refine(
     start = initial.nodes[0]
     cycles: list[dict[str, Any]] = []
     kept_too: list[WalkPath] = []
+    near: list[WalkPath] = []
     stop = "no cycle (ablation)" if settings.no_cycle else f"n_max ({settings.n_max}) cycles"
     for cycle in range(0 if settings.no_cycle else settings.n_max):
         found = diagnose(path, concepts, walker, settings, others)
@@ -546,6 +564,11 @@ def refine(
             entry["rejected"] = True
             stop = f"correction rejected: coverage gain under keep_margin ({settings.keep_margin})"
             break
+        if settings.keep_better and settings.keep_tied and TIE <= after - before < settings.tie_margin + TIE:
+            # a near tie: a similarity moved a little, no missing concept covered; the path it corrects stays in
+            # the evidence, after everything else
+            entry["near_tie"] = True
+            near.append(path)
         if settings.keep_better and settings.keep_tied and abs(after - before) < TIE and not _same(new, path):
             # the check cannot tell the two apart: the path it corrects stays in the evidence, after it
             entry["tied"] = True
@@ -555,6 +578,7 @@ def refine(
             stop = "converged: path similarity above tau_similarity"
             break
     kept_too = _distinct([p for p in reversed(kept_too) if not _same(p, path)])
+    near = _distinct([p for p in near if not _same(p, path) and not any(_same(p, k) for k in kept_too)])
     trace = {
         "start": start.name,
         "start_id": start.id,
@@ -563,10 +587,11 @@ def refine(
         "final_path": [n.name for n in path.nodes],
         "refined": not _same(initial, path),
         "kept_too": [[n.name for n in p.nodes] for p in kept_too],
+        "kept_last": [[n.name for n in p.nodes] for p in near],
         "stop": stop,
     }
     emit("path", **trace)  # one start's refinement, as soon as it is done
-    return Refinement(initial, path, trace, kept_too)
+    return Refinement(initial, path, trace, kept_too, near)
 
 
 def relation_words(text: str, concepts: Sequence[str], start: str, matches: Sequence[Any]) -> list[str]:
@@ -732,9 +757,9 @@ def _distinct(paths: list[WalkPath]) -> list[WalkPath]:
     return kept
 
 
-def merge_paths(paths: list[WalkPath]) -> list[EvidencePath]:
-    """The final paths as evidence, each distinct path once, in order."""
-    seen: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
+def merge_paths(paths: list[WalkPath], have: Sequence[EvidencePath] = ()) -> list[EvidencePath]:
+    """The final paths as evidence, each distinct path once, in order, leaving out those in ``have``."""
+    seen: set[tuple[tuple[str, ...], tuple[str, ...]]] = {(e.nodes, e.edges) for e in have}
     merged = []
     for path in paths:
         evidence = path_records(path.nodes, path.edges)
