@@ -43,9 +43,7 @@ def test_questions_keep_to_one_half_per_topic_and_come_in_three_wordings(tmp_pat
     kb_file = tmp_path / "kb.txt"
     kb_file.write_text("\n".join(LINES), encoding="utf-8")
     files = build(kb_file, tmp_path / "sets", per_path=(5, 5))
-    assert set(files) == {
-        f"{h}_{n}" for h in ("2hop", "3hop") for n in ("tune", "tune_c", "tune_d", "held", "held_b")
-    }
+    assert set(files) == {f"{h}_{n}" for h in ("2hop", "3hop") for n in ("tune", "tune_c", "tune_d", "held", "held_b")}
     rows = [r for f in files.values() for r in csv.DictReader(f.open(encoding="utf-8"), delimiter="\t")]
     assert rows and all(r["question"].count("[") == 1 and r["answers"] for r in rows)
 
