@@ -158,7 +158,13 @@ def test_a_correction_that_covers_less_is_rejected() -> None:
     _, final, trace, *_ = refine(initial_path(walker), concepts, walker, settings)
     assert trace["cycles"][0]["rejected"] and trace["cycles"][0]["coverage_change"] == pytest.approx(-0.385, abs=1e-3)
     assert trace["stop"].startswith("correction rejected") and names(final) == INITIAL
-    assert not trace["refined"]
+    assert not trace["refined"] and trace["kept_last"] == [] and "near_tie" not in trace["cycles"][0]
+    # within tie_margin (0.385 < 0.4) it covers only a little less: a near tie, and the rejected path is kept last
+    near = refine(initial_path(walker), concepts, walker, settings.model_copy(update={"tie_margin": 0.4}))
+    assert names(near.final) == INITIAL and near.trace["cycles"][0]["near_tie"] is True
+    assert [names(p)[:2] for p in near.kept_last] == [["alpha", "bridge"]] == [p[:2] for p in near.trace["kept_last"]]
+    lines = REGISTRY.create("metakgrag").trace_lines(Answer("q", "metakgrag", trace={"paths": [near.trace]}))
+    assert any("it covers only 0.3852 less (a near tie): it is kept last" in line for line in lines)
     loose = settings.model_copy(update={"keep_better": False})
     _, final, trace, *_ = refine(initial_path(walker), concepts, walker, loose)
     assert names(final)[:2] == ["alpha", "bridge"] and trace["refined"]

@@ -26,7 +26,8 @@ the first step was the wrong one); a correction is kept
 only when it covers at least ``keep_margin`` more than the path it corrects (``keep_better``; the tuned
 margin is 0: one that covers less is dropped), and one that covers exactly as much keeps the path it
 corrects in the evidence too, after it (``keep_tied``); one that covers at most ``tie_margin`` more (a near
-tie: a similarity moved, no missing concept covered) keeps it last, after the neighbourhood. Off by default
+tie: a similarity moved, no missing concept covered) keeps it last, after the neighbourhood, and one rejected
+for covering at most ``tie_margin`` less is itself kept last. Off by default
 (measured, see the docs): a rejected correction for both deficiencies followed by the one for the misleading
 entities alone (``relevance_fallback``).
 
@@ -131,7 +132,8 @@ class MetaKGRAGSettings(StrategySettings):
         ge=0,
         le=5,
         description="With keep_tied: a correction that covers more than the path it corrects, but by at most this "
-        "much (summed coverage), is a near tie: that path stays in the evidence too, after the neighbourhood.",
+        "much (summed coverage), is a near tie: that path stays in the evidence too, after the neighbourhood; a "
+        "correction rejected for covering at most this much less is kept there itself.",
     )
     relation_coverage: bool = Field(
         default=True,
@@ -322,11 +324,13 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
                     )
                 if cycle.get("tied"):
                     step += "; it covers as much: the path it corrects is kept too"
-                if cycle.get("near_tie"):
+                if cycle.get("near_tie") and cycle["coverage_change"] > 0:
                     step += (
                         f"; it covers only {cycle['coverage_change']} more (a near tie): the path it corrects is "
                         "kept last"
                     )
+                elif cycle.get("near_tie"):
+                    step += f"; it covers only {-cycle['coverage_change']} less (a near tie): it is kept last"
                 lines.append(step)
             lines.append(f"  stop: {path['stop']}{'; refined' if path['refined'] else ''}")
             lines.extend(f"  kept too: {' > '.join(kept)}" for kept in path.get("kept_too", []))
@@ -563,6 +567,10 @@ def refine(
         if rejected:
             entry["rejected"] = True
             stop = f"correction rejected: coverage gain under keep_margin ({settings.keep_margin})"
+            if settings.keep_tied and before - after < settings.tie_margin - TIE and not _same(new, path):
+                # covers a little less: a near tie the other way; the rejected path is kept last
+                entry["near_tie"] = True
+                near.append(new)
             break
         if settings.keep_better and settings.keep_tied and TIE <= after - before < settings.tie_margin + TIE:
             # a near tie: a similarity moved a little, no missing concept covered; the path it corrects stays in
