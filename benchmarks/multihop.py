@@ -129,7 +129,7 @@ class Question:
     answers: tuple[str, ...]
     topic: str
     path: tuple[str, ...]
-    family: str  # a | b | c
+    family: str  # a | b | c | d
     half: int  # 0 tuning, 1 held out
 
 
@@ -186,7 +186,7 @@ def generate(kb: KB, paths: dict[tuple[str, ...], tuple[tuple[str, ...], ...]], 
             if not 1 <= len(answers) <= MAX_GOLD:
                 continue
             kept += 1
-            for family, templates in zip("abcd", families, strict=False):
+            for family, templates in zip("abcd", families, strict=True):
                 template = templates[int(_rank(topic)[1]) % len(templates)]
                 found.append(Question(template.format(topic), tuple(sorted(answers)), topic, path, family, half(topic)))
     return found

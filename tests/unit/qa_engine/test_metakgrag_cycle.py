@@ -204,6 +204,14 @@ def test_a_correction_that_covers_only_a_little_more_keeps_the_path_it_corrects_
     far = refine(initial_path(walker), Concepts(CONCEPTS), walker, near.model_copy(update={"tie_margin": gain - 0.01}))
     assert names(far.final) == CORRECTED and far.kept_last == [] and "near_tie" not in far.trace["cycles"][0]
     assert MetaKGRAGSettings().tie_margin == 0.15 and MetaKGRAGSettings(preset="paper").tie_margin == 0.0
+    # without keep_tied nothing is kept last
+    untied = refine(initial_path(walker), Concepts(CONCEPTS), walker, near.model_copy(update={"keep_tied": False}))
+    assert untied.kept_last == [] and "near_tie" not in untied.trace["cycles"][0]
+    # a correction rejected by a keep_margin above its gain covered more, not less: not a near tie
+    strict = near.model_copy(update={"keep_margin": gain + 0.1, "tie_margin": 5.0})
+    refused = refine(initial_path(walker), Concepts(CONCEPTS), walker, strict)
+    assert refused.trace["cycles"][0]["rejected"] and "near_tie" not in refused.trace["cycles"][0]
+    assert refused.kept_last == [] and names(refused.final) == INITIAL
 
 
 def test_merged_paths_leave_out_the_evidence_already_kept() -> None:

@@ -1,5 +1,5 @@
 """The MetaQA-style multi-hop question sets: gold is every entity the relation path reaches, never through
-the topic again; halves by topic; three wordings."""
+the topic again; halves by topic; four wordings."""
 
 from __future__ import annotations
 
@@ -31,14 +31,19 @@ def test_gold_is_every_entity_the_path_reaches_never_through_the_topic() -> None
     assert kb.follow("Michael Mann", ("written_by_reverse", "directed_by")) == set()
 
 
-def test_questions_keep_to_one_half_per_topic_and_come_in_three_wordings(tmp_path: Path) -> None:
+def test_questions_keep_to_one_half_per_topic_and_come_in_four_wordings(tmp_path: Path) -> None:
     kb = KB(LINES)
     paths = {
-        ("written_by_reverse", "directed_by"): (("who directed the films written by [{}]",), ("b [{}]",), ("c [{}]",))
+        ("written_by_reverse", "directed_by"): (
+            ("who directed the films written by [{}]",),
+            ("b [{}]",),
+            ("c [{}]",),
+            ("d [{}]",),
+        )
     }
     questions = generate(kb, paths, per_path=10)  # type: ignore[arg-type]
     assert {q.topic for q in questions} == {"Stuart Beattie"}  # Michael Mann's answer set is empty
-    assert sorted(q.family for q in questions) == ["a", "b", "c"]
+    assert sorted(q.family for q in questions) == ["a", "b", "c", "d"]
     assert all(q.half == half(q.topic) and 1 <= len(q.answers) <= MAX_GOLD for q in questions)
     kb_file = tmp_path / "kb.txt"
     kb_file.write_text("\n".join(LINES), encoding="utf-8")

@@ -131,7 +131,8 @@ class MetaKGRAGSettings(StrategySettings):
         default=0.15,
         ge=0,
         le=5,
-        description="With keep_tied: a correction that covers more than the path it corrects, but by at most this "
+        description="With keep_better and keep_tied: a correction that covers more than the path it corrects, but "
+        "by at most this "
         "much (summed coverage), is a near tie: that path stays in the evidence too, after the neighbourhood; a "
         "correction rejected for covering at most this much less is kept there itself.",
     )
@@ -324,13 +325,11 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
                     )
                 if cycle.get("tied"):
                     step += "; it covers as much: the path it corrects is kept too"
-                if cycle.get("near_tie") and cycle["coverage_change"] > 0:
-                    step += (
-                        f"; it covers only {cycle['coverage_change']} more (a near tie): the path it corrects is "
-                        "kept last"
-                    )
+                change = abs(cycle.get("coverage_change", 0.0))
+                if cycle.get("near_tie") and cycle.get("rejected"):
+                    step += f"; it covers only {change} less (a near tie): it is kept last"
                 elif cycle.get("near_tie"):
-                    step += f"; it covers only {-cycle['coverage_change']} less (a near tie): it is kept last"
+                    step += f"; it covers only {change} more (a near tie): the path it corrects is kept last"
                 lines.append(step)
             lines.append(f"  stop: {path['stop']}{'; refined' if path['refined'] else ''}")
             lines.extend(f"  kept too: {' > '.join(kept)}" for kept in path.get("kept_too", []))
@@ -518,7 +517,7 @@ def refine(
     start = initial.nodes[0]
     cycles: list[dict[str, Any]] = []
     kept_too: list[WalkPath] = []
-    near: list[WalkPath] = []
+    near: list[tuple[dict[str, Any], WalkPath]] = []  # each near tie's cycle and the path it keeps last
     stop = "no cycle (ablation)" if settings.no_cycle else f"n_max ({settings.n_max}) cycles"
     for cycle in range(0 if settings.no_cycle else settings.n_max):
         found = diagnose(path, concepts, walker, settings, others)
@@ -567,16 +566,16 @@ def refine(
         if rejected:
             entry["rejected"] = True
             stop = f"correction rejected: coverage gain under keep_margin ({settings.keep_margin})"
-            if settings.keep_tied and before - after < settings.tie_margin - TIE and not _same(new, path):
+            if settings.keep_tied and TIE < before - after < settings.tie_margin + TIE and not _same(new, path):
                 # covers a little less: a near tie the other way; the rejected path is kept last
                 entry["near_tie"] = True
-                near.append(new)
+                near.append((entry, new))
             break
         if settings.keep_better and settings.keep_tied and TIE <= after - before < settings.tie_margin + TIE:
-            # a near tie: a similarity moved a little, no missing concept covered; the path it corrects stays in
-            # the evidence, after everything else
+            # a near tie: a similarity moved a little; the path it corrects stays in the evidence, after
+            # everything else
             entry["near_tie"] = True
-            near.append(path)
+            near.append((entry, path))
         if settings.keep_better and settings.keep_tied and abs(after - before) < TIE and not _same(new, path):
             # the check cannot tell the two apart: the path it corrects stays in the evidence, after it
             entry["tied"] = True
@@ -586,7 +585,12 @@ def refine(
             stop = "converged: path similarity above tau_similarity"
             break
     kept_too = _distinct([p for p in reversed(kept_too) if not _same(p, path)])
-    near = _distinct([p for p in near if not _same(p, path) and not any(_same(p, k) for k in kept_too)])
+    kept_last: list[WalkPath] = []
+    for cycle_entry, kept in near:  # a near tie's path already in the evidence keeps nothing: not marked
+        if _same(kept, path) or any(_same(kept, k) for k in [*kept_too, *kept_last]):
+            cycle_entry.pop("near_tie", None)
+        else:
+            kept_last.append(kept)
     trace = {
         "start": start.name,
         "start_id": start.id,
@@ -595,11 +599,11 @@ def refine(
         "final_path": [n.name for n in path.nodes],
         "refined": not _same(initial, path),
         "kept_too": [[n.name for n in p.nodes] for p in kept_too],
-        "kept_last": [[n.name for n in p.nodes] for p in near],
+        "kept_last": [[n.name for n in p.nodes] for p in kept_last],
         "stop": stop,
     }
     emit("path", **trace)  # one start's refinement, as soon as it is done
-    return Refinement(initial, path, trace, kept_too, near)
+    return Refinement(initial, path, trace, kept_too, kept_last)
 
 
 def relation_words(text: str, concepts: Sequence[str], start: str, matches: Sequence[Any]) -> list[str]:
