@@ -26,7 +26,7 @@ the first step was the wrong one); a correction is kept
 only when it covers at least ``keep_margin`` more than the path it corrects (``keep_better``; the tuned
 margin is 0: one that covers less is dropped), and one that covers exactly as much keeps the path it
 corrects in the evidence too, after it (``keep_tied``); one that covers at most ``tie_margin`` more (a near
-tie: a similarity moved, no missing concept covered) keeps it last, after the neighbourhood, and one rejected
+tie: usually a similarity moved, no missing concept covered) keeps it last, after the neighbourhood, and one rejected
 for covering at most ``tie_margin`` less is itself kept last. Off by default
 (measured, see the docs): a rejected correction for both deficiencies followed by the one for the misleading
 entities alone (``relevance_fallback``).
@@ -132,9 +132,8 @@ class MetaKGRAGSettings(StrategySettings):
         ge=0,
         le=5,
         description="With keep_better and keep_tied: a correction that covers more than the path it corrects, but "
-        "by at most this "
-        "much (summed coverage), is a near tie: that path stays in the evidence too, after the neighbourhood; a "
-        "correction rejected for covering at most this much less is kept there itself.",
+        "by at most this much (summed coverage), is a near tie: that path stays in the evidence too, after the "
+        "neighbourhood; a correction rejected for covering at most this much less is kept there itself.",
     )
     relation_coverage: bool = Field(
         default=True,
