@@ -425,3 +425,45 @@ def test_a_word_that_reads_like_several_relations_takes_no_edge_of_its_own(
     assert clear == ["directed"]
     # around Tim Curry alone there is one relation, starred actors: nothing to confuse a word with
     assert clear_words(WalkPath([start]), walker, MetaKGRAGSettings()) == ["films", "directed"]
+
+
+# rows of the MetaQA KB subset around Sidney Gilliat's one film, as they are there
+GILLIAT_ROWS = """Night Train to Munich|written_by|Sidney Gilliat
+Night Train to Munich|directed_by|Carol Reed
+Night Train to Munich|release_year|1940
+The Stars Look Down|has_tags|carol reed
+Remember the Night|release_year|1940
+Second Chorus|release_year|1940
+Kitty Foyle|release_year|1940
+Boom Town|release_year|1940
+Road to Singapore|release_year|1940
+"""
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_the_restart_from_the_start_entity_is_kept_when_the_search_chooses_another(
+    tmp_path: Path, minilm: OnnxEmbedder, keep: bool
+) -> None:
+    # "camera" reads more like release year (0.28) than like directed by: the restart search picks the restart
+    # from 1940, and the director is on the restart the search drew from the start entity
+    store = store_of(GILLIAT_ROWS, tmp_path, minilm)
+    text = "who was behind the camera for the pictures authored by [Sidney Gilliat]"
+    answer = ask(store, minilm, text, keep_start_restart=keep)
+    (path,) = answer.trace["paths"]
+    first = path["cycles"][0]
+    assert first["missing_concepts"] == ["camera"] and first["pivot"] == "1940"
+    assert "carol reed" not in [n.lower() for n in path["final_path"]]
+    found = names(answer)
+    if keep:
+        assert first["start_restart_kept"] is True
+        assert any(p[:3] == ["Sidney Gilliat", "Night Train to Munich", "Carol Reed"] for p in path["kept_last"])
+        assert "carol reed" in found
+        # kept last: after every entity the final paths, the paths kept too and the neighbourhood hold
+        assert found.index("carol reed") > max(found.index(n.lower()) for n in path["final_path"][1:])
+        lines = "\n".join(REGISTRY.create("metakgrag").trace_lines(answer))
+        assert "the search's restart from the start entity is kept last too" in lines
+        # a later cycle whose search draws the same restart from the start entity keeps nothing more
+        assert not any(c.get("start_restart_kept") for c in path["cycles"][1:])
+    else:
+        assert "carol reed" not in found and not any(c.get("start_restart_kept") for c in path["cycles"])
+    assert MetaKGRAGSettings(preset="paper").keep_start_restart is False

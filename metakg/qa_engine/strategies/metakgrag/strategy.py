@@ -77,6 +77,7 @@ PAPER = {
     "step_back": 0,
     "retry_from_start": False,
     "restart_search": False,
+    "keep_start_restart": False,
     "rank_paths": False,
     "one_edge_each": False,
     "coverage": "path",
@@ -164,6 +165,12 @@ class MetaKGRAGSettings(StrategySettings):
         description="When only relation words are missing: restart from every entity of the path, the first step "
         "drawn toward neighbours with an edge onward that reads like a missing word, and keep the restart whose "
         "relations read most like the question's relation words (instead of one restart at the start entity).",
+    )
+    keep_start_restart: bool = Field(
+        default=True,
+        description="With restart_search: when a kept correction restarts past the start entity, the restart the "
+        "search drew from the start entity is kept too, after all other evidence (the relation words' "
+        "similarity that chose between them is weak).",
     )
     retry_from_start: bool = Field(
         default=True,
@@ -329,6 +336,8 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
                     step += f"; it covers only {change} less (a near tie): it is kept last"
                 elif cycle.get("near_tie"):
                     step += f"; it covers only {change} more (a near tie): the path it corrects is kept last"
+                if cycle.get("start_restart_kept"):
+                    step += "; the search's restart from the start entity is kept last too"
                 lines.append(step)
             lines.append(f"  stop: {path['stop']}{'; refined' if path['refined'] else ''}")
             lines.extend(f"  kept too: {' > '.join(kept)}" for kept in path.get("kept_too", []))
@@ -516,7 +525,7 @@ def refine(
     start = initial.nodes[0]
     cycles: list[dict[str, Any]] = []
     kept_too: list[WalkPath] = []
-    near: list[tuple[dict[str, Any], WalkPath]] = []  # each near tie's cycle and the path it keeps last
+    near: list[tuple[dict[str, Any], str, WalkPath]] = []  # the cycles that keep a path last, the mark, the path
     stop = "no cycle (ablation)" if settings.no_cycle else f"n_max ({settings.n_max}) cycles"
     for cycle in range(0 if settings.no_cycle else settings.n_max):
         found = diagnose(path, concepts, walker, settings, others)
@@ -539,7 +548,7 @@ def refine(
             if attempt:  # the first was rejected; the trace keeps what it proposed
                 entry["rejected_first"] = {k: entry[k] for k in ("pivot", "new_path", "coverage_change")}
             trial = dict(adjust)
-            new, pivot, reason, changes = _correct(path, missing, found, trial, walker, settings)
+            new, pivot, reason, changes, from_start = _correct(path, missing, found, trial, walker, settings)
             similarity = jaccard(path, new)
             entry.update(
                 {
@@ -568,26 +577,31 @@ def refine(
             if settings.keep_tied and TIE < before - after < settings.tie_margin + TIE and not _same(new, path):
                 # covers a little less: a near tie the other way; the rejected path is kept last
                 entry["near_tie"] = True
-                near.append((entry, new))
+                near.append((entry, "near_tie", new))
             break
         if settings.keep_better and settings.keep_tied and TIE <= after - before < settings.tie_margin + TIE:
             # a near tie: a similarity moved a little; the path it corrects stays in the evidence, after
             # everything else
             entry["near_tie"] = True
-            near.append((entry, path))
+            near.append((entry, "near_tie", path))
         if settings.keep_better and settings.keep_tied and abs(after - before) < TIE and not _same(new, path):
             # the check cannot tell the two apart: the path it corrects stays in the evidence, after it
             entry["tied"] = True
             kept_too.append(path)
+        if settings.keep_start_restart and from_start is not None and not _same(from_start, new):
+            # the search chose a restart past the start entity by a weak similarity: the one from the start
+            # entity is kept last, a second reading of the relation words
+            entry["start_restart_kept"] = True
+            near.append((entry, "start_restart_kept", from_start))
         path = new
         if similarity > settings.tau_similarity:
             stop = "converged: path similarity above tau_similarity"
             break
     kept_too = _distinct([p for p in reversed(kept_too) if not _same(p, path)])
     kept_last: list[WalkPath] = []
-    for cycle_entry, kept in near:  # a near tie's path already in the evidence keeps nothing: not marked
+    for cycle_entry, mark, kept in near:  # a path already in the evidence keeps nothing: not marked
         if _same(kept, path) or any(_same(kept, k) for k in [*kept_too, *kept_last]):
-            cycle_entry.pop("near_tie", None)
+            cycle_entry.pop(mark, None)
         else:
             kept_last.append(kept)
     trace = {
@@ -661,9 +675,10 @@ def _correct(
     adjust: dict[str, float],
     walker: Walker,
     settings: MetaKGRAGSettings,
-) -> tuple[WalkPath, int, str, dict[str, float]]:
+) -> tuple[WalkPath, int, str, dict[str, float], WalkPath | None]:
     """Adjust (in place) and restart for the ``missing`` concepts and ``found``'s misleading entities: the new
-    path, the pivot's index on ``path``, why it was chosen, and this correction's own adjustments."""
+    path, the pivot's index on ``path``, why it was chosen, this correction's own adjustments, and, when the
+    restart search chose a pivot past the start entity, its restart from the start entity."""
     changes: dict[str, float] = {}
     if missing:
         relevant = walker.around(path)
@@ -683,12 +698,12 @@ def _correct(
         # only relation words are missing: no entity is closer to them than another, and any relation of
         # the path may be the wrong one
         if settings.restart_search:
-            new, pivot = _search_restart(path, missing, adjust, walker, settings)
+            new, pivot, from_start = _search_restart(path, missing, adjust, walker, settings)
             reason = (
                 "completeness: only relation words are missing; of the restarts from each entity of the path, the "
                 f"one whose relations read most like the question's relation words (from {path.nodes[pivot].name})"
             )
-            return new, pivot, reason, changes
+            return new, pivot, reason, changes, from_start if pivot else None
         pivot, reason = 0, "completeness: only relation words are missing, the walk restarts at the start entity"
     elif missing:
         f = walker.sim.nodes_to(path.nodes, missing).max(axis=1)
@@ -705,30 +720,34 @@ def _correct(
         # may be the wrong one, so walk again from the start entity
         pivot, reason = 0, reason + "; it gave the same path, the walk restarts at the start entity"
         new = walker.extend(path.prefix(0), settings.path_hops, adjust, step_back=settings.step_back)
-    return new, pivot, reason, changes
+    return new, pivot, reason, changes, None
 
 
 def _search_restart(
     path: WalkPath, missing: list[str], adjust: dict[str, float], walker: Walker, settings: MetaKGRAGSettings
-) -> tuple[WalkPath, int]:
-    """The restart for missing relation words (``restart_search``) and its pivot: a restart from every entity
+) -> tuple[WalkPath, int, WalkPath]:
+    """The restart for missing relation words (``restart_search``), its pivot, and the restart from the start
+    entity: a restart from every entity
     of the path (one that gives the path back is not a correction), each with its first step drawn toward
     the neighbours from which a missing relation leads on (:func:`_lookahead`); the one whose relations read
     most like the question's relation words wins, the earliest pivot on a tie."""
     words = list(walker.guide)
     best: tuple[float, int, WalkPath] | None = None
+    from_start: WalkPath | None = None
     for k in range(len(path.nodes)):
         drawn = dict(adjust)
         for node_id, pull in _lookahead(path, k, missing, walker, settings).items():
             drawn[node_id] = drawn.get(node_id, 0.0) + pull
         new = walker.extend(path.prefix(k), settings.path_hops, drawn, step_back=settings.step_back)
+        if not k:
+            from_start = new
         if k and _same(new, path):
             continue
         fit = float(walker.relation_sims(new.edges, words).max(axis=0).sum()) if new.edges else 0.0
         if best is None or fit > best[0] + TIE:
             best = (fit, k, new)
-    assert best is not None  # the restart from the start entity is always a candidate
-    return best[2], best[1]
+    assert best is not None and from_start is not None  # the restart from the start entity is always a candidate
+    return best[2], best[1], from_start
 
 
 def _lookahead(
