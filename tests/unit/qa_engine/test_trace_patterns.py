@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -77,6 +78,12 @@ def ask(store: EmbeddedStore, embedder: OnnxEmbedder, text: str, **metakgrag: ob
     return asyncio.run(REGISTRY.create("metakgrag", settings).answer(question, ctx))  # no LLM: retrieval only
 
 
+def one_path(answer: Answer) -> dict[str, Any]:
+    """The trace of the answer's one start (the questions below have one)."""
+    (path,) = answer.trace["paths"]
+    return path
+
+
 def names(answer: Answer) -> list[str]:
     return entity_order(answer.evidence)
 
@@ -84,7 +91,7 @@ def names(answer: Answer) -> list[str]:
 def test_a_relation_word_is_covered_by_the_paths_relation(kb: EmbeddedStore, minilm: OnnxEmbedder) -> None:
     answer = ask(kb, minilm, "who directed the films written by [Jimmy McGovern]")
     assert "antonia bird" in names(answer)
-    (path,) = answer.trace["paths"]
+    path = one_path(answer)
     first = path["cycles"][0]
     assert first["covered_by"]["directed"].startswith("relation: directed")
     assert "directed" not in first["missing_concepts"]
@@ -99,7 +106,7 @@ def test_steps_follow_the_relation_words_in_order(kb: EmbeddedStore, minilm: Onn
         ("who directed the films written by [Richard O'Brien]", "jim sharman", "bewitched"),
     ):
         answer = ask(kb, minilm, text)
-        (path,) = answer.trace["paths"]
+        path = one_path(answer)
         assert gold in [n.lower() for n in path["initial_path"]], path
         assert wrong not in [n.lower() for n in path["final_path"]]
         assert path["relation_words"][0] == "films written"  # nearest the topic first
@@ -303,7 +310,7 @@ def test_a_rejected_correction_for_both_deficiencies_falls_back_to_the_relevance
     # with one_edge_each "movies starring" is missing too (its one starred_actors edge serves "actors"), and the
     # correction for both is another one: this is the case the fallback was measured on
     answer = ask(store, minilm, text, relevance_fallback=fallback, one_edge_each=False)
-    (path,) = answer.trace["paths"]
+    path = one_path(answer)
     first = path["cycles"][0]
     assert first["missing_concepts"] == ["released"] and first["misleading_entities"]
     if fallback:
@@ -343,7 +350,7 @@ def test_a_missing_relation_word_searches_the_restarts_one_edge_ahead(
     # to the one film with a has_genre edge onward
     store = store_of(HARRISON_FORD, tmp_path, minilm)
     answer = ask(store, minilm, "what genres are the movies starring [Harrison Ford]", restart_search=search)
-    (path,) = answer.trace["paths"]
+    path = one_path(answer)
     first = path["cycles"][0]
     assert path["initial_path"] == ["Harrison Ford", "Raiders of the Lost Ark", "usa"]
     assert first["missing_concepts"] == ["genres"] and first["covered_by"]["genres"] == "relation: has tags"
@@ -360,7 +367,7 @@ def test_a_missing_relation_word_searches_the_restarts_one_edge_ahead(
 def test_the_ablation_of_the_restart_does_not_search(tmp_path: Path, minilm: OnnxEmbedder) -> None:
     store = store_of(HARRISON_FORD, tmp_path, minilm)
     answer = ask(store, minilm, "what genres are the movies starring [Harrison Ford]", no_restart=True)
-    (path,) = answer.trace["paths"]
+    path = one_path(answer)
     assert path["cycles"][0]["pivot_reason"] == "start entity (no strategic restart)"
     assert "comedy" not in names(answer)
 
@@ -383,12 +390,12 @@ def test_an_edge_that_serves_one_relation_word_leaves_another_missing(tmp_path: 
     store = store_of(DIRECTOR_ROWS, tmp_path, minilm)
     text = "who starred in the films directed by the director of [Bowfinger]"
     old = ask(store, minilm, text, one_edge_each=False)
-    (path,) = old.trace["paths"]
+    path = one_path(old)
     assert path["final_path"] == ["Bowfinger", "Frank Oz", "The Dark Crystal"]
     assert path["cycles"][0]["missing_concepts"] == []
     assert "glenn close" not in names(old)
     answer = ask(store, minilm, text)
-    (path,) = answer.trace["paths"]
+    path = one_path(answer)
     first = path["cycles"][0]
     (word,) = {"director", "films directed"} & set(first["missing_concepts"])
     other = ({"director", "films directed"} - {word}).pop()
@@ -446,10 +453,9 @@ def test_the_restart_from_the_start_entity_is_kept_when_the_search_chooses_anoth
 ) -> None:
     # "camera" reads more like release year (0.28) than like directed by: the restart search picks the restart
     # from 1940, and the director is on the restart the search drew from the start entity
-    store = store_of(GILLIAT_ROWS, tmp_path, minilm)
     text = "who was behind the camera for the pictures authored by [Sidney Gilliat]"
-    answer = ask(store, minilm, text, keep_start_restart=keep)
-    (path,) = answer.trace["paths"]
+    answer = ask(store_of(GILLIAT_ROWS, tmp_path, minilm), minilm, text, keep_start_restart=keep)
+    path = one_path(answer)
     first = path["cycles"][0]
     assert first["missing_concepts"] == ["camera"] and first["pivot"] == "1940"
     assert "carol reed" not in [n.lower() for n in path["final_path"]]
