@@ -96,7 +96,7 @@ def pooled(*tables: dict[str, Any]) -> dict[str, Any]:
     for label in tables[0]:
         n = sum(t[label]["questions"] for t in tables)
         out[label] = {
-            key: round(sum(round(t[label][key] * t[label]["questions"]) for t in tables) / n, 4) if n else None
+            key: round(sum(round(t[label][key] * t[label]["questions"]) for t in tables) / n, 6) if n else None
             for key in ("evidence_recall", "recall_at_budget")
         } | {"questions": n}
         if all("versus_full" in t[label] for t in tables):

@@ -20,7 +20,9 @@ and an entity reached by such an edge counts it in its EntityScope (``relation_c
 the path covers only through an edge that serves another one is missing (``one_edge_each``); when only
 relation words are missing the walk restarts from every entity of the path, drawn toward neighbours with an
 edge onward that reads like a missing word, and the restart whose relations read most like the question's
-relation words is the correction (``restart_search``; without it, the walk restarts at the start entity);
+relation words is the correction (``restart_search``; without it, the walk restarts at the start entity),
+and when that restart starts past the start entity, the search's restart from the start entity is kept last
+(``keep_start_restart``; it may be the path the correction replaced);
 when a pivot's restart gives back the same path the walk restarts at the start entity (``retry_from_start``:
 the first step was the wrong one); a correction is kept
 only when it covers at least ``keep_margin`` more than the path it corrects (``keep_better``; the tuned
@@ -502,7 +504,8 @@ TIE = 1e-6
 
 class Refinement(NamedTuple):
     """One start's path before and after the cycle, the cycle's trace, the paths ``keep_tied`` keeps
-    beside the final one (the latest first), and the near ties' paths, kept after all other evidence."""
+    beside the final one (the latest first), and the paths kept after all other evidence: the near ties'
+    and the restarts from the start entity ``keep_start_restart`` keeps."""
 
     initial: WalkPath
     final: WalkPath
