@@ -12,7 +12,14 @@ from metakg.llm.embedder import Vectors
 from metakg.qa_engine.core import Answer
 from metakg.qa_engine.services import QAServices
 from metakg.qa_engine.strategies import REGISTRY
-from metakg.qa_engine.strategies.metakgrag.strategy import Concepts, MetaKGRAGSettings, diagnose, merge_paths, refine
+from metakg.qa_engine.strategies.metakgrag.strategy import (
+    Concepts,
+    MetaKGRAGSettings,
+    diagnose,
+    merge_paths,
+    refine,
+    unmark_held,
+)
 from metakg.qa_engine.walk import Walker, WalkPath, jaccard
 from tests.unit.qa_engine.handmade import QUESTION, AxisEmbedder, ident, store
 
@@ -212,6 +219,18 @@ def test_a_correction_that_covers_only_a_little_more_keeps_the_path_it_corrects_
     refused = refine(initial_path(walker), Concepts(CONCEPTS), walker, strict)
     assert refused.trace["cycles"][0]["rejected"] and "near_tie" not in refused.trace["cycles"][0]
     assert refused.kept_last == [] and names(refused.final) == INITIAL
+
+
+def test_a_path_kept_last_that_the_evidence_already_holds_is_not_marked() -> None:
+    walker = walker_over(store())
+    settings = MetaKGRAGSettings(path_hops=2, tau_support=0.1, tie_margin=1.0)
+    refined = refine(initial_path(walker), Concepts(CONCEPTS), walker, settings)
+    assert refined.trace["kept_last"] == [INITIAL] and refined.last_marks == [(refined.trace["cycles"][0], "near_tie")]
+    unmark_held(refined, {(e.nodes, e.edges) for e in merge_paths([refined.final])})  # held: not the kept path
+    assert refined.trace["kept_last"] == [INITIAL] and refined.trace["cycles"][0]["near_tie"] is True
+    # the evidence before the paths kept last (a neighbourhood step, another start's path) holds it already
+    unmark_held(refined, {(e.nodes, e.edges) for e in merge_paths(refined.kept_last)})
+    assert refined.trace["kept_last"] == [] and "near_tie" not in refined.trace["cycles"][0]
 
 
 def test_merged_paths_leave_out_the_evidence_already_kept() -> None:

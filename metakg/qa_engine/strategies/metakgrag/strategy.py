@@ -283,7 +283,10 @@ class MetaKGRAG(RetrieveThenAnswer[MetaKGRAGSettings]):
         evidence = merge_paths([p for one in refined for p in (one.final, *one.kept_too)])
         if self.settings.neighbourhood:
             evidence += neighbourhood(matches, guides, search, self.settings.neighbourhood, evidence)
+        held = {(e.nodes, e.edges) for e in evidence}
         evidence += merge_paths([p for one in refined for p in one.kept_last], evidence)
+        for one in refined:  # a path kept last that the evidence already held (a neighbourhood step) is not marked
+            unmark_held(one, held)
         return Retrieval(evidence, trace)
 
     def metrics(self, answer: Answer) -> dict[str, float]:
@@ -512,6 +515,8 @@ class Refinement(NamedTuple):
     trace: dict[str, Any]
     kept_too: list[WalkPath]
     kept_last: list[WalkPath]
+    last_marks: list[tuple[dict[str, Any], str]]
+    """For each of ``kept_last``: the cycle's trace entry that kept it and its mark there."""
 
 
 def refine(
@@ -602,11 +607,13 @@ def refine(
             break
     kept_too = _distinct([p for p in reversed(kept_too) if not _same(p, path)])
     kept_last: list[WalkPath] = []
+    last_marks: list[tuple[dict[str, Any], str]] = []
     for cycle_entry, mark, kept in near:  # a path already in the evidence keeps nothing: not marked
         if _same(kept, path) or any(_same(kept, k) for k in [*kept_too, *kept_last]):
             cycle_entry.pop(mark, None)
         else:
             kept_last.append(kept)
+            last_marks.append((cycle_entry, mark))
     trace = {
         "start": start.name,
         "start_id": start.id,
@@ -619,7 +626,7 @@ def refine(
         "stop": stop,
     }
     emit("path", **trace)  # one start's refinement, as soon as it is done
-    return Refinement(initial, path, trace, kept_too, kept_last)
+    return Refinement(initial, path, trace, kept_too, kept_last, last_marks)
 
 
 def relation_words(text: str, concepts: Sequence[str], start: str, matches: Sequence[Any]) -> list[str]:
@@ -774,6 +781,19 @@ def _lookahead(
         if best_of.size and (best := float(best_of.max())) > settings.tau_c:
             pulls[nb.node.id] = settings.delta * best
     return pulls
+
+
+def unmark_held(one: Refinement, held: set[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
+    """Take out of ``one``'s trace the paths kept last that ``held`` (the evidence before them) already has,
+    and their cycles' marks: they added nothing."""
+    kept = []
+    for path, (entry, mark) in zip(one.kept_last, one.last_marks, strict=True):
+        record = path_records(path.nodes, path.edges)
+        if (record.nodes, record.edges) in held:
+            entry.pop(mark, None)
+        else:
+            kept.append([n.name for n in path.nodes])
+    one.trace["kept_last"] = kept
 
 
 def _same(a: WalkPath, b: WalkPath) -> bool:
