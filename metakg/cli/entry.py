@@ -3,13 +3,16 @@ at any moment, while the libraries load too, ends with "interrupted" and exit st
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from typing import Any
+
+# nothing else is imported before main(): an interrupt while a module loads at the top here would end in a
+# traceback (json, re and typing take tens of milliseconds to load); os and sys are loaded with the interpreter
 
 #: the exit status of a command stopped by Ctrl-C (or SIGINT), as shells report it
 INTERRUPTED = 130
+#: the JSON line of an interrupted command under --json, written out (json is not loaded yet when it may be needed)
+INTERRUPTED_JSON = '{"ok": false, "command": "", "error": "interrupted", "error_type": "Interrupted", "exit_code": 130}'
 
 
 def main() -> None:
@@ -43,7 +46,7 @@ def _caused_by_interrupt(error: BaseException) -> bool:
     return False
 
 
-def _unraisable(unraisable: Any) -> None:
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """An interrupt Python cannot raise where it lands (in a finaliser or a callback while a library loads: it
     would print "Exception ignored" and go on) ends the process at once, as an interrupt anywhere else does.
     Nothing has been written then that a later run would not tidy: bundles are replaced whole."""
@@ -56,8 +59,7 @@ def _unraisable(unraisable: Any) -> None:
 def _say_interrupted() -> None:
     sys.stderr.write("interrupted\n")
     if "--json" in sys.argv[1:]:
-        payload = {"ok": False, "command": "", "error": "interrupted", "error_type": "Interrupted", "exit_code": 130}
-        sys.stdout.write(json.dumps(payload) + "\n")
+        sys.stdout.write(INTERRUPTED_JSON + "\n")
     sys.stdout.flush()
     sys.stderr.flush()
 

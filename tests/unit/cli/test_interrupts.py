@@ -41,6 +41,14 @@ def test_ctrl_c_at_any_moment_is_exit_130_with_the_json_line(tmp_path: Path, del
     assert read_bundle(bundle).nodes.height == small_bundle().nodes.height
 
 
+def test_the_entry_point_loads_no_module_before_it_handles_an_interrupt() -> None:
+    # an interrupt that lands while the entry module's own imports load ends in a traceback: it loads nothing
+    # the interpreter has not (json, re and typing took tens of milliseconds, and a Ctrl-C at 0.05 s landed there)
+    probe = "import sys; before = set(sys.modules); import metakg.cli.entry; print(sorted(set(sys.modules) - before))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['metakg', 'metakg.cli', 'metakg.cli.entry']"
+
+
 def interrupted_where(bundle: Path, condition: str) -> subprocess.CompletedProcess[str]:
     """Run `metakg validate BUNDLE --json` raising Ctrl-C at the first call where ``condition`` (Python over
     ``frame``) holds; it must end as an interrupt: status 130, no traceback, the JSON line."""
