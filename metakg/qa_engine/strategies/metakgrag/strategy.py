@@ -687,8 +687,8 @@ def _correct(
     settings: MetaKGRAGSettings,
 ) -> tuple[WalkPath, int, str, dict[str, float], WalkPath | None]:
     """Adjust (in place) and restart for the ``missing`` concepts and ``found``'s misleading entities: the new
-    path, the pivot's index on ``path``, why it was chosen, this correction's own adjustments, and, when the
-    restart search chose a pivot past the start entity, its restart from the start entity."""
+    path, the pivot's index on ``path``, why it was chosen, this correction's own adjustments, and the restart
+    search's restart from the start entity (None without the search; the new path itself when it chose it)."""
     changes: dict[str, float] = {}
     if missing:
         relevant = walker.around(path)
@@ -713,7 +713,7 @@ def _correct(
                 "completeness: only relation words are missing; of the restarts from each entity of the path, the "
                 f"one whose relations read most like the question's relation words (from {path.nodes[pivot].name})"
             )
-            return new, pivot, reason, changes, from_start if pivot else None
+            return new, pivot, reason, changes, from_start
         pivot, reason = 0, "completeness: only relation words are missing, the walk restarts at the start entity"
     elif missing:
         f = walker.sim.nodes_to(path.nodes, missing).max(axis=1)
