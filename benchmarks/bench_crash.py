@@ -121,7 +121,7 @@ def main() -> None:
     for reason in skipped:
         print(f"  skipped {reason}")
     figures = {"points_per_command": args.points, "kills": kills, "readers": readers, "full_disk": disks}
-    path = record("crash", figures | {"skipped": skipped})
+    path = record("crash", figures | {"skipped": skipped}, synthetic_data=True)
     print(f"recorded {path}")
 
 

@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument("--batch-items", type=int, default=200, help="items of the batch-against-direct part")
     args = parser.parse_args()
     path = _data_file()
-    figures: dict[str, Any] = {"items": args.items, "max_tokens": args.max_tokens, "synthetic_data": False}
+    figures: dict[str, Any] = {"items": args.items, "max_tokens": args.max_tokens}
     with local_server.running() as server:
         figures["model"] = server.model
         for concurrency in (1, 4, 8):
@@ -171,7 +171,7 @@ def main() -> None:
     figures.update(simulated_endpoint(path, args.items, args.max_tokens))
     for key, value in figures.items():
         print(f"  {key:<28} {value}")
-    record("extract", figures)
+    record("extract", figures, synthetic_data=False)
 
 
 if __name__ == "__main__":

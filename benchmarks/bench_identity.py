@@ -391,7 +391,6 @@ def main() -> None:
     server = None if args.no_neo4j else fresh_server("identity", heap="2g", pagecache_mb=256)
     driver = None
     figures: dict[str, Any] = {
-        "synthetic_data": False,
         "limit": args.limit,
         "pairs_limit": args.pairs_limit,
         "sets": {},
@@ -476,7 +475,7 @@ def main() -> None:
             from tools import neo4j_server
 
             neo4j_server.stop(server)
-    record("identity", figures)
+    record("identity", figures, synthetic_data=False)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,6 @@ def main() -> None:
     judged_right = [same for same, match in labelled if match is True]
     judged_wrong = [same for same, match in labelled if match is False]
     figures: dict[str, Any] = {
-        "synthetic_data": False,
         "pairs_limit": args.pairs_limit,
         "model": model,
         "nodes": nodes.height,
@@ -100,7 +99,7 @@ def main() -> None:
             f"  {run:<22} P {scored['precision']:.3f} R {scored['recall']:.3f} F1 {scored['f1']:.3f} "
             f"(wrong: {scored['wrong_labelled']} labelled, {scored['wrong_same_system']} same-system)"
         )
-    record("identity_judge", figures)
+    record("identity_judge", figures, synthetic_data=False)
 
 
 if __name__ == "__main__":

@@ -139,7 +139,7 @@ def main() -> None:
     assert report["refused"] == expected["refused"], "the refused clusters differ from the mistyped items"
     assert report["kept_apart"] == expected["kept_apart"], "the items kept apart differ from the second items"
     assert resolved.edges.height == report["edges"]
-    record("identity_scale", figures)
+    record("identity_scale", figures, synthetic_data=True)
 
 
 if __name__ == "__main__":

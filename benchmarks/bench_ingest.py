@@ -64,6 +64,7 @@ def main() -> None:
             "target_seconds": 30,
             "peak_rss_mib": round(peak_rss_mib()),
         },
+        synthetic_data=True,
     )
 
 

@@ -269,7 +269,7 @@ def main() -> None:
                     f"first {f['first_question_ms']:9.1f}  with paths {f['with_paths']}/{g['questions']}"
                 )
     if args.no_llm:
-        record(f"medcog_retrieval_{args.scale}", figures)
+        record(f"medcog_retrieval_{args.scale}", figures, synthetic_data=True)
         return
     print(f"MedCoG LLM usage per question ({args.llm_questions} MedQA-hard questions, local SmolLM2)")
     for label, f in figures["llm_usage"].items():
@@ -281,7 +281,7 @@ def main() -> None:
             )
     print(f"  META routes: {figures['llm_usage']['medcog']['routes']}")
     print(f"  verification plans: {figures['llm_usage']['medcog']['planning']}")
-    record("medcog", figures)
+    record("medcog", figures, synthetic_data=True)
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ def main() -> None:
             result = run(nodes, edges, shape, writers)
             figures[f"{shape}_{writers}_writer{'s' if writers > 1 else ''}"] = result
             print(f"  {shape:5} {writers} writer(s): {result['seconds']:6.1f} s  {result['rels_per_s']:>8,} rels/s")
-    record(f"neo4j_floor_{args.scale}", figures)
+    record(f"neo4j_floor_{args.scale}", figures, synthetic_data=True)
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ def main() -> None:
     figures["reload_over_follow"] = round(figures["full_reload_v2_s"] / max(figures["follow_v2_s"], 0.001), 1)
     print(f"  full reload of version 2 into an empty database: {figures['full_reload_v2_s']} s "
           f"({figures['reload_over_follow']}x the follow)")  # fmt: skip
-    record("neo4j_follow", figures)
+    record("neo4j_follow", figures, synthetic_data=True)
 
 
 if __name__ == "__main__":

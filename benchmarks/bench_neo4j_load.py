@@ -107,6 +107,7 @@ def main() -> None:
             **{k: round(v, 1) for k, v in figures.items()},
             "target_batched_vs_per_row": 20,
         },
+        synthetic_data=True,
     )
 
 

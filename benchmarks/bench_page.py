@@ -107,6 +107,7 @@ def main() -> None:
             "global_cose": before,
             "cose_over_rings": round(before["ms"] / ms, 1),
         },
+        synthetic_data=True,
     )
 
 

@@ -67,6 +67,7 @@ def main() -> None:
             "targets": {"speedup": 3, "memory_ratio": 0.5},
             "parent_max_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         },
+        synthetic_data=True,
     )
 
 

@@ -251,7 +251,7 @@ def main() -> None:
         }
     if "neo4j" in figures and "admin" in figures:
         figures["batched_vs_admin_import"] = round(figures["neo4j"]["load_s"] / figures["admin"]["total_s"], 1)
-    record(f"primekg_scale_{args.scale}", figures)
+    record(f"primekg_scale_{args.scale}", figures, synthetic_data=True)
 
 
 if __name__ == "__main__":

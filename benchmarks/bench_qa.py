@@ -269,13 +269,13 @@ def main() -> None:
                     f"ms, store open {first['cold']['open_ms']} ms"
                 )
     if args.first_only:
-        record("qa_first_question", figures)
+        record("qa_first_question", figures, synthetic_data=True)
         return
     print(f"LLM usage per question ({args.llm_questions} questions, local SmolLM2)")
     for label, f in figures["llm_usage"].items():
         calls, tokens, p50 = f["calls_per_question"], f["tokens_per_question"], f["latency_p50_ms"]
         print(f"  {label:<10} calls {calls}  tokens {tokens}  p50 {p50} ms")
-    record("qa", figures)
+    record("qa", figures, synthetic_data=True)
 
 
 if __name__ == "__main__":

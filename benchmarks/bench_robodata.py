@@ -241,7 +241,7 @@ def main() -> None:
             f"  one call failing the same way, most times in one question: {q['most_same_failures']} "
             f"(calls not run for it: {q['repeated_failures_blocked']})"
         )
-    record("robodata", figures)
+    record("robodata", figures, synthetic_data=True)
 
 
 if __name__ == "__main__":

@@ -113,7 +113,11 @@ def main() -> None:
     ends = [before] + [figures["server_rss_mib"][-1] for figures in rounds]
     growth = [round(b - a, 1) for a, b in itertools.pairwise(ends)]
     print(f"server memory after warm-up {before} MiB, growth per round {growth} MiB")
-    record("serve", rounds[0] | {"rounds": rounds, "rss_after_warmup_mib": before, "rss_growth_per_round_mib": growth})
+    record(
+        "serve",
+        rounds[0] | {"rounds": rounds, "rss_after_warmup_mib": before, "rss_growth_per_round_mib": growth},
+        synthetic_data=False,
+    )
 
 
 if __name__ == "__main__":

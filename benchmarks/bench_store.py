@@ -110,6 +110,7 @@ def main() -> None:
             "target": "paths at least 10x faster than networkx",
             "peak_rss_mib": round(peak_rss_mib()),
         },
+        synthetic_data=True,
     )
 
 

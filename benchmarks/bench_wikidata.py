@@ -73,7 +73,7 @@ def main() -> None:
         sparql_server.stop(server)
     for key, value in figures.items():
         print(f"  {key:<44} {value}")
-    record("wikidata_sync", figures)
+    record("wikidata_sync", figures, synthetic_data=False)
 
 
 if __name__ == "__main__":

@@ -107,16 +107,19 @@ def settings_and_data(purpose: str = "") -> tuple[Any, Path]:
     return settings, settings.paths.data_dir
 
 
-def record(name: str, figures: dict[str, Any]) -> Path:
-    """Write the figures to benchmarks/results/<name>.json (with the machine and time) and return the path."""
+def record(name: str, figures: dict[str, Any], *, synthetic_data: bool) -> Path:
+    """Write the figures to benchmarks/results/<name>.json (with the machine and time) and return the path.
+
+    ``synthetic_data`` is true when any figure rests on generated data (a synthetic graph, random edges or
+    rows), false when every input is a real public dataset; each benchmark says which."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     payload = {
         "benchmark": name,
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "synthetic_data": True,
         **figures,
+        "synthetic_data": synthetic_data,
     }
     path.write_text(json.dumps(payload, indent=2), encoding="utf-8")
     print(f"  figures recorded in {path}")

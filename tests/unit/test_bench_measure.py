@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +25,17 @@ def test_a_part_reads_its_own_peak_not_its_starters() -> None:
 def test_a_failing_part_says_so_with_its_output() -> None:
     with pytest.raises(RuntimeError, match="boom"):
         run_measured([sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(3)"])
+
+
+def test_a_record_says_whether_its_data_is_synthetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    with pytest.raises(TypeError):
+        common.record("no_say", {"x": 1})  # type: ignore[call-arg]  # each benchmark must say which
+    # a figure of the same name cannot stand in for what the benchmark said
+    path = common.record("real", {"x": 1, "synthetic_data": True}, synthetic_data=False)
+    assert json.loads(path.read_text(encoding="utf-8"))["synthetic_data"] is False
+    assert not (tmp_path / "no_say.json").exists()
