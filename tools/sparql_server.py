@@ -176,10 +176,17 @@ def stop(server: Server, timeout: float = 30) -> None:
 
 
 def _shared_wikidata() -> Path:
-    shared = Path(os.environ.get("METAKG_SHARED_DIR", ROOT.parent / "shared"))
-    folder = shared / "data" / "wikidata"
+    """The `wikidata/` folder of the data directory (METAKG_PATHS__DATA_DIR), else of the test data folder."""
+    data = os.environ.get("METAKG_PATHS__DATA_DIR")
+    if data:
+        folder = Path(data) / "wikidata"
+    else:
+        folder = Path(os.environ.get("METAKG_SHARED_DIR", ROOT.parent / "shared")) / "data" / "wikidata"
     if not folder.is_dir():
-        raise SparqlServerError(f"{folder} not found: set METAKG_SHARED_DIR to the shared folder")
+        raise SparqlServerError(
+            f"{folder} not found: set METAKG_PATHS__DATA_DIR to a data directory holding the wikidata/ test "
+            "files (Q42_wbgetentities.json, Q42_neighbour_labels.json, the KGTK subset)"
+        )
     return folder
 
 

@@ -151,8 +151,9 @@ app = typer.Typer(
     cls=MetakgGroup,
     rich_markup_mode=None,
     name="metakg",
-    help="Build, validate, export and query knowledge graphs. Every command takes --json; exit codes: "
-    "0 success, 1 data or validation failure, 2 usage or configuration error.",
+    help="Build, validate, export and query knowledge graphs. Every command but the servers (serve, mcp, "
+    "llm serve) takes --json; exit codes: 0 success, 1 data or validation failure, 2 usage or configuration "
+    "error, 75 waiting (extract --batch --no-wait), 130 interrupted.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
