@@ -114,7 +114,8 @@ neo4j-up: install
 neo4j-down:
 	$(PY) tools/neo4j_server.py down
 
-# A local SPARQL endpoint (Debian's Virtuoso) loaded with Wikidata data derived from ../shared/data/wikidata,
+# A local SPARQL endpoint (Debian's Virtuoso) loaded with Wikidata data derived from the data directory's
+# wikidata/ folder (METAKG_PATHS__DATA_DIR),
 # left running at http://127.0.0.1:8890/sparql (tools/sparql_server.py).
 .PHONY: sparql-up sparql-down
 sparql-up: install

@@ -36,7 +36,7 @@ def main() -> None:
     home = WORK / "virtuoso"
     shutil.rmtree(home, ignore_errors=True)
     server = sparql_server.start(home, data_dirs=(source,))
-    figures: dict[str, Any] = {"synthetic_data": False}
+    figures: dict[str, Any] = {}
     try:
         start = time.perf_counter()
         files = [

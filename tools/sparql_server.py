@@ -178,16 +178,15 @@ def stop(server: Server, timeout: float = 30) -> None:
 def _shared_wikidata() -> Path:
     """The `wikidata/` folder of the data directory (METAKG_PATHS__DATA_DIR), else of the test data folder."""
     data = os.environ.get("METAKG_PATHS__DATA_DIR")
-    if data:
-        folder = Path(data) / "wikidata"
-    else:
-        folder = Path(os.environ.get("METAKG_SHARED_DIR", ROOT.parent / "shared")) / "data" / "wikidata"
-    if not folder.is_dir():
-        raise SparqlServerError(
-            f"{folder} not found: set METAKG_PATHS__DATA_DIR to a data directory holding the wikidata/ test "
-            "files (Q42_wbgetentities.json, Q42_neighbour_labels.json, the KGTK subset)"
-        )
-    return folder
+    tests = Path(os.environ.get("METAKG_SHARED_DIR", ROOT.parent / "shared")) / "data" / "wikidata"
+    candidates = [Path(data) / "wikidata", tests] if data else [tests]
+    for folder in candidates:
+        if folder.is_dir():
+            return folder
+    raise SparqlServerError(
+        f"{candidates[0]} not found: set METAKG_PATHS__DATA_DIR to a data directory holding the wikidata/ test "
+        "files (Q42_wbgetentities.json, Q42_neighbour_labels.json, the KGTK subset)"
+    )
 
 
 def up(http_port: int) -> None:
