@@ -508,9 +508,13 @@ class _Answers:
     async def send(self, item: Any) -> None:
         message = getattr(item, "message", None)
         message = getattr(message, "root", message)
-        if message is not None and type(message).__name__ in ("JSONRPCResponse", "JSONRPCError"):
-            self._lines.answered(getattr(message, "id", None))
-        await self._stream.send(item)
+        try:
+            await self._stream.send(item)
+        finally:
+            # told once the writer has the reply, not before: the end of input stops waiting when nothing is
+            # owed, and the SDK then cancels whatever handler is still sending (a reply lost under load)
+            if message is not None and type(message).__name__ in ("JSONRPCResponse", "JSONRPCError"):
+                self._lines.answered(getattr(message, "id", None))
 
     async def __aenter__(self) -> _Answers:
         await self._stream.__aenter__()

@@ -33,7 +33,8 @@ class Stdio:
             [str(METAKG), "mcp", "--bundle", str(bundle)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
         )
         self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -60,13 +61,17 @@ class Stdio:
         return self.reply()
 
     def close(self) -> int:
+        """Close the server's input and wait for it to end; every line it wrote is then in :attr:`lines`."""
         assert self.process.stdin is not None
         self.process.stdin.close()
         try:
-            return self.process.wait(timeout=60)
+            code = self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.process.kill()
             raise
+        self._reader.join(timeout=30)  # the process has ended, but the reader may not have queued its last lines
+        assert not self._reader.is_alive(), "the server's output did not end after the process did"
+        return code
 
 
 @pytest.fixture
