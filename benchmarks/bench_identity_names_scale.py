@@ -202,9 +202,8 @@ def main() -> None:
             )
         if scorer in ("exact", "lemma"):  # a variant has the node's very key: these scorers cannot miss it
             assert found["variants_joined_to_planted"] == found["variants_items"], "a planted name variant was missed"
-        record(
-            "identity_names_scale", figures, synthetic_data=True
-        )  # after each scorer: a long run keeps what it measured
+        # after each scorer: a long run keeps what it measured
+        record("identity_names_scale", figures, synthetic_data=True)
 
 
 if __name__ == "__main__":

@@ -176,16 +176,18 @@ def stop(server: Server, timeout: float = 30) -> None:
 
 
 def _shared_wikidata() -> Path:
-    """The `wikidata/` folder of the data directory (METAKG_PATHS__DATA_DIR), else of the test data folder."""
-    data = os.environ.get("METAKG_PATHS__DATA_DIR")
+    """The `wikidata/` folder of the data directory (`paths.data_dir`), else of the test data folder."""
+    from metakg.config import load_settings  # here only: starting a server for the tests needs no settings
+
+    data_dir = load_settings().paths.data_dir
     tests = Path(os.environ.get("METAKG_SHARED_DIR", ROOT.parent / "shared")) / "data" / "wikidata"
-    candidates = [Path(data) / "wikidata", tests] if data else [tests]
+    candidates = [data_dir / "wikidata", tests] if data_dir else [tests]
     for folder in candidates:
         if folder.is_dir():
             return folder
     raise SparqlServerError(
-        f"{candidates[0]} not found: set METAKG_PATHS__DATA_DIR to a data directory holding the wikidata/ test "
-        "files (Q42_wbgetentities.json, Q42_neighbour_labels.json, the KGTK subset)"
+        f"{candidates[0]} not found: set paths.data_dir (METAKG_PATHS__DATA_DIR) to a data directory holding the "
+        "wikidata/ test files (Q42_wbgetentities.json, Q42_neighbour_labels.json, the KGTK subset)"
     )
 
 
