@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from typer._click.globals import get_current_context  # the click typer bundles
 
 from metakg import api
+from metakg.cli.entry import INTERRUPTED_JSON
 from metakg.config import Settings, load_settings
 from metakg.errors import MetakgError, UsageError
 
@@ -115,9 +116,7 @@ def guarded(command: str, json_mode: bool) -> Iterator[None]:
         _interrupt_said = True
         err.print("interrupted")
         if json_mode:
-            emit_json(
-                {"ok": False, "command": command, "error": "interrupted", "error_type": "Interrupted", "exit_code": 130}
-            )
+            emit_json(json.loads(INTERRUPTED_JSON) | {"command": command})
         raise typer.Exit(130) from None
 
 
