@@ -19,13 +19,14 @@ export METAKG_SHARED_DIR ?= $(SHARED)
 # tests ran with; `make lock` refreshes them.
 export PIP_CONSTRAINT := $(abspath constraints.txt)
 
-.PHONY: install llm-install demo test lint bench clean help lock
+.PHONY: install llm-install demo test test-fast lint bench clean help lock
 
 help:
 	@echo "make install  create .venv and install metakg with its dev tools"
 	@echo "make llm-install  the local default LLM (llama-cpp-python + SmolLM2-135M; built once, minutes)"
 	@echo "make demo     ingest, validate, load and query the CommonsenseQA KG (embedded store)"
-	@echo "make test     run the test suite (pytest)"
+	@echo "make test     run the whole test suite (pytest on $(TEST_WORKERS) workers; real Neo4j, Virtuoso, local LLM)"
+	@echo "make test-fast  the unit tests alone (a few minutes; no Neo4j, Virtuoso or local LLM)"
 	@echo "make lint     ruff, ruff format --check, mypy --strict"
 	@echo "make bench    run the benchmarks and record their figures in benchmarks/results/"
 	@echo "make lock     refresh constraints.txt: the newest versions pyproject.toml allows, in a fresh venv"
@@ -57,8 +58,20 @@ $(VENV)/.llm-installed: $(VENV)/.installed tools/install_local_llm.sh
 	bash tools/install_local_llm.sh $(PY)
 	touch $@
 
+# The tests run on TEST_WORKERS pytest-xdist workers. Most of a test's time is spent waiting (on a CLI subprocess,
+# a server, the local model), so more workers than the two cores of CI pays; the tests of one shared service
+# (Neo4j, Virtuoso, the local LLM) form one xdist group, run on one worker, so each service starts once
+# (tests/conftest.py, SERVICE_GROUPS). `make test TEST_WORKERS=0` runs everything in one process.
+# docs/testing.md says more.
+TEST_WORKERS ?= 3
+PYTEST_ARGS ?=
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+
 test: install llm-install
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+
+test-fast: install
+	$(PY) -m pytest tests/unit $(XDIST) $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check metakg tests benchmarks tools

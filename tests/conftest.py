@@ -311,6 +311,32 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         return None
 
 
+#: the real services a test can ask for, by the session fixture that starts each, and the xdist group of the
+#: tests that use it. ``make test`` runs the suite on several workers (pytest-xdist, ``--dist loadgroup``): the
+#: tests of one group all run on one worker, so each service starts once per run rather than once per worker.
+#: A test that uses several services joins the first group listed here.
+SERVICE_GROUPS: tuple[tuple[str, str], ...] = (
+    ("neo4j_settings", "neo4j"),
+    ("sparql_endpoint", "sparql"),
+    ("qa_sparql_endpoint", "sparql"),
+    ("local_llm", "llm"),
+)
+
+
+def service_group(fixturenames: Sequence[str]) -> str | None:
+    """The xdist group of a test that uses the fixtures ``fixturenames`` (None: it starts no shared service)."""
+    used = set(fixturenames)
+    return next((group for fixture, group in SERVICE_GROUPS if fixture in used), None)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test that uses a shared service with that service's xdist group (:data:`SERVICE_GROUPS`)."""
+    for item in items:
+        group = service_group(getattr(item, "fixturenames", ()))
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """One line at the end saying what was skipped for lack of the shared data or model, and how to give it."""
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if MISSING in str(getattr(r, "longrepr", ""))]

@@ -15,6 +15,7 @@ Tests use :func:`start` and :func:`stop` directly.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import shutil
 import signal
@@ -47,8 +48,15 @@ class Server:
 
 
 def build(work: Path = STATE) -> str:
-    """Resolve the jars (Maven) and compile the launcher; returns the Java classpath."""
+    """Resolve the jars (Maven) and compile the launcher; returns the Java classpath. Several processes may call
+    it at once (test workers): one builds, the others wait for it and reuse what it built."""
     work.mkdir(parents=True, exist_ok=True)
+    with (work / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return _build(work)
+
+
+def _build(work: Path) -> str:
     classpath_file = work / "classpath.txt"
     classes = work / "classes"
     if not classpath_file.exists() or classpath_file.stat().st_mtime < POM.stat().st_mtime:
