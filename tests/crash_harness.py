@@ -204,8 +204,9 @@ def environment(extra: dict[str, str]) -> dict[str, str]:
     return {**os.environ, **extra}
 
 
-def run_case(case: Case, work: Path, points: int, rng: random.Random) -> Outcome:
-    """Kill ``case``'s command at ``points`` random moments, each time over a fresh copy of the old version.
+def run_case(case: Case, work: Path, points: int, rng: random.Random, *, writing_only: bool = False) -> Outcome:
+    """Kill ``case``'s command at ``points`` random moments, each time over a fresh copy of the old version;
+    with ``writing_only`` every kill is in its writing phase (the first as soon as it starts writing).
 
     Raises:
         AssertionError: the command fails when not killed (the case is wrong, not the bundle).
@@ -230,7 +231,9 @@ def run_case(case: Case, work: Path, points: int, rng: random.Random) -> Outcome
     for point in range(points):
         _restore(pristine, bundle)
         process = subprocess.Popen([*METAKG, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        delay, writing = kill_at_random(process, bundle, point, rng, outcome.run_s, outcome.write_s)
+        delay, writing = kill_at_random(
+            process, bundle, _kind(point, writing_only), rng, outcome.run_s, outcome.write_s
+        )
         outcome.record(classify(bundle, old, case), delay, writing=writing, left=leftovers(bundle))
     # after the last kill, the command run again finishes and tidies up what the killed writer left
     code, _wall, _staged, stderr = _run(args, env)
@@ -239,6 +242,12 @@ def run_case(case: Case, work: Path, points: int, rng: random.Random) -> Outcome
         outcome.unreadable.append(f"the run after the kills did not recover (exit {code}): {stderr[-300:]}")
     _restore(pristine, bundle)
     return outcome
+
+
+def _kind(point: int, writing_only: bool) -> int:
+    """The point :func:`kill_at_random` is given: the same, or with ``writing_only`` its ``point``-th odd one (a
+    kill in the writing phase)."""
+    return 2 * point + 1 if writing_only else point
 
 
 def _restore(pristine: Path, bundle: Path) -> None:
@@ -525,9 +534,10 @@ def _posted(path: Path) -> bool:
     return "kg:kg/posted_0" in set(read_bundle(path).nodes["id"].to_list())
 
 
-def run_serve_case(work: Path, points: int, rng: random.Random, size: int) -> Outcome:
+def run_serve_case(work: Path, points: int, rng: random.Random, size: int, *, writing_only: bool = False) -> Outcome:
     """Kill ``metakg serve --allow-writes`` at random moments of a ``POST /api/triples`` (the served bundle is
-    validated and rewritten), each time over a fresh copy of the old version."""
+    validated and rewritten), each time over a fresh copy of the old version; ``writing_only`` as for
+    :func:`run_case`."""
     work.mkdir(parents=True, exist_ok=True)
     bundle = _served_bundle(work, size)
     pristine = work / "pristine"
@@ -547,7 +557,9 @@ def run_serve_case(work: Path, points: int, rng: random.Random, size: int) -> Ou
         _restore(pristine, bundle)
         with served(bundle, env) as (process, url):
             threading.Thread(target=_try_post, args=(url,), daemon=True).start()
-            delay, writing = kill_at_random(process, bundle, point, rng, outcome.run_s, outcome.write_s)
+            delay, writing = kill_at_random(
+                process, bundle, _kind(point, writing_only), rng, outcome.run_s, outcome.write_s
+            )
         outcome.record(classify(bundle, old, case), delay, writing=writing, left=leftovers(bundle))
     _restore(pristine, bundle)
     return outcome
