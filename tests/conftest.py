@@ -329,12 +329,28 @@ def service_group(fixturenames: Sequence[str]) -> str | None:
     return next((group for fixture, group in SERVICE_GROUPS if fixture in used), None)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test that uses a shared service with that service's xdist group (:data:`SERVICE_GROUPS`)."""
+    grouping = bool(getattr(config.option, "loadgroup", False))  # set on xdist's workers under --dist loadgroup
     for item in items:
         group = service_group(getattr(item, "fixturenames", ()))
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
+            if grouping:
+                _join_group(item, group)
+
+
+def _join_group(item: pytest.Item, group: str) -> None:
+    """Put ``item`` in the xdist group ``group``: loadgroup scheduling reads a test's group from an ``@group``
+    suffix of its node id. xdist (3.8) writes that suffix to an attribute pytest 9.1 no longer reads (the id is a
+    structured ``_id`` there), so the suffix is written here, to whichever the running pytest keeps."""
+    nodeid = f"{item.nodeid}@{group}"
+    if hasattr(item, "_id"):
+        from _pytest.nodeid import coerce_node_id  # pytest >= 9.1
+
+        item._id = coerce_node_id(nodeid)
+    else:
+        item._nodeid = nodeid
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -5,7 +5,8 @@ it in full (``benchmarks/bench_crash.py``: 50 points per command, half of them a
 
 The kills are where harm can be done: a kill before the writing phase (most of a run is Python starting) cannot
 tell a crash-safe writer from one that is not. A writer that stopped staging its new version fails here
-(``during_write`` stays 0: checked once by making the bundle writer write in place)."""
+(``during_write`` stays 0: checked once by making the bundle writer write in place, on ``ingest triples``,
+``merge``, ``validate`` and the server's write)."""
 
 from __future__ import annotations
 
