@@ -394,6 +394,12 @@ class LLMSettings(Section):
         "An endpoint that refuses or ignores tools gets JSON in text from then on.",
     )
     local_port: int = Field(default=8765, ge=1024, le=65535, description="Port of `metakg llm serve`.")
+    local_threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="CPU threads of the local model server; None: one per core. Fewer leave cores to other work.",
+    )
 
     @field_validator("base_url")
     @classmethod

@@ -311,29 +311,34 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         return None
 
 
-#: the real services a test can ask for, by the session fixture that starts each, and the xdist group of the
-#: tests that use it. ``make test`` runs the suite on several workers (pytest-xdist, ``--dist loadgroup``): the
-#: tests of one group all run on one worker, so each service starts once per run rather than once per worker.
-#: A test that uses several services joins the first group listed here.
+#: the real services a test can ask for, by the fixture that starts each, and the xdist group of the tests that
+#: use it. ``make test`` runs the suite on several workers (pytest-xdist, ``--dist loadgroup``): the tests of one
+#: group all run on one worker. Neo4j and the local model are started once per run (session fixtures), so all
+#: their tests share one worker; Virtuoso is started once per test module (its tests edit its data), so a
+#: module's tests share one worker (``{module}``) and two modules can run side by side. A test that uses several
+#: services joins the first group listed here: the local model before Virtuoso, so no worker but one runs it.
 SERVICE_GROUPS: tuple[tuple[str, str], ...] = (
     ("neo4j_settings", "neo4j"),
-    ("sparql_endpoint", "sparql"),
-    ("qa_sparql_endpoint", "sparql"),
     ("local_llm", "llm"),
+    ("sparql_endpoint", "sparql-{module}"),
+    ("qa_sparql_endpoint", "sparql-{module}"),
 )
 
 
-def service_group(fixturenames: Sequence[str]) -> str | None:
-    """The xdist group of a test that uses the fixtures ``fixturenames`` (None: it starts no shared service)."""
+def service_group(fixturenames: Sequence[str], module: str = "") -> str | None:
+    """The xdist group of a test of the module ``module`` that uses the fixtures ``fixturenames`` (None: it uses
+    no shared service)."""
     used = set(fixturenames)
-    return next((group for fixture, group in SERVICE_GROUPS if fixture in used), None)
+    found = next((group for fixture, group in SERVICE_GROUPS if fixture in used), None)
+    return None if found is None else found.format(module=module)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test that uses a shared service with that service's xdist group (:data:`SERVICE_GROUPS`)."""
     grouping = bool(getattr(config.option, "loadgroup", False))  # set on xdist's workers under --dist loadgroup
     for item in items:
-        group = service_group(getattr(item, "fixturenames", ()))
+        module = getattr(item, "module", None)
+        group = service_group(getattr(item, "fixturenames", ()), module.__name__ if module is not None else "")
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
             if grouping:

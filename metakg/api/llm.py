@@ -59,7 +59,7 @@ def llm_session(
             )
             return
         (progress or quiet)("starting the local SmolLM2 server")
-        with local_server.running() as server:
+        with local_server.running(threads=settings.llm.local_threads) as server:
             llm = settings.llm.model_copy(update={"model": server.model})
             yield MeteredClient(OpenAICompatibleClient(llm, base_url=server.base_url, cache=cache), meter)
     finally:
@@ -139,13 +139,14 @@ def llm_reply(settings: Settings, prompt: str, *, system: str | None = None) -> 
         return completion, client.meter.summary()
 
 
-def start_local_server(port: int) -> local_server.LocalServer:
-    """Start the local SmolLM2 server on 127.0.0.1:``port``; stop it with :func:`stop_local_server`.
+def start_local_server(port: int, threads: int | None = None) -> local_server.LocalServer:
+    """Start the local SmolLM2 server on 127.0.0.1:``port`` with ``threads`` CPU threads (None: one per core);
+    stop it with :func:`stop_local_server`.
 
     Raises:
         ConfigError: the local model is not installed or does not start.
     """
-    return local_server.start(port)
+    return local_server.start(port, threads=threads)
 
 
 def stop_local_server(server: local_server.LocalServer) -> None:
@@ -181,7 +182,7 @@ class SharedLLM:
         settings = self._settings
         if not settings.llm.base_url:
             self._progress("starting the local SmolLM2 server")
-            server = local_server.start()
+            server = local_server.start(threads=settings.llm.local_threads)
             stack.callback(local_server.stop, server)
             self._server = server
             settings = settings.model_copy(

@@ -32,7 +32,7 @@ def serve(
     with guarded("llm serve", False):
         # SIGTERM (kill, systemd, docker stop) ends the command like Ctrl-C, so the server child is stopped too
         signal.signal(signal.SIGTERM, _interrupt)
-        server = api.start_local_server(port or cfg.llm.local_port)
+        server = api.start_local_server(port or cfg.llm.local_port, cfg.llm.local_threads)
         out.print(f"serving {server.model} at {server.base_url} (log: {server.log}); Ctrl-C stops it")
         out.print(f"export METAKG_LLM__BASE_URL={server.base_url}", markup=False, highlight=False)
         try:

@@ -99,7 +99,8 @@ def start(
     timeout: float = 120.0,
     threads: int | None = None,
 ) -> LocalServer:
-    """Start the server on 127.0.0.1 (a free port when ``port`` is None) and wait until it answers.
+    """Start the server on 127.0.0.1 (a free port when ``port`` is None) and wait until it answers; it decodes
+    and reads prompts on ``threads`` CPU threads (None: one per core).
 
     Raises:
         ConfigError: llama-cpp-python or the model is missing, or the server does not come up.
@@ -116,11 +117,12 @@ def start(
         )
     model = model_path()
     port = port or _free_port()
+    cores = threads or max(1, os.cpu_count() or 1)
     log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"metakg-llm-{port}.log"
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ALIAS,
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
-        "--n_threads", str(threads or max(1, os.cpu_count() or 1)),
+        "--n_threads", str(cores), "--n_threads_batch", str(cores),  # decoding and the prompt alike
     ]  # fmt: skip
     with log.open("ab") as out:
         process = subprocess.Popen(
@@ -155,9 +157,9 @@ def stop(server: LocalServer, timeout: float = 20.0) -> None:
 
 
 @contextmanager
-def running(port: int | None = None) -> Iterator[LocalServer]:
-    """A local server for the duration of a ``with`` block."""
-    server = start(port)
+def running(port: int | None = None, *, threads: int | None = None) -> Iterator[LocalServer]:
+    """A local server for the duration of a ``with`` block (``threads`` as for :func:`start`)."""
+    server = start(port, threads=threads)
     try:
         yield server
     finally:

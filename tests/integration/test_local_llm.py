@@ -16,6 +16,7 @@ from metakg.llm.cache import ResponseCache
 from metakg.llm.client import Message, request
 from metakg.llm.openai_client import OpenAICompatibleClient
 from metakg.llm.usage import MeteredClient, UsageMeter
+from tests.conftest import llama_pids
 
 pytestmark = pytest.mark.integration
 
@@ -60,6 +61,8 @@ def test_json_mode_against_the_local_model(server: local_server.LocalServer, tmp
 
 
 def test_llm_serve_stopped_by_sigterm_stops_its_server(tmp_path: Path) -> None:
+    """``metakg llm serve`` runs the model on the threads ``llm.local_threads`` names, and a SIGTERM stops it."""
+    import os
     import signal
     import socket
     import subprocess
@@ -75,11 +78,16 @@ def test_llm_serve_stopped_by_sigterm_stops_its_server(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "METAKG_LLM__LOCAL_THREADS": "1"},
     )
     try:
         assert serve.stdout is not None
         first = serve.stdout.readline()  # "serving ... at http://127.0.0.1:PORT/v1": up and answering
         assert first.startswith("serving"), first + serve.communicate()[1]
+        [child] = llama_pids(serve.pid)
+        command = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        assert command[command.index(b"--n_threads") + 1] == b"1"
+        assert command[command.index(b"--n_threads_batch") + 1] == b"1"
         urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10).close()
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(timeout=60) == 0

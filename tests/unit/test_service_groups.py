@@ -59,8 +59,8 @@ def test_plain(i: int) -> None:
 
 def test_a_test_joins_the_group_of_the_first_service_it_uses() -> None:
     assert service_group(["tmp_path", "local_llm", "neo4j_settings"]) == "neo4j"
-    assert service_group(["qa_sparql_endpoint", "local_llm"]) == "sparql"
-    assert service_group(["local_llm"]) == "llm"
+    assert service_group(["qa_sparql_endpoint", "local_llm"], "tests.a") == "llm"  # one worker runs the model
+    assert service_group(["sparql_endpoint"], "tests.a") == "sparql-tests.a"  # one endpoint per module
     assert service_group(["tmp_path", "neo4j_driver"]) is None  # the closure names neo4j_settings too, in a run
 
 
