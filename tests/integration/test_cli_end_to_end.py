@@ -30,7 +30,7 @@ def metakg(*args: str, code: int = 0, cwd: Path | None = None, env: dict[str, st
 
 
 def test_demo_runs_on_the_real_commonsenseqa_kg(tmp_path: Path, data_dir: Path) -> None:
-    out = metakg("demo", "-o", str(tmp_path / "csqa"))
+    out = metakg("demo", "-o", str(tmp_path / "csqa"), env={"METAKG_LLM__LOCAL_THREADS": "1"})  # beside other workers
     source = data_dir / "metakgrag_pilot" / "commonsenseqa__knowledge_graph.txt"
     lines = sum(1 for line in source.read_text(encoding="utf-8").splitlines() if line.strip())
     assert out["ok"] is True and out["read"] == lines == 5779

@@ -39,12 +39,16 @@ class Served:
         return httpx.delete(self.url + path, timeout=60)
 
 
+#: a local model a server starts runs on one thread, beside the other test workers (docs/testing.md)
+LOCAL_THREADS = {"METAKG_LLM__LOCAL_THREADS": "1"}
+
+
 def start(args: list[str], log: Path, env: dict[str, str] | None = None, host: str = "127.0.0.1") -> Served:
     port = free_port()
     with log.open("wb") as out:
         process = subprocess.Popen(
             [str(METAKG), "serve", *args, "--port", str(port), "--host", host],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **LOCAL_THREADS, **(env or {})},
         )  # fmt: skip
     served = Served(process, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + 120
