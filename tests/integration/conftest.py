@@ -36,7 +36,9 @@ def neo4j_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jSe
         return
     home = tmp_path_factory.mktemp("neo4j")
     try:
-        server = neo4j_server.start(home, neo4j_server.free_port(), heap="1g", pagecache_mb=256)
+        server = neo4j_server.start(
+            home, neo4j_server.free_port(), heap="1g", pagecache_mb=256, jvm=neo4j_server.TEST_JVM
+        )
     except neo4j_server.Neo4jServerError as e:
         pytest.fail(f"could not start the test Neo4j server: {e}")  # never a silent skip
     try:

@@ -206,7 +206,7 @@ def test_neo4j_admin_import_files_load_into_a_real_database(tmp_path: Path) -> N
     assert result.returncode == 0, result.stdout + result.stderr
     assert "IMPORT DONE" in result.stdout
     assert (tmp_path / "admin" / "import.report").exists()  # the report lands beside the files, not in the cwd
-    server = neo4j_server.start(home, neo4j_server.free_port(), heap="512m", pagecache_mb=64)
+    server = neo4j_server.start(home, neo4j_server.free_port(), heap="512m", pagecache_mb=64, jvm=neo4j_server.TEST_JVM)
     try:
         from metakg.loaders.neo4j_store import connect
 

@@ -56,7 +56,9 @@ def imported(tmp_path: Path) -> Iterator[Any]:
         home = tmp_path / "home"
         done = neo4j_server.admin_import(home, shlex.split(exported.command)[4:])
         assert done.returncode == 0, done.stdout + done.stderr
-        server = neo4j_server.start(home, neo4j_server.free_port(), heap="512m", pagecache_mb=64)
+        server = neo4j_server.start(
+            home, neo4j_server.free_port(), heap="512m", pagecache_mb=64, jvm=neo4j_server.TEST_JVM
+        )
         driver = connect(Neo4jSettings(uri=server.uri))
         started.append((server, driver))
         return driver, server.uri

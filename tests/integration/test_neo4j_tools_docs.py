@@ -77,7 +77,9 @@ def test_a_server_started_with_a_password_needs_it_and_the_tools_read_it_from_th
     from tests.integration.conftest import neo4j_server
 
     monkeypatch.setenv("METAKG_NEO4J_PASSWORD", "a-local-password-1")
-    server = neo4j_server.start(tmp_path / "home", neo4j_server.free_port(), heap="512m", pagecache_mb=64)
+    server = neo4j_server.start(
+        tmp_path / "home", neo4j_server.free_port(), heap="512m", pagecache_mb=64, jvm=neo4j_server.TEST_JVM
+    )
     try:
         assert "a-local-password-1" not in (tmp_path / "home" / "neo4j.log").read_text()
         with pytest.raises(ConfigError, match="refused user"):
