@@ -58,9 +58,9 @@ $(VENV)/.llm-installed: $(VENV)/.installed tools/install_local_llm.sh
 	bash tools/install_local_llm.sh $(PY)
 	touch $@
 
-# The tests run on TEST_WORKERS pytest-xdist workers. Most of a test's time is spent waiting (on a CLI subprocess,
-# a server, the local model), so more workers than the two cores of CI pays; the tests of one shared service
-# (Neo4j, Virtuoso, the local LLM) form one xdist group, run on one worker, so each service starts once
+# The tests run on TEST_WORKERS pytest-xdist workers: one more than CI's two cores, since part of a test's time is
+# spent waiting (on a CLI subprocess, a server, the local model). The tests of Neo4j, of the local LLM, and of
+# each module that uses Virtuoso form xdist groups, each run on one worker, so each service starts once
 # (tests/conftest.py, SERVICE_GROUPS). `make test TEST_WORKERS=0` runs everything in one process.
 # docs/testing.md says more.
 TEST_WORKERS ?= 3
