@@ -43,8 +43,9 @@ def _accounted(bundle_dir: Path, units: int) -> None:
 @pytest.mark.parametrize(
     ("fmt", "path", "limit"),
     [
-        ("csqa", "commonsenseqa/csqa_dev_official_schema.jsonl", 20),
-        ("medagents", "medagentsbench/medqa_test_hard.jsonl", 10),
+        ("csqa", "commonsenseqa/csqa_dev_official_schema.jsonl", 8),
+        # the fifth record is the first the small model reads a triple from
+        ("medagents", "medagentsbench/medqa_test_hard.jsonl", 5),
     ],
 )
 def test_extraction_with_the_local_model_validates_and_a_rerun_is_free(
@@ -88,15 +89,15 @@ def test_extract_starts_and_stops_the_local_model_when_no_endpoint_is_set(
 def test_an_update_through_the_local_model_asks_only_for_edited_records(
     local_llm: local_server.LocalServer, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """20 records, then 3 removed and 2 edited: 2 LLM calls with an empty cache, and the edges retracted
-    are exactly those the first run's provenance ties only to removed or edited records."""
+    """10 records, then 3 removed and 2 edited: 2 LLM calls with an empty cache, and the edges retracted
+    are exactly those the first run's provenance ties only to removed or edited records (some are)."""
     use_local(monkeypatch, local_llm, max_tokens=128)
-    lines = (data_dir / "commonsenseqa" / "csqa_dev_official_schema.jsonl").read_text().splitlines()[:20]
+    lines = (data_dir / "commonsenseqa" / "csqa_dev_official_schema.jsonl").read_text().splitlines()[:10]
     first = tmp_path / "v1.jsonl"
     first.write_text("\n".join(lines) + "\n")
     run("extract", str(first), "-f", "csqa", "-d", "quiz", "-o", str(tmp_path / "b1"), "--json")
     items = [json.loads(line) for line in lines]
-    removed, edited = {items[i]["id"] for i in (1, 8, 13)}, {items[i]["id"] for i in (5, 17)}
+    removed, edited = {items[i]["id"] for i in (1, 4, 8)}, {items[i]["id"] for i in (5, 7)}
     for item in items:
         if item["id"] in edited:
             item["question"]["stem"] = item["question"]["stem"].rstrip("?") + " in a story?"
@@ -108,7 +109,7 @@ def test_an_update_through_the_local_model_asks_only_for_edited_records(
     _, update = run(*args, "--json")
     assert update["llm_calls"] == 2 and update["cache_hits"] == 0
     assert len([e for e in _ledger(cache_dir) if e["run_id"] == update["run_id"]]) == 2
-    assert update["records_changes"] == {"unchanged": 15, "changed": 2, "added": 0, "removed": 3}
+    assert update["records_changes"] == {"unchanged": 5, "changed": 2, "added": 0, "removed": 3}
     before = {r["id"]: set(r["record_ids"]) for r in read_bundle(tmp_path / "b1").edges.iter_rows(named=True)}
     after = {r["id"]: set(r["record_ids"]) for r in read_bundle(tmp_path / "b2").edges.iter_rows(named=True)}
     gone = removed | edited
@@ -118,19 +119,20 @@ def test_an_update_through_the_local_model_asks_only_for_edited_records(
         else:  # stated only by removed or edited records: retracted unless an edited record states it again
             assert edge not in after or after[edge] <= edited
     assert all(ids <= edited for edge, ids in after.items() if edge not in before)  # new edges: edited records'
-    assert update["edges_changes"]["retracted"] == len(set(before) - set(after))
+    assert update["edges_changes"]["retracted"] == len(set(before) - set(after)) > 0
 
 
 def test_the_estimate_counts_what_the_run_then_bills_and_a_budget_refuses_before_any_call(
     local_llm: local_server.LocalServer, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_local(monkeypatch, local_llm, max_tokens=64)
+    units = 6
     cache_dir = Path(os.environ["METAKG_PATHS__CACHE_DIR"])
-    source = [str(data_dir / "commonsenseqa/csqa_dev_official_schema.jsonl"), "-f", "csqa", "--limit", "12"]
+    source = [str(data_dir / "commonsenseqa/csqa_dev_official_schema.jsonl"), "-f", "csqa", "--limit", str(units)]
     out = tmp_path / "b"
     _, estimate = run("extract", *source, "--estimate", "--json")
-    assert estimate["units"] == estimate["calls"] == 12 and estimate["answered"] == 0
-    assert estimate["tokenizer"] == "the endpoint's tokenizer" and estimate["max_completion_tokens"] == 12 * 64
+    assert estimate["units"] == estimate["calls"] == units and estimate["answered"] == 0
+    assert estimate["tokenizer"] == "the endpoint's tokenizer" and estimate["max_completion_tokens"] == units * 64
     assert estimate["list_usd_min"] is None  # no price for the local model
     assert not out.exists() and not _ledger(cache_dir)  # nothing sent, nothing written
 
@@ -145,7 +147,7 @@ def test_the_estimate_counts_what_the_run_then_bills_and_a_budget_refuses_before
 
     monkeypatch.delenv("METAKG_LLM__PRICES_PER_MTOK")
     _, ran = run("extract", *source, "-o", str(out), "--json", code=None)
-    assert ran["llm_calls"] == 12 and ran["failed"] == 0
+    assert ran["llm_calls"] == units and ran["failed"] == 0
     assert abs(ran["prompt_tokens"] - estimate["prompt_tokens"]) <= 0.05 * ran["prompt_tokens"], (ran, estimate)
     _, again = run("extract", *source, "--estimate", "--json")
-    assert again["calls"] == 0 and again["answered"] == 12 and again["prompt_tokens"] == 0
+    assert again["calls"] == 0 and again["answered"] == units and again["prompt_tokens"] == 0

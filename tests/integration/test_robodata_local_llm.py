@@ -24,9 +24,9 @@ QUESTIONS = "wikidata/simplequestions_wd_test_answerable.txt"
 TURNS = 4
 #: questions of the end-to-end run: enough for the small model to make tool calls that run (the last assertion);
 #: ``make bench`` asks ten and the authors' seven (``benchmarks/bench_robodata.py``)
-QUESTIONS_RUN = 3
+QUESTIONS_RUN = 2
 #: questions of the three-strategy comparison, whose subjects make the synced slice
-SLICE = 3
+SLICE = 2
 
 
 def test_simplequestions_end_to_end(
