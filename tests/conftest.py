@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import http.server
@@ -182,6 +183,34 @@ def embedder() -> Embedder:
     return OnnxEmbedder(found) if found is not None else HashEmbedder()
 
 
+@pytest.fixture(scope="session")
+def name_vectors(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Embedder, Sequence[str]], Vectors]:
+    """``name_vectors(embedder, names)``: the embedder's vectors of ``names``, computed once per run and shared
+    by every worker (the CommonsenseQA KG's 6,426 names take about ten seconds of both cores with MiniLM, and
+    four modules on three workers embed them). Another embedder or other names are computed again."""
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent  # the folder of this run that every worker's folder is in
+    shared = run_dir / "name-vectors"
+    shared.mkdir(exist_ok=True)
+
+    def get(embedder: Embedder, names: Sequence[str]) -> Vectors:
+        key = hashlib.sha256("\n".join([embedder.name, str(embedder.dim), *names]).encode()).hexdigest()[:24]
+        path = shared / f"{key}.npy"
+        with (shared / f"{key}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one worker computes, the others wait and read; released on close
+            if path.exists():
+                found: Vectors = np.load(path)
+                return found
+            vectors = embedder.embed(list(names))
+            staged = path.with_suffix(".part.npy")
+            np.save(staged, vectors)
+            staged.replace(path)
+            return vectors
+
+    return get
+
+
 @pytest.fixture(autouse=True)
 def isolated_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every test starts from default settings with its own cache dir and no config file."""
@@ -316,7 +345,8 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 #: group all run on one worker. Neo4j and the local model are started once per run (session fixtures), so all
 #: their tests share one worker; Virtuoso is started once per test module (its tests edit its data), so a
 #: module's tests share one worker (``{module}``) and two modules can run side by side. A test that uses several
-#: services joins the first group listed here: the local model before Virtuoso, so no worker but one runs it.
+#: services joins the first group listed here: the local model before Virtuoso, so no worker but one runs it (and
+#: its module's other Virtuoso tests join it too: :func:`module_groups`).
 SERVICE_GROUPS: tuple[tuple[str, str], ...] = (
     ("neo4j_settings", "neo4j"),
     ("local_llm", "llm"),
@@ -333,12 +363,31 @@ def service_group(fixturenames: Sequence[str], module: str = "") -> str | None:
     return None if found is None else found.format(module=module)
 
 
+def module_groups(tests: Sequence[tuple[str, Sequence[str]]]) -> list[str | None]:
+    """The xdist group of each test of ``tests`` (its module, its fixtures): :func:`service_group`, except that a
+    module's tests of a module-scoped service (Virtuoso) all join one group, so the module starts it once. When
+    one of them joins an earlier group (a test that also asks for the local model), the others join it too."""
+    groups = [service_group(fixtures, module) for module, fixtures in tests]
+    per_module = {"sparql_endpoint", "qa_sparql_endpoint"}
+    chosen: dict[str, str] = {}
+    for (module, fixtures), group in zip(tests, groups, strict=True):
+        if group is not None and per_module & set(fixtures) and not group.startswith("sparql-"):
+            chosen.setdefault(module, group)
+    return [
+        chosen[module] if module in chosen and per_module & set(fixtures) else group
+        for (module, fixtures), group in zip(tests, groups, strict=True)
+    ]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test that uses a shared service with that service's xdist group (:data:`SERVICE_GROUPS`)."""
+    """Mark each test that uses a shared service with that service's xdist group (:data:`SERVICE_GROUPS`,
+    :func:`module_groups`)."""
     grouping = bool(getattr(config.option, "loadgroup", False))  # set on xdist's workers under --dist loadgroup
+    tests = []
     for item in items:
         module = getattr(item, "module", None)
-        group = service_group(getattr(item, "fixturenames", ()), module.__name__ if module is not None else "")
+        tests.append((module.__name__ if module is not None else "", list(getattr(item, "fixturenames", ()))))
+    for item, group in zip(items, module_groups(tests), strict=True):
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
             if grouping:

@@ -40,7 +40,7 @@ def cases(llm: str) -> list[harness.Case]:
         harness.extract_case(12, llm),
     ]
     if os.environ.get("METAKG_EMBEDDER__MODEL_DIR"):
-        chosen.append(harness.embed_case(2_000, {}))
+        chosen.append(harness.embed_case(500, {}))
     return chosen
 
 

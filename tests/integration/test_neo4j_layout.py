@@ -66,7 +66,7 @@ def imported(tmp_path: Path) -> Iterator[Any]:
     yield make
     for server, driver in started:
         driver.close()
-        neo4j_server.stop(server)
+        neo4j_server.discard(server)  # the imported database is the test's alone
 
 
 def test_an_import_then_a_load_has_vectors_and_keys_and_rewrites_nothing(
@@ -120,7 +120,12 @@ def test_the_layout_asked_for_is_the_one_the_database_ends_in(clean_neo4j: Any, 
 
 
 def test_auto_picks_generic_for_an_open_vocabulary_and_the_schema_tools_read_is_small_and_clean(
-    tmp_path: Path, clean_neo4j: Any, neo4j_settings: Neo4jSettings, public_file: Any, embedder: Embedder
+    tmp_path: Path,
+    clean_neo4j: Any,
+    neo4j_settings: Neo4jSettings,
+    public_file: Any,
+    embedder: Embedder,
+    name_vectors: Any,
 ) -> None:
     """The CommonsenseQA KG (1,685 relations): as typed relations its schema was 230,394 characters."""
     settings = Settings(neo4j=neo4j_settings)
@@ -128,8 +133,8 @@ def test_auto_picks_generic_for_an_open_vocabulary_and_the_schema_tools_read_is_
                        tmp_path / "csqa", settings)  # fmt: skip
     api.validate_bundle(tmp_path / "csqa", settings)
     bundle = read_bundle(tmp_path / "csqa")
-    write_embeddings(tmp_path / "csqa", bundle, bundle.nodes["id"], embedder.embed(bundle.nodes["name"].to_list()),
-                     model=embedder.name, dim=embedder.dim)  # fmt: skip
+    vectors = name_vectors(embedder, bundle.nodes["name"].to_list())
+    write_embeddings(tmp_path / "csqa", bundle, bundle.nodes["id"], vectors, model=embedder.name, dim=embedder.dim)
     loaded = api.load_neo4j(tmp_path / "csqa", settings)
     assert loaded.rel_types == "generic" and relationship_types(clean_neo4j, neo4j_settings.database) == {
         "generic": bundle.edges.height

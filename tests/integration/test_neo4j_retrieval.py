@@ -40,8 +40,8 @@ def csqa(tmp_path_factory: pytest.TempPathFactory, public_file: Callable[[str], 
 
 
 @pytest.fixture(scope="module")
-def vectors(csqa: Bundle, minilm: OnnxEmbedder) -> pl.DataFrame:
-    found = minilm.embed(csqa.nodes["name"].to_list())
+def vectors(csqa: Bundle, minilm: OnnxEmbedder, name_vectors: Callable[..., Any]) -> pl.DataFrame:
+    found = name_vectors(minilm, csqa.nodes["name"].to_list())
     return pl.DataFrame({"id": csqa.nodes["id"], "vector": pl.Series(found.tolist(), dtype=pl.List(pl.Float32))})
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import service_group
+from tests.conftest import module_groups, service_group
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,6 +62,17 @@ def test_a_test_joins_the_group_of_the_first_service_it_uses() -> None:
     assert service_group(["qa_sparql_endpoint", "local_llm"], "tests.a") == "llm"  # one worker runs the model
     assert service_group(["sparql_endpoint"], "tests.a") == "sparql-tests.a"  # one endpoint per module
     assert service_group(["tmp_path", "neo4j_driver"]) is None  # the closure names neo4j_settings too, in a run
+
+
+def test_a_modules_tests_of_its_own_endpoint_share_a_group_so_it_starts_once() -> None:
+    tests = [
+        ("tests.a", ["sources", "sparql_endpoint"]),
+        ("tests.a", ["sources", "sparql_endpoint", "local_llm"]),  # takes the model's group, and the module with it
+        ("tests.a", ["tmp_path"]),
+        ("tests.b", ["qa_sparql_endpoint"]),
+        ("tests.c", ["local_llm"]),
+    ]
+    assert module_groups(tests) == ["llm", "llm", None, "sparql-tests.b", "llm"]
 
 
 def test_each_services_tests_run_on_one_worker_under_loadgroup(tmp_path: Path) -> None:
