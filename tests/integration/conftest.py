@@ -88,7 +88,8 @@ def local_llm() -> Iterator[local_server.LocalServer]:
 @pytest.fixture(scope="module")
 def sparql_endpoint(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[sparql_server.Server]:
     """A Virtuoso server (Debian's virtuoso-opensource) loaded with the Wikidata test data; one per module,
-    because tests edit its data."""
+    because a module may load data of its own into it. Its tests read it in any order: a test that edits the
+    data takes :func:`own_sparql_endpoint`."""
     yield from _virtuoso(tmp_path_factory, data_dir, questions=False)
 
 
@@ -96,6 +97,13 @@ def sparql_endpoint(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) ->
 def qa_sparql_endpoint(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[sparql_server.Server]:
     """The same, also holding the SimpleQuestions-Wikidata answer triples and the RoboData experiment KGs."""
     yield from _virtuoso(tmp_path_factory, data_dir, questions=True)
+
+
+@pytest.fixture
+def own_sparql_endpoint(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[sparql_server.Server]:
+    """A Virtuoso of the test's own, with the same data, for a test that edits it: the module's endpoint is read
+    by its other tests in any order."""
+    yield from _virtuoso(tmp_path_factory, data_dir, questions=False)
 
 
 def _virtuoso(

@@ -1,6 +1,7 @@
 """`metakg sync wikidata` against a real SPARQL endpoint (Virtuoso) holding real Wikidata data.
 
-The tests run in file order on one endpoint: the last one edits the endpoint's data.
+The tests share the module's endpoint and leave its data as they found it; the one that edits the data has an
+endpoint of its own.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def test_class_and_sparql_selections(sparql_endpoint: Server, tmp_path: Path) ->
 
 
 def test_incremental_resync_fetches_only_what_changed(
-    sparql_endpoint: Server, spec: Path, tmp_path: Path, clean_neo4j: Any, neo4j_settings: Any
+    own_sparql_endpoint: Server, spec: Path, tmp_path: Path, clean_neo4j: Any, neo4j_settings: Any
 ) -> None:
     """Re-syncs after an edit, a deletion and a redirect fetch only what changed, record the diff, and
     ``load neo4j`` (following the bundle) leaves Neo4j holding exactly each re-synced bundle. With history
@@ -201,20 +202,20 @@ def test_incremental_resync_fetches_only_what_changed(
         assert {(r["id"], r["rev"]) for r in nodes} == set(bundle.nodes.select("id", "revision").iter_rows())
         assert {(r["id"], r["rel"]) for r in edges} == set(bundle.edges.select("id", "rel").iter_rows())
 
-    first = sync(spec, tmp_path / "b", sparql_endpoint.endpoint, "--history")
+    first = sync(spec, tmp_path / "b", own_sparql_endpoint.endpoint, "--history")
     first_bundle = read_bundle(tmp_path / "b")
     synced_at = parse_time(first_bundle.manifest["history"]["recorded_at"])
     modified = {  # an independent reading of the items' schema:dateModified
         "wd:" + r["item"]["value"].rsplit("/", 1)[1]: parse_time(r["mod"]["value"])
         for r in sparql(
-            sparql_endpoint,
+            own_sparql_endpoint,
             "PREFIX schema: <http://schema.org/> SELECT ?item ?mod WHERE { ?item schema:dateModified ?mod }",
         )
     }
     valid_from = {i: t for i, t in first_bundle.nodes.select("id", "valid_from").iter_rows() if t is not None}
     assert valid_from and valid_from == {i: t for i, t in modified.items() if i in set(first_bundle.nodes["id"])}
     neo4j_follows()
-    again = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
+    again = sync(spec, tmp_path / "b", own_sparql_endpoint.endpoint)
     assert again["entities_fetched"] == 0 and (again["added"], again["changed"], again["removed"]) == (0, 0, 0)
     assert again["queries"] == 2  # the hop selection and one revision-check batch; nothing fetched
     assert (again["nodes"], again["edges"]) == (first["nodes"], first["edges"])
@@ -224,16 +225,16 @@ def test_incremental_resync_fetches_only_what_changed(
 
     # edit one statement of Q42 (born in Cambridge -> London) and bump its revision; delete one item
     update(
-        sparql_endpoint,
+        own_sparql_endpoint,
         f"WITH <{GRAPH}> DELETE {{ wd:Q42 wdt:P19 wd:Q350 }} INSERT {{ wd:Q42 wdt:P19 wd:Q84 }} WHERE {{}}",
     )
     update(
-        sparql_endpoint,
+        own_sparql_endpoint,
         f"WITH <{GRAPH}> DELETE {{ wd:Q42 schema:version ?v }} INSERT {{ wd:Q42 schema:version 595492362 }} "
         "WHERE { wd:Q42 schema:version ?v }",
     )
-    update(sparql_endpoint, f"WITH <{GRAPH}> DELETE {{ wd:Q14623683 ?p ?o }} WHERE {{ wd:Q14623683 ?p ?o }}")
-    edited = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
+    update(own_sparql_endpoint, f"WITH <{GRAPH}> DELETE {{ wd:Q14623683 ?p ?o }} WHERE {{ wd:Q14623683 ?p ?o }}")
+    edited = sync(spec, tmp_path / "b", own_sparql_endpoint.endpoint)
     assert edited["changed_ids"] == ["Q42"]
     assert sorted(edited["removed_ids"]) == ["Q14623683", "Q350"]  # deleted; no longer referenced by the edit
     assert edited["added_ids"] == ["Q84"] and edited["entities_fetched"] == 2
@@ -248,13 +249,13 @@ def test_incremental_resync_fetches_only_what_changed(
     assert recorded["edges"]["added"] >= 1 and recorded["edges"]["removed"] >= 1
 
     # a redirect: Q14623681 now points at Q14623678 (merged items)
-    update(sparql_endpoint, f"WITH <{GRAPH}> DELETE {{ wd:Q14623681 ?p ?o }} WHERE {{ wd:Q14623681 ?p ?o }}")
-    update(sparql_endpoint, f"INSERT DATA {{ GRAPH <{GRAPH}> {{ wd:Q14623681 owl:sameAs wd:Q14623678 }} }}")
-    redirected = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
+    update(own_sparql_endpoint, f"WITH <{GRAPH}> DELETE {{ wd:Q14623681 ?p ?o }} WHERE {{ wd:Q14623681 ?p ?o }}")
+    update(own_sparql_endpoint, f"INSERT DATA {{ GRAPH <{GRAPH}> {{ wd:Q14623681 owl:sameAs wd:Q14623678 }} }}")
+    redirected = sync(spec, tmp_path / "b", own_sparql_endpoint.endpoint)
     assert redirected["redirected"] == 1 and redirected["removed_ids"] == ["Q14623681"]
     assert redirected["entities_fetched"] == 0  # the target was in the subset already
     neo4j_follows()
-    quiet = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
+    quiet = sync(spec, tmp_path / "b", own_sparql_endpoint.endpoint)
     assert quiet["entities_fetched"] == 0 and quiet["changed"] == 0
 
     # history: three updates later, the first version is still there, in the bundle and in Neo4j
@@ -277,16 +278,16 @@ def test_incremental_resync_fetches_only_what_changed(
     retired = kept.summary()
     edges_before = read_bundle(tmp_path / "b").edges.select("id", "record_ids").sort("id")
     update(
-        sparql_endpoint,
+        own_sparql_endpoint,
         f'WITH <{GRAPH}> DELETE {{ wd:Q42 rdfs:label ?l }} INSERT {{ wd:Q42 rdfs:label "Douglas Noel Adams"@en }} '
         "WHERE { wd:Q42 rdfs:label ?l FILTER(lang(?l) = 'en') }",
     )
     update(
-        sparql_endpoint,
+        own_sparql_endpoint,
         f"WITH <{GRAPH}> DELETE {{ wd:Q42 schema:version ?v }} INSERT {{ wd:Q42 schema:version 595492363 }} "
         "WHERE { wd:Q42 schema:version ?v }",
     )
-    relabelled = sync(spec, tmp_path / "b", sparql_endpoint.endpoint)
+    relabelled = sync(spec, tmp_path / "b", own_sparql_endpoint.endpoint)
     assert relabelled["changed_ids"] == ["Q42"]
     after = read_bundle(tmp_path / "b")
     assert after.nodes.filter(after.nodes["id"] == "wd:Q42")["name"].to_list() == ["Douglas Noel Adams"]
@@ -299,11 +300,6 @@ def test_incremental_resync_fetches_only_what_changed(
     neo4j_follows()
     edge_versions, _, _ = clean_neo4j.execute_query("MATCH (v:MetakgVersion {kind: 'edge'}) RETURN count(v) AS n")
     assert edge_versions[0]["n"] == retired["retired_edges"]  # Neo4j retired no edge either
-    update(  # the endpoint is the module's: its label as the other tests read it
-        sparql_endpoint,
-        f'WITH <{GRAPH}> DELETE {{ wd:Q42 rdfs:label ?l }} INSERT {{ wd:Q42 rdfs:label "Douglas Adams"@en }} '
-        "WHERE { wd:Q42 rdfs:label ?l FILTER(lang(?l) = 'en') }",
-    )
 
 
 def test_the_qa_context_explores_the_configured_endpoint(
