@@ -343,10 +343,10 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 #: the real services a test can ask for, by the fixture that starts each, and the xdist group of the tests that
 #: use it. ``make test`` runs the suite on several workers (pytest-xdist, ``--dist loadgroup``): the tests of one
 #: group all run on one worker. Neo4j and the local model are started once per run (session fixtures), so all
-#: their tests share one worker; Virtuoso is started once per test module (a module loads data of its own into it), so a
-#: module's tests share one worker (``{module}``) and two modules can run side by side. A test that uses several
-#: services joins the first group listed here: the local model before Virtuoso, so no worker but one runs it (and
-#: its module's other Virtuoso tests join it too: :func:`module_groups`).
+#: their tests share one worker; Virtuoso is started once per test module (a module loads data of its own into
+#: it), so a module's tests share one worker (``{module}``) and two modules can run side by side. A test that uses
+#: several services joins the first group listed here: the local model before Virtuoso, so no worker but one runs
+#: it (and its module's other Virtuoso tests join it too: :func:`module_groups`).
 SERVICE_GROUPS: tuple[tuple[str, str], ...] = (
     ("neo4j_settings", "neo4j"),
     ("local_llm", "llm"),

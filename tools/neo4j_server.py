@@ -161,16 +161,8 @@ def stop(server: Server, timeout: float = 60.0) -> None:
         os.kill(server.pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.process is not None and server.process.poll() is not None:
-            return
-        try:
-            os.kill(server.pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.3)
-    os.kill(server.pid, signal.SIGKILL)
+    if not _gone(server, timeout):
+        os.kill(server.pid, signal.SIGKILL)
 
 
 def discard(server: Server) -> None:
@@ -180,16 +172,21 @@ def discard(server: Server) -> None:
         os.kill(server.pid, signal.SIGKILL)
     except ProcessLookupError:
         return
-    if server.process is not None:
-        server.process.wait()
-        return
-    deadline = time.monotonic() + 30
+    _gone(server, 30.0)
+
+
+def _gone(server: Server, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for the server's process to end; whether it did."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if server.process is not None and server.process.poll() is not None:
+            return True
         try:
             os.kill(server.pid, 0)
         except ProcessLookupError:
-            return
+            return True
         time.sleep(0.1)
+    return False
 
 
 def admin_import(
