@@ -41,6 +41,11 @@ class InputDataError(MetakgError):
     exit_code = 1
 
 
+class OntologyError(InputDataError):
+    """An ontology cannot guide extraction: unreadable, no relations, a domain or range that is not a class, a
+    subclass cycle. The message names the element."""
+
+
 class BundleError(MetakgError):
     """A KG bundle directory is missing, incomplete, or written by an incompatible schema version."""
 

@@ -10,6 +10,7 @@ stage, everything re-exported here:
 - :mod:`~metakg.api.schema`: the graph's schema for an LLM writing Cypher.
 - :mod:`~metakg.api.llm`: the metered, cached LLM session; the local server.
 - :mod:`~metakg.api.extract`: LLM triple extraction.
+- :mod:`~metakg.api.extraction_eval`: extraction scored on a Text2KGBench-layout dataset.
 - :mod:`~metakg.api.wikidata`: incremental Wikidata sync.
 - :mod:`~metakg.api.qa`: ask, evaluate, the strategies.
 - :mod:`~metakg.api.tune`: a grid over retrieval settings, without an LLM.
@@ -64,6 +65,13 @@ from metakg.api.extract import (
     formats_help,
     formats_table,
     link_target,
+)
+from metakg.api.extraction_eval import (
+    EVAL_EXTRACTION_COLUMNS,
+    ExtractionEval,
+    Responder,
+    evaluate_extraction,
+    extraction_table,
 )
 from metakg.api.identity import (
     GOLD_FORMATS,
@@ -163,6 +171,7 @@ __all__ = [
     "COLUMNS",
     "DEFAULT_GRID",
     "DEFAULT_SCALING",
+    "EVAL_EXTRACTION_COLUMNS",
     "EVAL_FORMATS",
     "FORMATS",
     "GOLD_FORMATS",
@@ -190,6 +199,7 @@ __all__ = [
     "ExtractEstimate",
     "ExtractOptions",
     "Extraction",
+    "ExtractionEval",
     "FollowReport",
     "Goal",
     "GraphPath",
@@ -210,6 +220,7 @@ __all__ = [
     "Reader",
     "RecordedDiff",
     "Resolved",
+    "Responder",
     "RunSpec",
     "RunStats",
     "Runs",
@@ -245,10 +256,12 @@ __all__ = [
     "embed_bundle",
     "estimate_extraction",
     "evaluate_benchmark",
+    "evaluate_extraction",
     "export_neo4j_admin",
     "export_rdf",
     "extract",
     "extracted_dataset",
+    "extraction_table",
     "formats_help",
     "formats_table",
     "graph_as_of",

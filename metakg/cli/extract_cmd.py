@@ -219,3 +219,48 @@ def _estimate_lines(preview: api.ExtractEstimate) -> str:
         f"batch price {usd(preview.batch_usd_min, preview.batch_usd_max)} (prompts only, to every reply at "
         f"llm.max_tokens)"
     )
+
+
+def eval_extraction(
+    dataset_dir: Path = typer.Argument(
+        ...,
+        metavar="DATASET_DIR",
+        help="A Text2KGBench-layout folder: ontologies/, ground_truth/, test/ (and train/ for examples).",
+    ),
+    ontology: list[str] = typer.Option(
+        [], "--ontology", help="Score only this ontology (ont_1_movie, 1_movie or movie); repeatable. Default: all."
+    ),
+    limit: int | None = typer.Option(None, help="Score only the first N ground-truth sentences of each ontology."),
+    responses: Path | None = typer.Option(
+        None,
+        "--responses",
+        help="A folder of response files, one per ontology found by its id in the file name ({id, triples} or "
+        "{id, response} per line, as the benchmark's baseline runs): scored with no LLM.",
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Folder for summary.json, summary.md and one <ontology>.jsonl of sentence rows."
+    ),
+    json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Score triple extraction with Text2KGBench's seven figures, per ontology and on average.
+
+    Precision, recall and F1 against the gold triples (only triples whose relation is among the sentence's gold
+    relations are judged), ontology conformance and relation hallucination (relations outside the ontology),
+    subject and object hallucination (entities found neither in the sentence nor among the ontology's class
+    labels). An ontology's figures average over all its ground-truth sentences, a sentence without a response
+    counting 0, as the published figures do. docs/extraction.md explains each figure.
+    """
+    with guarded("eval-extraction", json_mode):
+        if responses is None:
+            raise UsageError("give --responses DIR: a folder of response files to score.")
+        with progress(f"scoring {dataset_dir}") as say:
+            result = api.evaluate_extraction(
+                dataset_dir, ontologies=ontology, limit=limit, responses=responses, out_dir=output, progress=say
+            )
+        if not json_mode:
+            out.print(result.table(), markup=False, highlight=False)
+            if output is not None:
+                out.print(f"sentence rows and the summary in {escape(str(output))}")
+        for short_id in result.missing_responses:
+            err.print(f"[yellow]no response file for {escape(short_id)}: its sentences count 0[/]", highlight=False)
+        finish(True, {"command": "eval-extraction", **result.as_dict()}, json_mode=json_mode)

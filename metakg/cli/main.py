@@ -40,6 +40,7 @@ COMMAND_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Inspect bundles", ("info", "diff", "history", "snapshot")),
     ("Neo4j and RDF", ("load", "export")),
     ("Query and ask", ("query", "ask", "eval", "tune", "calibrate", "casebank", "strategies")),
+    ("Measure extraction", ("eval-extraction",)),
     ("Serve", ("serve", "mcp", "llm")),
     ("Other", ("demo", "config", "synthetic")),
 )
@@ -178,6 +179,7 @@ app.command("embed")(bundle_cmd.embed)
 app.command("history")(history_cmd.history)
 app.command("snapshot")(history_cmd.snapshot)
 app.command("extract")(extract_cmd.extract)
+app.command("eval-extraction")(extract_cmd.eval_extraction)
 app.command("demo")(demo_cmd.demo)
 app.command("ask")(qa_cmd.ask)
 app.command("eval")(qa_cmd.evaluate)
