@@ -146,6 +146,21 @@ class ExtractSettings(Section):
     )
     confidence: float = Field(default=0.8, ge=0, le=1, description="Confidence given to extracted edges.")
     node_type: str = Field(default="concept", description="Vocabulary type of new (unlinked) nodes.")
+    ontology: Path | None = Field(
+        default=None,
+        description="An ontology guiding extraction (Text2KGBench JSON, or OWL/RDFS in Turtle or RDF/XML): typed "
+        "triples of its relations, checked against its domains and ranges (docs/extraction.md).",
+    )
+    structured: bool = Field(
+        default=True,
+        description="With an ontology: ask for JSON held to the ontology's schema where the endpoint can constrain "
+        "its output (llama.cpp grammar, vLLM guided decoding, OpenAI structured outputs); false: lines.",
+    )
+    conformance: Literal["reject", "warn"] = Field(
+        default="reject",
+        description="With an ontology: a triple outside it (unknown relation, a domain or range broken) goes to "
+        "the rejects with its reason (reject), or is kept and counted as a warning (warn).",
+    )
     embeddings: bool = Field(default=True, description="Resolve and link mentions by name-embedding similarity too.")
     group_threshold: float = Field(
         default=0.94,

@@ -51,6 +51,7 @@ from metakg.api.calibrate import (
 from metakg.api.demo import DemoResult, demo_file, demo_triples_file, run_demo
 from metakg.api.extract import (
     FORMATS,
+    PROMPT_MODES,
     READERS,
     DatasetFormat,
     ExtractEstimate,
@@ -59,6 +60,7 @@ from metakg.api.extract import (
     Reader,
     RunStats,
     TextSource,
+    benchmark_responder,
     estimate_extraction,
     extract,
     extracted_dataset,
@@ -176,6 +178,7 @@ __all__ = [
     "FORMATS",
     "GOLD_FORMATS",
     "NAME_SCORERS",
+    "PROMPT_MODES",
     "READERS",
     "REFERENCE_SETS",
     "REPORT_HTML",
@@ -238,6 +241,7 @@ __all__ = [
     "answer_snapshot",
     "as_relations",
     "ask",
+    "benchmark_responder",
     "build_casebank",
     "bundle_info",
     "bundle_token",

@@ -129,7 +129,7 @@ def write_validated(
     """
     say = progress or quiet
     say("running checks")
-    vocabulary = default_vocabulary()
+    vocabulary = default_vocabulary().with_types(bundle.manifest.get("types") or {})
     symmetric = vocabulary.symmetric | set(settings.validation.symmetric_relations)
     checked, report = validate(bundle, vocabulary.names, symmetric=symmetric)
     checked.side = bundle.side
@@ -360,7 +360,7 @@ def export_rdf(
     if lang and not LANG_TAG.fullmatch(lang):
         raise UsageError(f"--lang {lang!r} is not a language tag: letters, then '-' and letters or digits (en-US)")
     bundle = read_bundle(path)
-    vocabulary = default_vocabulary()
+    vocabulary = default_vocabulary().with_types(bundle.manifest.get("types") or {})
     history = read_history(path, bundle)
     kept = history if fmt in QUAD_FORMATS else None
     expected = expected_triple_count(

@@ -17,25 +17,31 @@ from metakg.api.bundles import Earlier, earlier_version, recorded_diff, write_va
 from metakg.api.llm import batch_session, llm_session, run_with, session_model
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
+from metakg.extractors.examples import example_picker, read_examples
+from metakg.extractors.ontology import Ontology, node_types, read_ontology
 from metakg.extractors.pipeline import (
     IMPORTER,
+    Guide,
     Outcome,
     RunStats,
     Unit,
     build_bundle,
     plan_units,
+    reply_triples,
     run_units,
     run_units_batched,
     unit_request,
 )
 from metakg.extractors.pipeline import summary as extraction_summary
 from metakg.extractors.resolution import LinkTarget
+from metakg.extractors.text2kgbench import BenchOntology, Responses, Sentence
 from metakg.extractors.update import compare_records, stored_outcomes, units_table
 from metakg.identity.curation import read_curation
 from metakg.identity.names import LinkRule
 from metakg.ingest.datasets import (
     FORMATS,
     READERS,
+    RECORD_SCHEMA,
     DatasetFormat,
     DatasetRead,
     Reader,
@@ -62,6 +68,7 @@ from metakg.schemas.vocabulary import default_vocabulary
 
 __all__ = [
     "FORMATS",
+    "PROMPT_MODES",
     "READERS",
     "DatasetFormat",
     "ExtractOptions",
@@ -69,6 +76,7 @@ __all__ = [
     "Reader",
     "RunStats",
     "TextSource",
+    "benchmark_responder",
     "extract",
     "extracted_dataset",
     "formats_help",
@@ -120,8 +128,10 @@ class ExtractOptions:
     """How an extraction runs: the requests in flight (``concurrency``, default ``llm.concurrency``), a spend
     limit (``budget_usd``), a bundle to link the mentions to (``link_to``), a curator's identity file, an
     earlier extraction to ``update`` (``history``: keep the versions; default: when the earlier bundle does),
-    and a provider ``batch`` API to send the prompts through (``openai``, ``anthropic`` or ``vllm``; ``wait``:
-    poll until the batch ends, else stop once it is submitted and collect it on the next run)."""
+    a provider ``batch`` API to send the prompts through (``openai``, ``anthropic`` or ``vllm``; ``wait``:
+    poll until the batch ends, else stop once it is submitted and collect it on the next run), an
+    ``ontology`` guiding the extraction (default: ``extract.ontology``) and a training file of worked
+    ``examples`` for its prompts."""
 
     concurrency: int | None = None
     budget_usd: float | None = None
@@ -131,6 +141,8 @@ class ExtractOptions:
     history: bool | None = None
     batch: str | None = None
     wait: bool = True
+    ontology: Path | None = None
+    examples: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,6 +152,7 @@ class Extraction(JsonResult):
     the LLM calls, cache hits, ``failed`` prompts and those ``skipped_budget``; the triples and the reply
     lines rejected or repaired; tokens and cost; the bundle's ``nodes`` and ``edges``, the ``resolution`` of
     mentions to nodes, the distinct ``errors``; for an update the ``records_changes`` and ``edges_changes``;
+    with an ontology, the ``conformance_warnings`` kept (``extract.conformance = "warn"``);
     the run, the model, the ``bundle`` and its validation, and the wall time."""
 
     records: int
@@ -167,6 +180,7 @@ class Extraction(JsonResult):
     retries: int
     records_changes: dict[str, int] | None = None
     edges_changes: dict[str, int] | None = None
+    conformance_warnings: int | None = None
     run_id: str
     model: str
     bundle: Path
@@ -174,7 +188,7 @@ class Extraction(JsonResult):
     validation_rejected: int
     wall_s: float
 
-    omit_none = ("records_changes", "edges_changes")
+    omit_none = ("records_changes", "edges_changes", "conformance_warnings")
 
     @property
     def complete(self) -> bool:
@@ -300,12 +314,53 @@ def estimate_extraction(
     check_dataset_name(source.dataset)
     at_least_one("--limit", source.limit)
     data = _read(source)
-    units = plan_units(data.records, chunk_chars=settings.extract.chunk_chars, relations=settings.extract.relations)
+    guide = _guide(settings, options, _embedder(settings, progress))
+    units = _plan(data, settings, guide)
     _check_batch(options)
     stored = _earlier_run(options.update, source.dataset)[1] if options.update is not None else None
     model = settings.llm.model if options.batch is not None else session_model(settings)
     _keys, kept, ask = _left(units, model, settings, stored)
     return _estimate_with(ask, settings, options, len(kept), progress)
+
+
+def _embedder(settings: Settings, progress: Progress | None) -> Embedder | None:
+    """The name embedder of a run (mention resolution, linking, example choice), loaded on first use."""
+    if not settings.extract.embeddings:
+        return None
+    return LazyEmbedder(settings.embedder, settings.paths.cache_dir, progress or quiet)
+
+
+def _plan(data: DatasetRead, settings: Settings, guide: Guide | None) -> list[Unit]:
+    extract = settings.extract
+    return plan_units(data.records, chunk_chars=extract.chunk_chars, relations=extract.relations, guide=guide)
+
+
+def _guide(
+    settings: Settings,
+    options: ExtractOptions,
+    embedder: Embedder | None,
+    ontology: Ontology | None = None,
+    examples: Path | None = None,
+) -> Guide | None:
+    """The ontology guide of a run: ``options.ontology`` or ``extract.ontology`` read and checked (or an
+    ``ontology`` already read), with the worked examples of ``options.examples``; None without an ontology.
+
+    Raises:
+        OntologyError: the ontology cannot be read or is malformed (the message names the element).
+        InputDataError: the examples cannot be read.
+        UsageError: examples without an ontology.
+    """
+    path = options.ontology or settings.extract.ontology
+    examples = examples or options.examples
+    if ontology is None and path is None:
+        if examples is not None:
+            raise UsageError("--examples shows worked examples of an ontology's relations: give --ontology too.")
+        return None
+    ontology = ontology or read_ontology(Path(path))  # type: ignore[arg-type]
+    types, _declared = node_types(ontology, default_vocabulary())
+    picker = example_picker(read_examples(examples), embedder) if examples is not None else None
+    extract = settings.extract
+    return Guide(ontology, extract.structured, picker, extract.conformance, types)
 
 
 def _left(
@@ -540,8 +595,9 @@ def extract(
     previous, stored = _earlier_run(update, source.dataset) if update is not None else (None, None)
     say(f"reading {source.path}")
     data = _read(source)
-    units = plan_units(data.records, chunk_chars=settings.extract.chunk_chars, relations=settings.extract.relations)
-    embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, say) if settings.extract.embeddings else None
+    embedder = _embedder(settings, say)
+    guide = _guide(settings, options, embedder)
+    units = _plan(data, settings, guide)
     target = link_target(link_to, settings, embedder, progress) if link_to is not None else None
     replies = _ask(units, settings, options, stored, run_id, progress, counter)
     result = build_bundle(
@@ -556,9 +612,10 @@ def extract(
         target=target,
         curation=curation,
         input_rejects=data.rejects,
+        guide=guide,
         progress=progress,
     )
-    figures = {
+    figures: dict[str, Any] = {
         "records": data.accepted,
         "read": data.read,
         "input_rejects": data.rejects.height,
@@ -566,6 +623,7 @@ def extract(
         "units": len(units),
         "reused_units": replies.kept,
         "retries": replies.usage.retries,
+        **({"conformance_warnings": result.conformance_warnings} if guide is not None else {}),
     }
     if stored is not None:
         figures["records_changes"] = compare_records(stored, units, replies.keys).counts()
@@ -582,10 +640,12 @@ def extract(
                 prompts=sorted({f"{u.prompt.version}:{u.prompt.template_hash}" for u in units}),
                 link_to=str(link_to) if link_to is not None else None,
                 identity_file=str(identity_file) if identity_file is not None else None,
+                **_ontology_entry(guide),
                 **{k: v for k, v in figures.items() if k != "errors"},
             )
         ],
         "extraction": {"units": len(units), "model": replies.model},
+        **_declared_types(guide),
     }
     result.bundle.side[EXTRACTION_FILE] = units_table(replies.outcomes, replies.keys)
     report = write_validated(out, result.bundle, settings, previous=previous, history=options.history, progress=say)
@@ -606,6 +666,23 @@ def extract(
         validation_rejected=report.rejected,
         wall_s=round(time.perf_counter() - started, 3),
     )
+
+
+def _ontology_entry(guide: Guide | None) -> dict[str, Any]:
+    """What the source entry records of the ontology that guided a run."""
+    if guide is None:
+        return {}
+    o = guide.ontology
+    ontology = {"id": o.id, "source": o.source, "fingerprint": o.fingerprint()}
+    return {"ontology": ontology, "structured": guide.structured, "conformance": guide.conformance}
+
+
+def _declared_types(guide: Guide | None) -> dict[str, Any]:
+    """The manifest's ``types``: the node types the ontology's classes became that the vocabulary lacks."""
+    if guide is None:
+        return {}
+    declared = node_types(guide.ontology, default_vocabulary())[1]
+    return {"types": declared} if declared else {}
 
 
 def extracted_dataset(path: Path) -> str | None:
@@ -642,3 +719,76 @@ def _earlier_run(path: Path, dataset: str) -> tuple[Earlier, pl.DataFrame]:
             "extraction once without --update (cached replies cost nothing); later updates can start from it."
         )
     return earlier, stored
+
+
+#: how ``eval-extraction`` asks: the ontology prompt held to its JSON schema, the ontology prompt answered in
+#: lines, or the plain chunk prompt given the ontology's relation names only (metakg's prompt before ontologies)
+PROMPT_MODES = ("json", "lines", "untyped")
+
+
+def benchmark_responder(
+    settings: Settings,
+    *,
+    mode: str = "json",
+    examples: bool = True,
+    options: ExtractOptions | None = None,
+    progress: Progress | None = None,
+) -> Callable[[BenchOntology, Sequence[Sentence]], Responses]:
+    """What answers a benchmark ontology's sentences with metakg's own extraction (for
+    :func:`metakg.api.evaluate_extraction`): one prompt per sentence through the configured LLM (the reply
+    cache, the usage ledger, ``options.batch`` and ``options.concurrency`` as ``extract`` uses them), replies
+    parsed and checked against the ontology as ``extract`` checks them; ``examples`` shows the most similar
+    training sentence of the ontology (its ``train/`` file) in each prompt.
+
+    Each answer is a sentence's triples with the relation as the ontology writes it; a sentence whose prompt
+    failed has none (it counts 0). The figures: prompts, LLM calls, cache hits, tokens, triples, reply lines
+    rejected as unparseable, triples rejected as outside the ontology, seconds.
+
+    Raises:
+        UsageError: an unknown ``mode``.
+    """
+    if mode not in PROMPT_MODES:
+        raise UsageError(f"unknown prompt mode {mode!r}; choose one of {', '.join(PROMPT_MODES)}.")
+    options = options or ExtractOptions()
+    run_settings = settings.model_copy(
+        update={"extract": settings.extract.model_copy(update={"structured": mode == "json"})}
+    )
+    embedder = _embedder(settings, progress)
+
+    def respond(bench: BenchOntology, sentences: Sequence[Sentence]) -> Responses:
+        started = time.perf_counter()
+        rows = [dict.fromkeys(RECORD_SCHEMA) | {"record_id": s.id, "kind": "text", "text": s.text} for s in sentences]
+        records = pl.DataFrame(rows, schema=RECORD_SCHEMA)
+        ontology = bench.ontology
+        train = bench.train if examples else None
+        guide = None if mode == "untyped" else _guide(run_settings, options, embedder, ontology, train)
+        relations = [r.label for r in ontology.relations] if mode == "untyped" else None
+        chunk = max(settings.extract.chunk_chars, max((len(s.text) for s in sentences), default=0) + 1)
+        units = plan_units(records, chunk_chars=chunk, relations=relations, guide=guide)
+        replies = _ask(units, run_settings, options, None, uuid.uuid4().hex, progress, None)
+        rejects: list[dict[str, str]] = []
+        triples, _without, _repaired, _warnings = reply_triples(replies.outcomes, rejects, guide)
+        answers: dict[str, list[list[str]]] = {
+            o.unit.record_id: [] for o in replies.outcomes if o.status == "ok" and o.completion is not None
+        }
+        unit_record = {u.unit_id: u.record_id for u in units}
+        for unit_id, subject, predicate, obj, *_rest in triples:
+            relation = ontology.relation(predicate)
+            written = relation.written if relation is not None else predicate.replace(" ", "_")
+            answers[unit_record[unit_id]].append([subject, written, obj])
+        stats = replies.stats
+        figures: dict[str, int | float] = {
+            "prompts": len(units),
+            "llm_calls": stats.llm_calls,
+            "cache_hits": stats.cache_hits,
+            "prompt_tokens": stats.prompt_tokens,
+            "completion_tokens": stats.completion_tokens,
+            "triples": len(triples),
+            "unparsed_lines": sum(r["check"] == "unparsed_line" for r in rejects),
+            "outside_ontology": sum(r["check"].endswith(("_relation", "_violation", "_type")) for r in rejects),
+            "failed": stats.failed,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+        return Responses(answers, figures)
+
+    return respond

@@ -19,6 +19,7 @@ from metakg.errors import InputDataError, UsageError
 from metakg.extractors.text2kgbench import (
     BenchOntology,
     OntologyScore,
+    Responses,
     Sentence,
     dataset_average,
     dataset_ontologies,
@@ -45,8 +46,8 @@ EVAL_EXTRACTION_COLUMNS = (
 )
 
 #: what answers an ontology's sentences when no response folder is given: sentences in, the system triples of
-#: each answered sentence (by id) out, plus figures of the run (calls, tokens) to report
-Responder = Callable[[BenchOntology, Sequence[Sentence]], tuple[dict[str, list[list[str]]], dict[str, Any]]]
+#: each answered sentence (by id) out, with figures of the run (calls, tokens) to report
+Responder = Callable[[BenchOntology, Sequence[Sentence]], Responses]
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,9 @@ def evaluate_extraction(
             answers = read_responses(found) if found is not None else {}
         else:
             assert responder is not None
-            answers, figures = responder(bench, sentences)
-            for key, value in figures.items():
+            responded = responder(bench, sentences)
+            answers = responded.answers
+            for key, value in responded.figures.items():
                 if isinstance(value, int | float):
                     run[key] = run.get(key, 0) + value
         scores.append(score_ontology(bench, sentences, answers))

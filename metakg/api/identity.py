@@ -236,10 +236,10 @@ def resolve(
         raise UsageError("--threshold is the name score that joins two nodes: give a name scorer with --names.")
     priority = {**DEFAULT_PRIORITY, **settings.identity.prefix_priority}
     curation = read_curation(identity_file) if identity_file is not None else None
-    vocabulary = default_vocabulary()
     with writing(out):
         progress(f"reading {len(paths)} bundle(s)")
         merged = merge_bundles([read_bundle(p) for p in paths])
+        vocabulary = default_vocabulary().with_types(merged.manifest.get("types") or {})
         links: list[NameLink] = []
         judged: dict[str, Any] | None = None
         if names is not None:
@@ -398,7 +398,7 @@ def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> Split
         bundle = read_bundle(path)
         resolution = _resolution(path, bundle)
         clusters = _clusters_of(resolution.decisions, refs, _named(resolution))
-        done = unresolve(resolution, default_vocabulary(), clusters)
+        done = unresolve(resolution, default_vocabulary().with_types(bundle.manifest.get("types") or {}), clusters)
         summary = _summary(done, resolution.nodes.height)
         manifest = dict(bundle.manifest)
         manifest["identity"] = dict(manifest.get("identity", {})) | summary.recorded(

@@ -93,6 +93,19 @@ def extract(
         help="Identity file (YAML, as for metakg resolve): must_link and cannot_link by node id decide the "
         "mentions' grouping and links; aliases add/remove apply to the nodes.",
     ),
+    ontology: Path | None = typer.Option(
+        None,
+        "--ontology",
+        help="An ontology (Text2KGBench JSON, or OWL/RDFS in Turtle or RDF/XML) whose relations to extract: typed "
+        "entities, JSON held to its schema where the endpoint can, triples outside it rejected with the reason "
+        "(extract.conformance); default: extract.ontology. docs/extraction.md.",
+    ),
+    examples: Path | None = typer.Option(
+        None,
+        "--examples",
+        help="With --ontology: a training file (JSON Lines of {sent, triples}); each prompt shows the most similar "
+        "sentence and its triples as a worked example.",
+    ),
     text_field: str = typer.Option("text", help="jsonl/csv: the column with the text."),
     id_field: str | None = typer.Option(None, help="jsonl/csv: the column with the record id (default: line)."),
     time_field: str | None = typer.Option(
@@ -128,7 +141,9 @@ def extract(
             raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(api.FORMATS)}.")
         name = dataset or (api.extracted_dataset(update) if update else None) or _default_dataset(dataset_file)
         source = api.TextSource(dataset_file, fmt, name, text_field, id_field, time_field, limit)
-        options = api.ExtractOptions(concurrency, budget_usd, link_to, identity, update, history, batch, wait)
+        options = api.ExtractOptions(
+            concurrency, budget_usd, link_to, identity, update, history, batch, wait, ontology, examples
+        )
         if estimate:
             with progress(f"estimating the extraction of {dataset_file}") as say:
                 preview = api.estimate_extraction(source, cfg, options=options, progress=say)
@@ -161,7 +176,13 @@ def extract(
                 f"{summary.records} records, {summary.units} prompts: {summary.llm_calls} LLM calls, "
                 f"{summary.cache_hits} from the cache, {summary.failed} failed, "
                 f"{summary.skipped_budget} skipped by the budget\n"
-                f"{summary.triples} triples ({summary.rejected_lines} reply lines rejected), "
+                f"{summary.triples} triples ({summary.rejected_lines} reply lines rejected"
+                + (
+                    f", {summary.conformance_warnings} outside the ontology kept"
+                    if summary.conformance_warnings
+                    else ""
+                )
+                + "), "
                 f"{summary.tokens} tokens, ${summary.cost_usd:.4f}\n"
                 f"bundle {output}: {summary.nodes} nodes, {summary.edges} edges; "
                 f"validation {'passed' if summary.validation_ok else 'rejected rows'}"
@@ -237,6 +258,25 @@ def eval_extraction(
         help="A folder of response files, one per ontology found by its id in the file name ({id, triples} or "
         "{id, response} per line, as the benchmark's baseline runs): scored with no LLM.",
     ),
+    prompt: str = typer.Option(
+        "json",
+        "--prompt",
+        metavar="json|lines|untyped",
+        help="Without --responses, how metakg asks: the ontology prompt held to its JSON schema (json), the same "
+        "prompt answered in lines (lines), or the plain chunk prompt given the relation names only (untyped).",
+    ),
+    examples: bool = typer.Option(
+        True,
+        "--examples/--no-examples",
+        help="Without --responses: show the most similar training sentence and its triples in each prompt.",
+    ),
+    concurrency: int | None = typer.Option(None, help="LLM requests in flight (default: llm.concurrency, 4)."),
+    batch: str | None = typer.Option(
+        None,
+        "--batch",
+        metavar="openai|anthropic|vllm",
+        help="Send the prompts as one provider batch, as extract does.",
+    ),
     output: Path | None = typer.Option(
         None, "--output", "-o", help="Folder for summary.json, summary.md and one <ontology>.jsonl of sentence rows."
     ),
@@ -244,21 +284,42 @@ def eval_extraction(
 ) -> None:
     """Score triple extraction with Text2KGBench's seven figures, per ontology and on average.
 
+    Without --responses, each test sentence goes through metakg's own extraction with the configured LLM (the
+    local SmolLM2 server when no endpoint is set): one prompt per sentence under the ontology, replies cached
+    and metered as extract's are, triples checked against the ontology. The run's figures (calls, tokens,
+    triples, lines rejected, seconds) are printed beside the scores.
+
     Precision, recall and F1 against the gold triples (only triples whose relation is among the sentence's gold
     relations are judged), ontology conformance and relation hallucination (relations outside the ontology),
     subject and object hallucination (entities found neither in the sentence nor among the ontology's class
     labels). An ontology's figures average over all its ground-truth sentences, a sentence without a response
     counting 0, as the published figures do. docs/extraction.md explains each figure.
     """
+    cfg = settings()
     with guarded("eval-extraction", json_mode):
-        if responses is None:
-            raise UsageError("give --responses DIR: a folder of response files to score.")
+        if prompt not in api.PROMPT_MODES:
+            raise UsageError(f"unknown --prompt {prompt!r}; choose one of {', '.join(api.PROMPT_MODES)}.")
+        if responses is not None and (batch is not None or concurrency is not None):
+            raise UsageError("--batch and --concurrency run the extraction; --responses scores files without one.")
         with progress(f"scoring {dataset_dir}") as say:
+            responder = None
+            if responses is None:
+                options = api.ExtractOptions(concurrency=concurrency, batch=batch)
+                responder = api.benchmark_responder(cfg, mode=prompt, examples=examples, options=options, progress=say)
             result = api.evaluate_extraction(
-                dataset_dir, ontologies=ontology, limit=limit, responses=responses, out_dir=output, progress=say
+                dataset_dir,
+                ontologies=ontology,
+                limit=limit,
+                responses=responses,
+                responder=responder,
+                source=f"metakg {prompt} prompt" if responder is not None else "",
+                out_dir=output,
+                progress=say,
             )
         if not json_mode:
             out.print(result.table(), markup=False, highlight=False)
+            if result.run:
+                out.print(", ".join(f"{k} {v:,}" for k, v in result.run.items()), highlight=False)
             if output is not None:
                 out.print(f"sentence rows and the summary in {escape(str(output))}")
         for short_id in result.missing_responses:

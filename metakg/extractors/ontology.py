@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from metakg.errors import OntologyError
+from metakg.schemas.vocabulary import TypeVocabulary
 
 #: datatype names a range may give instead of a class (case-insensitive), and the literal kind each means
 DATATYPES: Mapping[str, str] = {
@@ -393,3 +394,41 @@ def _blank(value: Any) -> str | None:
 def _local(iri: str) -> str:
     """An IRI's local name: after its last ``#``, else its last ``/``."""
     return re.split(r"[#/]", iri.rstrip("/#"))[-1] or iri
+
+
+def node_types(ontology: Ontology, vocabulary: TypeVocabulary) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """The node type of each class, and the types the bundle must declare.
+
+    A class whose snake_case label is a vocabulary type is that type (``person``, ``drug``). Any other class
+    becomes a type of its own, declared in the bundle's manifest under ``types`` and placed in the
+    vocabulary's hierarchy: under the vocabulary type its Wikidata class maps to (``film``, Q11424, under
+    ``creative_work``), else under its first parent's type, else under ``concept``.
+    """
+    types: dict[str, str] = {}
+    declared: dict[str, dict[str, Any]] = {}
+
+    def type_of(class_id: str, seen: frozenset[str] = frozenset()) -> str:
+        if class_id in types:
+            return types[class_id]
+        cls = ontology.classes[class_id]
+        name = relation_key(cls.label) or relation_key(cls.id) or "class"
+        name = name if name[0].isalpha() else f"class_{name}"
+        if name not in vocabulary.names:
+            parent = vocabulary.wikidata.get(cls.id)
+            if parent is None:
+                parents = [p for p in cls.parents if p in ontology.classes and p not in seen]
+                parent = type_of(parents[0], seen | {class_id}) if parents else "concept"
+            if name not in declared:
+                declared[name] = {
+                    "label": cls.label,
+                    "is_a": parent,
+                    "ontology": ontology.id,
+                    "class": cls.id,
+                    **({"iri": cls.iri} if cls.iri else {}),
+                }
+        types[class_id] = name
+        return name
+
+    for class_id in ontology.classes:
+        type_of(class_id)
+    return types, declared

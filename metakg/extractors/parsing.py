@@ -2,7 +2,9 @@
 
 Tolerated: numbered or bulleted lines, code fences, the separators ``\\``, ``|``, tab, ``->``, ``;`` and
 ``,`` (in that order of preference), parenthesised ``(s, p, o)`` tuples, JSON (a list of 3-element lists or
-of objects with subject/predicate/object keys, possibly inside prose), prose lines around the triples, and
+of objects with subject/predicate/object keys, possibly inside prose, with ``subject_type`` and ``object_type``
+where the reply types them; a reply cut short keeps the triple objects it completed), prose lines around the
+triples, and
 two-part lines whose second part starts with a copula (``fridge\\is used for food storage`` reads as
 ``fridge / is used for / food storage``).
 """
@@ -23,11 +25,14 @@ MAX_PART_CHARS = 200
 
 @dataclass(frozen=True)
 class Triple:
-    """One extracted statement."""
+    """One extracted statement; a typed reply (ontology-guided JSON) also gives the subject's and the
+    object's type as the model named them ("" when not given)."""
 
     subject: str
     predicate: str
     object: str
+    subject_type: str = ""
+    object_type: str = ""
 
 
 @dataclass
@@ -60,7 +65,7 @@ def _split_predicate(part: str) -> list[str] | None:
     return [match.group("predicate"), match.group("object")] if match else None
 
 
-def _from_parts(parts: list[str], line: str, result: ParseResult) -> None:
+def _from_parts(parts: list[str], line: str, result: ParseResult, types: tuple[str, str] = ("", "")) -> None:
     if len(parts) == 2 and (split := _split_predicate(parts[1])) is not None:
         parts = [parts[0], *split]
         result.repaired += 1
@@ -72,7 +77,7 @@ def _from_parts(parts: list[str], line: str, result: ParseResult) -> None:
     elif any(len(p) > MAX_PART_CHARS for p in cleaned):
         result.rejects.append((line, f"a part is longer than {MAX_PART_CHARS} characters"))
     else:
-        result.triples.append(Triple(*cleaned))
+        result.triples.append(Triple(*cleaned, *(" ".join(t.split()) for t in types)))
 
 
 def _from_json(value: object, result: ParseResult) -> bool:
@@ -94,9 +99,38 @@ def _from_json(value: object, result: ParseResult) -> bool:
             if any(p is None for p in parts):
                 result.rejects.append((json.dumps(item, ensure_ascii=False), "object without subject/predicate/object"))
             else:
-                _from_parts([str(p) for p in parts], json.dumps(item, ensure_ascii=False), result)
+                types = (str(keys.get("subject_type") or ""), str(keys.get("object_type") or ""))
+                _from_parts([str(p) for p in parts], json.dumps(item, ensure_ascii=False), result, types)
         else:
             result.rejects.append((json.dumps(item, ensure_ascii=False), "not a triple"))
+    return True
+
+
+_TRIPLE_OBJECT = re.compile(r"\{[^{}\[\]]*\}")
+
+
+def _salvaged(text: str, result: ParseResult) -> bool:
+    """A JSON reply cut short (at max_tokens): the triple objects it completed, and what is left as one reject.
+    False when it holds no complete triple object (then it is read line by line)."""
+    start = text.find('{"triples"') if '{"triples"' in text else text.find("[")
+    if start < 0 or '"subject"' not in text:
+        return False
+    found = 0
+    end = start
+    for match in _TRIPLE_OBJECT.finditer(text, start):
+        try:
+            item = json.loads(match.group(0))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(item, dict) and "subject" in {k.lower() for k in item}:
+            _from_json([item], result)
+            found += 1
+            end = match.end()
+    if not found:
+        return False
+    rest = text[end:].strip().lstrip(",").strip()
+    if rest.rstrip("]} \n"):
+        result.rejects.append((rest, "the JSON reply ends here, incomplete"))
     return True
 
 
@@ -113,7 +147,9 @@ def parse_reply(reply: str) -> ParseResult:
             if block and _from_json(json.loads(block.group(1)), result):
                 return result
         except json.JSONDecodeError:
-            pass  # not JSON after all: read it line by line
+            if _salvaged(text, result):
+                return result
+            # not JSON after all: read it line by line
     for raw in text.splitlines():
         if not raw.strip() or _FENCE.match(raw):
             continue

@@ -15,6 +15,7 @@ Stages, each a plain function:
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +25,10 @@ from typing import Any, Literal
 import polars as pl
 
 from metakg.errors import LLMError
-from metakg.extractors.parsing import parse_reply
-from metakg.extractors.prompts import Prompt, chunk_prompt, qa_item_prompt
+from metakg.extractors.conformance import Conformed, Mode, conform
+from metakg.extractors.ontology import Ontology
+from metakg.extractors.parsing import Triple, parse_reply
+from metakg.extractors.prompts import Example, Prompt, chunk_prompt, ontology_prompt, qa_item_prompt
 from metakg.extractors.resolution import LinkTarget, Resolution, resolve_mentions
 from metakg.identity.curation import Curation
 from metakg.identity.names import DEFAULT_LINKS, GROUP_THRESHOLD, LinkRule
@@ -35,8 +38,10 @@ from metakg.llm.embedder import Embedder
 from metakg.llm.usage import UsageMeter, UsageSummary, metered
 from metakg.progress import Progress
 from metakg.schemas.bundle import Bundle
+from metakg.schemas.curie import slug_expr
 from metakg.schemas.tables import (
     conform_edges,
+    conform_nodes,
     conform_rejects,
     empty_edges,
     empty_nodes,
@@ -116,12 +121,44 @@ class RunStats:
 OnStats = Callable[[RunStats], None]
 
 
-def plan_units(records: pl.DataFrame, *, chunk_chars: int = 1500, relations: Sequence[str] | None = None) -> list[Unit]:
-    """The units of work of ``records`` (a frame in :data:`~metakg.ingest.datasets.RECORD_SCHEMA`)."""
+@dataclass(frozen=True)
+class Guide:
+    """What guides an ontology-guided extraction: the ontology, constrained JSON replies (``structured``) or
+    lines, a worked example per text (``examples``: text -> the most similar training example, or None), how
+    a triple that does not conform is treated (``conformance``), and the node type of each class id."""
+
+    ontology: Ontology
+    structured: bool = True
+    examples: Callable[[str], Example | None] | None = None
+    conformance: Mode = "reject"
+    node_types: dict[str, str] = field(default_factory=dict)
+
+    def prompt(self, text: str) -> Prompt:
+        """The prompt for one text."""
+        example = self.examples(text) if self.examples is not None else None
+        return ontology_prompt(text, self.ontology, structured=self.structured, example=example)
+
+
+def plan_units(
+    records: pl.DataFrame,
+    *,
+    chunk_chars: int = 1500,
+    relations: Sequence[str] | None = None,
+    guide: Guide | None = None,
+) -> list[Unit]:
+    """The units of work of ``records`` (a frame in :data:`~metakg.ingest.datasets.RECORD_SCHEMA`); with
+    ``guide``, each QA item (its question and answer) and each chunk is asked for the ontology's triples."""
     units: list[Unit] = []
     for row in records.iter_rows(named=True):
         record_id = row["record_id"]
-        if row["kind"] == "qa":
+        if guide is not None and row["kind"] == "qa":
+            text = f"{row['question']}\nAnswer: {row['answer_text'] or row['answer'] or ''}"
+            units.append(Unit(record_id, record_id, guide.prompt(text), time=row.get("time")))
+        elif guide is not None:
+            for chunk in chunk_text(row["text"] or "", max_chars=chunk_chars):
+                prompt = guide.prompt(chunk.text)
+                units.append(Unit(f"{record_id}#{chunk.index}", record_id, prompt, chunk.index, row.get("time")))
+        elif row["kind"] == "qa":
             options = dict(zip(row["option_labels"] or [], row["option_texts"] or [], strict=True))
             prompt = qa_item_prompt(
                 row["question"], options, row["answer_text"] or row["answer"] or "", row["concept"], relations=relations
@@ -136,7 +173,10 @@ def plan_units(records: pl.DataFrame, *, chunk_chars: int = 1500, relations: Seq
 
 def unit_request(unit: Unit, model: str, *, temperature: float = 0.0, max_tokens: int = 512) -> ChatRequest:
     """The request sent for ``unit``; its key identifies the reply (the cache key, and an update's match)."""
-    return request(unit.prompt.messages, model=model, temperature=temperature, max_tokens=max_tokens)
+    schema = json.loads(unit.prompt.json_schema) if unit.prompt.json_schema is not None else None
+    return request(
+        unit.prompt.messages, model=model, temperature=temperature, max_tokens=max_tokens, json_schema=schema
+    )
 
 
 async def run_units(
@@ -228,6 +268,8 @@ class ExtractionResult:
     repaired_lines: int
     records_without_triples: int
     resolution: Resolution | None
+    conformance_warnings: int = 0
+    types: dict[str, dict[str, Any]] = field(default_factory=dict)  # the node types the ontology's classes became
 
 
 def _reject(record: str, check: str, reason: str, payload: str, table: str = "reply") -> dict[str, str]:
@@ -252,6 +294,7 @@ def build_bundle(
     target: LinkTarget | None = None,
     curation: Curation | None = None,
     input_rejects: pl.DataFrame | None = None,
+    guide: Guide | None = None,
     progress: Progress | None = None,
 ) -> ExtractionResult:
     """Parse the replies of ``outcomes`` into a bundle; every reply line and every unit is accounted for.
@@ -259,17 +302,24 @@ def build_bundle(
     Units that failed or were skipped, reply lines that are not triples, triples whose subject or object
     has no letters or digits, and triples whose subject and object resolve to the same entity go to the
     rejects, each with its reason.
+
+    With ``guide``, each triple is checked against the ontology (:mod:`metakg.extractors.conformance`): one
+    that does not conform is a reject (or, under ``warn``, kept and counted); a conforming triple's relation
+    is the ontology's, its subject and object nodes take the node types of their classes, and an object that
+    is a value (a date, a number, a string) becomes a ``value`` node of its own, never merged with entities.
     """
     say = progress or (lambda _s: None)
     rejects: list[dict[str, str]] = []
     say("parsing replies")
-    rows, without, repaired = _reply_triples(outcomes, rejects)
+    rows, without, repaired, warnings = reply_triples(outcomes, rejects, guide)
     frame = _checked_triples(rows, rejects)
 
     resolution: Resolution | None = None
     nodes = empty_nodes()
     if frame.height:
-        mentions = pl.concat([frame["subject"], frame["object"]]).unique(maintain_order=True).to_list()
+        is_value = pl.col("value_kind").is_not_null()
+        entity_objects = frame.filter(~is_value)["object"]
+        mentions = pl.concat([frame["subject"], entity_objects]).unique(maintain_order=True).to_list()
         say(f"resolving {len(mentions)} mentions")
         resolution = resolve_mentions(
             mentions,
@@ -284,11 +334,15 @@ def build_bundle(
         )
         ids = pl.DataFrame({"mention": list(resolution.ids), "id": list(resolution.ids.values())})
         frame = frame.join(ids.rename({"mention": "subject", "id": "src"}), on="subject", how="left").join(
-            ids.rename({"mention": "object", "id": "dst"}), on="object", how="left"
+            ids.rename({"mention": "object", "id": "_entity"}), on="object", how="left"
         )
+        value_id = pl.lit(f"kg:{dataset}/value/") + slug_expr(pl.col("object"))
+        frame = frame.with_columns(pl.when(is_value).then(value_id).otherwise(pl.col("_entity")).alias("dst"))
         frame = _refused(frame, pl.col("src") == pl.col("dst"), rejects, "self_loop",
                          "the subject and the object resolve to the same entity")  # fmt: skip
         nodes = resolution.nodes
+        if guide is not None:
+            nodes = _typed_nodes(nodes, frame, dataset, guide)
     accepted = frame.height
     edges = _edges(frame, dataset, confidence, run_id) if frame.height else empty_edges()
     edges = conform_edges(edges)  # computes the edge ids
@@ -305,19 +359,69 @@ def build_bundle(
         repaired_lines=repaired,
         records_without_triples=without,
         resolution=resolution,
+        conformance_warnings=warnings,
     )
 
 
-#: Row = unit, subject, predicate, object, model, prompt hash, the record's time
-Row = tuple[str, str, str, str, str, str, datetime | None]
+def _typed_nodes(nodes: pl.DataFrame, frame: pl.DataFrame, dataset: str, guide: Guide) -> pl.DataFrame:
+    """The run's new nodes typed by their classes (the class a node's mentions were given most often, the
+    most specific of those as often), and a ``value`` node per value object; nodes a link target gave keep
+    their own type."""
+    depth = {c: len(guide.ontology.ancestors(c)) for c in guide.ontology.classes}
+    classes = (
+        pl.concat(
+            [
+                frame.select(pl.col("src").alias("id"), pl.col("s_class").alias("class")),
+                frame.filter(pl.col("value_kind").is_null()).select(
+                    pl.col("dst").alias("id"), pl.col("o_class").alias("class")
+                ),
+            ]
+        )
+        .drop_nulls()
+        .group_by("id", "class")
+        .agg(pl.len().alias("n"))
+        .with_columns(pl.col("class").replace_strict(depth, default=0, return_dtype=pl.Int64).alias("depth"))
+        .sort(["id", "n", "depth", "class"], descending=[False, True, True, False])
+        .unique("id", keep="first")
+        .with_columns(pl.col("class").replace_strict(guide.node_types, default=None).alias("_type"))
+        .select("id", "_type")
+    )
+    typed = (
+        nodes.join(classes, on="id", how="left")
+        .with_columns(
+            pl.when((pl.col("source") == dataset) & pl.col("_type").is_not_null())
+            .then(pl.col("_type"))
+            .otherwise(pl.col("type"))
+            .alias("type")
+        )
+        .drop("_type")
+    )
+    values = (
+        frame.filter(pl.col("value_kind").is_not_null())
+        .group_by("dst", maintain_order=True)
+        .agg(pl.col("object").first().alias("name"))
+        .select(pl.col("dst").alias("id"), "name", pl.lit(VALUE_TYPE).alias("type"), pl.lit(dataset).alias("source"))
+    )
+    return pl.concat([typed, conform_nodes(values)], how="vertical") if values.height else typed
 
 
-def _reply_triples(outcomes: Sequence[Outcome], rejects: list[dict[str, str]]) -> tuple[list[Row], int, int]:
+#: Row = unit, subject, predicate, object, model, prompt hash, the record's time, then (with an ontology) the
+#: subject's class, the object's class and the object's value kind (None for an entity object)
+Row = tuple[str, str, str, str, str, str, datetime | None, str | None, str | None, str | None]
+
+#: the node type of an extracted value (a date, a number, a string) a relation states
+VALUE_TYPE = "value"
+
+
+def reply_triples(
+    outcomes: Sequence[Outcome], rejects: list[dict[str, str]], guide: Guide | None = None
+) -> tuple[list[Row], int, int, int]:
     """The triples of every answered unit's reply; a unit that failed or was skipped, a line that is not a
-    triple, a reply cut at max_tokens (its last triple) and a reply holding no triple go to ``rejects``.
-    Returns the rows, the units without a triple and the lines repaired."""
+    triple, a reply cut at max_tokens (its last triple), a reply holding no triple and (with ``guide``) a
+    triple that does not conform to the ontology go to ``rejects``. Returns the rows, the units without a
+    triple, the lines repaired and the conformance warnings kept."""
     rows: list[Row] = []
-    without = repaired = 0
+    without = repaired = warnings = 0
     for outcome in outcomes:
         unit = outcome.unit
         if outcome.status != "ok" or outcome.completion is None:
@@ -340,7 +444,7 @@ def _reply_triples(outcomes: Sequence[Outcome], rejects: list[dict[str, str]]) -
                     unit.unit_id,
                     "reply_truncated",
                     "the reply was cut at llm.max_tokens; its last line may be incomplete",
-                    f"{last.subject}\\{last.predicate}\\{last.object}",
+                    _payload(last),
                 )
             )
         for line, reason in parsed.rejects:
@@ -352,10 +456,23 @@ def _reply_triples(outcomes: Sequence[Outcome], rejects: list[dict[str, str]]) -
                     _reject(unit.unit_id, "no_triples", "the reply held no triple", completion.text, table="input")
                 )
         for t in triples:
-            rows.append(
-                (unit.unit_id, t.subject, t.predicate, t.object, completion.model, unit.prompt.template_hash, unit.time)
-            )
-    return rows, without, repaired
+            typed: tuple[str | None, str | None, str | None] = (None, None, None)
+            predicate = t.predicate
+            if guide is not None:
+                checked = conform(t, guide.ontology, guide.conformance)
+                if not isinstance(checked, Conformed):
+                    rejects.append(_reject(unit.unit_id, checked.check, checked.reason, _payload(t)))
+                    continue
+                warnings += checked.warning is not None
+                predicate = checked.relation.label if checked.relation is not None else t.predicate
+                typed = (checked.subject_class, checked.object_class, checked.value_kind)
+            origin = (unit.unit_id, completion.model, unit.prompt.template_hash, unit.time)
+            rows.append((origin[0], t.subject, predicate, t.object, *origin[1:], *typed))
+    return rows, without, repaired, warnings
+
+
+def _payload(t: Triple) -> str:
+    return f"{t.subject}\\{t.predicate}\\{t.object}"
 
 
 _PAYLOAD = pl.col("subject") + pl.lit("\\") + pl.col("predicate") + pl.lit("\\") + pl.col("object")
@@ -374,7 +491,11 @@ def _checked_triples(rows: list[Row], rejects: list[dict[str, str]]) -> pl.DataF
     """The rows as a frame with their names, relation and match keys; a triple whose subject, object or
     predicate has no letters or digits goes to ``rejects``."""
     columns = ("unit", "subject", "predicate", "object", "model", "prompt_hash")
-    schema: dict[str, pl.DataType] = {**dict.fromkeys(columns, pl.String()), "time": pl.Datetime("us", "UTC")}
+    schema: dict[str, pl.DataType] = {
+        **dict.fromkeys(columns, pl.String()),
+        "time": pl.Datetime("us", "UTC"),
+        **dict.fromkeys(("s_class", "o_class", "value_kind"), pl.String()),
+    }
     frame = pl.DataFrame(rows, schema=schema, orient="row")
     frame = frame.with_columns(  # one context: the keys are taken from the mentions as the model wrote them
         _name_expr("subject"),

@@ -68,6 +68,15 @@ class BenchOntology:
 
 
 @dataclass(frozen=True)
+class Responses:
+    """A system's answers for some sentences: each answered sentence's triples by id (a sentence left out has
+    no response), and figures of the run that made them (calls, tokens, seconds)."""
+
+    answers: dict[str, list[list[str]]]
+    figures: dict[str, int | float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class SentenceScore:
     """The seven figures of one sentence; ``answered`` is False for a sentence without a response."""
 

@@ -285,6 +285,7 @@ _MANIFEST_TYPES: dict[str, type | tuple[type, ...]] = {
     "history": dict,
     "diff": dict,
     "merged_from": list,
+    "types": dict,
 }
 
 
@@ -606,8 +607,13 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
     sources: list[Any] = []
     for b in bundles:
         sources.extend(b.manifest.get("sources", []))
+    declared: dict[str, Any] = {}
+    for b in bundles:  # the node types the inputs declare (an ontology's classes), the first definition kept
+        for name, spec in (b.manifest.get("types") or {}).items():
+            declared.setdefault(name, spec)
     manifest = {
         "sources": sources,
+        **({"types": declared} if declared else {}),
         "merged_from": [
             {"nodes": b.nodes.height, "edges": b.edges.height, "created_at": b.manifest.get("created_at")}
             for b in bundles

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from metakg.errors import ConfigError
 
@@ -76,6 +77,29 @@ class TypeVocabulary:
     def is_a(self, name: str, ancestor: str) -> bool:
         """True when ``name`` equals ``ancestor`` or descends from it."""
         return name in self.parents and ancestor in self.ancestors(name)
+
+    def with_types(self, declared: Mapping[str, Any]) -> TypeVocabulary:
+        """This vocabulary and the types a bundle declares (its manifest's ``types``: name -> ``{"label",
+        "is_a"}``, the classes of an ontology that guided its extraction). A declared type whose parent is
+        unknown goes under ``concept``; the shipped types are never redefined."""
+        if not declared:
+            return self
+        parents = dict(self.parents)
+        labels = dict(self.labels)
+        for name, spec in declared.items():
+            if name in self.parents or not isinstance(spec, Mapping):
+                continue
+            parents[name] = str(spec.get("is_a") or "concept")
+            labels[name] = str(spec.get("label") or name)
+        for name in declared:
+            seen = {name}
+            step = parents.get(name)
+            while step is not None and step in parents and step not in seen:
+                seen.add(step)
+                step = parents[step]
+            if name not in self.parents and step is not None:  # an unknown parent, or a cycle of declared ones
+                parents[name] = "concept"
+        return replace(self, parents=parents, labels=labels)
 
     def id_type(self, node_id: str) -> str | None:
         """The type the namespace of ``node_id`` implies (its prefix's ``type``, the prefix in any of its

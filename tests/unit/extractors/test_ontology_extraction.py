@@ -1,0 +1,198 @@
+"""Ontology-guided extraction with a scripted client: the prompt and its JSON schema, conformance (unknown
+relations, domain and range, subclasses, values), typed nodes, declared types that validate, and warn mode."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import polars as pl
+import pytest
+
+from metakg.extractors.conformance import Conformed, Violation, conform
+from metakg.extractors.ontology import node_types, ontology_from_json
+from metakg.extractors.parsing import Triple, parse_reply
+from metakg.extractors.pipeline import Guide, build_bundle, plan_units, run_units, unit_request
+from metakg.extractors.prompts import Example, ontology_prompt, ontology_schema
+from metakg.ingest.datasets import RECORD_SCHEMA
+from metakg.llm.client import ChatRequest
+from metakg.llm.scripted import ScriptedClient
+from metakg.schemas.validation import validate
+from metakg.schemas.vocabulary import default_vocabulary
+
+ONTOLOGY = ontology_from_json(
+    {
+        "id": "ont_1_movie",
+        "concepts": [
+            {"qid": "Q5", "label": "human"},
+            {"qid": "Q11424", "label": "film"},
+            {"qid": "Q202866", "label": "animated film", "subclass_of": "Q11424"},
+            {"qid": "Q6256", "label": "country"},
+            {"qid": "Q42", "label": "person"},
+        ],
+        "relations": [
+            {"pid": "P57", "label": "director", "domain": "Q11424", "range": "Q5"},
+            {"pid": "P495", "label": "country of origin", "domain": "Q11424", "range": "Q6256"},
+            {"pid": "P577", "label": "publication date", "domain": "Q11424", "range": "Date"},
+            {"pid": "P921", "label": "main subject", "domain": "Q11424", "range": ""},
+        ],
+    }
+)
+
+
+def typed(s: str, st: str, r: str, o: str, ot: str) -> Triple:
+    return Triple(s, r, o, st, ot)
+
+
+@pytest.mark.parametrize(
+    ("triple", "check", "words"),
+    [
+        (typed("Akira", "film", "producer", "Otomo", "human"), "unknown_relation", "relation 'producer' is not in"),
+        (
+            typed("Otomo", "human", "director", "Akira", "film"),
+            "domain_violation",
+            "the subject 'Otomo' is a human, but director's domain is film",
+        ),
+        (
+            typed("Akira", "film", "director", "Japan", "country"),
+            "range_violation",
+            "the object 'Japan' is a country, but director's range is human",
+        ),
+        (typed("Akira", "cartoon", "director", "Otomo", "human"), "unknown_type", "subject type 'cartoon' of 'Akira'"),
+        (typed("Akira", "film", "publication date", "Japan", "country"), "range_violation", "takes a date value"),
+        (typed("Akira", "film", "director", "1988", "date"), "range_violation", "'1988' is given as a value"),
+    ],
+)
+def test_a_triple_outside_the_ontology_is_refused_with_its_reason(triple: Triple, check: str, words: str) -> None:
+    verdict = conform(triple, ONTOLOGY)
+    assert isinstance(verdict, Violation) and verdict.check == check and words in verdict.reason
+    kept = conform(triple, ONTOLOGY, "warn")
+    assert isinstance(kept, Conformed) and kept.warning is not None and kept.warning[0] == check
+
+
+def test_a_subclass_conforms_and_untyped_sides_take_the_domain_and_range() -> None:
+    sub = conform(typed("Akira", "Animated Film", "Director", "Otomo", "human"), ONTOLOGY)
+    assert isinstance(sub, Conformed) and sub.subject_class == "Q202866" and sub.warning is None
+    assert sub.relation is not None and sub.relation.id == "P57"
+    bare = conform(Triple("Akira", "director", "Otomo"), ONTOLOGY)
+    assert isinstance(bare, Conformed) and (bare.subject_class, bare.object_class) == ("Q11424", "Q5")
+    date = conform(typed("Akira", "film", "publication_date", "1988", "date"), ONTOLOGY)
+    assert isinstance(date, Conformed) and (date.object_class, date.value_kind) == (None, "date")
+    # no range: an entity when typed with a class, a value otherwise
+    entity = conform(typed("Akira", "film", "main subject", "Japan", "country"), ONTOLOGY)
+    value = conform(typed("Akira", "film", "main subject", "cyberpunk", "value"), ONTOLOGY)
+    assert isinstance(entity, Conformed) and entity.object_class == "Q6256" and entity.value_kind is None
+    assert isinstance(value, Conformed) and value.value_kind == "value"
+
+
+def test_the_prompt_shows_the_ontology_and_its_schema_bounds_the_reply() -> None:
+    example = Example("Spirited Away is a film by Hayao Miyazaki.", (("Spirited Away", "director", "Hayao Miyazaki"),))
+    prompt = ontology_prompt("Akira is a 1988 film by Katsuhiro Otomo.", ONTOLOGY, example=example)
+    system, shown, answer, asked = (m.content for m in prompt.messages)
+    assert "- director: film -> human" in system and "- publication date: film -> date (a value)" in system
+    assert "animated film (a kind of film)" in system
+    assert "Spirited Away" in shown and "Akira" in asked and "<data>" in asked
+    assert json.loads(answer)["triples"][0]["object_type"] == "human"
+    schema = json.loads(prompt.json_schema or "")
+    alternatives = {
+        a["properties"]["relation"]["const"]: a["properties"] for a in schema["properties"]["triples"]["items"]["anyOf"]
+    }
+    assert sorted(alternatives) == ["country of origin", "director", "main subject", "publication date"]
+    # the types each relation allows: its domain with its subclasses, its range, a value kind, or anything
+    assert alternatives["director"]["subject_type"]["enum"] == ["animated film", "film"]
+    assert alternatives["director"]["object_type"]["enum"] == ["human"]
+    assert alternatives["publication date"]["object_type"]["enum"] == ["date"]
+    assert {"country", "value"} <= set(alternatives["main subject"]["object_type"]["enum"])
+    lines = ontology_prompt("Akira.", ONTOLOGY, structured=False)
+    assert lines.json_schema is None and lines.template_hash != prompt.template_hash
+    assert ontology_schema(ONTOLOGY)["properties"]["triples"]["maxItems"] >= 5
+
+
+def test_node_types_reuse_the_vocabulary_or_are_declared_under_it() -> None:
+    types, declared = node_types(ONTOLOGY, default_vocabulary())
+    assert types["Q42"] == "person"  # a vocabulary type by its label
+    assert types["Q11424"] == "film" and declared["film"]["is_a"] == "creative_work"  # Q11424 maps there
+    assert declared["animated_film"]["is_a"] == "film"  # under its parent class
+    assert declared["human"]["is_a"] == "person"  # Q5 maps to person
+    vocabulary = default_vocabulary().with_types(declared)
+    assert vocabulary.is_a("animated_film", "creative_work") and "film" not in default_vocabulary().names
+    looped = default_vocabulary().with_types({"a": {"is_a": "b"}, "b": {"is_a": "a"}, "c": {"is_a": "nowhere"}})
+    assert looped.is_a("a", "concept") and looped.is_a("c", "concept")  # never a cycle, never an unknown parent
+
+
+def text_records(*texts: str) -> pl.DataFrame:
+    rows = [
+        {k: None for k in RECORD_SCHEMA} | {"record_id": f"r{i}", "kind": "text", "text": t}
+        for i, t in enumerate(texts)
+    ]
+    return pl.DataFrame(rows, schema=RECORD_SCHEMA)
+
+
+REPLIES = {
+    "Akira": {"triples": [
+        {"subject": "Akira", "subject_type": "animated film", "relation": "director", "object": "Katsuhiro Otomo",
+         "object_type": "human"},
+        {"subject": "Akira", "subject_type": "film", "relation": "publication date", "object": "1988",
+         "object_type": "date"},
+        {"subject": "Akira", "subject_type": "film", "relation": "budget", "object": "1.1 billion yen",
+         "object_type": "value"},
+        {"subject": "Katsuhiro Otomo", "subject_type": "human", "relation": "director", "object": "Akira",
+         "object_type": "film"},
+    ]},
+    "Ghost": {"triples": [
+        {"subject": "Ghost in the Shell", "subject_type": "film", "relation": "country of origin", "object": "Japan",
+         "object_type": "country"},
+        {"subject": "Ghost in the Shell", "subject_type": "film", "relation": "publication date", "object": "1988",
+         "object_type": "date"},
+    ]},
+}  # fmt: skip
+
+
+def script(request: ChatRequest) -> str:
+    text = request.messages[-1].content
+    return json.dumps(next(v for k, v in REPLIES.items() if k in text))
+
+
+def extract(conformance: str = "reject"):  # type: ignore[no-untyped-def]
+    types, declared = node_types(ONTOLOGY, default_vocabulary())
+    guide = Guide(ONTOLOGY, True, None, conformance, types)  # type: ignore[arg-type]
+    units = plan_units(text_records("Akira is a 1988 anime by Katsuhiro Otomo.", "Ghost in the Shell is Japanese."),
+                       guide=guide)  # fmt: skip
+    assert unit_request(units[0], "m").json_schema == units[0].prompt.json_schema is not None
+    outcomes, _ = asyncio.run(run_units(units, ScriptedClient(script)))
+    return build_bundle(outcomes, "anime", run_id="r", guide=guide), declared
+
+
+def test_a_guided_run_types_nodes_keeps_values_apart_and_rejects_with_reasons() -> None:
+    result, declared = extract()
+    bundle = result.bundle
+    nodes = dict(zip(bundle.nodes["name"].to_list(), bundle.nodes["type"].to_list(), strict=True))
+    assert nodes["Akira"] == "animated_film" and nodes["Katsuhiro Otomo"] == "human" and nodes["Japan"] == "country"
+    # one date value stated by two films: one value node, never merged with an entity of the same name
+    assert nodes["1988"] == "value"
+    assert bundle.nodes.filter(pl.col("type") == "value")["id"].to_list() == ["kg:anime/value/1988"]
+    assert sorted(bundle.edges["rel"].to_list()) == ["country_of_origin", "director", "publication_date",
+                                                      "publication_date"]  # fmt: skip
+    checks = dict(zip(bundle.rejects["check"].to_list(), bundle.rejects["reason"].to_list(), strict=True))
+    assert set(checks) == {"unknown_relation", "domain_violation"}
+    assert "relation 'budget' is not in the ontology ont_1_movie" in checks["unknown_relation"]
+    assert result.triples == 4 and result.conformance_warnings == 0
+    vocabulary = default_vocabulary().with_types(declared)
+    _checked, report = validate(bundle, vocabulary.names)
+    assert report.ok, report
+    _checked, plain = validate(bundle, default_vocabulary().names)
+    assert not plain.ok  # the declared types are what makes the bundle valid
+
+
+def test_warn_keeps_what_does_not_conform_and_counts_it() -> None:
+    result, _declared = extract("warn")
+    assert result.triples == 6 and result.conformance_warnings == 2
+    assert "budget" in result.bundle.edges["rel"].to_list() and result.bundle.rejects.height == 0
+
+
+def test_a_reply_cut_short_keeps_its_complete_triples() -> None:
+    whole = json.dumps(REPLIES["Akira"])
+    parsed = parse_reply(whole[: whole.index('"relation": "budget"') + 10])
+    assert [t.predicate for t in parsed.triples] == ["director", "publication date"]
+    assert parsed.triples[0].subject_type == "animated film"
+    assert parsed.rejects and parsed.rejects[0][1] == "the JSON reply ends here, incomplete"
