@@ -88,6 +88,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_primekg_release --scale 1.0
 	$(PY) -m benchmarks.bench_primekg_scale --scale 1.0
 	$(PY) -m benchmarks.bench_extract
+	$(PY) -m benchmarks.bench_extraction_quality
 	$(PY) -m benchmarks.bench_wikidata
 	$(PY) -m benchmarks.bench_qa
 	$(PY) -m benchmarks.bench_serve

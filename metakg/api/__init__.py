@@ -100,7 +100,15 @@ from metakg.api.ingest import (
     rejects_tolerated,
     synthetic_primekg,
 )
-from metakg.api.llm import SharedLLM, llm_reply, llm_session, run_with, start_local_server, stop_local_server
+from metakg.api.llm import (
+    SharedLLM,
+    llm_reply,
+    llm_session,
+    run_with,
+    start_local_server,
+    stop_local_server,
+    with_endpoint,
+)
 from metakg.api.local_graph import local_graph, with_local_kg
 from metakg.api.qa import (
     COLUMNS,
@@ -318,6 +326,7 @@ __all__ = [
     "tune_table",
     "validate_bundle",
     "validation_page",
+    "with_endpoint",
     "with_local_kg",
     "with_overrides",
     "write_validated",

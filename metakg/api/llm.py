@@ -66,6 +66,24 @@ def llm_session(
         cache.close()
 
 
+@contextmanager
+def with_endpoint(settings: Settings, *, progress: Progress | None = None) -> Iterator[Settings]:
+    """``settings`` with an endpoint for a command that makes many runs: the configured one, else the local
+    server, started once for the whole block and stopped after it (each :func:`llm_session` would start its
+    own).
+
+    Raises:
+        ConfigError: no endpoint configured and the local model cannot be started.
+    """
+    if settings.llm.base_url:
+        yield settings
+        return
+    (progress or quiet)("starting the local SmolLM2 server")
+    with local_server.running(threads=settings.llm.local_threads) as server:
+        llm = settings.llm.model_copy(update={"base_url": server.base_url, "model": server.model})
+        yield settings.model_copy(update={"llm": llm})
+
+
 #: the journal of submitted provider batches (see metakg.llm.batch), beside the cache
 BATCH_JOURNAL_FILE = "batches.sqlite"
 

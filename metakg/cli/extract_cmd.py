@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from contextlib import ExitStack
 from pathlib import Path
 from typing import NoReturn
 
@@ -301,11 +302,14 @@ def eval_extraction(
             raise UsageError(f"unknown --prompt {prompt!r}; choose one of {', '.join(api.PROMPT_MODES)}.")
         if responses is not None and (batch is not None or concurrency is not None):
             raise UsageError("--batch and --concurrency run the extraction; --responses scores files without one.")
-        with progress(f"scoring {dataset_dir}") as say:
+        with progress(f"scoring {dataset_dir}") as say, ExitStack() as stack:
             responder = None
             if responses is None:
                 options = api.ExtractOptions(concurrency=concurrency, batch=batch)
-                responder = api.benchmark_responder(cfg, mode=prompt, examples=examples, options=options, progress=say)
+                run_cfg = cfg if batch is not None else stack.enter_context(api.with_endpoint(cfg, progress=say))
+                responder = api.benchmark_responder(
+                    run_cfg, mode=prompt, examples=examples, options=options, progress=say
+                )
             result = api.evaluate_extraction(
                 dataset_dir,
                 ontologies=ontology,

@@ -424,7 +424,7 @@ def node_types(ontology: Ontology, vocabulary: TypeVocabulary) -> tuple[dict[str
                     "is_a": parent,
                     "ontology": ontology.id,
                     "class": cls.id,
-                    **({"iri": cls.iri} if cls.iri else {}),
+                    **({"iri": iri} if (iri := _class_iri(cls)) else {}),
                 }
         types[class_id] = name
         return name
@@ -432,3 +432,10 @@ def node_types(ontology: Ontology, vocabulary: TypeVocabulary) -> tuple[dict[str
     for class_id in ontology.classes:
         type_of(class_id)
     return types, declared
+
+
+def _class_iri(cls: OntologyClass) -> str | None:
+    """A class's IRI: its own (OWL), or Wikidata's for a QID (Text2KGBench's Wikidata ontologies)."""
+    if cls.iri:
+        return cls.iri
+    return f"http://www.wikidata.org/entity/{cls.id}" if re.fullmatch(r"Q[1-9]\d*", cls.id) else None

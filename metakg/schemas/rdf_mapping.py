@@ -89,7 +89,8 @@ def wikidata_classes(vocabulary: TypeVocabulary) -> dict[str, list[str]]:
 
 
 def vocabulary_quads(vocabulary: TypeVocabulary, lang: str | None = "en") -> Iterator[Quad]:
-    """The type classes with labels, subclass links and their Wikidata classes."""
+    """The type classes with labels, subclass links, their Wikidata classes and, for a type an ontology's
+    class became, that class (``owl:equivalentClass``)."""
     mapped = wikidata_classes(vocabulary)
     for name, parent in vocabulary.parents.items():
         cls = MKT[name]
@@ -100,6 +101,8 @@ def vocabulary_quads(vocabulary: TypeVocabulary, lang: str | None = "en") -> Ite
         qids = mapped.get(name, [])
         for qid in qids:
             yield cls, SKOS.exactMatch if len(qids) == 1 else SKOS.closeMatch, WD[qid], None
+        if name in vocabulary.iris:  # a type an ontology's class became: that class
+            yield cls, OWL.equivalentClass, URIRef(vocabulary.iris[name]), None
 
 
 def node_quads(nodes: pl.DataFrame, lang: str | None = "en") -> Iterator[Quad]:
@@ -277,6 +280,7 @@ def expected_triple_count(
         named_graphs: True for quad formats, where the same triple in two graphs counts twice.
     """
     vocab = sum(3 if parent is not None else 2 for parent in vocabulary.parents.values()) + len(vocabulary.wikidata)
+    vocab += len(vocabulary.iris)
     relations = 0
     if edges.height:
         named = _relations(edges)

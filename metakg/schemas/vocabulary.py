@@ -55,6 +55,7 @@ class TypeVocabulary:
     wikidata: dict[str, str] = field(default_factory=dict)
     symmetric: frozenset[str] = frozenset()  # relations whose direction means nothing (mirrors collapse)
     prefixes: dict[str, PrefixSpec] = field(default_factory=dict)
+    iris: dict[str, str] = field(default_factory=dict)  # declared types: the IRI of the ontology class each is
 
     @property
     def names(self) -> frozenset[str]:
@@ -80,17 +81,20 @@ class TypeVocabulary:
 
     def with_types(self, declared: Mapping[str, Any]) -> TypeVocabulary:
         """This vocabulary and the types a bundle declares (its manifest's ``types``: name -> ``{"label",
-        "is_a"}``, the classes of an ontology that guided its extraction). A declared type whose parent is
+        "is_a", "iri"}``, the classes of an ontology that guided its extraction). A declared type whose parent is
         unknown goes under ``concept``; the shipped types are never redefined."""
         if not declared:
             return self
         parents = dict(self.parents)
         labels = dict(self.labels)
+        iris = dict(self.iris)
         for name, spec in declared.items():
             if name in self.parents or not isinstance(spec, Mapping):
                 continue
             parents[name] = str(spec.get("is_a") or "concept")
             labels[name] = str(spec.get("label") or name)
+            if isinstance(spec.get("iri"), str) and spec["iri"].startswith(("http://", "https://")):
+                iris[name] = spec["iri"]
         for name in declared:
             seen = {name}
             step = parents.get(name)
@@ -99,7 +103,7 @@ class TypeVocabulary:
                 step = parents[step]
             if name not in self.parents and step is not None:  # an unknown parent, or a cycle of declared ones
                 parents[name] = "concept"
-        return replace(self, parents=parents, labels=labels)
+        return replace(self, parents=parents, labels=labels, iris=iris)
 
     def id_type(self, node_id: str) -> str | None:
         """The type the namespace of ``node_id`` implies (its prefix's ``type``, the prefix in any of its

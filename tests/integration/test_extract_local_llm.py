@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from metakg.extractors.ontology import node_types, read_ontology
 from metakg.llm import local_server
 from metakg.schemas.bundle import read_bundle
+from metakg.schemas.vocabulary import default_vocabulary
 from tests.unit.cli.test_cli import run
 
 pytestmark = pytest.mark.integration
@@ -151,3 +153,38 @@ def test_the_estimate_counts_what_the_run_then_bills_and_a_budget_refuses_before
     assert abs(ran["prompt_tokens"] - estimate["prompt_tokens"]) <= 0.05 * ran["prompt_tokens"], (ran, estimate)
     _, again = run("extract", *source, "--estimate", "--json")
     assert again["calls"] == 0 and again["answered"] == units and again["prompt_tokens"] == 0
+
+
+def test_ontology_guided_extraction_with_the_local_model_is_well_formed_typed_and_scored(
+    local_llm: local_server.LocalServer, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Constrained JSON through llama.cpp's grammar: no reply line refused as unparseable, every triple within
+    the ontology, the nodes typed with its classes (declared in the manifest, so the bundle validates); then
+    the same path scored by eval-extraction, whose figures come from calls that really ran."""
+    use_local(monkeypatch, local_llm, max_tokens=256)
+    bench = data_dir / "text2kgbench" / "wikidata_tekgen"
+    sentences = tmp_path / "movie.jsonl"
+    sentences.write_text("".join((bench / "test" / "ont_1_movie_test.jsonl").read_text().splitlines(True)[:3]))
+    out = tmp_path / "b"
+    _, summary = run(
+        "extract", str(sentences), "-f", "jsonl", "--text-field", "sent", "--id-field", "id",
+        "--ontology", str(bench / "ontologies" / "1_movie_ontology.json"),
+        "--examples", str(bench / "train" / "ont_1_movie_train.jsonl"), "-o", str(out), "--json",
+    )  # fmt: skip
+    assert summary["llm_calls"] == 3 and summary["failed"] == 0 and summary["validation_ok"] is True
+    bundle = read_bundle(out)
+    checks = set(bundle.rejects["check"].to_list())
+    assert not checks & {"unparsed_line", "reply_truncated"}, bundle.rejects.to_dicts()
+    assert not checks & {"unknown_relation", "domain_violation", "range_violation", "unknown_type"}
+    declared = bundle.manifest["types"]
+    assert declared["film"]["is_a"] == "creative_work" and declared["film"]["ontology"] == "ont_1_movie"
+    ontology = read_ontology(bench / "ontologies" / "1_movie_ontology.json")
+    class_types = set(node_types(ontology, default_vocabulary())[0].values())
+    types = set(bundle.nodes["type"].to_list())
+    assert types and "concept" not in types and types <= class_types | {"value"}
+    assert set(bundle.edges["display"].to_list()) <= {r.label for r in ontology.relations}
+
+    _, scored = run("eval-extraction", str(bench), "--ontology", "movie", "--limit", "3", "--json")
+    (row,) = scored["ontologies"]
+    assert (row["sentences"], row["answered"]) == (3, 3) and row["onto_conf"] == 1.0  # held to the schema
+    assert scored["run"]["unparsed_lines"] == 0 and scored["run"]["prompts"] == 3

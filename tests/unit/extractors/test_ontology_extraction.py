@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -196,3 +197,37 @@ def test_a_reply_cut_short_keeps_its_complete_triples() -> None:
     assert [t.predicate for t in parsed.triples] == ["director", "publication date"]
     assert parsed.triples[0].subject_type == "animated film"
     assert parsed.rejects and parsed.rejects[0][1] == "the JSON reply ends here, incomplete"
+
+
+def test_declared_types_survive_writing_merge_resolve_rdf_and_neo4j_labels(tmp_path: Path) -> None:
+    """The types an ontology's classes became travel with the bundle: it validates when written, a merge and
+    a resolve keep them (and validate), the RDF export types nodes with them and ties each to its class, and
+    each is a Neo4j label."""
+    import rdflib
+
+    from metakg import api
+    from metakg.config import load_settings
+    from metakg.loaders.cypher import label_of
+    from metakg.schemas.bundle import read_bundle
+
+    settings = load_settings(paths={"cache_dir": tmp_path / "cache"})
+    result, declared = extract()
+    result.bundle.manifest = {"types": declared}
+    first = tmp_path / "first"
+    assert api.write_validated(first, result.bundle, settings).ok
+    assert read_bundle(first).manifest["types"] == declared
+    second = tmp_path / "second"
+    api.merge([first], second)
+    assert read_bundle(second).manifest["types"] == declared
+    assert api.validate_bundle(second, settings).ok
+    resolved = tmp_path / "resolved"
+    api.resolve([first, second], resolved, settings)
+    assert read_bundle(resolved).manifest["types"] == declared and api.validate_bundle(resolved, settings).ok
+    out = tmp_path / "kg.nt"
+    api.export_rdf(first, out)
+    graph = rdflib.Graph().parse(out, format="nt")
+    mkt = next(str(o) for o in graph.objects(None, rdflib.RDF.type) if str(o).endswith("/animated_film"))
+    assert (rdflib.URIRef(mkt), rdflib.RDFS.subClassOf, rdflib.URIRef(mkt.replace("animated_film", "film"))) in graph
+    film = rdflib.URIRef(mkt.replace("animated_film", "film"))
+    assert (film, rdflib.OWL.equivalentClass, rdflib.URIRef("http://www.wikidata.org/entity/Q11424")) in graph
+    assert {label_of(t) for t in declared} >= {"Film", "AnimatedFilm", "Human"}

@@ -176,3 +176,56 @@ def test_the_command_prints_the_table_and_json_and_writes_the_rows(tmp_path: Pat
     assert "| 1_movie | 1 | 1 | 1.00 |" in text.stdout and "no response file for 11_movie" in text.stderr
     bad = runner.invoke(app, ["eval-extraction", str(root), "--responses", str(root), "--ontology", "x", "--json"])
     assert bad.exit_code == 1 and "no ontology 'x'" in json.loads(bad.stdout.strip().splitlines()[-1])["error"]
+
+
+def test_metakg_s_own_extraction_is_scored_through_a_real_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """eval-extraction without --responses: one prompt per sentence to the endpoint (an HTTP server here,
+    answering from the prompt), the schema sent as the response format, replies checked against the ontology
+    and scored; a rerun comes from the reply cache."""
+    from tests.fault_server import FaultServer
+
+    root = dataset(tmp_path)
+    (root / "train").mkdir()
+    (root / "train" / "ont_1_movie_train.jsonl").write_text(
+        json.dumps({"sent": "Film 9 was directed by Cy Day.", "sub_label": "Film 9", "rel_label": "director",
+                    "obj_label": "Cy Day"}) + "\n"
+    )  # fmt: skip
+
+    def reply(body: dict[str, object]) -> str:
+        asked = str(body["messages"][-1]["content"])  # type: ignore[index]
+        number = asked.split("Film ", 1)[1].split(" ", 1)[0]
+        triples = [{"subject": f"Film {number}", "relation": "director", "object": f"Ann Lee {number}",
+                    "subject_type": "film", "object_type": "human"},
+                   {"subject": "Ann Lee", "relation": "director", "object": "Film", "subject_type": "human",
+                    "object_type": "film"}]  # fmt: skip
+        return json.dumps({"triples": triples if number == "1" else triples[1:]})
+
+    server = FaultServer().start()
+    server.reply_for = reply
+    try:
+        monkeypatch.setenv("METAKG_LLM__BASE_URL", server.url)
+        monkeypatch.setenv("METAKG_LLM__MODEL", "scripted")
+        monkeypatch.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.setenv("METAKG_EXTRACT__EMBEDDINGS", "false")
+        args = ["eval-extraction", str(root), "--ontology", "1_movie", "--json"]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        payload = json.loads(result.stdout.strip().splitlines()[-1])
+        (row,) = payload["ontologies"]
+        # sentence 1: the right triple kept, the reversed one refused at the gate; sentence 2: nothing kept
+        assert (row["answered"], row["precision"], row["recall"], row["onto_conf"]) == (2, 0.5, 0.5, 1.0)
+        assert payload["run"]["prompts"] == 2 and payload["run"]["outside_ontology"] == 2
+        assert payload["run"]["llm_calls"] == 2 and payload["run"]["cache_hits"] == 0
+        sent = server.requests[0]
+        schema = sent["response_format"]
+        schema = schema.get("json_schema", {}).get("schema") or schema.get("schema")
+        assert schema["properties"]["triples"]["items"]["anyOf"][0]["properties"]["relation"] == {"const": "director"}
+        assert "Film 9 was directed by Cy Day." in json.dumps(sent["messages"])  # the worked example
+        again = json.loads(CliRunner().invoke(app, args).stdout.strip().splitlines()[-1])
+        assert again["run"]["cache_hits"] == 2 and len(server.requests) == 2
+        lines = CliRunner().invoke(app, [*args, "--prompt", "untyped", "--no-examples"])
+        assert lines.exit_code == 0 and "response_format" not in server.requests[-1]
+    finally:
+        server.stop()
