@@ -16,18 +16,20 @@ ontology. The authors' Vicuna-13B figures on the same sentences are scored besid
 A 135M-parameter model shows that the pipeline runs and where it fails; it says nothing of what a capable
 endpoint extracts (point ``[llm]`` at one and run ``metakg eval-extraction`` for that).
 
-Run: ``make bench`` or ``python -m benchmarks.bench_extraction_quality [--limit 10] [--ontology movie ...]``.
+Run: ``make bench`` or ``python -m benchmarks.bench_extraction_quality [--limit 10] [--ontology movie ...]
+[--mode json ...]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import WORK, record, settings_and_data
+from benchmarks.common import RESULTS, WORK, record, settings_and_data
 from metakg import api
 from metakg.config import load_settings
 from metakg.llm import local_server
@@ -39,18 +41,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--limit", type=int, default=10, help="test sentences per ontology")
     parser.add_argument("--ontology", action="append", default=[], help="only these ontologies (repeatable)")
-    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--max-tokens", type=int, default=512, help="reply tokens (llm.max_tokens' default)")
+    parser.add_argument("--mode", action="append", choices=MODES, help="only these prompts; the others' figures "
+                        "stay as last recorded")  # fmt: skip
     args = parser.parse_args()
     _settings, data = settings_and_data(" (Text2KGBench)")
     dataset = Path(data) / "text2kgbench" / "wikidata_tekgen"
-    figures: dict[str, Any] = {"dataset": "wikidata_tekgen", "sentences_per_ontology": args.limit}
+    earlier = RESULTS / "extraction_quality.json"
+    kept = json.loads(earlier.read_text()) if args.mode and earlier.is_file() else {}
+    figures: dict[str, Any] = {m: kept[m] for m in MODES if m in kept and m not in args.mode}
+    figures |= {"dataset": "wikidata_tekgen", "sentences_per_ontology": args.limit, "max_tokens": args.max_tokens}
     vicuna = api.evaluate_extraction(
         dataset, ontologies=args.ontology, limit=args.limit, responses=dataset / "baselines/Vicuna-13B/llm_responses"
     )
     figures["vicuna_13b_same_sentences"] = vicuna.average
     with local_server.running() as server:
         figures["model"] = server.model
-        for mode in MODES:
+        for mode in args.mode or MODES:
             cache = WORK / "extraction_quality" / f"cache_{mode}"
             shutil.rmtree(cache, ignore_errors=True)
             settings = load_settings(

@@ -14,6 +14,11 @@ from metakg.schemas.locks import require_folder
 __all__ = ["Counter", "JsonResult", "Progress", "at_least_one", "cache_folder", "output_folder", "quiet"]
 
 
+#: MedCoG's threshold grid for ``calibrate medcog``: the values tried for each of tau_c, tau_f and tau_k (here,
+#: not in the calibration module, so the command line's help reads it without loading the QA engine)
+DEFAULT_GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
 def at_least_one(name: str, value: int | None) -> None:
     """Raises :class:`UsageError` naming ``name`` when ``value`` is given and below 1."""
     if value is not None and value < 1:

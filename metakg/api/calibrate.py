@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from metakg.api._shared import JsonResult, Progress, output_folder
+from metakg.api._shared import DEFAULT_GRID, JsonResult, Progress, output_folder
 from metakg.api.qa import Benchmark, Runs, evaluate_benchmark
 from metakg.api.session import EvalOptions, StoreChoice
 from metakg.config import Settings
@@ -37,8 +37,6 @@ __all__ = [
     "grow_casebank",
     "grow_from_report",
 ]
-
-DEFAULT_GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ class ParseResult:
     triples: list[Triple] = field(default_factory=list)
     rejects: list[tuple[str, str]] = field(default_factory=list)  # (line, reason)
     repaired: int = 0  # two-part lines read as subject + "predicate object" (see _split_predicate)
+    cut: str | None = None  # a JSON reply cut short: what follows its last complete triple
 
 
 def _clean(part: str) -> str:
@@ -130,7 +131,7 @@ def _salvaged(text: str, result: ParseResult) -> bool:
         return False
     rest = text[end:].strip().lstrip(",").strip()
     if rest.rstrip("]} \n"):
-        result.rejects.append((rest, "the JSON reply ends here, incomplete"))
+        result.cut = rest
     return True
 
 
@@ -143,8 +144,8 @@ def parse_reply(reply: str) -> ParseResult:
         return result
     block = _JSON_BLOCK.search(text)
     if (block and text.lstrip().startswith(("[", "{", "```"))) or (block and '"subject"' in text):
-        try:
-            if block and _from_json(json.loads(block.group(1)), result):
+        try:  # strict=False: a raw line break inside a string, as small models write, is no reason to refuse
+            if block and _from_json(json.loads(block.group(1), strict=False), result):
                 return result
         except json.JSONDecodeError:
             if _salvaged(text, result):

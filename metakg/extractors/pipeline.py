@@ -437,7 +437,19 @@ def reply_triples(
         parsed = parse_reply(completion.text)
         repaired += parsed.repaired
         triples = parsed.triples
-        if completion.finish_reason == "length" and triples:
+        if parsed.cut is not None:  # a JSON reply cut short: its complete triples are kept, the rest said
+            cut = completion.finish_reason == "length"
+            rejects.append(
+                _reject(
+                    unit.unit_id,
+                    "reply_truncated" if cut else "unparsed_line",
+                    "the reply was cut at llm.max_tokens after its last complete triple"
+                    if cut
+                    else "the JSON reply ends here, incomplete",
+                    parsed.cut,
+                )
+            )
+        elif completion.finish_reason == "length" and triples:
             last = triples.pop()  # the reply was cut at max_tokens: its last triple may be cut too
             rejects.append(
                 _reject(

@@ -128,8 +128,8 @@ def chunk_prompt(text: str, *, relations: Sequence[str] | None = None) -> Prompt
 
 #: the most triples one constrained reply may hold, and the longest name in it: a small model held to a schema
 #: otherwise repeats itself until max_tokens cuts the JSON
-MAX_TRIPLES = 12
-MAX_NAME_CHARS = 100
+MAX_TRIPLES = 8
+MAX_NAME_CHARS = 80
 
 _ONTOLOGY_SYSTEM = (
     "You extract knowledge-graph triples that follow an ontology: its classes name the kinds of entities, its "
@@ -267,7 +267,7 @@ def ontology_prompt(
         shown = _ONTOLOGY_TEMPLATE.format(text=_data(example.text), cue=cue)
         messages += [Message("user", shown), Message("assistant", _example_reply(ontology, example, structured))]
     messages.append(Message("user", _ONTOLOGY_TEMPLATE.format(text=_data(text), cue=cue)))
-    schema = json.dumps(ontology_schema(ontology), sort_keys=True) if structured else None
+    schema = json.dumps(ontology_schema(ontology)) if structured else None  # its key order is the reply's
     shown_example = json.dumps([example.text, example.triples]) if example is not None else ""
     return Prompt(
         tuple(messages),

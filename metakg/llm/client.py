@@ -105,7 +105,9 @@ def request(
     """Build a :class:`ChatRequest`; a ``json_schema`` implies ``json_mode``. ``tools`` (OpenAI function
     definitions) are offered through function calling where the client uses it; the calls the model makes
     come back in the reply's text as ``{"tool_calls": [{"tool": name, "args": {...}}]}``."""
-    schema = json.dumps(json_schema, sort_keys=True) if json_schema is not None else None
+    # the schema's own key order is kept: a grammar built from it (llama.cpp) generates an object's properties
+    # in that order, and subject, relation, object reads better to a model than the alphabet's order
+    schema = json.dumps(json_schema) if json_schema is not None else None
     offered = json.dumps(list(tools), sort_keys=True) if tools else None
     return ChatRequest(
         tuple(messages), model, temperature, max_tokens, json_mode or schema is not None, schema, offered

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / "metakg"
 
 #: library -> the one module allowed to import it
@@ -131,3 +133,25 @@ def test_a_typed_result_writes_its_fields_in_order_as_json() -> None:
     assert data == {"where": 9, "inner": {"a": 1, "b": "z"}, "k": 2}
     assert list(data) == ["where", "inner", "k"]  # a spread key already written keeps its place
     assert Outer(Path("x"), Inner(1, Path("z")), {}, "n").as_dict()["note"] == "n"
+
+
+def test_the_api_loads_each_stage_on_first_use_and_every_name_resolves() -> None:
+    """The command line loads without the heavy stages (the QA engine, Great Expectations, SciPy, Neo4j's
+    driver): a short command pays only for what it runs. Every public name still resolves."""
+    probe = (
+        "import sys; from metakg.cli.main import app; import typer.main; typer.main.get_group(app); "
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('great_expectations', 'scipy', 'neo4j', 'onnxruntime', 'rdflib', 'openai') or "
+        "m.startswith(('metakg.qa_engine', 'metakg.identity.clusters')))))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert loaded == [], loaded
+    probe = "from metakg import api; api.TextSource; import metakg.api.extract; print(callable(api.extract))"
+    # loading a stage module never hides the stage function of the same name (api.extract)
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "True"
+    from metakg import api
+
+    missing = [name for name in api.__all__ if getattr(api, name, None) is None]
+    assert not missing and set(api.__all__) <= set(dir(api))
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        api.nothing_here  # noqa: B018
