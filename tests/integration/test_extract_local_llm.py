@@ -162,9 +162,17 @@ def test_ontology_guided_extraction_with_the_local_model_is_well_formed_typed_an
     the ontology, the nodes typed with its classes (declared in the manifest, so the bundle validates); then
     the same path scored by eval-extraction, whose figures come from calls that really ran."""
     use_local(monkeypatch, local_llm, max_tokens=512)  # llm.max_tokens' default: room for the schema's 8 triples
-    bench = data_dir / "text2kgbench" / "wikidata_tekgen"
-    sentences = tmp_path / "movie.jsonl"
-    sentences.write_text("".join((bench / "test" / "ont_1_movie_test.jsonl").read_text().splitlines(True)[:2]))
+    source = data_dir / "text2kgbench" / "wikidata_tekgen"
+    bench = tmp_path / "bench"  # the movie ontology, its first 2 test sentences and 30 training lines
+    for folder, name, lines in (
+        ("ontologies", "1_movie_ontology.json", None),
+        ("ground_truth", "ont_1_movie_ground_truth.jsonl", 2),
+        ("train", "ont_1_movie_train.jsonl", 30),
+    ):
+        (bench / folder).mkdir(parents=True)
+        text = (source / folder / name).read_text()
+        (bench / folder / name).write_text(text if lines is None else "".join(text.splitlines(True)[:lines]))
+    sentences = bench / "ground_truth" / "ont_1_movie_ground_truth.jsonl"
     out = tmp_path / "b"
     _, summary = run(
         "extract", str(sentences), "-f", "jsonl", "--text-field", "sent", "--id-field", "id",
@@ -188,3 +196,4 @@ def test_ontology_guided_extraction_with_the_local_model_is_well_formed_typed_an
     (row,) = scored["ontologies"]
     assert (row["sentences"], row["answered"]) == (2, 2) and row["onto_conf"] == 1.0  # held to the schema
     assert scored["run"]["unparsed_lines"] == 0 and scored["run"]["prompts"] == 2
+    assert scored["run"]["cache_hits"] == 2  # the same prompts as the extraction's: no new call
