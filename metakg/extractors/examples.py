@@ -10,7 +10,6 @@ files); the lines of one sentence make one example. Similarity is the cosine of 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ import numpy as np
 
 from metakg.errors import InputDataError
 from metakg.extractors.prompts import Example
+from metakg.extractors.text2kgbench import jsonl_rows
 from metakg.llm.embedder import Embedder
 
 _WORD = re.compile(r"\w+")
@@ -28,21 +28,11 @@ def read_examples(path: Path) -> list[Example]:
     """The examples of a training file (lines without a triple are skipped: they show nothing).
 
     Raises:
-        InputDataError: the file cannot be read, a line is not JSON, or a line has no sentence.
+        InputDataError: the file cannot be read, a line is not a JSON object, or a line has no sentence.
     """
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputDataError(f"{path}: cannot read the examples: {e}") from e
     found: dict[str, list[tuple[str, str, str]]] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputDataError(f"{path}: line {number}: not JSON: {e.msg}") from e
-        text = row.get("sent") or row.get("text") if isinstance(row, dict) else None
+    for number, row in jsonl_rows(path):
+        text = row.get("sent") or row.get("text")
         if not isinstance(text, str) or not text.strip():
             raise InputDataError(f"{path}: line {number}: no 'sent' or 'text'")
         triples = found.setdefault(text.strip(), [])

@@ -274,7 +274,7 @@ def dataset_ontologies(folder: Path, wanted: Iterable[str] = ()) -> list[BenchOn
 def read_sentences(path: Path, limit: int | None = None) -> list[Sentence]:
     """Sentences of a test, train or ground-truth file (gold triples where the file has them)."""
     sentences: list[Sentence] = []
-    for number, row in _jsonl(path):
+    for number, row in jsonl_rows(path):
         try:
             gold = tuple((str(t["sub"]), str(t["rel"]), str(t["obj"])) for t in row.get("triples") or [])
             sentences.append(Sentence(str(row["id"]), str(row["sent"]), gold))
@@ -302,7 +302,7 @@ def read_responses(path: Path) -> dict[str, list[list[str]]]:
     """A response file: ``{"id", "triples": [[s, r, o], ...]}`` per line, or ``{"id", "response"}`` with
     ``relation(subject, object)`` lines, the form the benchmark's prompts ask for."""
     responses: dict[str, list[list[str]]] = {}
-    for number, row in _jsonl(path):
+    for number, row in jsonl_rows(path):
         if "id" not in row:
             raise InputDataError(f"{path}: line {number}: no 'id'")
         triples = row.get("triples")
@@ -322,19 +322,23 @@ def _call_triple(line: str) -> list[str] | None:
     return [subject.strip(), match.group(1).strip().replace("\\_", "_"), obj.strip()]
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSON Lines file with their line numbers (blank lines skipped).
+
+    Raises:
+        InputDataError: the file cannot be read or is not UTF-8, or a line is not a JSON object (named).
+    """
     try:
-        handle = path.open(encoding="utf-8")
-    except OSError as e:
-        raise InputDataError(f"{path}: cannot read: {e.strerror or e}") from e
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputDataError(f"{path}: line {number}: not JSON: {e.msg}") from e
-            if not isinstance(row, dict):
-                raise InputDataError(f"{path}: line {number}: expected a JSON object")
-            yield number, row
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputDataError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from e
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputDataError(f"{path}: line {number}: not JSON: {e.msg}") from e
+        if not isinstance(row, dict):
+            raise InputDataError(f"{path}: line {number}: expected a JSON object")
+        yield number, row

@@ -150,6 +150,9 @@ def test_a_bad_response_file_names_its_line(tmp_path: Path) -> None:
     path.write_text('{"id": "a", "triples": []}\nnot json\n')
     with pytest.raises(InputDataError, match=r"line 2: not JSON"):
         read_responses(path)
+    path.write_bytes(b'{"id": "caf\xe9", "triples": []}\n')  # Latin-1, not UTF-8
+    with pytest.raises(InputDataError, match=r"r\.jsonl: cannot read"):
+        read_responses(path)
 
 
 def test_the_command_prints_the_table_and_json_and_writes_the_rows(tmp_path: Path) -> None:
