@@ -357,10 +357,10 @@ def _guide(
             raise UsageError("--examples shows worked examples of an ontology's relations: give --ontology too.")
         return None
     ontology = ontology or read_ontology(Path(path))  # type: ignore[arg-type]
-    types, _declared = node_types(ontology, default_vocabulary())
+    types, declared = node_types(ontology, default_vocabulary())
     picker = example_picker(read_examples(examples), embedder) if examples is not None else None
     extract = settings.extract
-    return Guide(ontology, extract.structured, picker, extract.conformance, types)
+    return Guide(ontology, extract.structured, picker, extract.conformance, types, declared)
 
 
 def _left(
@@ -681,8 +681,7 @@ def _declared_types(guide: Guide | None) -> dict[str, Any]:
     """The manifest's ``types``: the node types the ontology's classes became that the vocabulary lacks."""
     if guide is None:
         return {}
-    declared = node_types(guide.ontology, default_vocabulary())[1]
-    return {"types": declared} if declared else {}
+    return {"types": guide.declared_types} if guide.declared_types else {}
 
 
 def extracted_dataset(path: Path) -> str | None:

@@ -125,13 +125,15 @@ OnStats = Callable[[RunStats], None]
 class Guide:
     """What guides an ontology-guided extraction: the ontology, constrained JSON replies (``structured``) or
     lines, a worked example per text (``examples``: text -> the most similar training example, or None), how
-    a triple that does not conform is treated (``conformance``), and the node type of each class id."""
+    a triple that does not conform is treated (``conformance``), the node type of each class id, and the types
+    the bundle must declare (:func:`~metakg.extractors.ontology.node_types`)."""
 
     ontology: Ontology
     structured: bool = True
     examples: Callable[[str], Example | None] | None = None
     conformance: Mode = "reject"
     node_types: dict[str, str] = field(default_factory=dict)
+    declared_types: dict[str, dict[str, Any]] = field(default_factory=dict)  # the manifest's ``types``
 
     def prompt(self, text: str) -> Prompt:
         """The prompt for one text."""
