@@ -153,8 +153,9 @@ class ExtractSettings(Section):
     )
     structured: bool = Field(
         default=True,
-        description="With an ontology: ask for JSON held to the ontology's schema where the endpoint can constrain "
-        "its output (llama.cpp grammar, vLLM guided decoding, OpenAI structured outputs); false: lines.",
+        description="Ask for typed triples as JSON held to a schema where the endpoint can constrain its output "
+        "(llama.cpp grammar, vLLM guided decoding, OpenAI structured outputs): the ontology's, or without one the "
+        "vocabulary's types with free relations; false: lines (untyped without an ontology).",
     )
     conformance: Literal["reject", "warn"] = Field(
         default="reject",

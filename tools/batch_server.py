@@ -36,7 +36,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def chat(upstream: str, body: dict[str, Any], timeout: float = 300.0) -> tuple[int, Any]:
-    """One chat completion from ``upstream`` (an OpenAI-compatible ``/v1`` root): status and JSON body."""
+    """One chat completion from ``upstream`` (an OpenAI-compatible ``/v1`` root): status and JSON body. A
+    request held to a JSON schema in OpenAI's form (``response_format`` ``json_schema``, which OpenAI's and
+    vLLM's batch APIs take) goes upstream in the form llama-cpp-python's server reads (``json_object`` with a
+    ``schema``): the model is the local one, the schema the same."""
+    wanted = body.get("response_format") or {}
+    if wanted.get("type") == "json_schema":
+        schema = (wanted.get("json_schema") or {}).get("schema")
+        body = {**body, "response_format": {"type": "json_object", "schema": schema}}
     reply = httpx.post(upstream.rstrip("/") + "/chat/completions", json=body, timeout=timeout)
     try:
         return reply.status_code, reply.json()
@@ -242,6 +249,9 @@ class BatchServer:
                 body = {"model": params["model"], "messages": messages, "max_tokens": params["max_tokens"]}
                 if "temperature" in params:
                     body["temperature"] = params["temperature"]
+                wanted = (params.get("output_config") or {}).get("format") or {}
+                if wanted.get("type") == "json_schema":  # structured output: the same schema, upstream's form
+                    body["response_format"] = {"type": "json_object", "schema": wanted.get("schema")}
                 status, reply = chat(self.upstream, self._upstream_body(body))
                 if status == 200:
                     choice = reply["choices"][0]

@@ -18,7 +18,7 @@ from metakg.api.llm import batch_session, llm_session, run_with, session_model
 from metakg.config import Settings
 from metakg.errors import InputDataError, UsageError
 from metakg.extractors.examples import example_picker, read_examples
-from metakg.extractors.ontology import Ontology, node_types, read_ontology
+from metakg.extractors.ontology import Ontology, node_types, read_ontology, vocabulary_ontology
 from metakg.extractors.pipeline import (
     IMPORTER,
     Guide,
@@ -342,8 +342,10 @@ def _guide(
     ontology: Ontology | None = None,
     examples: Path | None = None,
 ) -> Guide | None:
-    """The ontology guide of a run: ``options.ontology`` or ``extract.ontology`` read and checked (or an
-    ``ontology`` already read), with the worked examples of ``options.examples``; None without an ontology.
+    """The guide of a run: ``options.ontology`` or ``extract.ontology`` read and checked (or an ``ontology``
+    already read), with the worked examples of ``options.examples``. Without an ontology, the vocabulary's
+    types type the entities when ``extract.structured`` (an open guide: relations stay free); None when not
+    (untyped lines).
 
     Raises:
         OntologyError: the ontology cannot be read or is malformed (the message names the element).
@@ -352,14 +354,18 @@ def _guide(
     """
     path = options.ontology or settings.extract.ontology
     examples = examples or options.examples
+    extract = settings.extract
     if ontology is None and path is None:
         if examples is not None:
             raise UsageError("--examples shows worked examples of an ontology's relations: give --ontology too.")
-        return None
+        if not extract.structured:
+            return None
+        vocabulary = vocabulary_ontology(default_vocabulary())
+        types = {name: name for name in vocabulary.classes}
+        return Guide(vocabulary, True, None, extract.conformance, types, {}, tuple(extract.relations or ()))
     ontology = ontology or read_ontology(Path(path))  # type: ignore[arg-type]
     types, declared = node_types(ontology, default_vocabulary())
     picker = example_picker(read_examples(examples), embedder) if examples is not None else None
-    extract = settings.extract
     return Guide(ontology, extract.structured, picker, extract.conformance, types, declared)
 
 
@@ -672,6 +678,8 @@ def _ontology_entry(guide: Guide | None) -> dict[str, Any]:
     """What the source entry records of the ontology that guided a run."""
     if guide is None:
         return {}
+    if guide.open:  # typed by the vocabulary, relations free
+        return {"typed_by": "vocabulary", "structured": True}
     o = guide.ontology
     ontology = {"id": o.id, "source": o.source, "fingerprint": o.fingerprint()}
     return {"ontology": ontology, "structured": guide.structured, "conformance": guide.conformance}

@@ -434,6 +434,28 @@ def node_types(ontology: Ontology, vocabulary: TypeVocabulary) -> tuple[dict[str
     return types, declared
 
 
+#: the id of the ontology :func:`vocabulary_ontology` makes: extraction typed by metakg's own vocabulary
+VOCABULARY_ONTOLOGY = "metakg-vocabulary"
+#: vocabulary types an extracted entity is never given: the root, and the type of extracted values
+_NOT_FOR_ENTITIES = frozenset({"entity", "value"})
+
+
+def vocabulary_ontology(vocabulary: TypeVocabulary) -> Ontology:
+    """metakg's type vocabulary as the classes of an ontology with no relations: what types the entities of an
+    extraction run without an ontology (relations stay free). Class ids are the type names, labels the
+    vocabulary's labels, parents its is-a links (the root ``entity`` left out)."""
+    classes = {
+        name: OntologyClass(
+            name,
+            vocabulary.labels.get(name, name),
+            tuple(p for p in [vocabulary.parents[name]] if p is not None and p not in _NOT_FOR_ENTITIES),
+        )
+        for name in vocabulary.parents
+        if name not in _NOT_FOR_ENTITIES
+    }
+    return Ontology(VOCABULARY_ONTOLOGY, "metakg type vocabulary", classes, (), source="vocabulary")
+
+
 def _class_iri(cls: OntologyClass) -> str | None:
     """A class's IRI: its own (OWL), or Wikidata's for a QID (Text2KGBench's Wikidata ontologies)."""
     if cls.iri:

@@ -28,7 +28,15 @@ from metakg.errors import LLMError
 from metakg.extractors.conformance import Conformed, Mode, conform
 from metakg.extractors.ontology import Ontology
 from metakg.extractors.parsing import Triple, parse_reply
-from metakg.extractors.prompts import Example, Prompt, chunk_prompt, ontology_prompt, qa_item_prompt
+from metakg.extractors.prompts import (
+    Example,
+    Prompt,
+    chunk_prompt,
+    ontology_prompt,
+    qa_item_prompt,
+    typed_chunk_prompt,
+    typed_qa_prompt,
+)
 from metakg.extractors.resolution import LinkTarget, Resolution, resolve_mentions
 from metakg.identity.curation import Curation
 from metakg.identity.names import DEFAULT_LINKS, GROUP_THRESHOLD, LinkRule
@@ -123,10 +131,14 @@ OnStats = Callable[[RunStats], None]
 
 @dataclass(frozen=True)
 class Guide:
-    """What guides an ontology-guided extraction: the ontology, constrained JSON replies (``structured``) or
-    lines, a worked example per text (``examples``: text -> the most similar training example, or None), how
-    a triple that does not conform is treated (``conformance``), the node type of each class id, and the types
-    the bundle must declare (:func:`~metakg.extractors.ontology.node_types`)."""
+    """What guides a typed extraction: the ontology, constrained JSON replies (``structured``) or lines, a
+    worked example per text (``examples``: text -> the most similar training example, or None), how a triple
+    that does not conform is treated (``conformance``), the node type of each class id, and the types the
+    bundle must declare (:func:`~metakg.extractors.ontology.node_types`).
+
+    An ontology with no relations (:func:`~metakg.extractors.ontology.vocabulary_ontology`: extraction without
+    an ontology) is ``open``: relations are free (or one of ``relations``), only the entities are typed, and
+    the prompts are the QA-item and chunk prompts asking for typed JSON."""
 
     ontology: Ontology
     structured: bool = True
@@ -134,11 +146,30 @@ class Guide:
     conformance: Mode = "reject"
     node_types: dict[str, str] = field(default_factory=dict)
     declared_types: dict[str, dict[str, Any]] = field(default_factory=dict)  # the manifest's ``types``
+    relations: tuple[str, ...] = ()  # an open guide's relations (none: any)
+
+    @property
+    def open(self) -> bool:
+        """True when the relations are free: the ontology declares none."""
+        return not self.ontology.relations
 
     def prompt(self, text: str) -> Prompt:
         """The prompt for one text."""
+        if self.open:
+            return typed_chunk_prompt(text, self.ontology, relations=self.relations)
         example = self.examples(text) if self.examples is not None else None
         return ontology_prompt(text, self.ontology, structured=self.structured, example=example)
+
+    def qa_prompt(self, row: dict[str, Any]) -> Prompt:
+        """The prompt for one QA item (a row of :data:`~metakg.ingest.datasets.RECORD_SCHEMA`): under an
+        ontology, its question and answer as one text; open, the QA-item prompt with its options."""
+        answer = row["answer_text"] or row["answer"] or ""
+        if not self.open:
+            return self.prompt(f"{row['question']}\nAnswer: {answer}")
+        options = dict(zip(row["option_labels"] or [], row["option_texts"] or [], strict=True))
+        return typed_qa_prompt(
+            row["question"], options, answer, row["concept"], self.ontology, relations=self.relations
+        )
 
 
 def plan_units(
@@ -149,13 +180,13 @@ def plan_units(
     guide: Guide | None = None,
 ) -> list[Unit]:
     """The units of work of ``records`` (a frame in :data:`~metakg.ingest.datasets.RECORD_SCHEMA`); with
-    ``guide``, each QA item (its question and answer) and each chunk is asked for the ontology's triples."""
+    ``guide``, each QA item and each chunk is asked for typed triples (:meth:`Guide.qa_prompt`,
+    :meth:`Guide.prompt`); without, for ``subject\\predicate\\object`` lines."""
     units: list[Unit] = []
     for row in records.iter_rows(named=True):
         record_id = row["record_id"]
         if guide is not None and row["kind"] == "qa":
-            text = f"{row['question']}\nAnswer: {row['answer_text'] or row['answer'] or ''}"
-            units.append(Unit(record_id, record_id, guide.prompt(text), time=row.get("time")))
+            units.append(Unit(record_id, record_id, guide.qa_prompt(row), time=row.get("time")))
         elif guide is not None:
             for chunk in chunk_text(row["text"] or "", max_chars=chunk_chars):
                 prompt = guide.prompt(chunk.text)
@@ -472,7 +503,9 @@ def reply_triples(
         for t in triples:
             typed: tuple[str | None, str | None, str | None] = (None, None, None)
             predicate = t.predicate
-            if guide is not None:
+            if guide is not None and guide.open:  # free relations: only the types are read
+                typed = (_open_class(guide.ontology, t.subject_type), _open_class(guide.ontology, t.object_type), None)
+            elif guide is not None:
                 checked = conform(t, guide.ontology, guide.conformance)
                 if not isinstance(checked, Conformed):
                     rejects.append(_reject(unit.unit_id, checked.check, checked.reason, _payload(t)))
@@ -483,6 +516,13 @@ def reply_triples(
             origin = (unit.unit_id, completion.model, unit.prompt.template_hash, unit.time)
             rows.append((origin[0], t.subject, predicate, t.object, *origin[1:], *typed))
     return rows, without, repaired, warnings
+
+
+def _open_class(ontology: Ontology, name: str) -> str | None:
+    """The vocabulary type a reply names, None for none, one unknown or the catch-all ``concept``: the node
+    then keeps the run's node type (``extract.node_type``)."""
+    found = ontology.class_named(name) if name.strip() else None
+    return found.id if found is not None and found.id != "concept" else None
 
 
 def _payload(t: Triple) -> str:

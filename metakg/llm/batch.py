@@ -465,7 +465,9 @@ class AnthropicBatches:
 
     @staticmethod
     def params(request: ChatRequest) -> dict[str, Any]:
-        """A request as Anthropic Messages parameters."""
+        """A request as Anthropic Messages parameters; a request held to a JSON schema asks for structured
+        output (``output_config.format``), the schema in the form Anthropic takes (the SDK's
+        ``transform_schema``: the length and item limits it does not enforce become descriptions)."""
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         params: dict[str, Any] = {
             "model": request.model,
@@ -475,6 +477,11 @@ class AnthropicBatches:
         }
         if system:
             params["system"] = system
+        if request.json_schema is not None:
+            from anthropic import transform_schema
+
+            schema = transform_schema(json.loads(request.json_schema))
+            params["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
         return params
 
     async def submit(

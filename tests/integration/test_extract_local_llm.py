@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from metakg.extractors.ontology import node_types, read_ontology
@@ -45,9 +46,8 @@ def _accounted(bundle_dir: Path, units: int) -> None:
 @pytest.mark.parametrize(
     ("fmt", "path", "limit"),
     [
-        ("csqa", "commonsenseqa/csqa_dev_official_schema.jsonl", 8),
-        # the fifth record is the first the small model reads a triple from
-        ("medagents", "medagentsbench/medqa_test_hard.jsonl", 5),
+        ("csqa", "commonsenseqa/csqa_dev_official_schema.jsonl", 4),
+        ("medagents", "medagentsbench/medqa_test_hard.jsonl", 3),
     ],
 )
 def test_extraction_with_the_local_model_validates_and_a_rerun_is_free(
@@ -68,6 +68,13 @@ def test_extraction_with_the_local_model_validates_and_a_rerun_is_free(
     assert first["llm_calls"] == limit and first["failed"] == 0 and first["tokens"] > 0
     assert first["validation_ok"] is True and first["edges"] > 0  # the one-shot prompt gets some triples out
     _accounted(out, limit)
+    # typed JSON by default, held to its schema by the server's grammar: no reply is unreadable (a reply cut at
+    # max_tokens keeps its complete triples), and every node has a type of the vocabulary
+    bundle = read_bundle(out)
+    assert bundle.rejects.filter(pl.col("check") == "unparsed_line").height == 0
+    assert set(bundle.nodes["type"].to_list()) <= default_vocabulary().names
+    (entry,) = [s for s in bundle.manifest["sources"] if s.get("importer") == "extract"]
+    assert entry["typed_by"] == "vocabulary" and entry["structured"] is True
     ledger = [e for e in _ledger(cache_dir) if e["run_id"] == first["run_id"]]
     assert len(ledger) == limit and all(e["prompt_tokens"] > 0 and e["latency_s"] > 0 for e in ledger)
 
@@ -91,15 +98,16 @@ def test_extract_starts_and_stops_the_local_model_when_no_endpoint_is_set(
 def test_an_update_through_the_local_model_asks_only_for_edited_records(
     local_llm: local_server.LocalServer, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """10 records, then 3 removed and 2 edited: 2 LLM calls with an empty cache, and the edges retracted
-    are exactly those the first run's provenance ties only to removed or edited records (some are)."""
-    use_local(monkeypatch, local_llm, max_tokens=128)
-    lines = (data_dir / "commonsenseqa" / "csqa_dev_official_schema.jsonl").read_text().splitlines()[:10]
+    """6 records, then 2 removed and 2 edited: 2 LLM calls with an empty cache, and the edges retracted
+    are exactly those the first run's provenance ties only to removed or edited records (some are). Replies are
+    cut at 72 tokens: a triple or two each is all the update's bookkeeping needs."""
+    use_local(monkeypatch, local_llm, max_tokens=72)
+    lines = (data_dir / "commonsenseqa" / "csqa_dev_official_schema.jsonl").read_text().splitlines()[:6]
     first = tmp_path / "v1.jsonl"
     first.write_text("\n".join(lines) + "\n")
     run("extract", str(first), "-f", "csqa", "-d", "quiz", "-o", str(tmp_path / "b1"), "--json")
     items = [json.loads(line) for line in lines]
-    removed, edited = {items[i]["id"] for i in (1, 4, 8)}, {items[i]["id"] for i in (5, 7)}
+    removed, edited = {items[i]["id"] for i in (1, 4)}, {items[i]["id"] for i in (2, 5)}
     for item in items:
         if item["id"] in edited:
             item["question"]["stem"] = item["question"]["stem"].rstrip("?") + " in a story?"
@@ -111,7 +119,7 @@ def test_an_update_through_the_local_model_asks_only_for_edited_records(
     _, update = run(*args, "--json")
     assert update["llm_calls"] == 2 and update["cache_hits"] == 0
     assert len([e for e in _ledger(cache_dir) if e["run_id"] == update["run_id"]]) == 2
-    assert update["records_changes"] == {"unchanged": 5, "changed": 2, "added": 0, "removed": 3}
+    assert update["records_changes"] == {"unchanged": 2, "changed": 2, "added": 0, "removed": 2}
     before = {r["id"]: set(r["record_ids"]) for r in read_bundle(tmp_path / "b1").edges.iter_rows(named=True)}
     after = {r["id"]: set(r["record_ids"]) for r in read_bundle(tmp_path / "b2").edges.iter_rows(named=True)}
     gone = removed | edited

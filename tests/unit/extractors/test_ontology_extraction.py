@@ -233,3 +233,100 @@ def test_declared_types_survive_writing_merge_resolve_rdf_and_neo4j_labels(tmp_p
     film = rdflib.URIRef(mkt.replace("animated_film", "film"))
     assert (film, rdflib.OWL.equivalentClass, rdflib.URIRef("http://www.wikidata.org/entity/Q11424")) in graph
     assert {label_of(t) for t in declared} >= {"Film", "AnimatedFilm", "Human"}
+
+
+def test_without_an_ontology_the_vocabulary_types_the_entities_and_relations_stay_free() -> None:
+    """The open guide (extraction without an ontology, structured): QA items keep their options in the
+    prompt, the schema draws types from the vocabulary and leaves the relation free (or one of
+    ``extract.relations``), known types type the nodes, and an unknown type or a plain line keeps the default
+    type, never a reject."""
+    from metakg.extractors.ontology import vocabulary_ontology
+
+    vocabulary = vocabulary_ontology(default_vocabulary())
+    assert "entity" not in vocabulary.classes and "value" not in vocabulary.classes
+    assert vocabulary.classes["drug"].parents == ("chemical",) and vocabulary.classes["concept"].parents == ()
+    guide = Guide(vocabulary, True, None, "reject", {n: n for n in vocabulary.classes})
+    assert guide.open
+    item = {k: None for k in RECORD_SCHEMA} | {
+        "record_id": "q1", "kind": "qa", "question": "What treats a fever?", "option_labels": ["A", "B"],
+        "option_texts": ["aspirin", "sand"], "answer": "A", "answer_text": "aspirin",
+    }  # fmt: skip
+    frame = pl.concat([pl.DataFrame([item], schema=RECORD_SCHEMA), text_records("Imatinib treats leukaemia.")])
+    units = plan_units(frame, guide=guide)
+    assert [u.prompt.version for u in units] == ["typed-qa/1", "typed-chunk/1"]
+    assert "A: aspirin\nB: sand" in units[0].prompt.messages[-1].content
+    assert "Core concept" not in units[0].prompt.messages[-1].content  # none given: no line a model could copy
+    schema = json.loads(units[0].prompt.json_schema or "")
+    item_schema = schema["properties"]["triples"]["items"]
+    assert list(item_schema["properties"]) == ["subject", "relation", "object", "subject_type", "object_type"]
+    assert item_schema["properties"]["relation"]["type"] == "string"
+    assert {"drug", "disease", "gene or protein", "concept"} <= set(item_schema["properties"]["subject_type"]["enum"])
+    assert "value" not in item_schema["properties"]["object_type"]["enum"]
+    closed = Guide(vocabulary, True, None, "reject", {}, {}, ("treats",))
+    closed_schema = json.loads(plan_units(frame, guide=closed)[1].prompt.json_schema or "")
+    assert closed_schema["properties"]["triples"]["items"]["properties"]["relation"] == {"enum": ["treats"]}
+    assert units[1].prompt.template_hash != plan_units(frame, guide=closed)[1].prompt.template_hash
+
+    replies = {
+        "fever": json.dumps({"triples": [
+            {"subject": "aspirin", "relation": "treats", "object": "fever", "subject_type": "drug",
+             "object_type": "phenotype or effect"},
+            {"subject": "sand", "relation": "is found on", "object": "beach", "subject_type": "mineral",
+             "object_type": "concept"},
+        ]}),
+        "Imatinib": "imatinib\\treats\\leukaemia",  # a line: no types
+    }  # fmt: skip
+
+    def reply(request: ChatRequest) -> str:
+        return next(v for k, v in replies.items() if k in request.messages[-1].content)
+
+    outcomes, _ = asyncio.run(run_units(units, ScriptedClient(reply)))
+    result = build_bundle(outcomes, "med", run_id="r", guide=guide)
+    nodes = dict(zip(result.bundle.nodes["name"].to_list(), result.bundle.nodes["type"].to_list(), strict=True))
+    assert nodes == {"aspirin": "drug", "fever": "phenotype", "sand": "concept", "beach": "concept",
+                     "imatinib": "concept", "leukaemia": "concept"}  # fmt: skip
+    assert sorted(result.bundle.edges["rel"].to_list()) == ["is_found_on", "treats", "treats"]
+    assert result.bundle.rejects.height == 0 and result.triples == 3
+    _checked, report = validate(result.bundle, default_vocabulary().names)
+    assert report.ok, report
+
+
+def test_resolve_merges_extracted_nodes_of_compatible_types_and_keeps_the_others_apart(tmp_path: Path) -> None:
+    """Two extractions, one typed by an ontology (declared types) and one by the vocabulary: resolving them by
+    name joins the nodes whose types lie on one is-a chain (an animated film and a creative work; a human,
+    declared under person, and a person) and keeps apart those whose types clash (the country Japan and a
+    'Japan' the model called a person)."""
+    from metakg import api
+    from metakg.config import load_settings
+    from metakg.extractors.ontology import vocabulary_ontology
+    from metakg.schemas.bundle import read_bundle
+
+    settings = load_settings(paths={"cache_dir": tmp_path / "cache"})
+    guided, declared = extract()
+    guided.bundle.manifest = {"types": declared}
+    assert api.write_validated(tmp_path / "anime", guided.bundle, settings).ok
+
+    vocabulary = vocabulary_ontology(default_vocabulary())
+    guide = Guide(vocabulary, True, None, "reject", {n: n for n in vocabulary.classes})
+    reply = json.dumps({"triples": [
+        {"subject": "Akira", "relation": "is directed by", "object": "Katsuhiro Otomo", "subject_type": "creative work",
+         "object_type": "person"},
+        {"subject": "Japan", "relation": "appears in", "object": "Ghost in the Shell", "subject_type": "person",
+         "object_type": "creative work"},
+    ]})  # fmt: skip
+    units = plan_units(text_records("Akira, by Katsuhiro Otomo."), guide=guide)
+    outcomes, _ = asyncio.run(run_units(units, ScriptedClient(lambda _request: reply)))
+    typed = build_bundle(outcomes, "films", run_id="r", guide=guide)
+    assert api.write_validated(tmp_path / "films", typed.bundle, settings).ok
+
+    resolved = api.resolve([tmp_path / "anime", tmp_path / "films"], tmp_path / "one", settings, names="exact")
+    nodes = read_bundle(tmp_path / "one").nodes
+    by_name = nodes.group_by("name").agg(pl.col("type")).rows_by_key("name", unique=True)
+    assert len(by_name["Akira"][0]) == 1 and by_name["Akira"][0][0] == "animated_film"  # the most specific kept
+    assert len(by_name["Katsuhiro Otomo"][0]) == 1 and by_name["Katsuhiro Otomo"][0][0] == "human"
+    assert len(by_name["Ghost in the Shell"][0]) == 1  # film and creative work
+    assert sorted(by_name["Japan"][0]) == ["country", "person"]  # two entities: their types clash
+    counts = resolved.counts
+    assert counts.clusters == 3 and counts.nodes == counts.nodes_before - 3
+    assert counts.joined_by_name == 6  # the three pairs, by name: no identifier joins extracted nodes
+    assert api.validate_bundle(tmp_path / "one", settings).ok

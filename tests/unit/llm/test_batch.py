@@ -20,10 +20,12 @@ from metakg.config import BatchSettings, LLMSettings
 from metakg.errors import BatchPending, LLMError
 from metakg.llm.batch import (
     BATCH_DISCOUNT,
+    AnthropicBatches,
     BatchJournal,
     BatchRunner,
     OpenAIBatches,
     backend,
+    openai_line,
 )
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import ChatRequest, Message, request
@@ -385,3 +387,20 @@ def test_an_endpoint_without_a_batches_api_says_so(upstream: FaultServer, tmp_pa
     settings = LLMSettings(base_url=upstream.url, model="m", max_retries=0)  # chat completions only
     with pytest.raises(LLMError, match="has no Files and Batches API"):
         Harness(tmp_path, lambda: OpenAIBatches(settings, "m")).run(_requests(1))
+
+
+def test_a_schema_goes_to_each_provider_in_its_own_form() -> None:
+    """A request held to a JSON schema: OpenAI's and vLLM's batch lines carry it as ``response_format``
+    ``json_schema``, Anthropic's as structured output (``output_config.format``), with the limits Anthropic does
+    not enforce moved into descriptions; a request without one carries neither."""
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 80}}, "required": ["name"],
+              "additionalProperties": False}  # fmt: skip
+    held = request([Message("user", "hi")], model="m", json_schema=schema)
+    body = json.loads(openai_line("u1", held))["body"]
+    assert body["response_format"] == {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+    anthropic = AnthropicBatches.params(held)["output_config"]["format"]
+    assert anthropic["type"] == "json_schema" and anthropic["schema"]["required"] == ["name"]
+    assert "maxLength" not in anthropic["schema"]["properties"]["name"]
+    plain = request([Message("user", "hi")], model="m")
+    assert "output_config" not in AnthropicBatches.params(plain)
+    assert "response_format" not in json.loads(openai_line("u1", plain))["body"]
