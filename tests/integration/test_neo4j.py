@@ -492,3 +492,32 @@ def test_load_keeps_the_phrase_index_of_the_database(
     monkeypatch.setattr(PhraseIndex, "__init__", refuse)
     services = QAServices(store, HashEmbedder(), max_entries=100, cache_dir=tmp_path / "cache")
     assert "aspirin" in [n.lower() for n in services.phrases.find("what does aspirin treat")]
+
+
+def test_an_ontology_typed_extraction_loads_with_its_classes_as_labels(
+    clean_neo4j: Any, neo4j_settings: Neo4jSettings, tmp_path: Path
+) -> None:
+    """A bundle extracted under an ontology (types declared in its manifest) loads into Neo4j: each node has
+    the label of its class (``AnimatedFilm``, ``Human``), a value node ``Value``, and the store reads each
+    node's type back, as the page and the QA engine see it."""
+    from metakg import api
+    from metakg.config import load_settings
+    from tests.unit.extractors.test_ontology_extraction import extract
+
+    base = load_settings()
+    settings = base.model_copy(
+        update={"neo4j": neo4j_settings, "paths": base.paths.model_copy(update={"cache_dir": tmp_path / "cache"})}
+    )
+    result, declared = extract()
+    result.bundle.manifest = {"types": declared}
+    assert api.write_validated(tmp_path / "anime", result.bundle, settings).ok
+    loaded = api.load_neo4j(tmp_path / "anime", settings)
+    assert (loaded.nodes_in_neo4j, loaded.edges_in_neo4j) == (result.bundle.nodes.height, result.bundle.edges.height)
+    db = neo4j_settings.database
+    rows, _, _ = clean_neo4j.execute_query("MATCH (n:Entity) RETURN n.name AS name, labels(n) AS l", database_=db)
+    labels = {r["name"]: set(r["l"]) for r in rows}
+    assert labels["Akira"] == {"Entity", "AnimatedFilm"} and labels["Katsuhiro Otomo"] == {"Entity", "Human"}
+    assert labels["Japan"] == {"Entity", "Country"} and labels["1988"] == {"Entity", "Value"}
+    with api.open_store(settings, neo4j=True) as store:
+        akira = api.resolve_node(store, "Akira")
+        assert akira.type == "animated_film"
