@@ -55,6 +55,7 @@ class Cluster:
     problem: str | None = None
     curated: tuple[str, ...] = ()  # the members a must-link of the identity file joined
     named: tuple[str, ...] = ()  # the members a name scorer joined
+    cut: str | None = None  # a piece of a larger part that was cut (one id per system, types): why
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,7 @@ def id_clusters(
     named_members = {x for pair in named for x in pair}
     unique = set(one_per_entity)
     system = {r: id_system(ids[r]) for rows in by_part.values() for r in rows}
+    form = {r: normalise_curie(ids[r]) or ids[r] for r in system}  # DrugBank:DB00945 is drugbank:DB00945
     clusters = []
     to_split: list[list[int]] = []
     for label, rows in by_part.items():
@@ -222,7 +224,7 @@ def id_clusters(
                 to_split.append(rows)
                 continue
             problem = f"incompatible types: {', '.join(kinds)} cannot be one entity"
-        elif _twice(rows, system, unique):
+        elif _twice(rows, system, form, unique):
             to_split.append(rows)
             continue
         evidence = tuple(k for k in shared.get(label, ()) if not k.startswith("\x00"))
@@ -235,7 +237,9 @@ def id_clusters(
         for node, key in pairs.filter(pl.col("node").is_in(rows_in)).iter_rows():
             keys_of.setdefault(node, []).append(key)
         for rows in to_split:
-            for piece, problem in _split(rows, keys_of, system, unique, ids, types, vocabulary):
+            pieces = _split(rows, keys_of, system, form, unique, ids, types, vocabulary)
+            why = next((p for _piece, p in pieces if p is not None), None) or _cut_reason(rows, system, form, unique)
+            for piece, problem in pieces:
                 members = tuple(sorted(ids[r] for r in piece))
                 evidence = tuple(sorted(_shared(piece, keys_of) if len(piece) > 1 else set()))
                 evidence = tuple(k for k in evidence if not k.startswith("\x00"))
@@ -247,6 +251,7 @@ def id_clusters(
                         problem,
                         tuple(m for m in members if m in curated_members),
                         tuple(m for m in members if m in named_members),
+                        f"cut from {len(rows)} nodes that shared identifiers: {why}" if problem is None else None,
                     )
                 )
     clusters.sort(key=lambda c: (c.problem is not None, c.members))
@@ -260,15 +265,27 @@ def id_system(node_id: str) -> str:
     return spec.name if spec is not None else written
 
 
-def _twice(rows: Sequence[int], system: dict[int, str], unique: set[str]) -> bool:
-    seen: set[str] = set()
+def _twice(rows: Sequence[int], system: dict[int, str], form: dict[int, str], unique: set[str]) -> bool:
+    """Whether ``rows`` hold two different ids of one system of ``unique`` (two writings of one id,
+    ``MONDO:0005027`` and ``mondo:0005027``, are one id)."""
+    seen: dict[str, str] = {}
     for r in rows:
         name = system.get(r, "")
-        if name in unique:
-            if name in seen:
-                return True
-            seen.add(name)
+        if name in unique and seen.setdefault(name, form[r]) != form[r]:
+            return True
     return False
+
+
+def _cut_reason(rows: Sequence[int], system: dict[int, str], form: dict[int, str], unique: set[str]) -> str:
+    """Why a part was cut when no node of it was left alone: the ids of one system it held."""
+    held: dict[str, set[str]] = {}
+    for r in rows:
+        if system.get(r, "") in unique:
+            held.setdefault(system[r], set()).add(form[r])
+    name, found = next(((n, f) for n, f in sorted(held.items()) if len(f) > 1), ("", set()))
+    if not name:
+        return "types that cannot be one entity"
+    return f"one entity has one {name} id ({', '.join(sorted(found))})"
 
 
 def _shared(piece: Sequence[int], keys_of: dict[int, list[str]]) -> set[str]:
@@ -280,6 +297,7 @@ def _split(
     rows: Sequence[int],
     keys_of: dict[int, list[str]],
     system: dict[int, str],
+    form: dict[int, str],
     unique: set[str],
     ids: list[str],
     types: Sequence[str],
@@ -303,7 +321,7 @@ def _split(
             weight[(a, b)] += 1_000_000 if key.startswith(_CURATED) else 1
             via.setdefault((a, b), key)
     root = {r: r for r in rows}
-    systems = {r: ({system[r]} & unique) for r in rows}
+    systems = {r: {system[r]: form[r]} if system[r] in unique else {} for r in rows}  # system -> its one id
     kinds = {r: {types[r]} for r in rows}
 
     def find(r: int) -> int:
@@ -318,12 +336,13 @@ def _split(
         if ra == rb:
             continue
         by_type = not compatible_types(sorted(kinds[ra] | kinds[rb]), vocabulary)
-        if by_type or (w < 1_000_000 and systems[ra] & systems[rb]):
+        conflict = any(systems[rb].get(name, one) != one for name, one in systems[ra].items())
+        if by_type or (w < 1_000_000 and conflict):
             blocked.setdefault(a, (b, via[(a, b)], by_type))
             blocked.setdefault(b, (a, via[(a, b)], by_type))
             continue
         root[rb] = ra
-        systems[ra] |= systems[rb]
+        systems[ra].update(systems[rb])
         kinds[ra] |= kinds[rb]
     pieces: dict[int, list[int]] = {}
     for r in rows:
@@ -341,7 +360,7 @@ def _split(
             reason = f"a {types[alone]} cannot be one entity with a {' and '.join(joined)}"
             clash = next((m for m in pieces[find(other)] if m != other), other)
         else:
-            clash = next(m for m in pieces[find(other)] if system[m] == system[alone])
+            clash = next(m for m in pieces[find(other)] if system[m] == system[alone] and form[m] != form[alone])
             reason = f"one entity has one {system[alone]} id"
         with_other = f", which is one entity with {ids[clash]}," if clash != other else ""
         found.append((piece, f"{KEPT_APART}: it shares {shown} with {ids[other]}{with_other} and {reason}"))

@@ -58,6 +58,7 @@ DECISION_SCHEMA: Mapping[str, pl.DataType] = {
     "evidence": pl.List(pl.String()),  # the identifiers two members hold or more
     "problem": pl.String(),  # why a refused cluster was not merged
     "mode": pl.String(),  # merge | link
+    "cut": pl.String(),  # a cluster cut from a larger connected part (one id per system, types): why
 }
 
 
@@ -144,6 +145,8 @@ def resolve_graph(
     rows = []
     for cluster in found.clusters:
         chosen = canonical_id(cluster, vocabulary, order, curated.preferred) if cluster.problem is None else None
+        if chosen is not None and mode == "merge":  # the merged node has the id in its one form
+            chosen = normalise_curie(chosen) or chosen
         if chosen is not None:
             kind[chosen] = _deepest(cluster.types, vocabulary)
             canonical.update({member: chosen for member in cluster.members})
@@ -161,6 +164,7 @@ def resolve_graph(
                     "evidence": list(cluster.shared),
                     "problem": cluster.problem,
                     "mode": mode,
+                    "cut": cluster.cut,
                 }
             )
     decisions = pl.DataFrame(rows, schema=dict(DECISION_SCHEMA))
@@ -217,15 +221,19 @@ def _merged(
     members = list(canonical)
     if not members:
         return Resolution(nodes, edges, decisions, empty_nodes(), _empty_originals())
-    to = pl.DataFrame({"id": members, "_to": [canonical[m] for m in members]})
+    form = {m: normalise_curie(m) or m for m in members}  # each member's id in its one form
+    to = pl.DataFrame({"id": members, "_to": [canonical[m] for m in members], "_form": [form[m] for m in members]})
     merged_rows = nodes.join(to, on="id", how="inner")
-    # the canonical member's row first: its name, source, description and provenance are the node's
-    ordered = merged_rows.with_columns((pl.col("id") == pl.col("_to")).alias("_first")).sort(
-        ["_to", "_first", "id"], descending=[False, True, False]
-    )
+    # the canonical member's row first (its id as written, or in its one form): its name, source, description
+    # and provenance are the node's; a member id written otherwise than its one form stays as an alias
+    ordered = merged_rows.with_columns(
+        (pl.col("_form") == pl.col("_to")).alias("_first"),
+        (pl.col("id") == pl.col("_to")).alias("_exact"),
+        pl.when(pl.col("_form") != pl.col("id")).then(pl.col("id")).alias("_written"),
+    ).sort(["_to", "_first", "_exact", "id"], descending=[False, True, True, False])
     one = (
         ordered.with_columns(
-            pl.concat_list(pl.col("name"), pl.col("aliases")).alias("_names"),
+            pl.concat_list(pl.col("name"), pl.col("aliases"), pl.col("_written")).alias("_names"),
             pl.concat_list(pl.col("id"), pl.col("xrefs")).alias("_ids"),
         )
         .group_by("_to", maintain_order=True)

@@ -315,3 +315,28 @@ def test_a_pair_about_another_organism_is_never_called(tmp_path: Path) -> None:
     from metakg.identity.evaluate import scored
 
     assert scored(gold, "exact", None).scores.tolist() == [0.0, 1.0, 1.0]
+
+
+def test_an_id_left_on_two_nodes_makes_its_gold_pairs_misses() -> None:
+    """Issue 56, item 0: a graph where ``DrugBank:DB00945`` stayed a node of its own beside the merged
+    ``drugbank:DB00945`` (two writings of one id never joined) does not get a gold pair through that id right:
+    the id ends on two nodes, so the pair is missed, not counted as found."""
+    import polars as pl
+
+    from metakg.identity.evaluate import IdPairs, evaluate_clusters
+    from metakg.schemas.tables import conform_nodes
+
+    nodes = conform_nodes(
+        pl.DataFrame(
+            {"id": ["DrugBank:DB00945", "drugbank:DB00945", "mondo:0005027"],
+             "name": ["aspirin", "aspirin", "epilepsy"], "type": ["drug", "drug", "disease"],
+             "source": ["b", "a", "a"], "xrefs": [[], ["wd:Q18216"], []]}
+        )
+    )  # fmt: skip
+    canonical = {"wd:Q18216": "drugbank:DB00945"}
+    gold = IdPairs("g", ["DrugBank:DB00945", "mondo:0005027"], ["wd:Q18216", "wd:Q18216"], [True, False])
+    score = evaluate_clusters(gold, nodes, canonical)
+    assert score["covered"] == 2 and score["positives"] == 1
+    assert score["recall"] == 0.0 and score["missed_examples"] == [["DrugBank:DB00945", "wd:Q18216"]]
+    joined = nodes.filter(pl.col("id") != "DrugBank:DB00945")  # once the writings are one node: found
+    assert evaluate_clusters(gold, joined, canonical)["recall"] == 1.0

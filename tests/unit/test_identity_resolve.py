@@ -280,3 +280,49 @@ def test_a_cannot_link_keeps_a_name_pair_apart() -> None:
     apart = [("kg:memory_loss", "wd:Q1066")]
     links = name_links(g.nodes, may_be_one(g.nodes, VOCAB), "fuzzy", 0.9, apart=apart)
     assert ("kg:memory_loss", "wd:Q1066") not in {(link.a, link.b) for link in links}
+
+
+def test_two_writings_of_one_id_are_one_entity_in_its_one_form() -> None:
+    """Issue 56, item 0: ids that differ only in how they are written (``DrugBank:DB00945`` and
+    ``drugbank:DB00945``, ``MONDO:0005027`` and ``mondo:0005027``) are one id, not two ids of one system: their
+    nodes join, with a Wikidata item whose xrefs name it; the merged node has the one form, the written form
+    stays an alias, and undoing gives the inputs back."""
+    written = merge_bundles(
+        [
+            Bundle(nodes([("DrugBank:DB00945", "aspirin", "drug", []), ("MONDO:0005027", "epilepsy", "disease", [])],
+                         "mapping"), edges([("DrugBank:DB00945", "treats", "MONDO:0005027")], "mapping")),
+            Bundle(nodes([("drugbank:DB00945", "Aspirin", "drug", []), ("mondo:0005027", "Epilepsy", "disease", [])],
+                         "primekg"), edges([], "primekg")),
+            Bundle(nodes([("wd:Q18216", "acetylsalicylic acid", "drug", ["DRUGBANK:DB00945"])], "wikidata"),
+                   edges([], "wikidata")),
+        ]
+    )  # fmt: skip
+    r = resolve_graph(written.nodes, written.edges, VOCAB)
+    assert r.nodes.height == 2 and set(r.nodes["id"]) == {"drugbank:DB00945", "mondo:0005027"}
+    aspirin = r.nodes.filter(pl.col("id") == "drugbank:DB00945").row(0, named=True)
+    assert aspirin["name"] == "Aspirin"  # the member written in the one form gives the name
+    assert {"aspirin", "acetylsalicylic acid", "DrugBank:DB00945"} <= set(aspirin["aliases"])
+    assert aspirin["xrefs"] == ["wd:Q18216"]
+    assert r.edges.select("src", "dst").row(0) == ("drugbank:DB00945", "mondo:0005027")
+    assert r.decisions["problem"].null_count() == r.decisions.height == 5
+    assert set(r.decisions["canonical"]) == {"drugbank:DB00945", "mondo:0005027"}
+    back = unresolve(r, VOCAB)
+    assert frame_rows(back.nodes) == frame_rows(written.nodes)
+
+
+def test_two_ids_of_one_system_are_still_cut_and_the_cut_is_recorded() -> None:
+    """Two different MONDO ids never become one entity, even through a shared xref; when every piece of the
+    cut part still has two nodes (no node is left alone), the decision table says the part was cut, and why."""
+    g = merge_bundles(
+        [
+            Bundle(nodes([("mondo:0000001", "a", "disease", ["mesh:D1"]),
+                          ("MONDO:0000002", "b", "disease", ["mesh:D1"])], "x"), edges([], "x")),
+            Bundle(nodes([("wd:Q1", "a", "disease", ["mondo:0000001"]), ("wd:Q2", "b", "disease", ["MONDO:0000002"])],
+                         "y"), edges([], "y")),
+        ]
+    )  # fmt: skip
+    r = resolve_graph(g.nodes, g.edges, VOCAB)
+    assert set(r.nodes["id"]) == {"mondo:0000001", "mondo:0000002"}
+    cut = r.decisions.filter(pl.col("cut").is_not_null())
+    assert cut.height == 4 and r.decisions["problem"].null_count() == 4
+    assert "one entity has one mondo id (mondo:0000001, mondo:0000002)" in cut["cut"][0]
