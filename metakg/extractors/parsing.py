@@ -21,6 +21,7 @@ _SEPARATORS = ["\\", "|", "\t", "->", ";", ","]
 _JSON_BLOCK = re.compile(r"(\[.*\]|\{.*\})", re.DOTALL)
 _PROSE_START = re.compile(r"^(here (are|is)|the following|triples?:|sure|note:|i (have|will|can))", re.IGNORECASE)
 MAX_PART_CHARS = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # left in a part after whitespace is folded: never a name
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ def _from_parts(parts: list[str], line: str, result: ParseResult, types: tuple[s
         result.rejects.append((line, "a part is empty"))
     elif any(len(p) > MAX_PART_CHARS for p in cleaned):
         result.rejects.append((line, f"a part is longer than {MAX_PART_CHARS} characters"))
+    elif found := next((m for p in cleaned if (m := _CONTROL.search(p))), None):
+        # a NUL or another control character would make a node id that validation refuses later
+        result.rejects.append((line, f"a part holds the control character U+{ord(found.group(0)):04X}"))
     else:
         result.triples.append(Triple(*cleaned, *(" ".join(t.split()) for t in types)))
 

@@ -296,7 +296,7 @@ def answer_prompt(question: Question, evidence: Sequence[str] | None) -> str:
 _LETTER_PATTERNS = tuple(
     re.compile(p, re.M)
     for p in (
-        r"(?i:answer)\s*(?i:is)?\s*[:\-]?\s*\(?\**([A-Z])\b",
+        r"(?i:answer|choice|option)\s*(?i:is)?\s*[:\-]?\s*[(\[\'\"‘“]?\**([A-Z])\b",
         r"(?i:answer)\s*(?i:is)?\s*[:\-]?\s*\(?([a-z])(?=\s*$|[.):,])",
         r"^\s*\(?\**([A-Za-z])\**\s*[:.)]?\s*$",
         r"^\s*\(?([A-Z])\s*[:.)]",
@@ -332,7 +332,7 @@ def json_values(text: str, opens: str = "{[", *, first: bool = False) -> list[An
 
 def parse_choice(reply: str, question: Question) -> str | None:
     """The chosen letter in ``reply``: ``Answer: B``, ``(B)``, ``B.``, ``the answer is b``, ``option B``,
-    or a reply that names exactly one choice text; None when it cannot be told."""
+    ``The best choice is 'B'.``, or a reply that names exactly one choice text; None when it cannot be told."""
     letters = {letter for letter, _ in question.choices}
     for pattern in _LETTER_PATTERNS:
         for match in pattern.finditer(reply):

@@ -86,3 +86,20 @@ def test_two_part_lines_with_a_copula_are_split_into_predicate_and_object() -> N
     ]
     assert result.repaired == 2
     assert [reason for _, reason in result.rejects] == ["expected 3 parts, found 2"] * 2
+
+
+def test_a_control_character_in_a_reply_rejects_its_line_at_parsing() -> None:
+    """Issue 56, item 12: a NUL (or another control character) inside a reply's triple is rejected with its
+    reason where the reply is read, in lines and in JSON, never passed on as a name that makes a node id
+    validation refuses later; the other triples of the reply are kept."""
+    lines = parse_reply("aspirin\\treats\\fe\x00ver\ndog\\chases\\cat")
+    assert lines.triples == [Triple("dog", "chases", "cat")]
+    assert lines.rejects == [("aspirin\\treats\\fe\x00ver", "a part holds the control character U+0000")]
+    typed = parse_reply('{"triples": [{"subject": "a\\u0000b", "relation": "r", "object": "c"}, '
+                        '{"subject": "x", "relation": "bell\\u0007", "object": "y"}, '
+                        '{"subject": "x", "relation": "r", "object": "y"}]}')  # fmt: skip
+    assert typed.triples == [Triple("x", "r", "y")]
+    assert [reason for _line, reason in typed.rejects] == [
+        "a part holds the control character U+0000",
+        "a part holds the control character U+0007",
+    ]

@@ -46,6 +46,9 @@ MC = Question("Where do cars go?", (("A", "exit ramp"), ("B", "garage"), ("C", "
         ("B", "B"),
         ("B) garage", "B"),
         ("I pick option C please", "C"),
+        ("The best choice is 'B'.", "B"),  # issue 56, item 3: a quoted letter after "choice is"
+        ("The best choice is B.", "B"),
+        ("The best choice is \u201cC\u201d", "C"),
         ("They would park in the garage.", "B"),  # names exactly one choice text
         ("The answer is a car", None),  # "a" is an article, not a letter
         ("A or B", None),
