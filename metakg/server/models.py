@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from metakg import api
 
@@ -77,9 +77,11 @@ class AskRequest(BaseModel):
     choices: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
         default_factory=list, max_length=26, description='Multiple-choice options, each "A: text".'
     )
-    strategy: str | None = Field(default=None, max_length=64, description="A strategy (default: qa.strategy).")
+    strategy: str | None = Field(
+        default=None, min_length=1, max_length=64, description="A strategy (default: qa.strategy)."
+    )
     switches: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=16)
-    use_llm: bool = Field(default=True, description="False: retrieval only (concepts by rules), no LLM call.")
+    use_llm: StrictBool = Field(default=True, description="False: retrieval only (concepts by rules), no LLM call.")
     settings: dict[Annotated[str, Field(max_length=64)], str | int | float | bool] = Field(
         default_factory=dict,
         max_length=32,
@@ -124,7 +126,7 @@ class EvaluationRequest(BaseModel):
     limit: int | None = Field(default=None, ge=1, le=100_000, description="Only the first N questions (after skip).")
     skip: int = Field(default=0, ge=0, le=1_000_000)
     budget: int = Field(default=10, ge=1, le=1000, description="Evidence budget of recall@budget.")
-    use_llm: bool = Field(default=True, description="False: retrieval only, the evidence metrics.")
+    use_llm: StrictBool = Field(default=True, description="False: retrieval only, the evidence metrics.")
 
     @field_validator("format")
     @classmethod
@@ -132,3 +134,16 @@ class EvaluationRequest(BaseModel):
         if value not in api.EVAL_FORMATS:
             raise ValueError(f"unknown format {value!r}; choose one of {', '.join(api.EVAL_FORMATS)}")
         return value
+
+    @model_validator(mode="after")
+    def _known_runs(self) -> EvaluationRequest:
+        """An unknown strategy or ablation is refused with the request (a 422), never queued as a run that
+        fails."""
+        from metakg.errors import UsageError
+        from metakg.qa_engine.evaluate import run_specs
+
+        try:
+            run_specs(self.strategies, self.ablations, api.STRATEGIES)
+        except UsageError as e:
+            raise ValueError(str(e)) from None
+        return self

@@ -115,6 +115,30 @@ def test_a_field_the_request_has_not_is_a_422_naming_it(bundle: Path, path: str,
         assert answer.json()["detail"][0]["loc"] == ["body", field]
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "loc", "words"),
+    [
+        ("/api/ask", {"question": "q?", "use_llm": 0}, ["body", "use_llm"], "valid boolean"),
+        ("/api/ask", {"question": "q?", "use_llm": "false"}, ["body", "use_llm"], "valid boolean"),
+        ("/api/ask", {"question": "q?", "strategy": ""}, ["body", "strategy"], "at least 1 character"),
+        ("/api/evaluations", {"benchmark": "b.json", "format": "pilot", "use_llm": 1}, ["body", "use_llm"],
+         "valid boolean"),
+        ("/api/evaluations", {"benchmark": "b.json", "format": "pilot", "ablations": ["no_such"]}, ["body"],
+         "unknown switch in 'no_such'"),
+    ],
+)  # fmt: skip
+def test_loose_values_are_a_422_not_a_guess(bundle: Path, path: str, body: dict, loc: list[str], words: str) -> None:
+    """Issue 56, item 5: a boolean is a boolean (0, 1, "false" are refused, not read as one), an empty strategy
+    names none, and an unknown ablation is refused with the request instead of queued as a run that fails."""
+    app = create_app(served_settings(allow_writes=True), bundle=bundle)
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        answer = client.post(path, json=body)
+        assert answer.status_code == 422, answer.text
+        detail = answer.json()["detail"][0]
+        assert detail["loc"] == loc and words in detail["msg"], detail
+        assert client.get("/api/evaluations").json() == []  # nothing queued
+
+
 #: the error statuses each route can answer (beyond 422, which FastAPI documents itself)
 ROUTE_ERRORS = {
     ("get", "/api/health"): {400, 401},
