@@ -15,7 +15,7 @@ import polars as pl
 from metakg.api._shared import JsonResult, Progress, cache_folder, quiet
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
-from metakg.errors import NodeNotFound, UsageError
+from metakg.errors import LLMError, NodeNotFound, UsageError
 from metakg.identity.clusters import KEPT_APART, may_be_one
 from metakg.identity.curation import read_curation
 from metakg.identity.evaluate import (
@@ -303,12 +303,18 @@ def _judged(
     with llm_session(settings, progress=progress) as client:
         verdicts = run_with(client, judge_pairs(pairs, client, concurrency=settings.llm.concurrency))
         usage = client.meter.summary()
+    errors = list(dict.fromkeys(v.error for v in verdicts if v.error is not None))
+    if len(errors) and all(v.error is not None for v in verdicts):  # nothing was judged: say so, write nothing
+        raise LLMError(f"the LLM judge answered none of {len(verdicts):,} name pair(s): {errors[0]}")
     joined = []
     for link, verdict in zip(unsure, verdicts, strict=True):
-        report["yes" if verdict.same else "no" if verdict.same is False else "unclear"] += 1
+        if verdict.error is None:
+            report["yes" if verdict.same else "no" if verdict.same is False else "unclear"] += 1
         if verdict.same:
             joined.append(NameLink(link.a, link.b, f"{link.scorer}+judge", link.score))
     report |= {
+        "failed": len(verdicts) - sum(v.error is None for v in verdicts),
+        "errors": errors[:3],
         "llm_calls": usage.llm_calls,
         "cache_hits": usage.cache_hits,
         "tokens": usage.tokens,

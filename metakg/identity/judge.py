@@ -39,6 +39,7 @@ class Verdict:
 
     same: bool | None
     reply: str
+    error: str | None = None  # the call failed after the client's retries: why
 
 
 def judge_messages(a: str, a_type: str, b: str, b_type: str) -> list[Message]:
@@ -64,7 +65,7 @@ async def judge_pairs(
     pairs: Sequence[tuple[str, str, str, str]], client: LLMClient, *, concurrency: int = 4, max_tokens: int = 4
 ) -> list[Verdict]:
     """The judge's verdict on each ``(name a, type a, name b, type b)``, in order; a call that fails after
-    the client's retries gives ``None`` with the error as its reply."""
+    the client's retries gives ``None`` with the error."""
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(pair: tuple[str, str, str, str]) -> Verdict:
@@ -73,7 +74,7 @@ async def judge_pairs(
             try:
                 reply = await client.complete(asked, tag="identity:judge")
             except LLMError as e:
-                return Verdict(None, f"error: {e}")
+                return Verdict(None, "", str(e))
         return Verdict(parse_verdict(reply.text), reply.text)
 
     return list(await asyncio.gather(*(one(p) for p in pairs)))

@@ -43,7 +43,8 @@ def test_judge_pairs_in_order_and_a_failed_call_is_unclear() -> None:
     client = ScriptedClient(script)
     pairs = [("aspirin", "drug", "ASA", "drug"), ("a", "x", "b", "x"), ("boom", "x", "c", "x")]
     verdicts = asyncio.run(judge_pairs(pairs, client))
-    assert [v.same for v in verdicts] == [True, None, None] and verdicts[2].reply.startswith("error:")
+    assert [v.same for v in verdicts] == [True, None, None] and verdicts[2].error == "the endpoint is down"
+    assert verdicts[1].error is None and verdicts[1].reply == "unsure"
     assert len(client.calls) == 3
 
 
@@ -95,3 +96,21 @@ def test_resolve_asks_the_judge_below_the_threshold_only(endpoint: FaultServer, 
     bare = ("resolve", str(left), str(right), "--threshold", "0.5", "-o", str(tmp_path / "x"), "--json")
     _, ignored = run(*bare, code=2)  # a threshold with nothing to apply it to was once dropped silently
     assert "give a name scorer with --names" in ignored["error"] and not (tmp_path / "x").exists()
+
+
+def test_a_judge_that_cannot_be_reached_fails_the_run_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56, item 8: with the LLM unreachable, ``resolve --judge`` is an error naming the endpoint's failure
+    (exit status 1, nothing written), not a run that exits 0 with every pair "unclear"."""
+    left, right = tmp_path / "a", tmp_path / "b"
+    write_bundle(left, Bundle(nodes([("kg:a/asa", "acetylsalicylic acids", "drug", [])], "a"), edges([], "a")))
+    write_bundle(right, Bundle(nodes([("wd:Q18216", "acetylsalicylic acid", "drug", [])], "b"), edges([], "b")))
+    monkeypatch.setenv("METAKG_LLM__BASE_URL", "http://127.0.0.1:9/v1")  # the discard port: nothing listens
+    monkeypatch.setenv("METAKG_LLM__MODEL", "judge")
+    monkeypatch.setenv("METAKG_LLM__MAX_RETRIES", "0")
+    args = ["resolve", str(left), str(right), "--names", "fuzzy", "--threshold", "0.99", "--judge", "--json"]
+    result, failed = run(*args, "-o", str(tmp_path / "one"), code=None)
+    assert result.exit_code != 0 and failed["ok"] is False
+    assert "the LLM judge answered none of 1 name pair(s)" in failed["error"]
+    assert "127.0.0.1:9" in failed["error"] and not (tmp_path / "one").exists()
