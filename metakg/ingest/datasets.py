@@ -470,6 +470,8 @@ def read_dataset(
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown dataset format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+    if path.is_dir():
+        raise InputDataError(f"dataset {path} is a folder: give one file of it (extract reads one file a run).")
     if not path.is_file():
         raise InputDataError(f"dataset file {path} does not exist.")
     records: list[dict[str, Any]] = []

@@ -170,15 +170,16 @@ def write_bundle(
         manifest.setdefault("sources", [])
         (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
 
+    existed = real.is_dir()
     try:
         replace(real, build, keep=keep, expect=expect)
     except (OSError, pl.exceptions.PolarsError) as e:  # polars reports a full disk as a ComputeError
         cause = (e.strerror if isinstance(e, OSError) else None) or str(e)
         if isinstance(e, OSError) and e.errno == errno.EBUSY:  # renaming a mount point
             cause += " (the bundle folder is a mount point, which cannot be replaced: mount the folder above it)"
+        left = "the previous version is unchanged" if existed else "nothing was written"
         raise BundleNotWritten(
-            f"cannot write the bundle at {path}: {cause}; the previous version is unchanged. Check the free space, "
-            "the path and its permissions."
+            f"cannot write the bundle at {path}: {cause}; {left}. Check the free space, the path and its permissions."
         ) from e
     bundle.manifest = manifest
     bundle.token = token_of(real)

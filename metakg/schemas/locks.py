@@ -9,6 +9,7 @@ process ends, however it ends.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import functools
@@ -60,6 +61,9 @@ def exclusive(target: Path, what: str, *, directory: bool = True) -> Iterator[No
         try:
             yield
         finally:
+            if not directory and not target.exists():  # nothing was written (a failed first write): no lock left
+                with contextlib.suppress(OSError):  # unlinked while held, so no waiting writer holds a stale one
+                    lock_path.unlink()
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

@@ -73,6 +73,30 @@ def test_a_rewrite_that_fails_midway_leaves_the_old_version_whole(
     assert beside(path) == []  # the staging folder is gone
 
 
+def test_a_first_write_that_fails_leaves_nothing_and_says_nothing_was_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56, item 11: a write to a new output that fails (a full disk) leaves no bundle, no staging folder
+    and no ``.NAME.lock`` beside it, and does not claim a previous version is unchanged when there was none."""
+    path = tmp_path / "new"
+
+    def full_disk(frame: pl.DataFrame, target: Path) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(bundle_module, "_write_parquet", full_disk)
+    with (
+        pytest.raises(BundleError, match="No space left on device; nothing was written") as failed,
+        writing(path) as real,
+    ):
+        write_bundle(real, small_bundle())
+    assert "previous version" not in str(failed.value)
+    assert sorted(os.listdir(tmp_path)) == []  # once: .new.lock stayed behind
+    monkeypatch.undo()
+    with writing(path) as real:  # the next writer takes the lock as usual, and keeps it beside the bundle
+        write_bundle(real, small_bundle())
+    assert sorted(os.listdir(tmp_path)) == [".new.lock", "new"]
+
+
 def test_a_writer_killed_before_the_swap_leaves_a_staging_folder_the_next_writer_removes(tmp_path: Path) -> None:
     path = tmp_path / "b"
     write_bundle(path, grown(1))
