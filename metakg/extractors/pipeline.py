@@ -103,6 +103,7 @@ class RunStats:
     saved_tokens: int = 0
     cost_usd: float = 0.0
     started: float = field(default_factory=time.perf_counter)
+    notes: list[str] = field(default_factory=list)  # what a batch's results held that no unit asked for
 
     @property
     def tokens(self) -> int:
@@ -286,6 +287,7 @@ async def run_units_batched(
     stats.done = len(units)
     stats.failed = sum(o.status == "failed" for o in outcomes)
     stats.add(runner.meter.summary(stage="extract"))  # not the replies an older batch held for other runs
+    stats.notes.extend(runner.notes)
     if progress is not None:
         progress(stats)
     return outcomes, stats
@@ -595,7 +597,7 @@ _REJECT_COLUMNS = ("stage", "table", "record", "check", "reason", "payload")
 
 def summary(stats: RunStats, result: ExtractionResult, outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """The figures of a run (the ``--json`` summary of ``metakg extract``)."""
-    errors = sorted({o.error for o in outcomes if o.status == "failed" and o.error})
+    errors = sorted({o.error for o in outcomes if o.status == "failed" and o.error}) + stats.notes
     return {
         "units": stats.total,
         "llm_calls": stats.llm_calls,

@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -69,6 +69,7 @@ class Ended:
 
     replies: dict[str, Completion]
     errors: dict[str, str]
+    notes: list[str] = field(default_factory=list)  # results no request of the batch asked for, doubled results
 
 
 @dataclass(frozen=True)
@@ -247,9 +248,15 @@ def chat_completion(body: Any, model: str) -> Completion:
     )
 
 
-def read_openai_output(lines: Iterable[str], model: str, into: Ended, *, where: str) -> None:
+def read_openai_output(
+    lines: Iterable[str], model: str, into: Ended, *, where: str, expected: Collection[str] | None = None
+) -> None:
     """Add the results of an OpenAI batch output or error file (vLLM writes the same) to ``into``: a 200 with a
-    chat completion is a reply, anything else a failure with its reason. ``where`` names the file in reasons."""
+    chat completion is a reply, anything else a failure with its reason. ``where`` names the file in reasons.
+    A result whose ``custom_id`` is not one of ``expected`` (the batch's requests) is never read as a reply
+    (nothing is cached or billed for it), and a second result for one request is not either: both are noted
+    in ``into.notes``, the first result kept."""
+    seen: dict[str, int] = {}
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -262,6 +269,15 @@ def read_openai_output(lines: Iterable[str], model: str, into: Ended, *, where: 
             # a line naming no request cannot be matched; its request stays unanswered and goes again
             into.errors.setdefault(f"?{where}:{number}", f"{where} line {number} is not a batch result ({e})")
             continue
+        if expected is not None and custom_id not in expected:
+            into.notes.append(f"{where} line {number}: custom_id {custom_id[:80]!r} is no request of this batch; "
+                              "its result is ignored")  # fmt: skip
+            continue
+        if custom_id in seen:
+            into.notes.append(f"{where} line {number}: a second result for custom_id {custom_id[:80]!r} (the "
+                              f"first is line {seen[custom_id]}); the first is kept")  # fmt: skip
+            continue
+        seen[custom_id] = number
         error = line.get("error")
         response = line.get("response") or {}
         status = response.get("status_code") if isinstance(response, dict) else None
@@ -417,7 +433,9 @@ class OpenAIBatches:
             for file_id, where in ((found.output_file_id, "output"), (found.error_file_id, "error file")):
                 if file_id:
                     content = await sdk.files.content(file_id)
-                    read_openai_output(content.text.splitlines(), self._model, ended, where=where)
+                    read_openai_output(
+                        content.text.splitlines(), self._model, ended, where=where, expected=batch.custom_ids
+                    )
         except Exception as e:
             raise self._error(f"collecting batch {batch.batch_id}", e) from e
         for custom_id in batch.custom_ids:
@@ -509,6 +527,10 @@ class AnthropicBatches:
         try:
             async for entry in await self._sdk().messages.batches.results(batch.batch_id):
                 result = entry.result
+                if entry.custom_id not in batch.custom_ids or entry.custom_id in ended.replies:
+                    ended.notes.append(f"message batch {batch.batch_id}: a result for custom_id "
+                                       f"{entry.custom_id[:80]!r} no request of the batch awaits; ignored")  # fmt: skip
+                    continue
                 if result.type == "succeeded":
                     message = result.message
                     text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
@@ -576,7 +598,7 @@ class VLLMFiles:
         result = Path(batch.info["output"])
         try:
             with result.open(encoding="utf-8", errors="replace") as fh:
-                read_openai_output(fh, self._model, ended, where=result.name)
+                read_openai_output(fh, self._model, ended, where=result.name, expected=batch.custom_ids)
         except OSError as e:
             raise LLMError(f"cannot read the vLLM result file {result} ({e}).") from e
         for custom_id in batch.custom_ids:
@@ -639,6 +661,7 @@ class BatchRunner:
         self.poll_s = poll_s
         self.wait = wait
         self._say = progress or (lambda _s: None)
+        self.notes: list[str] = []  # what the collected results held that no request asked for, said once
         self.submitted: list[str] = []  # the batches this run sent
         self._requests: dict[str, ChatRequest] = {}  # the requests to send, by key
         self._tags: dict[str, str] = {}  # the first tag of each request to send
@@ -667,6 +690,9 @@ class BatchRunner:
                 )
             await asyncio.sleep(self.poll_s)
         ended = await self.backend.collect(batch)
+        for note in ended.notes:
+            self._say(note)
+        self.notes.extend(ended.notes)
         latency = time.perf_counter() - started
         for request_key, completion in ended.replies.items():
             self._store(request_key, completion, latency, batch.info.get("model", ""))

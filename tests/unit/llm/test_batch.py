@@ -84,6 +84,8 @@ class Harness:
             wait=wait,
         )
 
+        self.runner = runner  # its notes are read after the run
+
         async def body() -> Any:
             try:
                 return await runner.run(tagged)
@@ -277,6 +279,33 @@ def test_a_vllm_result_file_with_a_bad_line_fails_its_request_which_a_retry_send
     with pytest.raises(BatchPending):  # with a retry allowed, it goes out again in a batch of its own
         harness.run(tagged, retries=1)
     assert len(list((tmp_path / "batches").glob("vllm-*.input.jsonl"))) == 2
+
+
+def test_a_vllm_result_file_with_strange_ids_caches_and_bills_only_the_batch_s_requests(
+    upstream: FaultServer, tmp_path: Path
+) -> None:
+    """Issue 56, item 9: results whose ``custom_id`` no request of the batch has (a path, an empty one) are
+    neither cached nor billed, and a second result for one request does not replace the first; both are said."""
+    harness = Harness(tmp_path, lambda: backend("vllm", LLMSettings(), BatchSettings(), "m"))
+    tagged = _requests(2)
+    with pytest.raises(BatchPending):
+        harness.run(tagged, retries=0)
+    source = next((tmp_path / "batches").glob("vllm-*.input.jsonl"))
+    target = source.with_name(source.name.replace(".input.", ".output."))
+    run_batch(source, target, upstream.url)
+    first, second = target.read_text().splitlines()
+    stranger, empty, doubled = json.loads(first), json.loads(first), json.loads(second)
+    stranger["custom_id"], empty["custom_id"] = "../../etc/passwd", ""
+    doubled["response"]["body"]["choices"][0]["message"]["content"] = "a second, later reply"
+    target.write_text("\n".join([first, second, json.dumps(stranger), json.dumps(empty), json.dumps(doubled)]))
+    answers, meter = harness.run(tagged, retries=0)
+    assert [a.completion.text for a in answers] == ["reply to question 0", "reply to question 1"]
+    assert len(meter.records) == 2  # the two requests, billed once each
+    notes = harness.runner.notes
+    assert sum("is no request of this batch" in n for n in notes) == 2 and "'../../etc/passwd'" in notes[0]
+    assert any("a second result for custom_id" in n and "the first is kept" in n for n in notes)
+    answers, meter = harness.run(tagged, retries=0)  # again: from the cache, nothing from the strangers
+    assert [a.completion.text for a in answers] == ["reply to question 0", "reply to question 1"]
 
 
 def test_extract_batch_end_to_end_from_the_command_line(
