@@ -47,6 +47,26 @@ class Curation:
         return not (self.must_link or self.cannot_link or self.preferred or self.add_aliases or self.remove_aliases)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML itself keeps the last silently: a
+    section written twice would lose the first one's entries)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _value in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"{key!r} is given twice (lines {seen[key]} and {line}): merge the two",
+                    key_node.start_mark,
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def _id(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InputDataError(f"{where}: a node id is text, got {value!r}.")
@@ -80,6 +100,9 @@ def _names(entries: Any, key: str, origin: str) -> dict[str, list[str]]:
         where = f"{origin}: aliases.{key} of {node!r}"
         if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
             raise InputDataError(f"{where} must be a list of names.")
+        bad = next((n for n in names if any(ord(c) < 32 or ord(c) == 127 for c in n)), None)
+        if bad is not None:  # a NUL or a line break in a name would reach the bundle and the stores
+            raise InputDataError(f"{where}: the name {bad!r} holds a control character (a NUL, a line break).")
         found.setdefault(_id(node, where), []).extend(n.strip() for n in names)
     return found
 
@@ -92,7 +115,7 @@ def read_curation(path: Path) -> Curation:
     """
     origin = str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # safe: no objects
     except (OSError, UnicodeDecodeError) as e:
         raise InputDataError(f"cannot read the identity file {origin}: {e}.") from e
     except yaml.YAMLError as e:

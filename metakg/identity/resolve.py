@@ -18,6 +18,7 @@ from typing import Literal
 import polars as pl
 
 from metakg.config import ONE_PER_ENTITY
+from metakg.errors import InputDataError
 from metakg.identity.clusters import MAX_CLUSTER, Cluster, effective_types, id_clusters, id_system
 from metakg.identity.curation import Curation, apply_aliases, check_known
 from metakg.identity.names import NameLink
@@ -144,6 +145,12 @@ def resolve_graph(
     kind: dict[str, str] = {}  # canonical id -> the cluster's type
     rows = []
     for cluster in found.clusters:
+        twice = sorted(set(curated.preferred) & set(cluster.members))
+        if len(twice) > 1 and cluster.problem is None:
+            raise InputDataError(
+                f"{curated.origin}: preferred names {' and '.join(twice)}, which are one entity (one cluster): "
+                "prefer one of them."
+            )
         chosen = canonical_id(cluster, vocabulary, order, curated.preferred) if cluster.problem is None else None
         if chosen is not None and mode == "merge":  # the merged node has the id in its one form
             chosen = normalise_curie(chosen) or chosen

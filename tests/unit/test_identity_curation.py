@@ -85,6 +85,14 @@ def test_aliases_are_added_and_removed_on_the_node_the_id_became_and_survive_a_s
             "must_link:\n  - [wd:Q1, wd:Q2]\n  - [wd:Q2, wd:Q3]\ncannot_link:\n  - [wd:Q3, wd:Q1]\n",
             r"cannot_link entry 1 \(wd:Q3, wd:Q1\) contradicts must_link",
         ),
+        # issue 56, item 6: a section given twice once kept the last silently (a cannot-link was lost)
+        (
+            "cannot_link:\n  - [wd:Q1, wd:Q2]\npreferred: [wd:Q1]\ncannot_link:\n  - [wd:Q3, wd:Q4]\n",
+            r"'cannot_link' is given twice \(lines 1 and 4\)",
+        ),
+        ("aliases:\n  add: {wd:Q1: [a], wd:Q1: [b]}\n", r"'wd:Q1' is given twice"),
+        ('aliases:\n  add: {wd:Q1: ["bad\\0name"]}\n', "holds a control character"),
+        ('aliases:\n  add: {wd:Q1: ["two\\nlines"]}\n', "holds a control character"),
     ],
 )
 def test_a_malformed_or_contradictory_identity_file_is_refused_naming_the_entry(
@@ -93,6 +101,14 @@ def test_a_malformed_or_contradictory_identity_file_is_refused_naming_the_entry(
     with pytest.raises(InputDataError, match=says) as refused:
         read_curation(curation_file(tmp_path, text))
     assert "identity.yaml" in str(refused.value)
+
+
+def test_two_preferred_ids_of_one_cluster_are_refused_naming_both(tmp_path: Path) -> None:
+    """Issue 56, item 6: two preferred ids of one entity cannot both be its id (the first was kept silently)."""
+    g = graph()
+    curated = read_curation(curation_file(tmp_path, "preferred: [wd:Q11081, mondo:0004975]\n"))
+    with pytest.raises(InputDataError, match="preferred names mondo:0004975 and wd:Q11081, which are one entity"):
+        resolve_graph(g.nodes, g.edges, VOCAB, curation=curated)
 
 
 def test_an_identity_file_naming_unknown_ids_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
