@@ -26,7 +26,7 @@ import shlex
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -122,6 +122,14 @@ CREATE TABLE IF NOT EXISTS batches (
 );
 CREATE TABLE IF NOT EXISTS batch_items (batch_id TEXT NOT NULL, custom_id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS batch_items_by_batch ON batch_items (batch_id);
+CREATE TABLE IF NOT EXISTS failures (
+    provider TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    custom_id TEXT NOT NULL,
+    tries INTEGER NOT NULL,
+    error TEXT NOT NULL,
+    PRIMARY KEY (provider, scope, custom_id)
+);
 """
 
 
@@ -189,6 +197,36 @@ class BatchJournal:
         """Mark a batch collected (or ``lost``, with why): it is not looked at again."""
         with self._writing() as db:
             db.execute("UPDATE batches SET state = ?, note = ? WHERE id = ?", (state, note, batch_id))
+
+    def record_failures(self, provider: str, scope: str, errors: Mapping[str, str]) -> None:
+        """Count one more failed batch for each request of ``errors`` (its custom id -> why), keeping the
+        latest reason: the retry bound holds across the runs of one attempt (a vLLM run stops at every batch it
+        writes, and the next run goes on), until a run ends and reports the failures."""
+        if not errors:
+            return
+        with self._writing() as db:
+            db.executemany(
+                "INSERT INTO failures (provider, scope, custom_id, tries, error) VALUES (?, ?, ?, 1, ?) "
+                "ON CONFLICT (provider, scope, custom_id) DO UPDATE SET tries = tries + 1, error = excluded.error",
+                [(provider, scope, key, why[:300]) for key, why in errors.items()],
+            )
+
+    def clear_failures(self, provider: str, scope: str, keys: Iterable[str]) -> None:
+        """Forget the failed batches of ``keys``: a run ended and reported them (a later run tries afresh)."""
+        with self._writing() as db:
+            db.executemany(
+                "DELETE FROM failures WHERE provider = ? AND scope = ? AND custom_id = ?",
+                [(provider, scope, key) for key in keys],
+            )
+
+    def failures(self, provider: str, scope: str, keys: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """The requests of ``keys`` that earlier batches failed: how many batches, and the latest reason."""
+        wanted = set(keys)
+        with self._writing() as db:
+            rows = db.execute(
+                "SELECT custom_id, tries, error FROM failures WHERE provider = ? AND scope = ?", (provider, scope)
+            ).fetchall()
+        return {key: (tries, error) for key, tries, error in rows if key in wanted}
 
     def states(self) -> dict[str, str]:
         """Every batch id and its state (for reports and tests)."""
@@ -741,8 +779,10 @@ class BatchRunner:
                 hits[key] = hit
             else:
                 self._requests[key], self._tags[key] = request, tag
-        errors: dict[str, str] = {}
-        tries = dict.fromkeys(self._requests, 0)  # the batches each request went out in
+        provider, scope = self.backend.provider, self.backend.scope
+        past = self.journal.failures(provider, scope, self._requests)  # batches of earlier runs that failed them
+        errors: dict[str, str] = {key: why for key, (_n, why) in past.items()}
+        tries = {key: past[key][0] if key in past else 0 for key in self._requests}  # the batches each went out in
         started = time.perf_counter()
         for earlier in self.journal.open(self.backend.provider, self.backend.scope):
             held = set(earlier.custom_ids) & tries.keys()
@@ -757,7 +797,9 @@ class BatchRunner:
                 continue
             for key in held:
                 tries[key] += 1
-            errors.update({k: v for k, v in ended.errors.items() if k in held})
+            failed = {k: v for k, v in ended.errors.items() if k in held and k not in self._fresh}
+            errors.update(failed)
+            self.journal.record_failures(provider, scope, failed)
         while True:
             left = [(k, r) for k, r in self._requests.items() if k not in self._fresh and tries[k] <= self.retries]
             if not left:
@@ -774,8 +816,12 @@ class BatchRunner:
                 tries[key] += 1
             self._say(f"submitted batch {batch_id} of {len(left)} requests")
             ended = await self._finish(submitted, time.perf_counter())
-            errors.update({k: v for k, v in ended.errors.items() if k in tries})
-        return self._answers(tagged, hits, errors, tries)
+            failed = {k: v for k, v in ended.errors.items() if k in tries and k not in self._fresh}
+            errors.update(failed)
+            self.journal.record_failures(provider, scope, failed)
+        answers = self._answers(tagged, hits, errors, tries)
+        self.journal.clear_failures(provider, scope, self._requests)  # reported: a new run starts a new attempt
+        return answers
 
     def _answers(
         self,

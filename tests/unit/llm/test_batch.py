@@ -308,6 +308,32 @@ def test_a_vllm_result_file_with_strange_ids_caches_and_bills_only_the_batch_s_r
     assert [a.completion.text for a in answers] == ["reply to question 0", "reply to question 1"]
 
 
+def test_a_vllm_request_that_always_fails_ends_failed_after_the_retries_across_runs(tmp_path: Path) -> None:
+    """Issue 56, item 1: a vLLM run stops at each batch it writes, so the retry bound must hold across runs:
+    with ``retries=1`` a request whose result is an error every time goes out in two request files, then the
+    next run ends with it failed (the reason kept) instead of writing a third, a fourth... A later run, after
+    the failure was reported, is a new attempt."""
+    harness = Harness(tmp_path, lambda: backend("vllm", LLMSettings(), BatchSettings(), "m"))
+    tagged = _requests(1)
+
+    def fail_newest() -> None:
+        source = sorted((tmp_path / "batches").glob("vllm-*.input.jsonl"), key=lambda f: f.stat().st_mtime)[-1]
+        target = source.with_name(source.name.replace(".input.", ".output."))
+        lines = [json.loads(line) for line in source.read_text().splitlines()]
+        target.write_text("".join(json.dumps({"custom_id": line["custom_id"], "error": None, "response": {
+            "status_code": 500, "body": {"error": {"message": "boom"}}}}) + "\n" for line in lines))  # fmt: skip
+
+    for _ in range(2):
+        with pytest.raises(BatchPending):
+            harness.run(tagged, retries=1)
+        fail_newest()
+    answers, _ = harness.run(tagged, retries=1)
+    assert answers[0].completion is None and "status 500" in answers[0].error and "boom" in answers[0].error
+    assert len(list((tmp_path / "batches").glob("vllm-*.input.jsonl"))) == 2
+    with pytest.raises(BatchPending):  # reported: the next run tries afresh
+        harness.run(tagged, retries=1)
+
+
 def test_extract_batch_end_to_end_from_the_command_line(
     server: BatchServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
