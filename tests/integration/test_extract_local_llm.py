@@ -47,7 +47,7 @@ def _accounted(bundle_dir: Path, units: int) -> None:
     ("fmt", "path", "limit"),
     [
         ("csqa", "commonsenseqa/csqa_dev_official_schema.jsonl", 4),
-        ("medagents", "medagentsbench/medqa_test_hard.jsonl", 3),
+        ("medagents", "medagentsbench/medqa_test_hard.jsonl", 2),
     ],
 )
 def test_extraction_with_the_local_model_validates_and_a_rerun_is_free(
@@ -135,14 +135,14 @@ def test_an_update_through_the_local_model_asks_only_for_edited_records(
 def test_the_estimate_counts_what_the_run_then_bills_and_a_budget_refuses_before_any_call(
     local_llm: local_server.LocalServer, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    use_local(monkeypatch, local_llm, max_tokens=64)
-    units = 6
+    use_local(monkeypatch, local_llm, max_tokens=32)  # the replies need not be useful, only counted
+    units = 3
     cache_dir = Path(os.environ["METAKG_PATHS__CACHE_DIR"])
     source = [str(data_dir / "commonsenseqa/csqa_dev_official_schema.jsonl"), "-f", "csqa", "--limit", str(units)]
     out = tmp_path / "b"
     _, estimate = run("extract", *source, "--estimate", "--json")
     assert estimate["units"] == estimate["calls"] == units and estimate["answered"] == 0
-    assert estimate["tokenizer"] == "the endpoint's tokenizer" and estimate["max_completion_tokens"] == units * 64
+    assert estimate["tokenizer"] == "the endpoint's tokenizer" and estimate["max_completion_tokens"] == units * 32
     assert estimate["list_usd_min"] is None  # no price for the local model
     assert not out.exists() and not _ledger(cache_dir)  # nothing sent, nothing written
 

@@ -330,3 +330,26 @@ def test_resolve_merges_extracted_nodes_of_compatible_types_and_keeps_the_others
     assert counts.clusters == 3 and counts.nodes == counts.nodes_before - 3
     assert counts.joined_by_name == 6  # the three pairs, by name: no identifier joins extracted nodes
     assert api.validate_bundle(tmp_path / "one", settings).ok
+
+
+def test_a_served_typed_bundle_gives_each_node_its_class_as_the_page_shows_it(tmp_path: Path) -> None:
+    """`metakg serve` over an ontology-typed extraction: the node record the page shows (``GET /api/nodes``,
+    drawn as key-values when a node is clicked) gives the class's type, and the served graph validates with its
+    declared types."""
+    from fastapi.testclient import TestClient
+
+    from metakg import api
+    from metakg.config import load_settings
+    from metakg.server.app import create_app
+
+    settings = load_settings(paths={"cache_dir": tmp_path / "cache"})
+    result, declared = extract()
+    result.bundle.manifest = {"types": declared}
+    assert api.write_validated(tmp_path / "anime", result.bundle, settings).ok
+    app = create_app(settings, bundle=tmp_path / "anime")
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        akira = client.get("/api/nodes/kg:anime/akira")
+        assert akira.status_code == 200 and akira.json()["type"] == "animated_film", akira.text
+        assert client.get("/api/nodes/kg:anime/value/1988").json()["type"] == "value"
+        graph = client.get("/api/graph").json()
+        assert graph["counts"]["nodes"] == result.bundle.nodes.height and graph["validation"]["ok"], graph
