@@ -120,20 +120,23 @@ clean:
 	rm -rf out benchmarks/.work .pytest_cache .mypy_cache .ruff_cache
 
 # A local Neo4j 5 Community server from the Maven Central jars (tools/neo4j_server.py), left running on
-# 127.0.0.1:7687 with authentication off: metakg's default Neo4j settings reach it.
+# 127.0.0.1:7687 (NEO4J_PORT) with authentication off: metakg's default Neo4j settings reach it. Each port has
+# its own data folder, so `make neo4j-up NEO4J_PORT=7688` runs a second server beside the first.
 .PHONY: neo4j-up neo4j-down
+NEO4J_PORT ?= 7687
 neo4j-up: install
-	$(PY) tools/neo4j_server.py up
+	$(PY) tools/neo4j_server.py up --port $(NEO4J_PORT)
 
 neo4j-down:
-	$(PY) tools/neo4j_server.py down
+	$(PY) tools/neo4j_server.py down --port $(NEO4J_PORT)
 
 # A local SPARQL endpoint (Debian's Virtuoso) loaded with Wikidata data derived from the data directory's
 # wikidata/ folder (METAKG_PATHS__DATA_DIR),
-# left running at http://127.0.0.1:8890/sparql (tools/sparql_server.py).
+# left running at http://127.0.0.1:8890/sparql (SPARQL_PORT; each port its own folder) (tools/sparql_server.py).
 .PHONY: sparql-up sparql-down
+SPARQL_PORT ?= 8890
 sparql-up: install
-	$(PY) tools/sparql_server.py up --port 8890
+	$(PY) tools/sparql_server.py up --port $(SPARQL_PORT)
 
 sparql-down:
-	$(PY) tools/sparql_server.py down
+	$(PY) tools/sparql_server.py down --port $(SPARQL_PORT)

@@ -2,8 +2,14 @@
 
     python tools/neo4j_server.py up [--port 7687] [--home .neo4j/data]   # start in the background
     METAKG_NEO4J_PASSWORD=... python tools/neo4j_server.py up           # the same, with authentication on
-    python tools/neo4j_server.py down                                   # stop it
-    python tools/neo4j_server.py status
+    python tools/neo4j_server.py down [--port 7687]                     # stop it
+    python tools/neo4j_server.py status [--port 7687]
+    python tools/neo4j_server.py import [--port 7687] -- --nodes=... --relationships=... neo4j
+        # neo4j-admin database import full into that server's home (stopped: `down` first), from the same
+        # jars: this setup has no neo4j-admin executable; give the arguments `metakg export neo4j-admin` prints
+
+Each port has its own data folder (``.neo4j/data`` for 7687, ``.neo4j/data-PORT`` otherwise) and pid file, so
+two servers can run at once.
 
 The jars are resolved by Maven into ~/.m2 (tools/neo4j/pom.xml); a 30-line Java launcher
 (tools/neo4j/src/MetakgNeo4j.java) starts the database with the Bolt connector on 127.0.0.1 and
@@ -205,12 +211,22 @@ def admin_import(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument("action", choices=["up", "down", "status", "import"])
     parser.add_argument("--port", type=int, default=7687)
-    parser.add_argument("--home", type=Path, default=STATE / "data")
+    parser.add_argument("--home", type=Path, default=None, help="default: .neo4j/data (.neo4j/data-PORT)")
     parser.add_argument("--heap", default="2g")
+    parser.add_argument("arguments", nargs="*", help="import: the arguments of neo4j-admin database import full")
     args = parser.parse_args()
-    pid_file = STATE / "server.pid"
+    if args.home is None:
+        args.home = STATE / ("data" if args.port == 7687 else f"data-{args.port}")
+    pid_file = STATE / ("server.pid" if args.port == 7687 else f"server-{args.port}.pid")
+    if args.action == "import":
+        if pid_file.exists():
+            print("the server is running: stop it first (`make neo4j-down`), import, then start it", file=sys.stderr)
+            sys.exit(1)
+        done = admin_import(args.home, list(args.arguments))
+        print(done.stdout + done.stderr, end="")
+        sys.exit(done.returncode)
     if args.action == "up":
         if pid_file.exists():
             print(f"already running (pid {pid_file.read_text().strip()}); `make neo4j-down` first", file=sys.stderr)

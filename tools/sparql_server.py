@@ -5,7 +5,7 @@ child process, waits for the HTTP endpoint and allows SPARQL Update for the anon
 edit the data through the endpoint). ``load`` bulk-loads N-Triples/Turtle files into a named graph with
 ``isql-vt``. The endpoint is ``http://127.0.0.1:<http_port>/sparql``.
 
-Usage: ``python tools/sparql_server.py up [--port 8890]`` (loads the Wikidata test data) / ``down``.
+Usage: ``python tools/sparql_server.py up [--port 8890]`` (loads the Wikidata test data) / ``down [--port 8890]``.
 """
 
 from __future__ import annotations
@@ -191,22 +191,30 @@ def _shared_wikidata() -> Path:
     )
 
 
+def state_dir(http_port: int) -> Path:
+    """The folder of the endpoint on ``http_port``: ``.sparql`` for 8890, ``.sparql-PORT`` otherwise (two
+    endpoints can run at once)."""
+    return STATE_DIR if http_port == 8890 else STATE_DIR.with_name(f".sparql-{http_port}")
+
+
 def up(http_port: int) -> None:
-    """Start a server in .sparql/ with the Wikidata test data and leave it running (`make sparql-up`)."""
-    if (STATE_DIR / "pid").exists():
-        print(f"already running (pid {(STATE_DIR / 'pid').read_text().strip()}); `make sparql-down` stops it")
+    """Start a server in :func:`state_dir` with the Wikidata test data and leave it running (`make sparql-up`)."""
+    state = state_dir(http_port)
+    if (state / "pid").exists():
+        print(f"already running (pid {(state / 'pid').read_text().strip()}); `make sparql-down` stops it")
         return
-    shutil.rmtree(STATE_DIR, ignore_errors=True)
+    shutil.rmtree(state, ignore_errors=True)
     source = _shared_wikidata()
-    server = start(STATE_DIR, http_port, data_dirs=(source,))
-    for path in write_test_rdf(source, STATE_DIR, questions=True):
+    server = start(state, http_port, data_dirs=(source,))
+    for path in write_test_rdf(source, state, questions=True):
         load(server, path)
-    (STATE_DIR / "pid").write_text(str(server.process.pid))
+    (state / "pid").write_text(str(server.process.pid))
     print(f"SPARQL endpoint at {server.endpoint} (Virtuoso pid {server.process.pid}); `make sparql-down` stops it")
 
 
-def down() -> None:
-    pid_file = STATE_DIR / "pid"
+def down(http_port: int) -> None:
+    """Stop the server on ``http_port`` (`make sparql-down`)."""
+    pid_file = state_dir(http_port) / "pid"
     if not pid_file.exists():
         print("not running")
         return
@@ -223,6 +231,6 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=8890)
     args = parser.parse_args()
     try:
-        up(args.port) if args.command == "up" else down()
+        up(args.port) if args.command == "up" else down(args.port)
     except SparqlServerError as e:
         raise SystemExit(f"error: {e}") from None

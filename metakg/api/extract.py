@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,20 +222,41 @@ class ExtractEstimate(JsonResult):
     list_usd_max: float | None
     batch_usd_min: float | None
     batch_usd_max: float | None
+    input_rejects: int = 0  # records the run would refuse (an unreadable time, no text), none of them asked
 
 
 #: a text's tokens by an endpoint's tokenizer (None: the endpoint has none)
 Counter = Callable[[list[str]], Awaitable[list[int] | None]]
 
 
-async def _prompt_tokens(counter: Counter | None, requests: Sequence[ChatRequest]) -> tuple[int, str]:
+#: how many distinct texts one call of a tokenizer counts before the progress line moves on
+COUNT_BLOCK = 256
+
+
+async def _prompt_tokens(
+    counter: Counter | None, requests: Sequence[ChatRequest], progress: Progress | None = None
+) -> tuple[int, str]:
     """The prompt tokens of ``requests``: each message by the endpoint's tokenizer plus the template's tokens,
-    or, where the endpoint has no tokenizer, a quarter of the characters (said so)."""
+    or, where the endpoint has no tokenizer, a quarter of the characters (said so). A text that several
+    prompts share (the system message, the worked example) is counted once; the count goes in blocks of
+    :data:`COUNT_BLOCK` texts, each block said on ``progress``."""
     texts = [m.content for r in requests for m in r.messages]
-    counts = await counter(texts) if counter is not None and texts else None
     template = sum(len(r.messages) * PER_MESSAGE_TOKENS + REPLY_TOKENS for r in requests)
-    if counts is not None:
-        return sum(counts) + template, "the endpoint's tokenizer"
+    distinct = list(dict.fromkeys(texts))
+    counted: dict[str, int] | None = {} if counter is not None and distinct else None
+    for start in range(0, len(distinct), COUNT_BLOCK):
+        if counter is None or counted is None:
+            break
+        block = distinct[start : start + COUNT_BLOCK]
+        counts = await counter(block)
+        if counts is None:  # the endpoint has no tokenizer
+            counted = None
+            break
+        counted.update(zip(block, counts, strict=True))
+        if progress is not None and len(distinct) > COUNT_BLOCK:
+            progress(f"counting prompt tokens: {min(start + COUNT_BLOCK, len(distinct)):,}/{len(distinct):,} texts")
+    if counted is not None:
+        return sum(counted[t] for t in texts) + template, "the endpoint's tokenizer"
     return sum(-(-len(t) // 4) for t in texts) + template, "characters / 4 (the endpoint has no tokenizer)"
 
 
@@ -246,13 +268,14 @@ async def _preview(
     model: str,
     cached: Callable[[ChatRequest], bool],
     counter: Counter | None,
+    progress: Progress | None = None,
 ) -> ExtractEstimate:
     """The estimate of sending ``units`` to ``model``: those ``cached`` cost nothing, the others' prompts are
     counted by ``counter``."""
     llm = settings.llm
     requests = [unit_request(u, model, temperature=llm.temperature, max_tokens=llm.max_tokens) for u in units]
     fresh = [r for r in requests if not cached(r)]
-    tokens, tokenizer = await _prompt_tokens(counter, fresh)
+    tokens, tokenizer = await _prompt_tokens(counter, fresh, progress)
     most = len(fresh) * llm.max_tokens
     priced = model in llm.prices_per_mtok
     low = price(llm.prices_per_mtok, model, tokens, 0) if priced else None
@@ -288,13 +311,15 @@ def _estimate_with(
         with batch_session(settings, options.batch, progress=progress) as runner:
             counting = _batch_counter(settings, options.batch)
             preview = _preview(
-                units, settings, answered, model=settings.llm.model, cached=runner.cached, counter=counting
-            )
+                units, settings, answered, model=settings.llm.model, cached=runner.cached, counter=counting,
+                progress=progress,
+            )  # fmt: skip
             return run_with(runner, preview)
     with llm_session(settings, progress=progress) as client:
         preview = _preview(
-            units, settings, answered, model=client.model, cached=client.cached, counter=client.count_tokens
-        )
+            units, settings, answered, model=client.model, cached=client.cached, counter=client.count_tokens,
+            progress=progress,
+        )  # fmt: skip
         return run_with(client, preview)
 
 
@@ -320,7 +345,9 @@ def estimate_extraction(
     stored = _earlier_run(options.update, source.dataset)[1] if options.update is not None else None
     model = settings.llm.model if options.batch is not None else session_model(settings)
     _keys, kept, ask = _left(units, model, settings, stored)
-    return _estimate_with(ask, settings, options, len(kept), progress)
+    (progress or quiet)(f"planning {len(ask):,} prompts ({data.rejects.height:,} records refused)")
+    estimate = _estimate_with(ask, settings, options, len(kept), progress)
+    return dataclasses.replace(estimate, input_rejects=data.rejects.height)
 
 
 def _embedder(settings: Settings, progress: Progress | None) -> Embedder | None:
@@ -450,6 +477,7 @@ def _ask(
     session_settings = settings.model_copy(update={"llm": llm})
     with llm_session(session_settings, run_id=run_id, progress=progress) as client:
         keys, kept, ask = _left(units, client.model, session_settings, stored)
+        _priced_for_budget(options, client.model, llm.prices_per_mtok)
         if options.budget_usd is not None and client.model in llm.prices_per_mtok:
             previewing = _preview(
                 ask, session_settings, len(kept), model=client.model, cached=client.cached, counter=client.count_tokens
@@ -479,6 +507,20 @@ def _merged(kept: dict[int, Outcome], asked: Sequence[Outcome], total: int) -> l
     """Every unit's outcome in unit order: those an update kept, the others as asked."""
     answers = iter(asked)
     return [kept[i] if i in kept else next(answers) for i in range(total)]
+
+
+def _priced_for_budget(options: ExtractOptions, model: str, prices: Mapping[str, Any]) -> None:
+    """Refuse a budget for a model without a price: it could not be kept (every call would cost 0).
+
+    Raises:
+        UsageError: ``--budget-usd`` with a model ``llm.prices_per_mtok`` does not price.
+    """
+    if options.budget_usd is not None and model not in prices:
+        raise UsageError(
+            f"--budget-usd {options.budget_usd:g}: the model {model!r} has no price in llm.prices_per_mtok, so "
+            "no call would count against the budget; give its price (USD per million prompt and completion "
+            "tokens), or run without --budget-usd. Nothing was sent."
+        )
 
 
 def _within_budget(preview: ExtractEstimate, budget: float, bound: str) -> None:
@@ -521,6 +563,7 @@ def _ask_batch(
     say = progress or quiet
     llm = settings.llm
     keys, kept, ask = _left(units, llm.model, settings, stored)
+    _priced_for_budget(options, llm.model, llm.prices_per_mtok)
     with batch_session(settings, options.batch, run_id=run_id, wait=options.wait, progress=progress) as runner:
         if options.budget_usd is not None and llm.model in llm.prices_per_mtok:
             counting = _batch_counter(settings, options.batch)

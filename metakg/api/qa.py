@@ -306,6 +306,14 @@ class Runs:
     ablations: Sequence[str] = ()
     registry: StrategyRegistry | None = None
 
+    def check(self) -> None:
+        """Refuse an unknown strategy, or an ablation no chosen strategy offers, before anything runs.
+
+        Raises:
+            UsageError: naming the strategy or the switch.
+        """
+        run_specs(self.strategies, self.ablations, self.registry or STRATEGIES)
+
 
 @locked("out_dir", "the evaluation folder")
 def evaluate_benchmark(

@@ -240,6 +240,12 @@ def _estimate_lines(preview: api.ExtractEstimate) -> str:
         f"list price {usd(preview.list_usd_min, preview.list_usd_max)}; "
         f"batch price {usd(preview.batch_usd_min, preview.batch_usd_max)} (prompts only, to every reply at "
         f"llm.max_tokens)"
+        + (
+            f"\n{preview.input_rejects} records would be refused before any prompt (an unreadable time, no "
+            "text): the run lists them in the bundle's rejects"
+            if preview.input_rejects
+            else ""
+        )
     )
 
 

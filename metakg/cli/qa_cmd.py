@@ -55,11 +55,18 @@ def print_answer(question: api.Question, answer: api.Answer) -> None:
         out.print(f"  [dim]{escape(line)}[/]", highlight=False)
     u = answer.usage
     out.print(
-        f"[dim]{answer.strategy}: {u.llm_calls} LLM calls, {u.tokens} tokens, retrieval {u.retrieval_ms:.0f} ms, "
+        f"[dim]{answer.strategy}: {_calls(u.llm_calls, u.cache_hits)}, {u.tokens} tokens, "
+        f"retrieval {u.retrieval_ms:.0f} ms, "
         + (f"model load {u.setup_ms:.0f} ms, " if u.setup_ms >= 1 else "")
         + f"total {u.total_ms:.0f} ms[/]",
         highlight=False,
     )
+
+
+def _calls(calls: int, cached: int) -> str:
+    """``2 LLM calls``, ``2 LLM calls (2 from the cache)``, ``1 LLM call``."""
+    said = f"{calls} LLM call{'s' if calls != 1 else ''}"
+    return f"{said} ({cached} from the cache)" if cached else said
 
 
 def ask(

@@ -427,6 +427,13 @@ class Neo4jStore(ClosingStore):
         if self._embedder is None:
             raise StoreError("embedding search needs an embedder to embed the query; configure the embedder.")
         if cypher.VECTOR_INDEX not in self._indexes():
+            if self._run(cypher.ANY_EMBEDDING):  # the vectors are there (neo4j-admin import): the index is not
+                raise StoreError(
+                    "this database's nodes have name embeddings but no vector index over them (a neo4j-admin "
+                    "import writes no indexes): load the bundle once, which builds the indexes and rewrites "
+                    "nothing else.",
+                    cli_fix="metakg load neo4j BUNDLE",
+                )
             raise StoreError(
                 "this database has no name embeddings: embed the bundle, then load it again.",
                 cli_fix="metakg embed BUNDLE && metakg load neo4j BUNDLE",

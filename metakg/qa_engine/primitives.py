@@ -112,7 +112,7 @@ def parse_concepts(reply: str, limit: int, question: str = "") -> list[str]:
 
 
 async def extract_concepts(question: Question, ctx: QAContext, client: LLMClient | None) -> tuple[list[str], str]:
-    """Concepts of the question's stem and how they were found (``llm``, ``rules``, ``rules (llm gave none)``).
+    """Concepts of the question's stem and how they were found (``llm``, ``rules``, ``rules, the LLM giving none``).
 
     The graph's own names found in the stem (phrase matcher) come first either way: they are grounded by
     construction, and the LLM's paraphrases of them ("the writer of No God") ground worse. The LLM's
@@ -124,7 +124,7 @@ async def extract_concepts(question: Question, ctx: QAContext, client: LLMClient
     reply = await ask_llm(client, ctx, CONCEPT_PROMPT.format(question=question.text.strip()), 96, "qa:concepts")
     concepts = grounded(parse_concepts(reply.text, ctx.settings.max_concepts, question.text), question.text)
     if not concepts:
-        return concepts_by_rules(question, ctx), "rules (llm gave none)"
+        return concepts_by_rules(question, ctx), "rules, the LLM giving none"
     return _unique(ctx.services.phrases.find(question.text) + concepts, ctx.settings.max_concepts), "llm"
 
 

@@ -186,7 +186,7 @@ class RetrieveThenAnswer(Strategy[S]):
             return []
         starts = [f"{s['name']} ({s['score']})" for s in trace.get("start_entities", [])]
         return [
-            f"concepts ({trace['concept_method']}): {', '.join(trace['concepts']) or '-'}",
+            f"concepts, by {trace['concept_method']}: {', '.join(trace['concepts']) or '-'}",
             f"start entities: {', '.join(starts) or '-'}",
         ]
 

@@ -26,6 +26,9 @@ PREFIXES = MappingProxyType(_PREFIXES)
 
 #: A CURIE: a registered-looking prefix, a colon, a local part without whitespace or control characters.
 CURIE_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*:[^\s\x00-\x1f\x7f]+$"
+#: A node id, as validation accepts it: a CURIE whose local part also holds none of the characters an IRI may
+#: not hold raw (``"<>{}|\^```: ``ncbigene:97"9"6`` is no id; metakg's own slugs escape them)
+NODE_ID_PATTERN = r'^[A-Za-z][A-Za-z0-9_.-]*:[^\s\x00-\x1f\x7f"<>{}|\\^`]+$'
 _CURIE_RE = re.compile(CURIE_PATTERN)
 _PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from metakg.schemas.curie import CURIE_PATTERN
+from metakg.schemas.curie import NODE_ID_PATTERN
 from metakg.schemas.tables import RELATION_PATTERN
 
 
@@ -36,7 +36,7 @@ def _node_suite(gx: Any, types: Iterable[str]) -> list[tuple[str, Any]]:
     return [
         ("nodes.table_not_empty", e.ExpectTableRowCountToBeBetween(min_value=1)),
         ("nodes.id_not_null", e.ExpectColumnValuesToNotBeNull(column="id")),
-        ("nodes.id_curie", e.ExpectColumnValuesToMatchRegex(column="id", regex=CURIE_PATTERN)),
+        ("nodes.id_curie", e.ExpectColumnValuesToMatchRegex(column="id", regex=NODE_ID_PATTERN)),
         ("nodes.id_unique", e.ExpectColumnValuesToBeUnique(column="id")),
         ("nodes.name_not_empty", e.ExpectColumnValueLengthsToBeBetween(column="name", min_value=1)),
         ("nodes.name_not_empty", e.ExpectColumnValuesToNotBeNull(column="name")),

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from metakg.schemas.bundle import Bundle
-from metakg.schemas.curie import CURIE_PATTERN
+from metakg.schemas.curie import CURIE_PATTERN, NODE_ID_PATTERN
 from metakg.schemas.expectations import ExpectationOutcome, run_suites
 from metakg.schemas.tables import RELATION_PATTERN, conform_rejects
 
@@ -35,6 +35,7 @@ CHECKS: dict[str, str] = {
     "nodes.xrefs_curie": "an xref is null or not a CURIE (prefix:local)",
     "nodes.id_unique": "duplicate node id (an earlier row with this id was kept)",
     "edges.id_not_null": "edge id is null or empty",
+    "edges.id_format": "edge id holds whitespace or a control character",
     "edges.endpoints_not_null": "edge src or dst is null or empty",
     "edges.relation_format": "relation is not snake_case word characters",
     "edges.confidence_in_range": "confidence is null or outside [0, 1]",
@@ -159,7 +160,7 @@ def check_nodes(nodes: pl.DataFrame, types: Iterable[str]) -> pl.DataFrame:
         frame,
         [
             ("nodes.id_not_null", _blank("id")),
-            ("nodes.id_curie", ~pl.col("id").str.contains(CURIE_PATTERN)),
+            ("nodes.id_curie", ~pl.col("id").str.contains(NODE_ID_PATTERN)),
             ("nodes.name_not_empty", _blank("name")),
             ("nodes.type_in_vocabulary", ~pl.col("type").is_in(type_list)),
             ("nodes.aliases_not_empty", _any_item(pl.col("aliases"), pl.element().str.strip_chars() == "")),
@@ -177,6 +178,7 @@ def check_edges(edges: pl.DataFrame, node_ids: pl.Series, symmetric: Iterable[st
         frame,
         [
             ("edges.id_not_null", _blank("id")),
+            ("edges.id_format", pl.col("id").str.contains(r"[\s\x00-\x1f\x7f]")),  # bit rot, a hand-made id
             ("edges.endpoints_not_null", _blank("src") | _blank("dst")),
             ("edges.relation_format", ~pl.col("rel").str.contains(RELATION_PATTERN)),
             (

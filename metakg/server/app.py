@@ -55,6 +55,10 @@ def key_matches(given: str | None, key: str) -> bool:
     return not key or hmac.compare_digest((given or "").encode(), key.encode())
 
 
+#: the challenge of a 401: the key goes in the X-API-Key header (without one, MCP clients guess OAuth)
+CHALLENGE = {"WWW-Authenticate": 'APIKey realm="metakg", header="X-API-Key"'}
+
+
 def with_key(app: Any, key: str) -> Any:
     """An ASGI app that answers 401 to any HTTP request whose ``X-API-Key`` header is not ``key``."""
 
@@ -63,7 +67,9 @@ def with_key(app: Any, key: str) -> Any:
             headers = dict(scope.get("headers") or [])
             given = headers.get(b"x-api-key", b"").decode("latin-1")
             if not key_matches(given, key):
-                await JSONResponse(status_code=401, content={"error": KEY_REQUIRED})(scope, receive, send)
+                await JSONResponse(status_code=401, content={"error": KEY_REQUIRED}, headers=CHALLENGE)(
+                    scope, receive, send
+                )
                 return
         await app(scope, receive, send)
 
@@ -179,7 +185,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         if request.url.path == "/":  # the page itself holds no data; it asks for the key, then sends it
             return
         if not key_matches(x_api_key, key):
-            raise HTTPException(status_code=401, detail=KEY_REQUIRED)
+            raise HTTPException(status_code=401, detail=KEY_REQUIRED, headers=CHALLENGE)
 
     app = FastAPI(
         title="metakg",

@@ -81,7 +81,8 @@ def build(settings: Settings, served: ServedGraph) -> Any:
     from mcp.types import ToolAnnotations
 
     strategies = {d.name: d.summary for d in api.describe_strategies()}
-    listed = "; ".join(f"{name}: {summary}" for name, summary in strategies.items())
+    listed = "; ".join(f"{name}: {summary.rstrip('.')}" for name, summary in strategies.items())
+    open_world = "robodata" in strategies
     server = _ToolList()
     reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -165,10 +166,11 @@ def build(settings: Settings, served: ServedGraph) -> Any:
         title="Ask the graph",
         description="Answer a question with evidence from the graph: the answer (text, and the chosen letter for "
         "a multiple-choice question), its evidence (paths and triples whose node and edge ids exist in the "
-        "graph), the strategy's trace and what it cost (LLM calls, tokens). Strategies: " + listed + ". "
+        "graph), the strategy's trace and what it cost (LLM calls, tokens). Strategies: " + listed.rstrip(".") + ". "
         "use_llm false retrieves the evidence only (concepts by rules, no LLM call); the answer is then "
         "marked failed with that reason, and the evidence is what it found.",
-        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False),
+        # a strategy that reads a service beyond the graph (RoboData asks Wikidata) makes the tool open-world
+        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=open_world),
     )
     @_told
     async def ask(
@@ -209,20 +211,41 @@ class _ToolList:
     def tool(self, **described: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """A decorator: ``fn`` as a tool (``described``: its title, description and annotations)."""
         from mcp.server.mcpserver.tools import Tool
-        from pydantic import ConfigDict
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            made = Tool.from_function(fn, **described)
+            made = _concise(Tool.from_function(fn, **described))
             loose = made.fn_metadata.arg_model
-            strict: Any = type(
-                loose.__name__, (loose,), {"model_config": ConfigDict(**loose.model_config, extra="forbid")}
-            )
+            strict: Any = type(loose.__name__, (loose,), {"model_config": {**loose.model_config, "extra": "forbid"}})
             made.fn_metadata.arg_model = strict  # read on each call
             made.parameters = strict.model_json_schema(by_alias=True)  # says additionalProperties: false
             self.tools.append(made)
             return fn
 
         return register
+
+
+def _concise(tool: Any) -> Any:
+    """``tool`` answering a bad argument with one line per argument, naming it and its bound (``k: Input
+    should be less than or equal to 20``), as the HTTP API's 422 does, instead of pydantic's whole report with
+    its links."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
+
+    class Concise(type(tool)):  # type: ignore[misc]
+        async def run(self, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await super().run(arguments, *args, **kwargs)
+            except ToolError as e:
+                cause = e.__cause__
+                if not isinstance(cause, ValidationError):
+                    raise
+                said = "; ".join(
+                    f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+                    for error in cause.errors(include_url=False)
+                )
+                raise ToolError(f"bad arguments for {self.name}: {said}") from None
+
+    return Concise.model_construct(**{name: getattr(tool, name) for name in type(tool).model_fields})
 
 
 def run_stdio(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:

@@ -140,10 +140,9 @@ class EvaluationRequest(BaseModel):
         """An unknown strategy or ablation is refused with the request (a 422), never queued as a run that
         fails."""
         from metakg.errors import UsageError
-        from metakg.qa_engine.evaluate import run_specs
 
         try:
-            run_specs(self.strategies, self.ablations, api.STRATEGIES)
+            api.Runs(self.strategies, self.ablations).check()
         except UsageError as e:
             raise ValueError(str(e)) from None
         return self

@@ -114,6 +114,8 @@ def test_the_sdk_client_over_streamable_http_with_the_api_key(tmp_path: Path, an
         else:
             raise AssertionError(log.read_text())
         assert without_key.status_code == 401
+        # issue 56, item 15: the challenge says where the key goes (without one, Inspector guesses OAuth)
+        assert without_key.headers["www-authenticate"] == 'APIKey realm="metakg", header="X-API-Key"'
 
         async def session() -> dict[str, Any]:
             keyed = create_mcp_http_client(headers={"X-API-Key": "mcp-key-123"})
@@ -149,6 +151,7 @@ def test_the_tools_tell_an_agent_what_they_take_and_that_they_only_read(tmp_path
                 "misspelt": await client.call_tool(
                     "ask", {"question": "What does aspirin treat?", "use_llm": False, "stratgy": "kg_rag"}
                 ),
+                "too_many": await client.call_tool("search", {"text": "aspirin", "k": 1000}),
             }
 
     got = asyncio.run(session())
@@ -161,6 +164,15 @@ def test_the_tools_tell_an_agent_what_they_take_and_that_they_only_read(tmp_path
     assert all(tool.input_schema.get("additionalProperties") is False for tool in tools.values())
     misspelt = got["misspelt"].content[0].text
     assert got["misspelt"].is_error and "stratgy" in misspelt and "not permitted" in misspelt
+    # issue 56, item 15: one line naming the argument and its bound, no pydantic report with its links
+    too_many = got["too_many"].content[0].text
+    assert got["too_many"].is_error and too_many == (
+        "bad arguments for search: k: Input should be less than or equal to 100"
+    ), too_many
+    assert "pydantic.dev" not in misspelt and "\n" not in misspelt
+    ask = tools["ask"]
+    assert ask.annotations is not None and ask.annotations.open_world_hint is True  # robodata reads Wikidata
+    assert ".." not in (ask.description or "")
     search = tools["search"].input_schema["properties"]
     assert search["k"]["minimum"] == 1 and search["k"]["maximum"] == 100
     assert set(search["mode"]["enum"]) == {"exact", "normalised", "fuzzy", "embedding", "auto"}

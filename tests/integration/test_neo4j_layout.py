@@ -79,6 +79,10 @@ def test_an_import_then_a_load_has_vectors_and_keys_and_rewrites_nothing(
     with pytest.raises(StoreError, match="lacks the index on metakg's name keys") as refused:
         store.search("ASPIRIN", mode="normalised")  # the import made no index: said, not "no match"
     assert refused.value.cli_fix == "metakg load neo4j BUNDLE"
+    # issue 56, item 14: every node has its vector, only the index is missing: the fix is a load alone
+    with pytest.raises(StoreError, match="have name embeddings but no vector index") as unindexed:
+        store.search("a migraine attack", mode="embedding", k=2)
+    assert unindexed.value.cli_fix == "metakg load neo4j BUNDLE"
     followed = follow_bundle(driver, read_bundle(bundle), database="neo4j", target=uri,
                              embeddings=pl.read_parquet(bundle / "embeddings.parquet"))  # fmt: skip
     assert (followed.nodes_loaded, followed.edges_loaded, followed.nodes_embedded, followed.keys_added) == (0, 0, 0, 0)

@@ -14,7 +14,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from metakg.cli.main import app
-from metakg.schemas.bundle import write_bundle
+from metakg.schemas.bundle import read_bundle, write_bundle
 from tests.conftest import small_bundle
 from tests.unit.schemas.test_validation import bad_bundle
 
@@ -332,6 +332,31 @@ def test_a_table_changed_behind_the_manifest_is_refused_until_accepted(tmp_path:
     _, out = run("validate", str(bundle), "--accept-changes", "--json")
     assert out["nodes_in"] == 9  # the changed table was read, validated and its hash recorded
     run("info", str(bundle), "--json")
+
+
+def test_accepting_changes_checks_every_id_it_reads(tmp_path: Path) -> None:
+    """Issue 56, item 4: after bit rot, ``validate --accept-changes`` applies the id checks to the tables it
+    reads: an edge id with a control character and a node id with a quote in it (``ncbigene:97"9"6``) are
+    rejected with their reasons, not kept."""
+    bundle = tmp_path / "b"
+    write_bundle(bundle, small_bundle())
+    edges = pl.read_parquet(bundle / "edges.parquet")
+    rotted = edges.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("e:12\x0034")).otherwise("id").alias("id")
+    )
+    rotted.write_parquet(bundle / "edges.parquet")
+    nodes = pl.read_parquet(bundle / "nodes.parquet")
+    quoted = nodes.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0).then(pl.lit('ncbigene:97"9"6')).otherwise("id").alias("id")
+    )
+    quoted.write_parquet(bundle / "nodes.parquet")
+    _, out = run("validate", str(bundle), "--accept-changes", "--json", code=None)
+    rejects = pl.read_parquet(bundle / "rejects.parquet")
+    checks = set(rejects["check"].to_list())
+    assert {"edges.id_format", "nodes.id_curie"} <= checks, rejects
+    kept = read_bundle(bundle)
+    assert "e:12\x0034" not in kept.edges["id"].to_list() and 'ncbigene:97"9"6' not in kept.nodes["id"].to_list()
+    assert out["nodes_in"] == nodes.height
 
 
 def test_accepting_changes_records_a_changed_history_table_too(tmp_path: Path) -> None:

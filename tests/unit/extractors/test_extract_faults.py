@@ -107,6 +107,9 @@ def test_the_budget_stops_the_run_and_a_larger_budget_continues_it(
     out = tmp_path / "b"
     args = ["extract", str(csqa), "-f", "csqa", "-o", str(out), "--limit", "5", "--json"]
     # priced by the prompt, the preview puts the run over the budget: refused before any call
+    # issue 56, item 10: a budget for a model without a price cannot be kept: refused, not silently ignored
+    _, unpriced = run(*args, "--budget-usd", "0", code=2)
+    assert "has no price in llm.prices_per_mtok" in unpriced["error"] and not chats(server) and not out.exists()
     monkeypatch.setenv("METAKG_LLM__PRICES_PER_MTOK", '{"m": [1000000, 0]}')
     _, refused = run(*args, "--budget-usd", "20", code=2)
     assert "nothing was sent" in refused["error"] and "characters / 4" in refused["error"]
@@ -355,6 +358,8 @@ def test_records_that_cannot_be_read_fail_the_run_beyond_max_rejects(server: Fau
     assert run(*args, "--max-rejects", "5")[1]["ok"] is True
     assert run(*args, "--max-rejects", "4", code=1)[1]["ok"] is False
     assert "--max-rejects" in run(*args, "--max-rejects", "lots", code=2)[1]["error"]
+    _, estimate = run("extract", str(docs), "-f", "jsonl", "--estimate", "--json")  # issue 56, item 10
+    assert estimate["input_rejects"] == 5 and estimate["units"] == 2
 
 
 def test_extract_applies_an_identity_file(server: FaultServer, csqa: Path, tmp_path: Path) -> None:

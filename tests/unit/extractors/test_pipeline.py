@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from metakg.errors import LLMError
-from metakg.extractors.pipeline import Outcome, build_bundle, plan_units, run_units, summary
+from metakg.extractors.pipeline import Outcome, build_bundle, plan_units, run_units, summary, unit_request
 from metakg.ingest.datasets import RECORD_SCHEMA
 from metakg.llm.cache import ResponseCache
 from metakg.llm.client import ChatRequest
@@ -202,3 +202,30 @@ def test_degenerate_replies_never_lose_the_unit(reply: str) -> None:
     result = build_bundle(outcomes, "t", run_id="r")
     assert result.bundle.edges.height == 0
     assert result.bundle.rejects["record"].to_list() == ["q1"]
+
+
+def test_the_estimate_counts_each_shared_text_once_in_blocks_and_says_how_far_it_is() -> None:
+    """Issue 56, item 10: the preview asks the tokenizer once per distinct text (the system message and the
+    worked example are in every prompt), in blocks, with a progress line per block; the total still counts
+    every message of every prompt."""
+    import importlib
+
+    extract_api = importlib.import_module("metakg.api.extract")  # the module (metakg.api.extract is the function)
+
+    texts = [f"Sentence {i} says aspirin treats pain number {i}." for i in range(600)]
+    frame = records(*({"record_id": f"r{i}", "kind": "text", "text": t} for i, t in enumerate(texts)))
+    requests = [unit_request(u, "m") for u in plan_units(frame)]
+    asked: list[int] = []
+
+    async def counter(block: list[str]) -> list[int]:
+        asked.append(len(block))
+        return [len(t.split()) for t in block]
+
+    said: list[str] = []
+    tokens, tokenizer = asyncio.run(extract_api._prompt_tokens(counter, requests, said.append))
+    every = [m.content for r in requests for m in r.messages]
+    distinct = len(set(every))
+    assert sum(asked) == distinct < len(every) and max(asked) <= extract_api.COUNT_BLOCK
+    template = sum(len(r.messages) * extract_api.PER_MESSAGE_TOKENS + extract_api.REPLY_TOKENS for r in requests)
+    assert tokens == sum(len(t.split()) for t in every) + template and tokenizer == "the endpoint's tokenizer"
+    assert said[-1] == f"counting prompt tokens: {distinct:,}/{distinct:,} texts" and len(said) == len(asked)

@@ -110,7 +110,7 @@ def test_extract_concepts_llm_then_rules() -> None:
     assert (concepts, how) == (["alpha", "beta"], "llm")
     silent = ScriptedClient({"key concepts": "plate\nwashing\nkitchen cupboard"})  # only the example echoed
     concepts, how = asyncio.run(extract_concepts(question, ctx, silent))
-    assert how == "rules (llm gave none)" and {"alpha", "beta"} <= set(concepts)
+    assert how == "rules, the LLM giving none" and {"alpha", "beta"} <= set(concepts)
     concepts, how = asyncio.run(extract_concepts(question, context(concepts="rules"), client))
     assert how == "rules" and len(client.calls) == 1  # rules make no call
 
