@@ -381,3 +381,11 @@ def test_a_cut_table_is_called_damaged_with_no_change_to_accept(tmp_path: Path) 
     table.write_bytes(table.read_bytes()[:300])  # a copy cut short
     _, out = run("info", str(bundle), "--json", code=1)
     assert "is damaged" in out["error"] and "fix" not in out  # accepting it would only fail to read it
+
+
+def test_the_usage_line_says_how_many_calls_the_cache_answered() -> None:
+    """Issue 56, item 19: a cached answer's line once said "2 LLM calls, 0 tokens" without saying why."""
+    from metakg.cli.qa_cmd import _calls
+
+    assert _calls(2, 0) == "2 LLM calls" and _calls(1, 0) == "1 LLM call"
+    assert _calls(2, 2) == "2 LLM calls (2 from the cache)" and _calls(2, 1) == "2 LLM calls (1 from the cache)"
