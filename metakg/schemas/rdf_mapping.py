@@ -3,7 +3,8 @@
 - node: ``rdf:type`` its metakg type class, ``rdfs:label``, ``schema:description``, one ``skos:altLabel``
   per alias, one ``skos:exactMatch`` per xref (``mk:xref`` literal when the xref is not a CURIE),
   ``mk:source``;
-- edge: ``src mkr:<rel> dst`` in the named graph of its source; with provenance, an ``rdf:Statement``
+- edge: ``src mkr:<rel> dst`` in the named graph of its source (and ``src wdt:<P> dst`` too where the relation
+  stands for a Wikidata property); with provenance, an ``rdf:Statement``
   ``mke:<edge id>`` carrying subject, predicate, object, confidence, count, source, importer, model,
   prompt hash, run id, creation time and one ``mk:record`` per record id (in the same named graph);
 - vocabulary: each type an ``rdfs:Class`` with label and ``rdfs:subClassOf`` its parent, and its link to the
@@ -154,12 +155,24 @@ def relation_quads(edges: pl.DataFrame, lang: str | None = "en") -> Iterator[Qua
             yield MKR[rel], OWL.equivalentProperty, WDT[pid], None
 
 
+def _properties(edges: pl.DataFrame) -> dict[str, str]:
+    """Each relation that stands for a Wikidata property, and that property (``educated_at`` -> ``P69``)."""
+    if not edges.height:
+        return {}
+    return {rel: pid for rel, _display, pid in _relations(edges).iter_rows() if pid}
+
+
 def edge_quads(edges: pl.DataFrame, *, provenance: bool = True) -> Iterator[Quad]:
-    """The edge triples, each in its source's named graph, with reified provenance when asked."""
+    """The edge triples, each in its source's named graph, with reified provenance when asked. An edge whose
+    relation stands for a Wikidata property is also written in Wikidata's own terms (``wd:Q42 wdt:P69
+    wd:Q691283``), so a query written for Wikidata finds it with no reasoner."""
+    properties = _properties(edges)
     for row in edges.iter_rows(named=True):
         g = source_graph(row["source"])
         s, p, o = node_iri(row["src"]), MKR[row["rel"]], node_iri(row["dst"])
         yield s, p, o, g
+        if row["rel"] in properties:
+            yield s, WDT[properties[row["rel"]]], o, g
         if not provenance:
             continue
         e = edge_statement(row["id"])
@@ -295,6 +308,12 @@ def expected_triple_count(
     node_total = sum(int(v or 0) for v in n.values())
     key = ["src", "rel", "dst", "source"] if named_graphs else ["src", "rel", "dst"]
     direct = edges.select(key).unique().height if edges.height else 0
+    properties = _properties(edges)
+    if properties:  # the same edges in Wikidata's terms: one triple per property, not per relation
+        as_wikidata = edges.filter(pl.col("rel").is_in(list(properties))).with_columns(
+            pl.col("rel").replace_strict(properties, return_dtype=pl.String)
+        )
+        direct += as_wikidata.select(key).unique().height
     prov = 0
     if provenance and edges.height:
         p: dict[str, Any] = edges.select(

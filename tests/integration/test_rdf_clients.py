@@ -120,6 +120,10 @@ def test_types_relations_and_labels_link_to_wikidata(bundle: Path, tmp_path: Pat
     rows = list(store.query(PREFIXES + "SELECT ?who WHERE { ?p owl:equivalentProperty wdt:P69 . ?who ?p ?where . "  # type: ignore[arg-type]
                             "?who a ?t . ?t skos:exactMatch wd:Q5 }"))  # fmt: skip
     assert [str(r["who"].value) for r in rows] == ["http://www.wikidata.org/entity/Q42"]
+    # issue 56, item 16: and in Wikidata's own terms, with no join and no reasoner
+    direct = list(store.query(PREFIXES + "SELECT ?where WHERE { wd:Q42 wdt:P69 ?where }"))  # type: ignore[arg-type]
+    assert [str(r["where"].value) for r in direct] == [str(r["where"].value) for r in store.query(  # type: ignore[union-attr]
+        PREFIXES + "SELECT ?where WHERE { wd:Q42 mkr:educated_at ?where }")] and direct  # fmt: skip
     tagged = list(store.query(PREFIXES + 'SELECT ?l WHERE { ?s rdfs:label ?l FILTER(LANG(?l) = "en") }'))  # type: ignore[arg-type]
     assert len(tagged) >= 2
     plain = tmp_path / "plain.nt"

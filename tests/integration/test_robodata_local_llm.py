@@ -24,7 +24,7 @@ QUESTIONS = "wikidata/simplequestions_wd_test_answerable.txt"
 TURNS = 4
 #: questions of the end-to-end run: enough for the small model to make tool calls that run (the last assertion);
 #: ``make bench`` asks ten and the authors' seven (``benchmarks/bench_robodata.py``)
-QUESTIONS_RUN = 2
+QUESTIONS_RUN = 1
 #: questions of the three-strategy comparison, whose subjects make the synced slice (one: the table and the
 #: recall of the graph strategies need no more)
 SLICE = 1
