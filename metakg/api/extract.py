@@ -243,19 +243,16 @@ async def _prompt_tokens(
     texts = [m.content for r in requests for m in r.messages]
     template = sum(len(r.messages) * PER_MESSAGE_TOKENS + REPLY_TOKENS for r in requests)
     distinct = list(dict.fromkeys(texts))
-    counted: dict[str, int] | None = {} if counter is not None and distinct else None
+    counted: dict[str, int] = {}
     for start in range(0, len(distinct), COUNT_BLOCK):
-        if counter is None or counted is None:
-            break
         block = distinct[start : start + COUNT_BLOCK]
-        counts = await counter(block)
-        if counts is None:  # the endpoint has no tokenizer
-            counted = None
+        counts = await counter(block) if counter is not None else None
+        if counts is None:  # no counter, or the endpoint has no tokenizer
             break
         counted.update(zip(block, counts, strict=True))
         if progress is not None and len(distinct) > COUNT_BLOCK:
             progress(f"counting prompt tokens: {min(start + COUNT_BLOCK, len(distinct)):,}/{len(distinct):,} texts")
-    if counted is not None:
+    if distinct and len(counted) == len(distinct):
         return sum(counted[t] for t in texts) + template, "the endpoint's tokenizer"
     return sum(-(-len(t) // 4) for t in texts) + template, "characters / 4 (the endpoint has no tokenizer)"
 

@@ -92,6 +92,26 @@ def _messages(example: tuple[str, str], user: str) -> tuple[Message, ...]:
     )
 
 
+_NO_CONCEPT = "(not given)"
+
+
+def _option_lines(options: dict[str, str]) -> str:
+    return "\n".join(f"{label}: {text}" for label, text in options.items())
+
+
+def _qa_user(
+    question: str, options: dict[str, str], answer: str, concept: str | None, relations: Sequence[str] | None
+) -> str:
+    """The user turn of a QA-item prompt (:data:`_QA_TEMPLATE` filled, every part fenced as data)."""
+    return _QA_TEMPLATE.format(
+        relations=_relations_clause(relations),
+        question=_data(question),
+        options=_data(_option_lines(options)),
+        answer=_data(answer),
+        concept=_data(concept or "") or _NO_CONCEPT,
+    )
+
+
 def qa_item_prompt(
     question: str,
     options: dict[str, str],
@@ -101,14 +121,7 @@ def qa_item_prompt(
     relations: Sequence[str] | None = None,
 ) -> Prompt:
     """The MetaKGRAG-style prompt for one multiple-choice item."""
-    option_lines = "\n".join(f"{label}: {text}" for label, text in options.items())
-    user = _QA_TEMPLATE.format(
-        relations=_relations_clause(relations),
-        question=_data(question),
-        options=_data(option_lines),
-        answer=_data(answer),
-        concept=_data(concept or "") or "(not given)",
-    )
+    user = _qa_user(question, options, answer, concept, relations)
     return Prompt(
         _messages(_QA_EXAMPLE, user),
         QA_ITEM_VERSION,
@@ -368,9 +381,6 @@ def _typed_prompt(
     return Prompt(messages, version, _hash(version, system, template, example[0], reply, clause, schema), schema)
 
 
-_NO_CONCEPT = "(not given)"
-
-
 def typed_qa_prompt(
     question: str,
     options: dict[str, str],
@@ -382,16 +392,10 @@ def typed_qa_prompt(
 ) -> Prompt:
     """The QA-item prompt (:func:`qa_item_prompt`) asking for typed triples as JSON, each type a class of
     ``ontology`` (the vocabulary's types)."""
-    option_lines = "\n".join(f"{label}: {text}" for label, text in options.items())
-    user = _QA_TEMPLATE.format(
-        relations=_relations_clause(relations),
-        question=_data(question),
-        options=_data(option_lines),
-        answer=_data(answer),
-        concept=_data(concept or "") or _NO_CONCEPT,
-    ).replace(f"Core concept: {_NO_CONCEPT}\n", "")  # a small model takes "(not given)" for an entity
+    user = _qa_user(question, options, answer, concept, relations)
+    user = user.replace(f"Core concept: {_NO_CONCEPT}\n", "")  # a small model takes "(not given)" for an entity
     example = (_QA_EXAMPLE[0], _TYPED_QA_REPLY)
-    source = f"{question}\n{option_lines}"
+    source = f"{question}\n{_option_lines(options)}"
     return _typed_prompt(TYPED_QA_VERSION, _QA_TEMPLATE, example, user, source, ontology, relations)
 
 

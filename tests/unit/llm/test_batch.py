@@ -261,9 +261,9 @@ def test_vllm_writes_the_request_file_says_the_command_and_reads_its_result(
     assert not any(r.cached for r in meter.records) and len(upstream.requests) == 3
 
 
-def test_a_vllm_result_file_with_a_bad_line_fails_its_request_which_a_retry_sends_again(
-    upstream: FaultServer, tmp_path: Path
-) -> None:
+def _vllm_result(upstream: FaultServer, tmp_path: Path) -> tuple[Harness, list[tuple[str, ChatRequest]], Path]:
+    """A vLLM run of two requests left pending, then its request file run through ``upstream``: the harness,
+    the requests and the result file (for a test to spoil before the run is taken up again)."""
     harness = Harness(tmp_path, lambda: backend("vllm", LLMSettings(), BatchSettings(), "m"))
     tagged = _requests(2)
     with pytest.raises(BatchPending):
@@ -271,6 +271,13 @@ def test_a_vllm_result_file_with_a_bad_line_fails_its_request_which_a_retry_send
     source = next((tmp_path / "batches").glob("vllm-*.input.jsonl"))
     target = source.with_name(source.name.replace(".input.", ".output."))
     run_batch(source, target, upstream.url)
+    return harness, tagged, target
+
+
+def test_a_vllm_result_file_with_a_bad_line_fails_its_request_which_a_retry_sends_again(
+    upstream: FaultServer, tmp_path: Path
+) -> None:
+    harness, tagged, target = _vllm_result(upstream, tmp_path)
     kept = target.read_text().splitlines()
     target.write_text(kept[0] + "\n{not json\n")
     answers, _ = harness.run(tagged, retries=0)
@@ -286,13 +293,7 @@ def test_a_vllm_result_file_with_strange_ids_caches_and_bills_only_the_batch_s_r
 ) -> None:
     """Issue 56, item 9: results whose ``custom_id`` no request of the batch has (a path, an empty one) are
     neither cached nor billed, and a second result for one request does not replace the first; both are said."""
-    harness = Harness(tmp_path, lambda: backend("vllm", LLMSettings(), BatchSettings(), "m"))
-    tagged = _requests(2)
-    with pytest.raises(BatchPending):
-        harness.run(tagged, retries=0)
-    source = next((tmp_path / "batches").glob("vllm-*.input.jsonl"))
-    target = source.with_name(source.name.replace(".input.", ".output."))
-    run_batch(source, target, upstream.url)
+    harness, tagged, target = _vllm_result(upstream, tmp_path)
     first, second = target.read_text().splitlines()
     stranger, empty, doubled = json.loads(first), json.loads(first), json.loads(second)
     stranger["custom_id"], empty["custom_id"] = "../../etc/passwd", ""
