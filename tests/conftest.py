@@ -213,11 +213,14 @@ def name_vectors(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Embedder
 
 @pytest.fixture(autouse=True)
 def isolated_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Every test starts from default settings with its own cache dir and no config file."""
+    """Every test starts from default settings with its own cache dir and no config file. A local model server
+    that the code under test starts decodes on one thread: other workers share the cores, and llama.cpp's
+    threads wait for one another by spinning, so two threads beside busy cores decode several times slower."""
     for key in list(os.environ):
         if key.startswith("METAKG_") and key != "METAKG_SHARED_DIR":
             monkeypatch.delenv(key)
     monkeypatch.setenv("METAKG_PATHS__CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("METAKG_LLM__LOCAL_THREADS", "1")
     found = real_model()
     if found is not None:
         monkeypatch.setenv("METAKG_EMBEDDER__MODEL_DIR", str(found))

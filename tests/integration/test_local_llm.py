@@ -98,3 +98,18 @@ def test_llm_serve_stopped_by_sigterm_stops_its_server(tmp_path: Path) -> None:
     finally:
         if serve.poll() is None:
             serve.kill()
+
+
+def test_the_server_loads_the_packaged_weights_requantized_to_q8_0(
+    server: local_server.LocalServer, tmp_path: Path
+) -> None:
+    """The packaged Q4_1 file is written once as Q8_0 beside it and the server loads that copy (llama.cpp's
+    fast x86 kernels cover Q8_0, not Q4_1); a requantization that fails leaves nothing behind."""
+    import re
+
+    path = local_server.model_path()
+    assert path.name == local_server.FAST_GGUF_NAME and (path.parent / local_server.GGUF_NAME).is_file()
+    log = server.log.read_text(encoding="utf-8", errors="replace")
+    assert str(path) in log and re.search(r"file type\s*=\s*Q8_0", log), log[-2000:]
+    assert not local_server._requantize(tmp_path / "missing.gguf", tmp_path / "model.gguf")
+    assert list(tmp_path.iterdir()) == []
