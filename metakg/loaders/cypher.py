@@ -294,6 +294,12 @@ NAMES = (
 name (100k names: 0.46 s against 3.45 s on a cold server)."""
 ANY_NODE = f"MATCH (n:{ENTITY}) WHERE n.name IS NOT NULL RETURN n.id AS id, n.name AS name, n.embedding AS v LIMIT 1"
 ANY_EMBEDDING = f"MATCH (n:{ENTITY}) WHERE n.embedding IS NOT NULL RETURN n.id AS id LIMIT 1"
+VECTOR_INDEXES = "SHOW VECTOR INDEXES YIELD name, options RETURN name, options"
+OTHER_EMBEDDING = (
+    f"MATCH (n:{ENTITY}) WHERE n.embedding IS NOT NULL AND size(n.embedding) <> $dims AND NOT n.id IN $ids "
+    "RETURN n.id AS id, size(n.embedding) AS dims LIMIT 1"
+)
+"""A node the load will not rewrite whose name embedding has another dimension than ``$dims``."""
 NAME_VECTORS = (
     f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v"
 )

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from metakg.errors import StoreError
 from metakg.loaders import cypher
 from metakg.progress import Counter
 from metakg.schemas.bundle import Bundle
@@ -503,12 +504,37 @@ class Neo4jLoader:
         """The constraints and indexes (the vector index when there are embeddings, with its model)."""
         embeddings = self.embeddings
         dims = len(embeddings["vector"][0]) if embeddings is not None and embeddings.height else None
+        if dims is not None:
+            self._fit_vector_index(dims, bundle.nodes["id"])
         for statement in cypher.schema_statements(dims) if ensure or dims else ():
             self.driver.execute_query(statement, database_=self.database)
         if dims is not None:
             model = bundle.manifest.get("embeddings", {}).get("model")
             meta = {"model": model, "dimensions": dims} | EMBEDDING_META
             write_meta(self.driver, self.database, "embedding", cypher.VECTOR_INDEX, meta)
+
+    def _fit_vector_index(self, dims: int, ids: pl.Series) -> None:
+        """Make way for name embeddings of ``dims`` dimensions: a vector index built for another dimension
+        would leave every new vector out of it without a word, so it is dropped (and made again for ``dims``)
+        when no node outside the bundle (``ids``) keeps an embedding of its dimension.
+
+        Raises:
+            StoreError: nodes the load leaves alone hold embeddings of the index's dimension.
+        """
+        rows, _summary, _keys = self.driver.execute_query(cypher.VECTOR_INDEXES, database_=self.database)
+        held = [dict(r["options"] or {}).get("indexConfig", {}) for r in rows if r["name"] == cypher.VECTOR_INDEX]
+        if not held or held[0].get("vector.dimensions") in (None, dims):
+            return
+        other, _summary, _keys = self.driver.execute_query(
+            cypher.OTHER_EMBEDDING, dims=dims, ids=ids.to_list(), database_=self.database
+        )
+        if other:
+            raise StoreError(
+                f"this database's vector index is built for {held[0]['vector.dimensions']}-dimension name "
+                f"embeddings, which other nodes keep (e.g. {other[0]['id']}), and this bundle's have {dims}: embed "
+                "every bundle of this database with one model, or load this one into another database."
+            )
+        self.driver.execute_query(f"DROP INDEX {cypher.VECTOR_INDEX} IF EXISTS", database_=self.database)
 
     def _write_edges(
         self,

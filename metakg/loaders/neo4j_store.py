@@ -177,6 +177,7 @@ class Neo4jStore(ClosingStore):
         self.queries = 0  # statements sent by the store's read methods (the QA benchmark reports it per question)
         self._index_names: frozenset[str] | None = None  # asked once; loads through the store ask again
         self._embedding_checked: str | None = None  # why the stored vectors do not fit the embedder ("" if they do)
+        self._vectors_held: bool | None = None  # a vector index and embeddings to search (asked once)
 
     def _run(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """Run a read query as an auto-commit transaction of the calling thread's long-lived READ session;
@@ -240,6 +241,13 @@ class Neo4jStore(ClosingStore):
         if self._index_names is None:
             self._index_names = frozenset(self._run(cypher.INDEXES)[0]["names"])
         return self._index_names
+
+    def _has_vectors(self) -> bool:
+        """Whether a vector search can find anything: a vector index, and name embeddings on nodes (an index
+        outlives the vectors of a database emptied or reloaded without them; asked once per store)."""
+        if self._vectors_held is None:
+            self._vectors_held = cypher.VECTOR_INDEX in self._indexes() and bool(self._run(cypher.ANY_EMBEDDING))
+        return self._vectors_held
 
     def neighbours(
         self,
@@ -319,7 +327,7 @@ class Neo4jStore(ClosingStore):
                     scored.append((distance, node.id, SearchHit(node, similarity(key, closest), "fuzzy")))
             return [hit for _d, _i, hit in sorted(scored, key=lambda s: s[:2])][:k]
 
-        embeds = self._embedder is not None and (mode == "embedding" or cypher.VECTOR_INDEX in self._indexes())
+        embeds = self._embedder is not None and (mode == "embedding" or (mode == "auto" and self._has_vectors()))
         return run_search(
             text,
             mode=mode,
@@ -551,9 +559,9 @@ class Neo4jStore(ClosingStore):
             count=False,
         )
         self._schema_ready = True
-        self._index_names = self._embedding_checked = None
+        self._index_names = self._embedding_checked = self._vectors_held = None
 
     def load(self, bundle: Bundle, **options: Any) -> Any:
         """Load a whole bundle (see :func:`metakg.loaders.neo4j_loader.load_bundle` for the options)."""
-        self._index_names = self._embedding_checked = None
+        self._index_names = self._embedding_checked = self._vectors_held = None
         return load_bundle(self._driver, bundle, database=self._database, target=self._target, **options)

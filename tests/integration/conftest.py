@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,8 @@ import pytest
 
 from metakg.config import Neo4jSettings
 from metakg.llm import local_server
+from metakg.llm.embedder import Embedder
+from metakg.loaders import cypher
 from metakg.loaders.neo4j_store import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -55,19 +58,58 @@ def neo4j_driver(neo4j_settings: Neo4jSettings) -> Iterator[Any]:
 
 
 @pytest.fixture
-def clean_neo4j(neo4j_driver: Any, neo4j_settings: Neo4jSettings) -> Any:
-    """The driver, with the database emptied (data, indexes and constraints) before the test."""
+def clean_neo4j(neo4j_driver: Any, neo4j_settings: Neo4jSettings, embedder: Embedder) -> Any:
+    """The driver, over an empty database that holds metakg's own constraint and indexes, as one that metakg
+    loaded and that was then emptied: the same state before every test, whatever ran before it. The schema is
+    made again only when a test changed it, because the server forgets every query plan it cached at any
+    change of schema (dropping and making the indexes for each test tripled the server's CPU time)."""
     database = neo4j_settings.database
-    with neo4j_driver.session(database=database) as session:  # IN TRANSACTIONS needs an auto-commit query
-        session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
-    for show, drop in (("CONSTRAINTS", "CONSTRAINT"), ("INDEXES", "INDEX")):
-        records, _, _ = neo4j_driver.execute_query(
-            f"SHOW {show} YIELD name, type RETURN name, type", database_=database
-        )
-        for record in records:
-            if record["type"] != "LOOKUP":  # the built-in token lookup indexes stay
-                neo4j_driver.execute_query(f"DROP {drop} `{record['name']}` IF EXISTS", database_=database)
+    _empty(neo4j_driver, database)
+    wanted = _standard_schema(embedder.dim)
+    held = _schema(neo4j_driver, database)
+    if cypher.VECTOR_INDEX in held and _vector_dims(neo4j_driver, database) != embedder.dim:
+        held[cypher.VECTOR_INDEX] = "INDEX (another dimension)"
+    for name, kind in held.items():
+        if wanted.get(name) is None or kind.endswith(")"):
+            neo4j_driver.execute_query(f"DROP {kind.split()[0]} `{name}` IF EXISTS", database_=database)
+    missing = [statement for name, statement in wanted.items() if held.get(name) not in ("INDEX", "CONSTRAINT")]
+    for statement in missing:
+        neo4j_driver.execute_query(statement, database_=database)
+    if missing:
+        neo4j_driver.execute_query("CALL db.awaitIndexes(300)", database_=database)
     return neo4j_driver
+
+
+def _empty(driver: Any, database: str) -> None:
+    with driver.session(database=database) as session:  # IN TRANSACTIONS needs an auto-commit query
+        session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
+
+
+def _schema(driver: Any, database: str) -> dict[str, str]:
+    """The database's constraints and indexes but the built-in token lookup ones: name -> CONSTRAINT or INDEX
+    (an index that backs a constraint goes with it)."""
+    found: dict[str, str] = {}
+    constraints, _, _ = driver.execute_query("SHOW CONSTRAINTS YIELD name RETURN name", database_=database)
+    for record in constraints:
+        found[record["name"]] = "CONSTRAINT"
+    indexes, _, _ = driver.execute_query(
+        "SHOW INDEXES YIELD name, type, owningConstraint RETURN name, type, owningConstraint", database_=database
+    )
+    for record in indexes:
+        if record["type"] != "LOOKUP" and record["owningConstraint"] is None:
+            found[record["name"]] = "INDEX"
+    return found
+
+
+def _standard_schema(dims: int) -> dict[str, str]:
+    """metakg's own constraint and indexes, by name: what a load with name embeddings of ``dims`` makes."""
+    return {re.search(r"(\S+) IF NOT EXISTS", s)[1]: s for s in cypher.schema_statements(dims)}  # type: ignore[index]
+
+
+def _vector_dims(driver: Any, database: str) -> int | None:
+    rows, _, _ = driver.execute_query(cypher.VECTOR_INDEXES, database_=database)
+    held = [dict(r["options"] or {}).get("indexConfig", {}) for r in rows if r["name"] == cypher.VECTOR_INDEX]
+    return held[0].get("vector.dimensions") if held else None
 
 
 @pytest.fixture(scope="session")

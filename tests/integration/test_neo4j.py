@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from metakg.config import Neo4jSettings
+from metakg.errors import StoreError
 from metakg.llm.embedder import Embedder
 from metakg.loaders.neo4j_loader import CHECKPOINT_FILE, load_bundle
 from metakg.loaders.neo4j_store import Neo4jStore
@@ -521,3 +522,50 @@ def test_an_ontology_typed_extraction_loads_with_its_classes_as_labels(
     with api.open_store(settings, neo4j=True) as store:
         akira = api.resolve_node(store, "Akira")
         assert akira.type == "animated_film"
+
+
+class _Halved:
+    """The session's embedder with each vector cut to its first half: another dimension, same names."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name, self.dim = inner, f"{inner.name}-half", inner.dim // 2
+
+    def embed(self, texts: list[str]) -> Any:
+        return self.inner.embed(texts)[:, : self.dim]
+
+
+def test_a_vector_index_of_another_dimension_is_rebuilt_unless_other_nodes_keep_vectors_of_it(
+    embedder: Embedder, clean_neo4j: Any, neo4j_settings: Neo4jSettings
+) -> None:
+    """An index built for another dimension would leave the new vectors out of it without a word: a load makes it
+    again for its own vectors, and refuses while nodes it leaves alone keep vectors of the old dimension."""
+    database, half = neo4j_settings.database, _Halved(embedder)
+    bundle = small_bundle()
+    store = Neo4jStore(clean_neo4j, database=database, embedder=half, target=neo4j_settings.uri)
+    store.load(bundle, embeddings=embeddings_of(bundle, half))  # (the database held an index for embedder.dim)
+    hits = store.search("aspirin", mode="embedding", k=1)
+    assert [h.node.name for h in hits] == ["aspirin"]  # the vectors are in the index: it was made for half.dim
+    other = Bundle(
+        bundle.nodes.head(1).with_columns(pl.lit("ex:other").alias("id"), pl.lit("other").alias("name")),
+        bundle.edges.head(0),
+    )
+    with pytest.raises(StoreError, match=rf"built for {half.dim}-dimension .* this bundle's have {embedder.dim}"):
+        load_bundle(clean_neo4j, other, database=database, target=neo4j_settings.uri,
+                    embeddings=embeddings_of(other, embedder))  # fmt: skip
+    dims, _, _ = clean_neo4j.execute_query(
+        "SHOW VECTOR INDEXES YIELD options RETURN options.indexConfig['vector.dimensions'] AS d", database_=database
+    )
+    assert [r["d"] for r in dims] == [half.dim]  # refused before anything was dropped
+
+
+def test_auto_search_leaves_out_a_vector_index_that_holds_no_vectors(
+    embedder: Embedder, clean_neo4j: Any, neo4j_settings: Neo4jSettings
+) -> None:
+    """A database emptied (or reloaded without vectors) keeps its vector index: ``auto`` then searches the
+    other ways, and only ``embedding``, asked for by name, says there are no vectors."""
+    database = neo4j_settings.database
+    store = Neo4jStore(clean_neo4j, database=database, embedder=embedder, target=neo4j_settings.uri)
+    store.load(small_bundle())  # no embeddings; the fixture's database has the vector index
+    assert [h.node.name for h in store.search("asprin", mode="auto", k=1)] == ["aspirin"]  # fuzzy, no error
+    with pytest.raises(StoreError, match="no name embeddings"):
+        store.search("aspirin", mode="embedding", k=1)
