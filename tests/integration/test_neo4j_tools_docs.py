@@ -45,7 +45,7 @@ def test_the_neo4j_tools_page_runs_as_written(
     monkeypatch.setenv("NEO4J_PASSWORD", "")
     monkeypatch.setenv("NEO4J_DATABASE", neo4j_settings.database)
     blocks = python_blocks(DOC.read_text(encoding="utf-8"))
-    assert len(blocks) >= 6
+    assert len(blocks) >= 8
     namespace: dict[str, Any] = {}
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
@@ -64,6 +64,18 @@ def test_the_neo4j_tools_page_runs_as_written(
     docs = namespace["vectors"].similarity_search("a painkiller", k=3)
     assert docs[0].page_content == store.get_node(ours[0]).name  # type: ignore[union-attr]
     assert namespace["text2cypher"] is not None
+    # hybrid search (vector and full-text names) in both libraries; LangChain on a connection of its own
+    assert namespace["hybrid"].search(query_text="aspirin", top_k=3).items[0].content.count("'aspirin'")
+    hybrid = namespace["hybrid_vectors"].similarity_search("aspirin", k=3)
+    assert hybrid[0].page_content == "aspirin" and namespace["hybrid_vectors"]._driver is not clean_neo4j
+    with pytest.raises(ValueError, match="Did not find username"):  # what the page warns of
+        namespace["Neo4jVector"].from_existing_index(
+            namespace["MetakgEmbeddings"](),
+            url=neo4j_settings.uri,
+            username="",
+            password="",
+            index_name="entity_embedding",
+        )
     exec(compile(blocks[-1], str(DOC), "exec"), namespace)
 
 
