@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -124,12 +124,14 @@ class ClusterView(JsonResult):
 @dataclass(frozen=True)
 class Split(JsonResult):
     """What ``identity split`` undid: the ``bundle`` rewritten, the clusters ``split``, and the ``nodes`` and
-    ``edges`` it holds now."""
+    ``edges`` it holds now; ``apart``: the clusters named that were apart already (split before, or refused),
+    for which nothing was done (none split: no new version was written)."""
 
     bundle: Path
     split: list[str]
     nodes: int
     edges: int
+    apart: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -403,7 +405,12 @@ def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> Split
     with writing(path):
         bundle = read_bundle(path)
         resolution = _resolution(path, bundle)
-        clusters = _clusters_of(resolution.decisions, refs, _named(resolution))
+        named = _clusters_of(resolution.decisions, refs, _named(resolution))
+        joined = resolution.decisions.filter(pl.col("canonical").is_not_null())["cluster"].to_list()
+        clusters = [c for c in named if c in set(joined)]
+        apart = [c for c in named if c not in clusters]
+        if not clusters:  # nothing to undo: the same graph again would only be a new version of it
+            return Split(path, [], bundle.nodes.height, bundle.edges.height, apart)
         done = unresolve(resolution, default_vocabulary().with_types(bundle.manifest.get("types") or {}), clusters)
         summary = _summary(done, resolution.nodes.height)
         manifest = dict(bundle.manifest)
@@ -412,7 +419,7 @@ def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> Split
         )
         manifest.pop("embeddings", None)  # the nodes changed: their name embeddings are made again when needed
         _write_resolution(path, done, bundle.rejects, manifest, expect=bundle.token)
-    return Split(path, clusters, done.nodes.height, done.edges.height)
+    return Split(path, clusters, done.nodes.height, done.edges.height, apart)
 
 
 def identity_eval(

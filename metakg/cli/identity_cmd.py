@@ -123,10 +123,16 @@ def split(
     with guarded("identity split", json_mode):
         done = api.identity_split(bundle, nodes, cfg)
         if not json_mode:
-            out.print(
-                f"split {len(done.split)} cluster(s) in {escape(str(bundle))}: {done.nodes:,} nodes, "
-                f"{done.edges:,} edges"
-            )
+            if done.split:
+                out.print(
+                    f"split {len(done.split)} cluster(s) in {escape(str(bundle))}: {done.nodes:,} nodes, "
+                    f"{done.edges:,} edges"
+                )
+            if done.apart:
+                out.print(
+                    f"already apart (split before, or refused), left as they are: {escape(', '.join(done.apart))}"
+                    + ("" if done.split else "; no new version written")
+                )
         finish(True, {"command": "identity split", **done.as_dict()}, json_mode=json_mode)
 
 

@@ -72,7 +72,13 @@ def test_resolve_show_and_split_round_trip(tmp_path: Path) -> None:
     apart = run("identity", "show", "drugbank:DB00945", "-b", str(out))
     assert apart["canonical"] is None and "incompatible" in apart["problem"]
     done = run("identity", "split", "mondo:0004975", "drugbank:DB01043", "-b", str(out))
-    assert len(done["split"]) == 2
+    assert len(done["split"]) == 2 and done["apart"] == []
+    version = read_bundle(out).token
+    again = runner.invoke(app, ["identity", "split", "mondo:0004975", "drugbank:DB00945", "-b", str(out)])
+    assert again.exit_code == 0 and "no new version written" in again.output  # split before; refused
+    assert read_bundle(out).token == version  # nothing undone: no new version
+    mixed = run("identity", "split", "mondo:0004975", "-b", str(out))
+    assert mixed["split"] == [] and mixed["apart"] == [shown["cluster"]]
     back = read_bundle(out)
     inputs = [read_bundle(primekg), read_bundle(wikidata)]
     assert back.nodes.height == sum(b.nodes.height for b in inputs)  # both bundles' counts, exactly
