@@ -406,8 +406,8 @@ def identity_split(path: Path, refs: Sequence[str], settings: Settings) -> Split
         bundle = read_bundle(path)
         resolution = _resolution(path, bundle)
         named = _clusters_of(resolution.decisions, refs, _named(resolution))
-        joined = resolution.decisions.filter(pl.col("canonical").is_not_null())["cluster"].to_list()
-        clusters = [c for c in named if c in set(joined)]
+        joined = set(resolution.decisions.filter(pl.col("canonical").is_not_null())["cluster"].to_list())
+        clusters = [c for c in named if c in joined]
         apart = [c for c in named if c not in clusters]
         if not clusters:  # nothing to undo: the same graph again would only be a new version of it
             return Split(path, [], bundle.nodes.height, bundle.edges.height, apart)

@@ -521,16 +521,15 @@ class Neo4jLoader:
         Raises:
             StoreError: nodes the load leaves alone hold embeddings of the index's dimension.
         """
-        rows, _summary, _keys = self.driver.execute_query(cypher.VECTOR_INDEXES, database_=self.database)
-        held = [dict(r["options"] or {}).get("indexConfig", {}) for r in rows if r["name"] == cypher.VECTOR_INDEX]
-        if not held or held[0].get("vector.dimensions") in (None, dims):
+        held = vector_index_dims(self.driver, self.database)
+        if held in (None, dims):
             return
         other, _summary, _keys = self.driver.execute_query(
             cypher.OTHER_EMBEDDING, dims=dims, ids=ids.to_list(), database_=self.database
         )
         if other:
             raise StoreError(
-                f"this database's vector index is built for {held[0]['vector.dimensions']}-dimension name "
+                f"this database's vector index is built for {held}-dimension name "
                 f"embeddings, which other nodes keep (e.g. {other[0]['id']}), and this bundle's have {dims}: embed "
                 "every bundle of this database with one model, or load this one into another database."
             )
@@ -750,6 +749,13 @@ LOADER_OPTIONS = ("batch_size", "embeddings", "progress", "rel_types", "writers"
 def _loader(driver: Any, database: str, target: str, options: dict[str, Any]) -> Neo4jLoader:
     own = {k: options.pop(k) for k in LOADER_OPTIONS if k in options}
     return Neo4jLoader(driver, database=database, target=target, **own)
+
+
+def vector_index_dims(driver: Any, database: str) -> int | None:
+    """The dimension metakg's vector index is built for (None: there is no such index)."""
+    rows, _summary, _keys = driver.execute_query(cypher.VECTOR_INDEXES, database_=database)
+    held = [dict(r["options"] or {}).get("indexConfig", {}) for r in rows if r["name"] == cypher.VECTOR_INDEX]
+    return held[0].get("vector.dimensions") if held else None
 
 
 def load_bundle(driver: Any, bundle: Bundle, *, database: str, target: str, **options: Any) -> LoadReport:

@@ -20,6 +20,7 @@ from metakg.config import Neo4jSettings
 from metakg.llm import local_server
 from metakg.llm.embedder import Embedder
 from metakg.loaders import cypher
+from metakg.loaders.neo4j_loader import vector_index_dims
 from metakg.loaders.neo4j_store import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -67,7 +68,7 @@ def clean_neo4j(neo4j_driver: Any, neo4j_settings: Neo4jSettings, embedder: Embe
     _empty(neo4j_driver, database)
     wanted = _standard_schema(embedder.dim)
     held = _schema(neo4j_driver, database)
-    if cypher.VECTOR_INDEX in held and _vector_dims(neo4j_driver, database) != embedder.dim:
+    if cypher.VECTOR_INDEX in held and vector_index_dims(neo4j_driver, database) != embedder.dim:
         held[cypher.VECTOR_INDEX] = "INDEX (another dimension)"
     for name, kind in held.items():
         if wanted.get(name) is None or kind.endswith(")"):
@@ -104,12 +105,6 @@ def _schema(driver: Any, database: str) -> dict[str, str]:
 def _standard_schema(dims: int) -> dict[str, str]:
     """metakg's own constraint and indexes, by name: what a load with name embeddings of ``dims`` makes."""
     return {re.search(r"(\S+) IF NOT EXISTS", s)[1]: s for s in cypher.schema_statements(dims)}  # type: ignore[index]
-
-
-def _vector_dims(driver: Any, database: str) -> int | None:
-    rows, _, _ = driver.execute_query(cypher.VECTOR_INDEXES, database_=database)
-    held = [dict(r["options"] or {}).get("indexConfig", {}) for r in rows if r["name"] == cypher.VECTOR_INDEX]
-    return held[0].get("vector.dimensions") if held else None
 
 
 @pytest.fixture(scope="session")
