@@ -223,7 +223,9 @@ def id_clusters(
             if any(ids[r] in named_members for r in rows):  # names chained them: cut, do not refuse all
                 to_split.append(rows)
                 continue
-            problem = f"incompatible types: {', '.join(kinds)} cannot be one entity"
+            problem = _incompatible(rows, ids, types, must_link, vocabulary) or (
+                f"incompatible types: {', '.join(kinds)} cannot be one entity"
+            )
         elif _twice(rows, system, form, unique):
             to_split.append(rows)
             continue
@@ -256,6 +258,25 @@ def id_clusters(
                 )
     clusters.sort(key=lambda c: (c.problem is not None, c.members))
     return IdClusters(clusters)
+
+
+def _incompatible(
+    rows: Sequence[int],
+    ids: list[str],
+    types: Sequence[str],
+    must_link: Sequence[tuple[str, str]],
+    vocabulary: TypeVocabulary,
+) -> str | None:
+    """Why a part that a must-link of the identity file joins is refused, when the must-link itself joins
+    two types that cannot be one entity (None when the clash lies elsewhere)."""
+    kind = {ids[r]: types[r] for r in rows}
+    for number, (a, b) in enumerate(must_link, start=1):
+        if a in kind and b in kind and not compatible_types((kind[a], kind[b]), vocabulary):
+            return (
+                f"incompatible types: must_link entry {number} of the identity file joins {a} ({kind[a]}) and "
+                f"{b} ({kind[b]}), which cannot be one entity"
+            )
+    return None
 
 
 def id_system(node_id: str) -> str:

@@ -42,6 +42,18 @@ def test_must_link_joins_a_node_that_shares_no_identifier_and_says_so(tmp_path: 
     assert who["kg:notes/alzheimer_s_disease"] == "curation" and who["wd:Q11081"] == "identifier"
 
 
+def test_a_must_link_of_types_that_cannot_be_one_entity_is_refused_naming_the_entry(tmp_path: Path) -> None:
+    g = graph()
+    curated = read_curation(curation_file(tmp_path, "must_link:\n  - [drugbank:DB01043, 'MONDO:0004975']\n"))
+    r = resolve_graph(g.nodes, g.edges, VOCAB, curation=curated)
+    assert {"drugbank:DB01043", "mondo:0004975"} <= set(r.nodes["id"])  # nothing merged into a drug-disease
+    row = r.decisions.filter(pl.col("node") == "drugbank:DB01043").row(0, named=True)
+    assert row["canonical"] is None and row["problem"] == (
+        "incompatible types: must_link entry 1 of the identity file joins drugbank:DB01043 (drug) and "
+        "mondo:0004975 (disease), which cannot be one entity"
+    )
+
+
 def test_cannot_link_keeps_a_cluster_apart_and_preferred_chooses_its_id(tmp_path: Path) -> None:
     g = graph()
     curated = read_curation(
