@@ -289,7 +289,9 @@ def diff(old: Path, new: Path, *, examples: int = 5) -> BundleDiff:
 
 
 def merge(paths: Sequence[Path], out: Path) -> Manifest:
-    """Merge bundles into a new bundle at ``out``; returns its manifest.
+    """Merge bundles into a new bundle at ``out``; returns its manifest. The identity decisions of a resolved
+    input, and what undoing them needs, come along (``metakg identity show`` and ``split`` work on the
+    result).
 
     Raises:
         UsageError: ``out`` is one of the inputs.
@@ -297,8 +299,11 @@ def merge(paths: Sequence[Path], out: Path) -> Manifest:
     """
     if any(p.resolve() == out.resolve() for p in paths):
         raise UsageError(f"the output {out} is also an input; merge into a new directory.")
+    from metakg.api.identity import with_identity  # here: identity loads the LLM client, which merge needs not
+
     with writing(out):
-        merged = merge_bundles([read_bundle(p) for p in paths])
+        read = [(p, read_bundle(p)) for p in paths]
+        merged = with_identity(read, merge_bundles([b for _, b in read]))
         return Manifest(write_bundle(out, merged))
 
 

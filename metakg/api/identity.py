@@ -240,7 +240,8 @@ def resolve(
     curation = read_curation(identity_file) if identity_file is not None else None
     with writing(out):
         progress(f"reading {len(paths)} bundle(s)")
-        merged = merge_bundles([read_bundle(p) for p in paths])
+        bases, earlier = _as_before([(p, read_bundle(p)) for p in paths])
+        merged = merge_bundles(bases)
         vocabulary = default_vocabulary().with_types(merged.manifest.get("types") or {})
         links: list[NameLink] = []
         judged: dict[str, Any] | None = None
@@ -273,6 +274,7 @@ def resolve(
             one_per_entity=settings.identity.one_per_entity,
             curation=curation,
             names=links,
+            earlier=earlier,
         )
         summary = _summary(result, merged.nodes.height)
         manifest = dict(merged.manifest) | {
@@ -287,6 +289,60 @@ def resolve(
         }
         _write_resolution(out, result, merged.rejects, manifest)
     return Resolved(out, list(paths), mode, summary, judged)
+
+
+def _as_before(read: Sequence[tuple[Path, Bundle]]) -> tuple[list[Bundle], pl.DataFrame | None]:
+    """The bundles as they were before any resolution of theirs (every merge and link undone) and the
+    decision tables of those resolutions, one table (None when no input was resolved)."""
+    bases, decisions = [], []
+    for path, bundle in read:
+        earlier = _resolution(path, bundle) if "identity" in bundle.manifest else None
+        if earlier is None:
+            bases.append(bundle)
+            continue
+        vocabulary = default_vocabulary().with_types(bundle.manifest.get("types") or {})
+        undone = unresolve(earlier, vocabulary)
+        manifest = {k: v for k, v in bundle.manifest.items() if k not in ("identity", "embeddings")}
+        bases.append(Bundle(undone.nodes, undone.edges, bundle.rejects, manifest=manifest))
+        decisions.append(earlier.decisions)
+    if not decisions:
+        return bases, None
+    return bases, pl.concat(decisions, how="vertical").unique(["cluster", "node"], maintain_order=True)
+
+
+def with_identity(read: Sequence[tuple[Path, Bundle]], merged: Bundle) -> Bundle:
+    """``merged`` (the union of the bundles ``read``) with the identity tables of those that were resolved,
+    together, so that every merge they made can still be shown and split; ``merged`` as it is when none was.
+
+    Raises:
+        BundleError: a resolved input's identity tables cannot be read.
+    """
+    earlier = [_resolution(path, bundle) for path, bundle in read if "identity" in bundle.manifest]
+    if not earlier:
+        return merged
+
+    def union(frames: Sequence[pl.DataFrame], key: Sequence[str]) -> pl.DataFrame:
+        return pl.concat(frames, how="vertical").unique(list(key), maintain_order=True)
+
+    done = Resolution(
+        merged.nodes,
+        merged.edges,
+        union([r.decisions for r in earlier], ["cluster", "node"]),
+        union([r.original_nodes for r in earlier], ["id"]),
+        union([r.original_edges for r in earlier], ["id", "resolved_id"]),
+    )
+    summary = _summary(done, merged.nodes.height)
+    modes = sorted(set(done.decisions["mode"].drop_nulls().to_list()))
+    manifest = dict(merged.manifest) | {
+        "identity": {"mode": "/".join(modes) or None, "merged_from": len(earlier)}
+        | summary.recorded(left_out=("refused_examples", "nodes_before"))
+    }
+    side = {
+        IDENTITY_FILE: done.decisions,
+        IDENTITY_NODES_FILE: done.original_nodes,
+        IDENTITY_EDGES_FILE: done.original_edges,
+    }
+    return Bundle(merged.nodes, merged.edges, merged.rejects, manifest=manifest, side=side)
 
 
 def _judged(

@@ -163,15 +163,18 @@ def id_clusters(
     cannot_link: Sequence[tuple[str, str]] = (),
     named: Sequence[tuple[str, str]] = (),
     one_per_entity: Collection[str] = ONE_PER_ENTITY,
+    apart: Sequence[tuple[Collection[str], str]] = (),
 ) -> IdClusters:
     """The identity clusters of ``nodes`` (a node table: ``id``, ``type``, ``xrefs``; several bundles'
     nodes concatenated), each with the identifiers that join it and, when it is not to be merged, why.
     ``must_link`` pairs (node ids) are joined whatever their identifiers; a cluster holding both nodes of a
     ``cannot_link`` pair is left apart. ``named``: pairs a name scorer calls one entity, joined like
-    shared identifiers. A connected part holding two nodes whose ids are of one system of
-    ``one_per_entity`` is split: its pairs are joined strongest first (curated pairs, then the most shared
-    identifiers, then by id), a pair being skipped when it would put two such ids in one cluster; a node
-    left alone is reported, as a cluster of one with the problem ``kept apart: ...``."""
+    shared identifiers. ``apart``: groups of node ids (an earlier resolution's clusters left apart or split)
+    with why; a cluster holding two nodes of one group is left apart with that reason. A connected part
+    holding two nodes whose ids are of one system of ``one_per_entity`` is split: its pairs are joined
+    strongest first (curated pairs, then the most shared identifiers, then by id), a pair being skipped when
+    it would put two such ids in one cluster; a node left alone is reported, as a cluster of one with the
+    problem ``kept apart: ...``."""
     pairs = identifiers(nodes, must_link, named)
     if pairs.is_empty():
         return IdClusters([])
@@ -207,6 +210,7 @@ def id_clusters(
     unique = set(one_per_entity)
     system = {r: id_system(ids[r]) for rows in by_part.values() for r in rows}
     form = {r: normalise_curie(ids[r]) or ids[r] for r in system}  # DrugBank:DB00945 is drugbank:DB00945
+    group_of = {node: number for number, (group, _why) in enumerate(apart) for node in group}
     clusters = []
     to_split: list[list[int]] = []
     for label, rows in by_part.items():
@@ -214,9 +218,13 @@ def id_clusters(
         kinds = tuple(sorted({types[r] for r in rows}))
         inside = set(members)
         problem = None
-        apart = [(a, b) for a, b in cannot_link if a in inside and b in inside]
-        if apart:
-            problem = f"cannot be linked (identity file): {apart[0][0]}, {apart[0][1]}"
+        refused = [(a, b) for a, b in cannot_link if a in inside and b in inside]
+        held = Counter(group_of[m] for m in members if m in group_of)
+        again = next((number for number, n in sorted(held.items()) if n >= 2), None)
+        if refused:
+            problem = f"cannot be linked (identity file): {refused[0][0]}, {refused[0][1]}"
+        elif again is not None:
+            problem = apart[again][1]
         elif len(rows) > max_size:
             problem = f"implausibly large: {len(rows)} nodes share identifiers (more than {max_size})"
         elif not compatible_types(kinds, vocabulary):

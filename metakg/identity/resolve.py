@@ -12,7 +12,7 @@ and resolving the same inputs gives the same graph.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import polars as pl
@@ -112,12 +112,17 @@ def resolve_graph(
     one_per_entity: Collection[str] = ONE_PER_ENTITY,
     curation: Curation | None = None,
     names: Sequence[NameLink] = (),
+    earlier: pl.DataFrame | None = None,
 ) -> Resolution:
     """Resolve a graph (several bundles' tables merged by id) by its identity clusters, and by what the
     identity file ``curation`` says (must-links joined, cannot-links kept apart, preferred ids chosen,
     aliases added and removed). ``names``: pairs a name scorer calls one entity
     (:func:`metakg.identity.names.name_links`), joined like shared identifiers; a member joined by nothing
-    else is decided by ``name``, with the scorer and its best score.
+    else is decided by ``name``, with the scorer and its best score. ``earlier``: the decision table of an
+    earlier resolution of these nodes (the graph as it was before it, :func:`unresolve`): its merges and
+    links are kept (joined as must-links are, each member keeping how it was decided and its cluster its id
+    unless the identity file prefers another) and its clusters left apart or split stay apart with their
+    problem, so a resolution grows source by source and every earlier merge stays undoable.
 
     Raises:
         InputDataError: the identity file names an id no node has.
@@ -126,14 +131,16 @@ def resolve_graph(
     order = priority or DEFAULT_PRIORITY
     curated = curation or Curation()
     check_known(curated, nodes["id"].to_list())
+    prior = _Earlier.of(earlier, set(nodes["id"].to_list()))
     found = id_clusters(
         nodes,
         vocabulary,
         max_size=max_size,
         one_per_entity=one_per_entity,
-        must_link=curated.must_link,
+        must_link=[*curated.must_link, *prior.joined],
         cannot_link=curated.cannot_link,
         named=[(link.a, link.b) for link in names],
+        apart=prior.apart,
     )
     by_name: dict[str, NameLink] = {}  # member -> its best name link
     for link in names:
@@ -141,6 +148,7 @@ def resolve_graph(
             if member not in by_name or link.score > by_name[member].score:
                 by_name[member] = link
     own = _own_identifiers(nodes, [m for c in found.clusters if c.named for m in c.named])
+    curated_members = {x for pair in curated.must_link for x in pair}
     canonical: dict[str, str] = {}  # member -> canonical id, every member of a mergeable cluster
     kind: dict[str, str] = {}  # canonical id -> the cluster's type
     rows = []
@@ -151,7 +159,13 @@ def resolve_graph(
                 f"{curated.origin}: preferred names {' and '.join(twice)}, which are one entity (one cluster): "
                 "prefer one of them."
             )
-        chosen = canonical_id(cluster, vocabulary, order, curated.preferred) if cluster.problem is None else None
+        chosen = None
+        if cluster.problem is None:
+            kept = sorted({prior.canonical[m] for m in cluster.members if m in prior.canonical})
+            if kept and not set(curated.preferred) & set(cluster.members):  # the id it had, the first of two
+                chosen = canonical_id(replace(cluster, members=tuple(kept)), vocabulary, order)
+            else:
+                chosen = canonical_id(cluster, vocabulary, order, curated.preferred)
         if chosen is not None and mode == "merge":  # the merged node has the id in its one form
             chosen = normalise_curie(chosen) or chosen
         if chosen is not None:
@@ -160,14 +174,17 @@ def resolve_graph(
         for member in cluster.members:
             named = member in cluster.named and not (own.get(member, set()) & set(cluster.shared))
             decided = "curation" if member in cluster.curated else "name" if named else "identifier"
+            scorer, score = (by_name[member].scorer, by_name[member].score) if decided == "name" else (None, None)
+            if member in prior.how and member not in curated_members and chosen is not None:
+                decided, scorer, score = prior.how[member]
             rows.append(
                 {
                     "cluster": chosen or cluster.members[0],
                     "node": member,
                     "canonical": chosen,
                     "decided_by": decided,
-                    "scorer": by_name[member].scorer if decided == "name" else None,
-                    "score": by_name[member].score if decided == "name" else None,
+                    "scorer": scorer,
+                    "score": score,
                     "evidence": list(cluster.shared),
                     "problem": cluster.problem,
                     "mode": mode,
@@ -180,6 +197,40 @@ def resolve_graph(
     else:
         done = _merged(nodes, edges, canonical, kind, decisions)
     return _curated_aliases(done, curated, canonical if mode == "merge" else {})
+
+
+@dataclass(frozen=True)
+class _Earlier:
+    """What an earlier resolution decided, as constraints on resolving its nodes again: the pairs it
+    joined, its clusters left apart (with their problem), each member's canonical id and how it was decided."""
+
+    joined: list[tuple[str, str]]
+    apart: list[tuple[list[str], str]]
+    canonical: dict[str, str]
+    how: dict[str, tuple[str, str | None, float | None]]
+
+    @classmethod
+    def of(cls, decisions: pl.DataFrame | None, ids: Collection[str]) -> _Earlier:
+        """The constraints of the decision table ``decisions`` on the nodes ``ids`` (rows of other nodes
+        are left out)."""
+        if decisions is None or decisions.is_empty():
+            return cls([], [], {}, {})
+        rows = decisions.filter(pl.col("node").is_in(list(ids)))
+        joined, apart = [], []
+        for (_cluster,), group in rows.group_by("cluster", maintain_order=True):
+            members = group["node"].unique(maintain_order=True).to_list()
+            merged = group["canonical"].is_not_null().all()
+            if merged:
+                joined += [(members[0], other) for other in members[1:]]
+            elif len(members) > 1:
+                apart.append((members, str(group["problem"].drop_nulls().first() or "kept apart earlier")))
+        done = rows.filter(pl.col("canonical").is_not_null())
+        return cls(
+            joined,
+            apart,
+            dict(zip(done["node"].to_list(), done["canonical"].to_list(), strict=True)),
+            {r["node"]: (r["decided_by"], r["scorer"], r["score"]) for r in done.iter_rows(named=True)},
+        )
 
 
 def _own_identifiers(nodes: pl.DataFrame, members: Sequence[str]) -> dict[str, set[str]]:

@@ -87,6 +87,52 @@ def test_resolve_show_and_split_round_trip(tmp_path: Path) -> None:
     assert sorted(back.edges["id"]) == sorted(pl.concat([b.edges["id"] for b in inputs]))
 
 
+def write_notes(tmp_path: Path) -> Path:
+    notes = tmp_path / "notes"
+    write_bundle(
+        notes,
+        Bundle(
+            nodes(
+                [("kg:memory_loss", "Memory loss", "concept", []), ("kg:memantine", "memantine", "drug", [])], "notes"
+            ),
+            edges([("kg:memantine", "treats", "kg:memory_loss")], "notes"),
+        ),
+    )
+    return notes
+
+
+def test_a_resolution_grows_source_by_source_and_merge_keeps_every_decision_undoable(tmp_path: Path) -> None:
+    primekg, wikidata = write_inputs(tmp_path)
+    notes, one, grown = write_notes(tmp_path), tmp_path / "one", tmp_path / "grown"
+    run("resolve", str(primekg), str(wikidata), "-o", str(one))
+    run("identity", "split", "drugbank:DB01043", "-b", str(one))  # a curator's split: it must stay
+    report = run("resolve", str(one), str(notes), "-o", str(grown), "--names", "lemma")
+    assert report["nodes_before"] == 9  # the graph as it was before any merge, and the notes
+    decisions = run("identity", "show", "mondo:0004975", "-b", str(grown))
+    assert decisions["canonical"] == "mondo:0004975"  # the earlier merge, with how it was decided
+    assert {(m["node"], m["decided_by"]) for m in decisions["members"]} == {
+        ("mondo:0004975", "identifier"),
+        ("wd:Q11081", "identifier"),
+    }
+    memantine = run("identity", "show", "drugbank:DB01043", "-b", str(grown))
+    assert memantine["canonical"] is None and memantine["problem"] == "split"  # kg:memantine did not undo it
+    assert "kg:memantine" in {m["node"] for m in memantine["members"]}
+    memory = run("identity", "show", "kg:memory_loss", "-b", str(grown))
+    assert memory["canonical"] == "wd:Q1066"  # the new source's name match
+    aspirin = run("identity", "show", "drugbank:DB00945", "-b", str(grown))
+    assert "incompatible types" in aspirin["problem"]  # refused then, refused now
+    other, merged = tmp_path / "other", tmp_path / "merged"
+    write_bundle(other, Bundle(nodes([("hp:0002354", "Memory impairment", "phenotype", [])], "hpo"), edges([], "hpo")))
+    run("merge", str(grown), str(other), "-o", str(merged))
+    assert read_bundle(merged).manifest["identity"]["clusters"] == 2  # the tables came along
+    for bundle, parts in ((grown, (primekg, wikidata, notes)), (merged, (primekg, wikidata, notes, other))):
+        run("identity", "split", "mondo:0004975", "wd:Q1066", "-b", str(bundle))  # every merge undone
+        back = read_bundle(bundle)
+        inputs = [read_bundle(p) for p in parts]
+        assert sorted(back.nodes["id"]) == sorted(pl.concat([b.nodes["id"] for b in inputs]))
+        assert sorted(back.edges["id"]) == sorted(pl.concat([b.edges["id"] for b in inputs]))
+
+
 def test_bad_resolve_requests_are_clean_errors(tmp_path: Path) -> None:
     primekg, wikidata = write_inputs(tmp_path)
     same = runner.invoke(app, ["resolve", str(primekg), "-o", str(primekg), "--json"])
