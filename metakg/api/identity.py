@@ -29,13 +29,21 @@ from metakg.identity.evaluate import (
 )
 from metakg.identity.judge import JUDGE_BAND, judge_pairs
 from metakg.identity.names import DEFAULT_THRESHOLDS, SCORERS, NameLink, Scorer, name_links
-from metakg.identity.resolve import DEFAULT_PRIORITY, Mode, Resolution, resolve_graph, unresolve
+from metakg.identity.resolve import (
+    DEFAULT_PRIORITY,
+    Mode,
+    Resolution,
+    apart_clashing_ids,
+    resolve_graph,
+    unresolve,
+)
 from metakg.llm.embedder import LazyEmbedder
 from metakg.schemas.bundle import (
     IDENTITY_EDGES_FILE,
     IDENTITY_FILE,
     IDENTITY_NODES_FILE,
     Bundle,
+    declared_types,
     merge_bundles,
     read_bundle,
     read_manifest,
@@ -95,14 +103,16 @@ class IdentityCounts(JsonResult):
 
 @dataclass(frozen=True)
 class Resolved(JsonResult):
-    """A resolution: the new ``bundle``, its ``inputs``, the ``mode``, its counts, and what the LLM ``judge``
-    was asked and answered (None: no judge)."""
+    """A resolution: the new ``bundle``, its ``inputs``, the ``mode``, its counts, what the LLM ``judge``
+    was asked and answered (None: no judge), and the ids two inputs give to nodes of types that cannot be
+    one entity (``id_clashes``: each kept apart, the later node under an id of its own)."""
 
     bundle: Path
     inputs: list[Path]
     mode: Mode
     counts: IdentityCounts
     judge: dict[str, Any] | None
+    id_clashes: list[dict[str, Any]] = field(default_factory=list)
 
     spread = ("counts",)
 
@@ -241,8 +251,9 @@ def resolve(
     with writing(out):
         progress(f"reading {len(paths)} bundle(s)")
         bases, earlier = _as_before([(p, read_bundle(p)) for p in paths])
+        vocabulary = default_vocabulary().with_types(declared_types(bases))
+        bases, clashes = apart_clashing_ids(bases, [str(p) for p in paths], vocabulary)
         merged = merge_bundles(bases)
-        vocabulary = default_vocabulary().with_types(merged.manifest.get("types") or {})
         links: list[NameLink] = []
         judged: dict[str, Any] | None = None
         if names is not None:
@@ -285,10 +296,11 @@ def resolve(
                 if names is None
                 else {"scorer": names, "threshold": DEFAULT_THRESHOLDS[names] if threshold is None else threshold},
                 **summary.recorded(),
+                **({"id_clashes": clashes[:SHOWN_REFUSED], "id_clashes_count": len(clashes)} if clashes else {}),
             }
         }
         _write_resolution(out, result, merged.rejects, manifest)
-    return Resolved(out, list(paths), mode, summary, judged)
+    return Resolved(out, list(paths), mode, summary, judged, clashes)
 
 
 def _as_before(read: Sequence[tuple[Path, Bundle]]) -> tuple[list[Bundle], pl.DataFrame | None]:

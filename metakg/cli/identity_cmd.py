@@ -82,6 +82,17 @@ def resolve(
                     f"unclear ({j.get('llm_calls', 0):,} calls, {j.get('cache_hits', 0):,} cached, "
                     f"${j.get('cost_usd', 0.0):.4f})"
                 )
+            if report.id_clashes:
+                out.print(
+                    f"{len(report.id_clashes):,} id(s) given by two inputs to nodes of types that cannot be one "
+                    "entity, kept apart:"
+                )
+                for clash in report.id_clashes[:5]:
+                    moved = ", ".join(f"the {m['type']} of {m['bundle']} is {m['id']}" for m in clash["apart"])
+                    kept = clash["kept"]
+                    out.print(
+                        f"  {escape(clash['id'])}: the {kept['type']} of {escape(kept['bundle'])}; {escape(moved)}"
+                    )
             if counts.refused:
                 out.print(f"{counts.refused:,} group(s) left apart, for example:")
                 for example in counts.refused_examples[:5]:

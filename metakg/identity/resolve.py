@@ -13,17 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import polars as pl
 
 from metakg.config import ONE_PER_ENTITY
 from metakg.errors import InputDataError
-from metakg.identity.clusters import MAX_CLUSTER, Cluster, effective_types, id_clusters, id_system
+from metakg.identity.clusters import (
+    MAX_CLUSTER,
+    Cluster,
+    compatible_types,
+    effective_types,
+    id_clusters,
+    id_system,
+)
 from metakg.identity.curation import Curation, apply_aliases, check_known
 from metakg.identity.names import NameLink
-from metakg.schemas.bundle import collapse_edges
-from metakg.schemas.curie import normalise_curie
+from metakg.schemas.bundle import Bundle, collapse_edges
+from metakg.schemas.curie import normalise_curie, slug
 from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids_expr, empty_edges, empty_nodes
 from metakg.schemas.vocabulary import TypeVocabulary
 
@@ -231,6 +238,55 @@ class _Earlier:
             dict(zip(done["node"].to_list(), done["canonical"].to_list(), strict=True)),
             {r["node"]: (r["decided_by"], r["scorer"], r["score"]) for r in done.iter_rows(named=True)},
         )
+
+
+def apart_clashing_ids(
+    bundles: Sequence[Bundle], names: Sequence[str], vocabulary: TypeVocabulary
+) -> tuple[list[Bundle], list[dict[str, Any]]]:
+    """``bundles`` with the ids two of them give to nodes of types that cannot be one entity (a drug and a
+    disease both ``mondo:0004975``) kept apart, since joining the bundles by id would make one node of them:
+    the node of the type the id's namespace implies keeps the id (else the first bundle's), and each other
+    becomes ``kg:<its source>/<the id>`` with the edges of its bundle; ``names`` name the bundles in the
+    report, one entry per id (the id, the node that kept it, and the others with their new ids)."""
+    if len(bundles) < 2:
+        return list(bundles), []
+    seen: dict[str, list[tuple[int, str]]] = {}  # id -> (bundle, its effective type) of each bundle holding it
+    for number, bundle in enumerate(bundles):
+        for node_id, kind in zip(bundle.nodes["id"].to_list(), effective_types(bundle.nodes, vocabulary), strict=True):
+            seen.setdefault(node_id, []).append((number, kind))
+    taken = set(seen)
+    renamed: dict[int, dict[str, str]] = {}
+    clashes: list[dict[str, Any]] = []
+    for node_id, holders in seen.items():
+        if len(holders) < 2 or compatible_types([k for _, k in holders], vocabulary):
+            continue
+        implied = vocabulary.id_type(node_id)
+        keeper = next((h for h in holders if implied and compatible_types([h[1], implied], vocabulary)), holders[0])
+        moved = []
+        for number, kind in holders:
+            if (number, kind) == keeper or compatible_types([kind, keeper[1]], vocabulary):
+                continue  # the keeper's bundle, or one whose node may be the keeper's entity
+            source = bundles[number].nodes.filter(pl.col("id") == node_id)["source"].drop_nulls().first() or "input"
+            new = f"kg:{slug(str(source))}/{slug(node_id)}"
+            while new in taken:
+                new += "_"
+            taken.add(new)
+            renamed.setdefault(number, {})[node_id] = new
+            moved.append({"bundle": names[number], "type": kind, "id": new})
+        clashes.append({"id": node_id, "kept": {"bundle": names[keeper[0]], "type": keeper[1]}, "apart": moved})
+    out = []
+    for number, bundle in enumerate(bundles):
+        moves = renamed.get(number)
+        if not moves:
+            out.append(bundle)
+            continue
+        nodes = bundle.nodes.with_columns(pl.col("id").replace(moves))
+        edges = bundle.edges.with_columns(pl.col("src").replace(moves), pl.col("dst").replace(moves))
+        edges = edges.with_columns(
+            edge_ids_expr(pl.col("src"), pl.col("rel"), pl.col("dst"), pl.col("source")).alias("id")
+        )
+        out.append(Bundle(conform_nodes(nodes), conform_edges(edges), bundle.rejects, manifest=bundle.manifest))
+    return out, clashes
 
 
 def _own_identifiers(nodes: pl.DataFrame, members: Sequence[str]) -> dict[str, set[str]]:

@@ -12,7 +12,7 @@ import errno
 import json
 import os
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -569,6 +569,16 @@ def collapse_edges(edges: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def declared_types(bundles: Sequence[Bundle]) -> dict[str, Any]:
+    """The node types ``bundles`` declare in their manifests (an ontology's classes), the first definition of
+    each kept."""
+    declared: dict[str, Any] = {}
+    for b in bundles:
+        for name, spec in (b.manifest.get("types") or {}).items():
+            declared.setdefault(name, spec)
+    return declared
+
+
 def merge_bundles(bundles: list[Bundle]) -> Bundle:
     """Union of bundles: nodes deduplicated by id, edges by edge id, provenance kept.
 
@@ -608,10 +618,7 @@ def merge_bundles(bundles: list[Bundle]) -> Bundle:
     sources: list[Any] = []
     for b in bundles:
         sources.extend(b.manifest.get("sources", []))
-    declared: dict[str, Any] = {}
-    for b in bundles:  # the node types the inputs declare (an ontology's classes), the first definition kept
-        for name, spec in (b.manifest.get("types") or {}).items():
-            declared.setdefault(name, spec)
+    declared = declared_types(bundles)
     manifest = {
         "sources": sources,
         **({"types": declared} if declared else {}),

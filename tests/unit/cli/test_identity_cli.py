@@ -133,6 +133,51 @@ def test_a_resolution_grows_source_by_source_and_merge_keeps_every_decision_undo
         assert sorted(back.edges["id"]) == sorted(pl.concat([b.edges["id"] for b in inputs]))
 
 
+def test_one_id_in_two_bundles_for_types_that_cannot_be_one_entity_is_reported_and_kept_apart(tmp_path: Path) -> None:
+    diseases, drugs = tmp_path / "diseases", tmp_path / "drugs"
+    write_bundle(
+        diseases,
+        Bundle(
+            nodes(
+                [("mondo:0004975", "Alzheimer disease", "disease", []), ("hp:0002354", "amnesia", "phenotype", [])],
+                "mondo",
+            ),
+            edges([("mondo:0004975", "has_phenotype", "hp:0002354")], "mondo"),
+        ),
+    )
+    write_bundle(
+        drugs,
+        Bundle(
+            nodes(
+                [
+                    ("mondo:0004975", "donepezil", "drug", ["drugbank:DB00843"]),
+                    ("ncbigene:43", "ACHE", "gene_protein", []),
+                ],
+                "drugs",
+            ),
+            edges([("mondo:0004975", "target", "ncbigene:43")], "drugs"),
+        ),
+    )
+    out = tmp_path / "one"
+    report = run("resolve", str(diseases), str(drugs), "-o", str(out))
+    assert report["id_clashes"] == [
+        {
+            "id": "mondo:0004975",
+            "kept": {"bundle": str(diseases), "type": "disease"},
+            "apart": [{"bundle": str(drugs), "type": "drug", "id": "kg:drugs/mondo:0004975"}],
+        }
+    ]
+    one = read_bundle(out)
+    kinds = dict(zip(one.nodes["id"], one.nodes["type"], strict=True))
+    assert kinds["mondo:0004975"] == "disease" and kinds["kg:drugs/mondo:0004975"] == "drug"
+    assert one.nodes.height == 4 and one.manifest["identity"]["id_clashes_count"] == 1
+    pairs = set(zip(one.edges["src"], one.edges["dst"], strict=True))  # each bundle's edge on its own node
+    assert pairs == {("mondo:0004975", "hp:0002354"), ("kg:drugs/mondo:0004975", "ncbigene:43")}
+    assert run("validate", str(out))["ok"]
+    printed = runner.invoke(app, ["resolve", str(diseases), str(drugs), "-o", str(tmp_path / "two")])
+    assert "mondo:0004975: the disease of" in printed.output and "is kg:drugs/mondo:0004975" in printed.output
+
+
 def test_bad_resolve_requests_are_clean_errors(tmp_path: Path) -> None:
     primekg, wikidata = write_inputs(tmp_path)
     same = runner.invoke(app, ["resolve", str(primekg), "-o", str(primekg), "--json"])
