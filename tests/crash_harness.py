@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -286,9 +287,18 @@ def primekg_csv(path: Path, n: int, offset: int) -> Path:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> None:
-    result = subprocess.run([*METAKG, *args], env=environment(env or {}), capture_output=True, text=True)
-    if result.returncode not in (0, 1) or "Traceback" in result.stderr:
-        raise AssertionError(f"metakg {' '.join(args)} failed: {result.stderr[-2000:]}")
+    """Run a command that makes a case's old version: the CLI's own code, in this process (typer's runner), so
+    each case does not start a Python and import its libraries once more only to set up; the commands a case
+    kills run as processes of their own."""
+    from typer.testing import CliRunner
+
+    from metakg.cli.main import app
+
+    result = CliRunner().invoke(app, list(args), env=env or {})
+    failed = result.exception is not None and not isinstance(result.exception, SystemExit)
+    if result.exit_code not in (0, 1) or failed:
+        trace = "".join(traceback.format_exception(result.exception)) if failed and result.exception else ""
+        raise AssertionError(f"metakg {' '.join(args)} failed ({result.exit_code}): {result.output[-2000:]}{trace}")
 
 
 def ingest_case(size: int) -> Case:
