@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from metakg.api._shared import Counter, JsonResult, Progress, at_least_one, output_folder, quiet
 from metakg.api.bundles import Manifest, validate_bundle
 from metakg.config import NEO4J_SCHEMES, Neo4jSettings, Settings, validation_messages
-from metakg.errors import ConfigError, NodeNotFound, OutputError, UsageError
+from metakg.errors import ConfigError, NodeNotFound, OutputError, StoreError, UsageError
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_admin import write_admin_import
@@ -275,6 +275,11 @@ def resolve_node(store: GraphStore, text: str, *, min_similarity: float = MIN_NA
     hits = store.search(text, mode="auto", k=3)
     if hits and (hits[0].match != "embedding" or hits[0].score >= min_similarity):
         return hits[0].node
+    if not hits:  # auto search leaves out embedding matches below its floor: the closest ones, to show
+        try:
+            hits = store.search(text, mode="embedding", k=3)
+        except StoreError:
+            hits = []
     closest = ", ".join(f"{h.node.name} ({h.node.id}, {h.score:.2f})" for h in hits)
     raise NodeNotFound(
         f"no node has the id or name {text!r}"

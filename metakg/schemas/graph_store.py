@@ -228,6 +228,13 @@ def searchable(text: str) -> bool:
     return bool("".join(ch for ch in text if unicodedata.category(ch)[0] != "C").strip())
 
 
+#: ``auto`` search fills its ``k`` hits with name-embedding matches scored at least this (the cosine; with the
+#: default all-MiniLM-L6-v2, *car* and *automobile* 0.86, *car* and *engine* 0.63, *painkiller drug
+#: acetylsalicylic* and *aspirin* 0.44, while names of nothing alike score 0.2 to 0.39: *migraine* and *flu*),
+#: so a short list is not padded with nodes unlike the text; ``embedding`` mode returns its best ``k``.
+AUTO_EMBEDDING_FLOOR = 0.4
+
+
 def run_search(
     text: str,
     *,
@@ -244,8 +251,9 @@ def run_search(
     punctuation and a leading article are ignored), ``fuzzy`` (a match key within a few letter edits: typos)
     or ``embedding`` (name-embedding similarity). ``auto`` asks them all in that order and returns up to ``k``
     nodes, each once and in the first way that found it, so a name's exact node comes first and the rest are
-    filled with the nodes most like it (*car* gives car, then automobile, vehicle, ...), and a typo still
-    finds its node (*automobil*).
+    filled with the nodes most like it (*car* gives car, then automobile, vehicle, ...: those scored at least
+    :data:`AUTO_EMBEDDING_FLOOR`, so fewer than ``k`` when no more are alike), and a typo still finds its node
+    (*automobil*).
 
     Args:
         text: what to look for.
@@ -290,6 +298,6 @@ def run_search(
     add(SearchHit(node, 1.0, "normalised") for node in normalised() if len(hits) < k)
     if len(hits) < k:
         add(fuzzy())
-    if len(hits) < k and embedding is not None:
-        add(embedding(text, k + len(hits)))  # the nodes already found may come back among them
+    if len(hits) < k and embedding is not None:  # the nodes already found may come back among them
+        add(hit for hit in embedding(text, k + len(hits)) if hit.score >= AUTO_EMBEDDING_FLOOR)
     return list(hits.values())

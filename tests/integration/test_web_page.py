@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from metakg import api
 from metakg.config import load_settings
+from metakg.server.page import offline_page
 from tests.conftest import hub_bundle, small_bundle
 from tests.integration.test_server import METAKG, Served, start, stop
 
@@ -161,6 +163,68 @@ def test_ask_html_writes_the_same_page_as_one_file_that_works_offline(chromium: 
     page.close()
 
 
+#: pairs of the drawing that overlap, one of them a node (its box with its label): a node on a node, or on an
+#: edge's label (its own edges' too). Written here, not taken from the page, so the page cannot grade itself.
+DRAWING_OVERLAPS = """() => {
+    const cy = window.metakgGraph;
+    const boxes = cy.nodes().map((n) => [n, n.boundingBox({includeLabels: true})]);
+    for (const e of cy.edges()) {
+      const b = e.boundingBox({includeNodes: false, includeEdges: false, includeLabels: true});
+      if (b.w > 0) boxes.push([e, b]);
+    }
+    const found = [];
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, p] = boxes[i], [b, q] = boxes[j];
+        if (a.isEdge() && b.isEdge()) continue;
+        if (p.x1 < q.x2 && q.x1 < p.x2 && p.y1 < q.y2 && q.y1 < p.y2) found.push([a.data("label"), b.data("label")]);
+      }
+    return found;
+}"""
+
+
+def test_the_first_drawing_of_real_evidence_has_no_node_on_a_node_or_an_edge_label(
+    chromium: Browser, public_file: Any, tmp_path: Path
+) -> None:
+    """Three CommonsenseQA questions over its KG, each drawn as ``ask --html`` writes it (the page a server
+    serves draws it the same way): the force layout alone put "Freeway" on the label of its edge to "road"."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    settings = load_settings()
+    bundle = tmp_path / "csqa"
+    api.ingest_triples(public_file("metakgrag_pilot/commonsenseqa__knowledge_graph.txt"), "csqa", bundle, settings)
+    questions = [
+        ("How might a automobile get off a freeway?", ["A: exit ramp", "B: garage", "C: driveway"]),
+        ("What do people aim to do at work?", ["A: complete job", "B: learn from each other", "C: kill animals"]),
+        ("Where could you find a toilet that only friends can use?", ["A: rest area", "B: school", "C: apartment"]),
+    ]
+
+    def pages() -> list[Path]:  # answered on a thread of their own: a session runs its own event loop
+        written = []
+        with api.QASession(settings, api.StoreChoice(bundle), runner=api.NoLLM()) as session:
+            for number, (text, choices) in enumerate(questions):
+                asked = api.make_question(text, choices)
+                steps: list[dict[str, Any]] = []
+                answer = session.answer(asked, steps=steps.append)
+                snapshot = api.answer_snapshot(session.store, asked, answer, steps).as_dict()
+                written.append(tmp_path / f"answer-{number}.html")
+                written[-1].write_text(offline_page(snapshot), encoding="utf-8")
+        return written
+
+    with ThreadPoolExecutor(1) as pool:
+        files = pool.submit(pages).result()
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    for number, ((text, _choices), written) in enumerate(zip(questions, files, strict=True)):
+        page.goto(written.as_uri())
+        page.wait_for_selector("#evidence li")
+        assert page.evaluate("window.metakgGraph.edges('.evidence').length") >= 3, text  # a real drawing
+        page.screenshot(path=str(ARTIFACTS / f"evidence-drawing-{number}.png"))
+        assert page.evaluate(DRAWING_OVERLAPS) == [], text
+    assert not errors, errors
+    page.close()
+
+
 def test_the_page_asks_for_the_api_key_and_sends_it(chromium: Browser, tmp_path: Path) -> None:
     bundle = tmp_path / "kg"
     api.write_validated(bundle, small_bundle(), load_settings())
@@ -206,6 +270,9 @@ def test_the_api_reference_pages_draw_offline(chromium: Browser, served: Served,
     page.wait_for_function(f"{drawn} >= 10", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / f"api-reference{path.replace('/', '-')}.png"))
     assert page.get_by_text("/api/ask").count() >= 1
+    assert page.get_by_text("/api/triples").count() == 0  # a read-only server does not list its one write
+    if path == "/redoc":  # each answer's sample is an example answer, not `{ }`
+        page.wait_for_function("document.body.innerText.includes('\"embedded\"')", timeout=30_000)
     assert [url for url in asked if not url.startswith(served.url)] == []  # nothing fetched from elsewhere
     page.close()
 
@@ -289,6 +356,25 @@ def test_choices_answer_legend_record_and_layout_as_a_person_sees_them(chromium:
     page.wait_for_selector("#evidence li")
     assert page.inner_text("#record") == "" and page.evaluate("window.metakgGraph.nodes('.selected').length") == 0
     page.screenshot(path=str(ARTIFACTS / "web-4-next-question.png"))
+    # a search hit clicked is drawn and selected, not painted as a start entity; a choice keeps its ring
+    page.fill("#question", "What does aspirin treat?")
+    page.fill("#choices", "A: headache\nB: warfarin")
+    page.click("#ask-button")
+    page.wait_for_function(
+        "document.querySelectorAll('#evidence li').length > 0 && !document.getElementById('ask-button').disabled"
+    )
+    page.fill("#search-text", "warfarin")
+    page.click("#search-form button")
+    page.locator("#search-results li", has_text="warfarin").first.click()
+    page.wait_for_function(
+        "document.querySelector('#record h3') && document.querySelector('#record h3').textContent === 'warfarin'"
+    )
+    hit = page.evaluate("""() => {
+        const n = window.metakgGraph.nodes().filter((n) => n.data('label') === 'warfarin')[0];
+        return {classes: n.classes(), border: n.style('border-style'), halo: Number(n.style('underlay-opacity'))}; }""")
+    assert "selected" in hit["classes"] and "start" not in hit["classes"], hit
+    assert "choice" in hit["classes"] and hit["border"] == "dashed" and hit["halo"] > 0, hit  # ring and halo both
+    page.screenshot(path=str(ARTIFACTS / "web-5-search-hit.png"))
     assert not errors, errors
     page.close()
 

@@ -177,7 +177,8 @@ def conforms(document: dict[str, Any], method: str, template: str, answer: Any) 
 
 
 def test_the_openapi_document_lists_the_errors_of_each_route_and_the_stream_as_events(bundle: Path) -> None:
-    with TestClient(create_app(load_settings(), bundle=bundle), base_url="http://127.0.0.1") as client:
+    writable = create_app(served_settings(allow_writes=True), bundle=bundle)  # a read-only one hides the write
+    with TestClient(writable, base_url="http://127.0.0.1") as client:
         document = client.get("/openapi.json").json()
     found = operations(document)
     assert set(found) == set(ROUTE_ERRORS)
@@ -194,7 +195,7 @@ def test_the_openapi_document_lists_the_errors_of_each_route_and_the_stream_as_e
 
 def test_every_error_a_route_gives_is_documented_with_its_shape(bundle: Path, tmp_path: Path) -> None:
     key = "k" * 20
-    keyed = create_app(served_settings(api_key=key), bundle=bundle)
+    keyed = create_app(served_settings(api_key=key, allow_writes=True), bundle=bundle)
     with TestClient(keyed, base_url="http://127.0.0.1") as client:
         document = client.get("/openapi.json", headers={"X-API-Key": key}).json()
         for (method, template), _ in operations(document).items():
@@ -359,3 +360,57 @@ def test_a_write_waits_for_a_running_evaluation(bundle: Path, tmp_path: Path, mo
             threading.Event().wait(0.05)
         added = client.post("/api/triples", json=triple)
         assert added.status_code == 200, added.text
+
+
+def same_shape(example: Any, real: Any, where: str) -> list[str]:
+    """Where the example answer ``example`` has other keys than the real answer ``real`` (dicts compared key
+    by key, lists by their first items; values themselves are free). The OpenAPI document leaves out null
+    values, so a key whose real value is null may be missing from the example."""
+    if isinstance(example, dict) and isinstance(real, dict):
+        keys = {k for k, v in real.items() if v is not None or k in example}
+        wrong = [f"{where}: keys {sorted(example)} against {sorted(real)}"] if set(example) != keys else []
+        return wrong + [m for k in set(example) & set(real) for m in same_shape(example[k], real[k], f"{where}.{k}")]
+    if isinstance(example, list) and isinstance(real, list) and example and real:
+        return same_shape(example[0], real[0], f"{where}[0]")
+    return []
+
+
+def test_the_reference_shows_an_example_of_every_answer_as_the_routes_give_it(bundle: Path) -> None:
+    with TestClient(create_app(served_settings(allow_writes=True), bundle=bundle), base_url="http://127.0.0.1") as c:
+        spec = c.get("/openapi.json").json()
+        shown = {
+            (method, path): next(
+                (
+                    r["content"]["application/json"].get("example")
+                    for s, r in op["responses"].items()
+                    if s in ("200", "202")
+                ),
+                None,
+            )
+            for path, ops in spec["paths"].items()
+            for method, op in ops.items()
+            if path != "/api/ask/stream"  # server-sent events, described in words
+        }
+        assert [route for route, example in shown.items() if not example] == []  # no `{ }` in /docs and /redoc
+        real = {
+            ("get", "/api/health"): c.get("/api/health"),
+            ("get", "/api/graph"): c.get("/api/graph"),
+            ("get", "/api/nodes/{node_id}"): c.get("/api/nodes/kg:test/0"),
+            ("get", "/api/neighbours"): c.get("/api/neighbours", params={"id": "kg:test/0"}),
+            ("get", "/api/search"): c.get("/api/search", params={"q": "aspirin"}),
+            ("get", "/api/paths"): c.get("/api/paths", params={"src": "kg:test/0", "dst": "kg:test/2"}),
+            ("get", "/api/strategies"): c.get("/api/strategies"),
+            ("post", "/api/ask"): c.post(
+                "/api/ask", json={"question": "What does aspirin treat?", "choices": ["A: headache"], "use_llm": False}
+            ),
+            ("post", "/api/triples"): c.post(
+                "/api/triples",
+                json={"triples": [["aspirin", "eases", "fever"], ["aspirin", "***", "aspirin"]], "dataset": "notes"},
+            ),
+        }
+        assert {route: r.status_code for route, r in real.items() if r.status_code != 200} == {}
+        wrong = [m for route, r in real.items() for m in same_shape(shown[route], r.json(), " ".join(route))]
+        assert wrong == [], "\n".join(wrong)
+    with TestClient(create_app(served_settings(), bundle=bundle), base_url="http://127.0.0.1") as c:
+        assert "/api/triples" not in c.get("/openapi.json").json()["paths"]  # read-only: not listed
+        assert c.post("/api/triples", json={"triples": [["a", "b", "c"]], "dataset": "x"}).status_code == 403

@@ -16,6 +16,7 @@ from fastapi.responses import StreamingResponse
 from metakg import api
 from metakg.config import Settings
 from metakg.errors import MetakgError
+from metakg.server.examples import example
 from metakg.server.models import AskRequest, error_responses
 from metakg.server.served import FieldError, ServedGraph
 
@@ -43,7 +44,7 @@ def router(served: ServedGraph) -> APIRouter:
             detail = [{"loc": ["body", e.field], "msg": e.reason, "type": "value_error"}]
             raise HTTPException(status_code=422, detail=detail) from e
 
-    @router.post("/api/ask", responses=error_responses(408, 413, 503))
+    @router.post("/api/ask", responses=error_responses(408, 413, 503) | example("post", "/api/ask"))
     def ask(request: AskRequest) -> dict[str, Any]:
         """Answer a question over the graph: the answer, its evidence, trace and usage."""
         cfg, question, strategy = checked(request)

@@ -12,7 +12,9 @@ const cy = cytoscape({
     { selector: "node.choice", style: { "border-width": 3, "border-style": "dashed", "border-color": "#16a34a" } },
     { selector: "node.answer", style: { "background-color": "#16a34a", width: 26, height: 26, "font-weight": "bold",
       "border-width": 3, "border-style": "solid", "border-color": "#14532d" } },
-    { selector: "node.selected", style: { "border-width": 3, "border-style": "solid", "border-color": "#1d4ed8" } },
+    // a halo, not a border: a selected choice keeps its dashed ring
+    { selector: "node.selected", style: { "underlay-color": "#1d4ed8", "underlay-opacity": 0.3, "underlay-padding": 7,
+      "underlay-shape": "ellipse" } },
     { selector: "edge", style: { label: "data(label)", "font-size": 9, "curve-style": "bezier",
       "target-arrow-shape": "triangle", width: 1.5, "line-color": "#9ca3af", "target-arrow-color": "#9ca3af",
       "text-rotation": "autorotate", color: "#444", "text-background-color": "#fff",
@@ -94,63 +96,66 @@ function addEdge(id, src, dst, label, classes) {
   else if (classes) cy.getElementById(id).addClass(classes);
 }
 
-// The evidence: a force-directed layout that counts the labels as part of each node, so none overlap.
+// The evidence: a force-directed layout that counts the labels as part of each node, then spread until no
+// node (label included) lies on another or on an edge's label (the force layout knows nothing of those).
 function layout() {
   cy.layout({ name: "cose", animate: false, nodeDimensionsIncludeLabels: true, nodeRepulsion: 12000,
-              idealEdgeLength: 100, fit: true, padding: 30 }).run();
+              idealEdgeLength: 100, fit: false }).run();
+  spreadOut();
+  cy.fit(undefined, 30);
 }
 
-// Occupied boxes on a coarse grid: whether a box is free is a look at the few cells it covers.
-class Occupancy {
-  constructor(cell) { this.cell = cell; this.cells = new Map(); }
-  *keys(b) {
-    for (let i = Math.floor(b.x1 / this.cell); i <= Math.floor(b.x2 / this.cell); i++)
-      for (let j = Math.floor(b.y1 / this.cell); j <= Math.floor(b.y2 / this.cell); j++) yield `${i},${j}`;
+// The boxes of the drawing that must not overlap: each node with its label, each edge's label.
+function drawnBoxes() {
+  const boxes = cy.nodes().map((n) => ({ element: n, box: n.boundingBox({ includeLabels: true }) }));
+  for (const e of cy.edges()) {
+    if (!e.data("label")) continue;
+    const box = e.boundingBox({ includeNodes: false, includeEdges: false, includeLabels: true });
+    if (box.w > 0) boxes.push({ element: e, box });
   }
-  free(b) {
-    for (const key of this.keys(b))
-      for (const o of this.cells.get(key) || [])
-        if (b.x1 < o.x2 && o.x1 < b.x2 && b.y1 < o.y2 && o.y1 < b.y2) return false;
-    return true;
-  }
-  take(b) { for (const key of this.keys(b)) (this.cells.get(key) || this.cells.set(key, []).get(key)).push(b); }
+  return boxes;
 }
 
-// Places ``added`` (nodes just added, all at the centre's position) on rings around ``centre``, nearest free
-// places first and on the side facing away from the rest of the drawing: nothing drawn before moves, and no
-// node's box, label included, overlaps another's. Linear in the nodes placed, so a node with thousands of
-// neighbours opens at once.
-function placeAround(centre, added) {
-  const c = centre.position();
-  const taken = new Occupancy(64);
-  const rest = cy.nodes().not(added);
-  for (const node of rest) taken.take(node.boundingBox({ includeLabels: true }));
-  let away = -Math.PI / 2; // up, when the node stands alone
-  const others = rest.not(centre);
-  if (others.length) {
-    const mid = others.boundingBox();
-    const dx = c.x - (mid.x1 + mid.x2) / 2, dy = c.y - (mid.y1 + mid.y2) / 2;
-    if (Math.hypot(dx, dy) > 1) away = Math.atan2(dy, dx);
-  }
-  const queue = added.toArray();
-  const positions = new Map();
-  let next = 0;
-  for (let ring = 0; next < queue.length && ring < 5000; ring++) {
-    const radius = 90 + ring * 30;
-    const count = Math.max(6, Math.floor((2 * Math.PI * radius) / 30));
-    for (let k = 0; k < count && next < queue.length; k++) {
-      const turn = Math.ceil(k / 2) * (k % 2 ? 1 : -1); // 0, +1, -1, +2, -2 ... steps from the free side
-      const angle = away + (turn * 2 * Math.PI) / count;
-      const x = c.x + radius * Math.cos(angle), y = c.y + radius * Math.sin(angle);
-      const own = queue[next].boundingBox({ includeLabels: true }); // drawn at the centre so far
-      const box = { x1: own.x1 - c.x + x - 3, x2: own.x2 - c.x + x + 3, y1: own.y1 - c.y + y - 3, y2: own.y2 - c.y + y + 3 };
-      if (!taken.free(box)) continue;
-      taken.take(box);
-      positions.set(queue[next].id(), { x, y });
-      next += 1;
+// Pairs of boxes that overlap, one of them a node's (label included): a node on a node, or on an edge's label
+// (its own edges' too: a short edge puts its label on its ends). Two edges' labels may touch where edges meet.
+function overlapping(margin) {
+  const boxes = drawnBoxes(), found = [];
+  for (let i = 0; i < boxes.length; i++)
+    for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      if (a.element.isEdge() && b.element.isEdge()) continue;
+      const p = a.box, q = b.box;
+      if (p.x1 - margin < q.x2 && q.x1 - margin < p.x2 && p.y1 - margin < q.y2 && q.y1 - margin < p.y2) found.push([a, b]);
+    }
+  return found;
+}
+window.metakgOverlaps = () => overlapping(0).map(([a, b]) => [a.element.id(), b.element.id()]); // for tests
+
+// Spreads the drawing where it overlaps: of each overlapping pair, a node is pushed out of the other box, away
+// from its centre (from its own edge's other end when the box is that edge's label, so the edge grows and
+// its label moves off), round after round; the rest of the drawing, and so its scale, stays as laid out.
+function spreadOut() {
+  for (let round = 0; round < 200; round++) {
+    const pairs = overlapping(4);
+    if (!pairs.length) return;
+    const extra = 4 + Math.floor(round / 25) * 4; // a little further as rounds go, so no two nodes trade places
+    for (const [a, b] of pairs) {
+      const [node, other] = b.element.isNode() ? [b.element, a] : [a.element, b];
+      const own = node.boundingBox({ includeLabels: true }), box = other.box;
+      const overlap = Math.min(own.x2 - box.x1, box.x2 - own.x1, own.y2 - box.y1, box.y2 - own.y1);
+      let dx = (own.x1 + own.x2 - box.x1 - box.x2) / 2, dy = (own.y1 + own.y2 - box.y1 - box.y2) / 2;
+      const ends = other.element.isEdge() ? other.element.connectedNodes() : null;
+      if (ends && ends.contains(node) && ends.length === 2) {
+        const far = ends.not(node).position(), at = node.position();
+        dx = at.x - far.x; dy = at.y - far.y;
+      }
+      const length = Math.hypot(dx, dy);
+      if (length < 0.5) { dx = Math.cos(round * 2.4); dy = Math.sin(round * 2.4); } // on top: any way out
+      const scale = (overlap + extra) / Math.max(length, 1e-6);
+      const p = node.position();
+      node.position({ x: p.x + dx * scale, y: p.y + dy * scale });
     }
   }
-  cy.batch(() => { for (const node of queue) node.position(positions.get(node.id()) || c); });
 }
 
 // The choices of the question last answered, as compared (a node named as one is ringed wherever it appears).
@@ -310,8 +315,8 @@ document.getElementById("search-form").addEventListener("submit", async (event) 
       const item = document.createElement("li");
       item.textContent = `${hit.node.name} (${hit.match}, ${hit.score.toFixed(2)})`;
       item.onclick = () => {
+        // drawn beside the graph and selected (its record shown); it is no start entity of a question
         if (cy.getElementById(hit.node.id).empty()) addAround(cy.nodes().first(), [{ id: hit.node.id, label: hit.node.name }]);
-        cy.getElementById(hit.node.id).addClass("start");
         cy.fit(undefined, 30);
         showRecord(hit.node.id);
       };
