@@ -158,6 +158,59 @@ function spreadOut() {
   }
 }
 
+// Occupied boxes on a coarse grid: whether a box is free is a look at the few cells it covers.
+class Occupancy {
+  constructor(cell) { this.cell = cell; this.cells = new Map(); }
+  *keys(b) {
+    for (let i = Math.floor(b.x1 / this.cell); i <= Math.floor(b.x2 / this.cell); i++)
+      for (let j = Math.floor(b.y1 / this.cell); j <= Math.floor(b.y2 / this.cell); j++) yield `${i},${j}`;
+  }
+  free(b) {
+    for (const key of this.keys(b))
+      for (const o of this.cells.get(key) || [])
+        if (b.x1 < o.x2 && o.x1 < b.x2 && b.y1 < o.y2 && o.y1 < b.y2) return false;
+    return true;
+  }
+  take(b) { for (const key of this.keys(b)) (this.cells.get(key) || this.cells.set(key, []).get(key)).push(b); }
+}
+
+// Places ``added`` (nodes just added, all at the centre's position) on rings around ``centre``, nearest free
+// places first and on the side facing away from the rest of the drawing: nothing drawn before moves, and no
+// node's box, label included, overlaps another's. Linear in the nodes placed, so a node with thousands of
+// neighbours opens at once.
+function placeAround(centre, added) {
+  const c = centre.position();
+  const taken = new Occupancy(64);
+  const rest = cy.nodes().not(added);
+  for (const node of rest) taken.take(node.boundingBox({ includeLabels: true }));
+  let away = -Math.PI / 2; // up, when the node stands alone
+  const others = rest.not(centre);
+  if (others.length) {
+    const mid = others.boundingBox();
+    const dx = c.x - (mid.x1 + mid.x2) / 2, dy = c.y - (mid.y1 + mid.y2) / 2;
+    if (Math.hypot(dx, dy) > 1) away = Math.atan2(dy, dx);
+  }
+  const queue = added.toArray();
+  const positions = new Map();
+  let next = 0;
+  for (let ring = 0; next < queue.length && ring < 5000; ring++) {
+    const radius = 90 + ring * 30;
+    const count = Math.max(6, Math.floor((2 * Math.PI * radius) / 30));
+    for (let k = 0; k < count && next < queue.length; k++) {
+      const turn = Math.ceil(k / 2) * (k % 2 ? 1 : -1); // 0, +1, -1, +2, -2 ... steps from the free side
+      const angle = away + (turn * 2 * Math.PI) / count;
+      const x = c.x + radius * Math.cos(angle), y = c.y + radius * Math.sin(angle);
+      const own = queue[next].boundingBox({ includeLabels: true }); // drawn at the centre so far
+      const box = { x1: own.x1 - c.x + x - 3, x2: own.x2 - c.x + x + 3, y1: own.y1 - c.y + y - 3, y2: own.y2 - c.y + y + 3 };
+      if (!taken.free(box)) continue;
+      taken.take(box);
+      positions.set(queue[next].id(), { x, y });
+      next += 1;
+    }
+  }
+  cy.batch(() => { for (const node of queue) node.position(positions.get(node.id()) || c); });
+}
+
 // The choices of the question last answered, as compared (a node named as one is ringed wherever it appears).
 let askedChoices = new Set();
 
