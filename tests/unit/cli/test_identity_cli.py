@@ -22,6 +22,14 @@ def run(*args: str) -> dict[str, Any]:
     return json.loads(result.output.strip().splitlines()[-1])
 
 
+def bundle_at(
+    path: Path, rows: list[tuple[str, str, str, list[str]]], links: list[tuple[str, str, str]], source: str
+) -> Path:
+    """A bundle of these node rows (id, name, type, xrefs) and edges, from ``source``, written at ``path``."""
+    write_bundle(path, Bundle(nodes(rows, source), edges(links, source)))
+    return path
+
+
 def write_inputs(tmp_path: Path) -> tuple[Path, Path]:
     primekg, wikidata = tmp_path / "primekg", tmp_path / "wikidata"
     write_bundle(
@@ -88,17 +96,12 @@ def test_resolve_show_and_split_round_trip(tmp_path: Path) -> None:
 
 
 def write_notes(tmp_path: Path) -> Path:
-    notes = tmp_path / "notes"
-    write_bundle(
-        notes,
-        Bundle(
-            nodes(
-                [("kg:memory_loss", "Memory loss", "concept", []), ("kg:memantine", "memantine", "drug", [])], "notes"
-            ),
-            edges([("kg:memantine", "treats", "kg:memory_loss")], "notes"),
-        ),
+    return bundle_at(
+        tmp_path / "notes",
+        [("kg:memory_loss", "Memory loss", "concept", []), ("kg:memantine", "memantine", "drug", [])],
+        [("kg:memantine", "treats", "kg:memory_loss")],
+        "notes",
     )
-    return notes
 
 
 def test_a_resolution_grows_source_by_source_and_merge_keeps_every_decision_undoable(tmp_path: Path) -> None:
@@ -121,8 +124,8 @@ def test_a_resolution_grows_source_by_source_and_merge_keeps_every_decision_undo
     assert memory["canonical"] == "wd:Q1066"  # the new source's name match
     aspirin = run("identity", "show", "drugbank:DB00945", "-b", str(grown))
     assert "incompatible types" in aspirin["problem"]  # refused then, refused now
-    other, merged = tmp_path / "other", tmp_path / "merged"
-    write_bundle(other, Bundle(nodes([("hp:0002354", "Memory impairment", "phenotype", [])], "hpo"), edges([], "hpo")))
+    merged = tmp_path / "merged"
+    other = bundle_at(tmp_path / "other", [("hp:0002354", "Memory impairment", "phenotype", [])], [], "hpo")
     run("merge", str(grown), str(other), "-o", str(merged))
     assert read_bundle(merged).manifest["identity"]["clusters"] == 2  # the tables came along
     for bundle, parts in ((grown, (primekg, wikidata, notes)), (merged, (primekg, wikidata, notes, other))):
@@ -134,29 +137,17 @@ def test_a_resolution_grows_source_by_source_and_merge_keeps_every_decision_undo
 
 
 def test_one_id_in_two_bundles_for_types_that_cannot_be_one_entity_is_reported_and_kept_apart(tmp_path: Path) -> None:
-    diseases, drugs = tmp_path / "diseases", tmp_path / "drugs"
-    write_bundle(
-        diseases,
-        Bundle(
-            nodes(
-                [("mondo:0004975", "Alzheimer disease", "disease", []), ("hp:0002354", "amnesia", "phenotype", [])],
-                "mondo",
-            ),
-            edges([("mondo:0004975", "has_phenotype", "hp:0002354")], "mondo"),
-        ),
+    diseases = bundle_at(
+        tmp_path / "diseases",
+        [("mondo:0004975", "Alzheimer disease", "disease", []), ("hp:0002354", "amnesia", "phenotype", [])],
+        [("mondo:0004975", "has_phenotype", "hp:0002354")],
+        "mondo",
     )
-    write_bundle(
-        drugs,
-        Bundle(
-            nodes(
-                [
-                    ("mondo:0004975", "donepezil", "drug", ["drugbank:DB00843"]),
-                    ("ncbigene:43", "ACHE", "gene_protein", []),
-                ],
-                "drugs",
-            ),
-            edges([("mondo:0004975", "target", "ncbigene:43")], "drugs"),
-        ),
+    drugs = bundle_at(
+        tmp_path / "drugs",
+        [("mondo:0004975", "donepezil", "drug", ["drugbank:DB00843"]), ("ncbigene:43", "ACHE", "gene_protein", [])],
+        [("mondo:0004975", "target", "ncbigene:43")],
+        "drugs",
     )
     out = tmp_path / "one"
     report = run("resolve", str(diseases), str(drugs), "-o", str(out))
