@@ -550,6 +550,11 @@ class ServerSettings(Section):
     api_key: SecretStr = Field(
         default=SecretStr(""), description="Required in the X-API-Key header when set; never printed."
     )
+    graph_keys: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="A server of several graphs: the API key each graph named here requires instead of api_key "
+        '(METAKG_SERVER__GRAPH_KEYS=\'{"trials": "..."}\'); never printed.',
+    )
     max_concurrent_asks: int = Field(default=4, ge=1, le=64, description="Questions answered at once; more wait.")
     max_question_chars: int = Field(default=2000, ge=10, le=100_000, description="Longest question accepted.")
     max_body_bytes: int = Field(default=65_536, ge=1024, le=10_000_000, description="Largest request body.")

@@ -11,8 +11,8 @@ import hmac
 import logging
 import re
 import socket
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,6 +39,7 @@ from metakg.errors import (
     UsageError,
 )
 from metakg.redact import mask_query, secret_pattern
+from metakg.server.graphs import Graph, graph_settings
 from metakg.server.models import printable
 from metakg.server.routes import ask, evaluations, graph, pages
 from metakg.server.routes.pages import STATIC
@@ -166,8 +167,22 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": message})
 
 
-def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> FastAPI:
+def create_app(
+    settings: Settings,
+    *,
+    bundle: Path | None = None,
+    neo4j: bool = False,
+    name: str | None = None,
+    graphs: Sequence[Graph] = (),
+    prefix: str = "",
+    also: Sequence[ServedGraph] = (),
+) -> FastAPI:
     """The app over the bundle (embedded store) or the configured Neo4j database.
+
+    On a server of several graphs (:func:`create_graphs_app`), ``name`` is this one's, ``graphs`` all of
+    them (``GET /api/graphs`` lists them for the page's picker), ``prefix`` the path it is mounted at
+    (``/graphs/NAME``: the outer app guards the requests) and ``also`` the other graphs, which the app of the
+    default graph opens and closes with its own (a mounted app has no lifespan of its own).
 
     Raises:
         UsageError: neither or both of a bundle and Neo4j.
@@ -178,11 +193,13 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        with served:
+        with ExitStack() as stack:
+            for graph in (served, *also):
+                stack.enter_context(graph)
             yield
 
     def authorised(request: Request, x_api_key: Annotated[str | None, Header()] = None) -> None:
-        if request.url.path == "/":  # the page itself holds no data; it asks for the key, then sends it
+        if request.url.path == prefix + "/":  # the page itself holds no data; it asks for the key, then sends it
             return
         if not key_matches(x_api_key, key):
             raise HTTPException(status_code=401, detail=KEY_REQUIRED, headers=CHALLENGE)
@@ -226,7 +243,7 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
         (a lone surrogate, ``"\\ud800"`` in the JSON) escaped, so that the answer itself can be written."""
         return JSONResponse(status_code=422, content={"detail": jsonable_encoder(printable(error.errors()))})
 
-    if limits.cors_origins:  # off unless configured: only the server's own page calls the API
+    if limits.cors_origins and not prefix:  # off unless configured: only the server's own page calls the API
         app.add_middleware(
             CORSMiddleware,
             allow_origins=limits.cors_origins,
@@ -234,13 +251,66 @@ def create_app(settings: Settings, *, bundle: Path | None = None, neo4j: bool = 
             allow_headers=["Content-Type", "X-API-Key"],
         )
 
-    app.add_middleware(RequestGuard, settings=settings)  # added last: the outermost, before anything else
+    if not prefix:
+        app.add_middleware(RequestGuard, settings=settings)  # added last: the outermost, before anything else
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    app.include_router(pages.router(bundle, app.openapi_url or "/openapi.json"))
-    app.include_router(graph.router(served))
+    app.include_router(pages.router(bundle, prefix + (app.openapi_url or "/openapi.json")))
+    app.include_router(graph.router(served, graph_list(graphs, name, bundle, settings)))
     app.include_router(ask.router(served))
     app.include_router(evaluations.router(served))
+    app.state.served = served
+    return app
+
+
+def graph_list(
+    graphs: Sequence[Graph], name: str | None, bundle: Path | None, settings: Settings
+) -> list[dict[str, Any]]:
+    """What ``GET /api/graphs`` answers: each graph served, its name, where its page is, its store, and
+    whether it is the one asked (a server of one graph lists that one)."""
+    if not graphs:
+        own = name or (bundle.name if bundle is not None else settings.neo4j.database)
+        return [{"name": own, "path": "/", "store": "neo4j" if bundle is None else "embedded", "current": True}]
+    return [
+        {
+            "name": g.name,
+            "path": "/" if number == 0 else g.path,
+            "store": "neo4j" if g.neo4j else "embedded",
+            "current": g.name == name,
+        }
+        for number, g in enumerate(graphs)
+    ]
+
+
+def create_graphs_app(settings: Settings, graphs: Sequence[Graph]) -> FastAPI:
+    """The app of a server of ``graphs``: the first at ``/``, every other under ``/graphs/NAME/`` with its own
+    page, API and reference pages, each graph with its own key when ``server.graph_keys`` names one.
+
+    Raises:
+        UsageError: no graph.
+    """
+    if not graphs:
+        raise UsageError("give --bundle DIR or --neo4j.")
+    several = len(graphs) > 1
+    if not several:
+        only = graphs[0]
+        return create_app(graph_settings(settings, only, several=False), bundle=only.bundle, neo4j=only.neo4j)
+    mounted: list[tuple[str, FastAPI]] = []
+    for g in graphs[1:]:
+        at = g.path.rstrip("/")
+        own = graph_settings(settings, g, several=True)
+        mounted.append((at, create_app(own, bundle=g.bundle, neo4j=g.neo4j, name=g.name, graphs=graphs, prefix=at)))
+    first = graphs[0]
+    app = create_app(
+        graph_settings(settings, first, several=True),
+        bundle=first.bundle,
+        neo4j=first.neo4j,
+        name=first.name,
+        graphs=graphs,
+        also=[sub.state.served for _at, sub in mounted],
+    )
+    for at, sub in mounted:
+        app.mount(at, sub)
     return app
 
 
@@ -357,24 +427,38 @@ def serve(
     *,
     bundle: Path | None = None,
     neo4j: bool = False,
+    graphs: Sequence[Graph] = (),
     announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Run the app with uvicorn on ``server.host``:``server.port`` until interrupted; the store is closed on
-    the way out.
+    """Run the app with uvicorn on ``server.host``:``server.port`` until interrupted; the stores are closed
+    on the way out. ``graphs``: several graphs (:mod:`metakg.server.graphs`), instead of one ``bundle`` or
+    the configured Neo4j database.
 
     Args:
         announce: called with a line saying what is served where, once every check before listening passed.
 
     Raises:
-        UsageError: a host other than loopback without an API key, or neither/both of bundle and Neo4j.
-        BundleError: the bundle cannot be read.
+        UsageError: a host other than loopback without an API key (for any graph), or no graph.
+        BundleError: a bundle cannot be read.
     """
-    check_binding(settings)
-    if bundle is not None:
-        api.bundle_info(bundle)  # a missing or broken bundle is explained before anything listens
-    elif neo4j:
-        with api.open_store(settings, None, neo4j=True) as store:  # Neo4j down: said now, not as a traceback
-            store.counts()
-    served = bundle or "the configured Neo4j database"
+    if not graphs:
+        graphs = (
+            [Graph(bundle.name if bundle is not None else settings.neo4j.database, bundle=bundle)]
+            if (bundle is not None or neo4j)
+            else []
+        )
+    if not graphs:
+        raise UsageError("give --bundle DIR or --neo4j.")
+    for g in graphs:
+        check_binding(graph_settings(settings, g, several=len(graphs) > 1))
+        if g.bundle is not None:
+            api.bundle_info(g.bundle)  # a missing or broken bundle is explained before anything listens
+        else:
+            with api.open_store(graph_settings(settings, g, several=True), None, neo4j=True) as store:
+                store.counts()  # Neo4j down: said now, not as a traceback
+    if len(graphs) == 1:
+        served = str(graphs[0].bundle) if graphs[0].bundle is not None else "the configured Neo4j database"
+    else:
+        served = f"{len(graphs)} graphs ({', '.join(g.name for g in graphs)}; {graphs[0].name} at /)"
     said = (lambda address: announce(f"serving {served} on {address}")) if announce is not None else None
-    run_asgi(create_app(settings, bundle=bundle, neo4j=neo4j), settings, announce=said)
+    run_asgi(create_graphs_app(settings, graphs), settings, announce=said)

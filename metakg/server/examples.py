@@ -56,6 +56,10 @@ RUN: dict[str, Any] = {
 #: the example answer of each route, by method and path
 EXAMPLES: dict[tuple[str, str], Any] = {
     ("get", "/api/health"): {"status": "ok", "version": "0.1.0", "store": "embedded"},
+    ("get", "/api/graphs"): [
+        {"name": "primekg", "path": "/", "store": "embedded", "current": True},
+        {"name": "trials", "path": "/graphs/trials/", "store": "embedded", "current": False},
+    ],
     ("get", "/api/graph"): {
         "counts": {"nodes": 129375, "edges": 4050249},
         "sources": [{"name": "primekg", "records": 8100498}],

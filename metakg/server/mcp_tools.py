@@ -19,8 +19,8 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal, cast
@@ -29,7 +29,8 @@ from pydantic import Field
 
 from metakg import api
 from metakg.config import Settings
-from metakg.errors import MetakgError
+from metakg.errors import MetakgError, UsageError
+from metakg.server.graphs import Graph, graph_settings
 from metakg.server.served import MAX_HOPS, MAX_K, MAX_LIMIT, ServedGraph, bounded
 
 #: the longest log message written (longer ones are cut, with their length said)
@@ -73,12 +74,32 @@ NODE_HELP = (
 )
 #: a node given to a tool (the tools' signatures are read by the SDK, so their types live at module level)
 NodeRef = Annotated[str, Field(min_length=1, max_length=1000, description=NODE_HELP)]
+#: the graph a tool reads, on a server of several
+GraphRef = Annotated[
+    str | None,
+    Field(
+        max_length=64,
+        description="The graph to read, by name, on a server of several graphs (metakg mcp --bundle NAME=DIR "
+        "repeated; the server's instructions list them); default: the first.",
+    ),
+]
 
 
-def build(settings: Settings, served: ServedGraph) -> Any:
-    """The MCP server over an open served graph (the caller closes it after the server stops)."""
+def build(settings: Settings, served: ServedGraph | Mapping[str, ServedGraph]) -> Any:
+    """The MCP server over an open served graph, or several by name (the first the default; the caller
+    closes them after the server stops)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
+
+    graphs = dict(served) if isinstance(served, Mapping) else {"default": served}
+    first = next(iter(graphs))
+
+    def pick(graph: str | None) -> ServedGraph:
+        if graph is None:
+            return graphs[first]
+        if graph not in graphs:
+            raise UsageError(f"no graph {graph!r} here; this server has {', '.join(graphs)}.")
+        return graphs[graph]
 
     strategies = {d.name: d.summary for d in api.describe_strategies()}
     listed = "; ".join(f"{name}: {summary.rstrip('.')}" for name, summary in strategies.items())
@@ -86,8 +107,8 @@ def build(settings: Settings, served: ServedGraph) -> Any:
     server = _ToolList()
     reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
-    def resolved(ref: str) -> str:
-        return str(served.resolve(ref).id)
+    def resolved(on: ServedGraph, ref: str) -> str:
+        return str(on.resolve(ref).id)
 
     @server.tool(
         title="Find nodes by name",
@@ -106,8 +127,9 @@ def build(settings: Settings, served: ServedGraph) -> Any:
             Literal["exact", "normalised", "fuzzy", "embedding", "auto"],
             Field(description="How to match: auto (every way, in that order), or one way only."),
         ] = "auto",
+        graph: GraphRef = None,
     ) -> list[dict[str, Any]]:
-        return [asdict(hit) for hit in served.search(text, mode=mode, k=k)]
+        return [asdict(hit) for hit in pick(graph).search(text, mode=mode, k=k)]
 
     @server.tool(
         title="Read a node",
@@ -116,8 +138,8 @@ def build(settings: Settings, served: ServedGraph) -> Any:
         annotations=reads,
     )
     @_told
-    def node(id: NodeRef) -> dict[str, Any]:
-        return asdict(served.resolve(id))
+    def node(id: NodeRef, graph: GraphRef = None) -> dict[str, Any]:
+        return asdict(pick(graph).resolve(id))
 
     @server.tool(
         title="A node's neighbours",
@@ -137,9 +159,11 @@ def build(settings: Settings, served: ServedGraph) -> Any:
             Literal["out", "in", "both"], Field(description="out: edges from the node; in: edges to it.")
         ] = "both",
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"At most this many (1 to {MAX_LIMIT}).")] = 50,
+        graph: GraphRef = None,
     ) -> list[dict[str, Any]]:
-        found = served.neighbours(
-            resolved(id), relations=relations, direction=direction, limit=bounded("limit", limit, MAX_LIMIT)
+        on = pick(graph)
+        found = on.neighbours(
+            resolved(on, id), relations=relations, direction=direction, limit=bounded("limit", limit, MAX_LIMIT)
         )
         return [asdict(nb) for nb in found]
 
@@ -158,8 +182,10 @@ def build(settings: Settings, served: ServedGraph) -> Any:
         max_hops: Annotated[
             int, Field(ge=1, le=MAX_HOPS, description=f"The longest path, in edges (1 to {MAX_HOPS}).")
         ] = 3,
+        graph: GraphRef = None,
     ) -> list[dict[str, Any]]:
-        found = served.paths(resolved(src), resolved(dst), k=k, max_hops=max_hops)
+        on = pick(graph)
+        found = on.paths(resolved(on, src), resolved(on, dst), k=k, max_hops=max_hops)
         return [asdict(path) | {"hops": path.hops} for path in found]
 
     @server.tool(
@@ -183,10 +209,12 @@ def build(settings: Settings, served: ServedGraph) -> Any:
             str | None, Field(max_length=64, description="A strategy the description lists (default: metakgrag).")
         ] = None,
         use_llm: Annotated[bool, Field(description="False: retrieval only, no LLM call.")] = True,
+        graph: GraphRef = None,
     ) -> dict[str, Any]:
-        cfg, asked, chosen = served.question(question, choices or [], strategy=strategy)
+        on = pick(graph)
+        cfg, asked, chosen = on.question(question, choices or [], strategy=strategy)
         # the answer runs its own event loop: in a worker thread, off the server's loop
-        answer = await asyncio.to_thread(served.answer, cfg, asked, chosen, use_llm=use_llm)
+        answer = await asyncio.to_thread(on.answer, cfg, asked, chosen, use_llm=use_llm)
         return {k: v for k, v in answer.to_dict().items() if k != "trace"} | {"trace": api.trace_lines(answer)}
 
     return MCPServer(
@@ -195,7 +223,13 @@ def build(settings: Settings, served: ServedGraph) -> Any:
         "(node) and its neighbours (neighbours), find paths between two nodes (paths), and ask a question "
         "answered with evidence from the graph (ask). Every tool only reads; nodes may be given by id or by "
         "name. Ids look like kg:<dataset>/<name>, or the source's own CURIE (mondo:0005148, drugbank:DB00945, "
-        "wd:Q42); relations are snake_case words (treats, is_a).",
+        "wd:Q42); relations are snake_case words (treats, is_a)."
+        + (
+            f" This server has {len(graphs)} graphs: {', '.join(graphs)}; every tool takes graph, the name of the "
+            f"one to read (default {first})."
+            if len(graphs) > 1
+            else ""
+        ),
         tools=server.tools,
     )
 
@@ -248,35 +282,61 @@ def _concise(tool: Any) -> Any:
     return Concise.model_construct(**{name: getattr(tool, name) for name in type(tool).model_fields})
 
 
-def run_stdio(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:
-    """Serve the tools over stdio until the client closes the stream; the store is opened here and closed
-    on the way out.
+@contextmanager
+def _opened(settings: Settings, graphs: Sequence[Graph]) -> Iterator[dict[str, ServedGraph]]:
+    """Each of ``graphs`` opened for the tools, by name (closed on the way out)."""
+    several = len(graphs) > 1
+    made = {
+        g.name: ServedGraph(
+            graph_settings(settings, g, several=several), bundle=g.bundle, neo4j=g.neo4j, evaluations=False
+        )
+        for g in graphs
+    }  # each checks its choice before any is opened
+    with ExitStack() as stack:
+        yield {name: stack.enter_context(graph) for name, graph in made.items()}
+
+
+def _graphs(bundle: Path | None, neo4j: bool, graphs: Sequence[Graph], settings: Settings) -> Sequence[Graph]:
+    if graphs:
+        return graphs
+    if bundle is None and not neo4j:
+        raise UsageError("give --bundle DIR or --neo4j.")
+    return [Graph("default", bundle=bundle, database=None if bundle is not None else settings.neo4j.database)]
+
+
+def run_stdio(
+    settings: Settings, *, bundle: Path | None = None, neo4j: bool = False, graphs: Sequence[Graph] = ()
+) -> None:
+    """Serve the tools over stdio until the client closes the stream; the stores are opened here and closed
+    on the way out. ``graphs``: several graphs, by name, instead of one ``bundle`` or Neo4j.
 
     Raises:
-        UsageError: neither or both of a bundle and Neo4j.
+        UsageError: no graph, or a bundle and Neo4j both.
     """
     import anyio
 
-    with ServedGraph(settings, bundle=bundle, neo4j=neo4j, evaluations=False) as served:
+    with _opened(settings, _graphs(bundle, neo4j, graphs, settings)) as served:
         server = build(settings, served)
         bound_logs()
         anyio.run(serve_stdio, server, settings.server.max_body_bytes)
 
 
-def run_http(settings: Settings, *, bundle: Path | None = None, neo4j: bool = False) -> None:
+def run_http(
+    settings: Settings, *, bundle: Path | None = None, neo4j: bool = False, graphs: Sequence[Graph] = ()
+) -> None:
     """Serve the tools over streamable HTTP at ``/mcp`` on ``server.host``:``server.port`` until
     interrupted, with the HTTP API's rules: loopback by default, any other host only with an API key, which
     every request then carries in ``X-API-Key``; bodies up to ``server.max_body_bytes``.
 
     Raises:
-        UsageError: neither or both of a bundle and Neo4j, or a host other than loopback without a key.
+        UsageError: no graph, a bundle and Neo4j both, or a host other than loopback without a key.
     """
     from metakg.server.app import RequestGuard, check_binding, run_asgi, with_key
 
-    graph = ServedGraph(settings, bundle=bundle, neo4j=neo4j, evaluations=False)  # checks the choice first
+    chosen = _graphs(bundle, neo4j, graphs, settings)
     check_binding(settings)
     limits = settings.server
-    with graph as served:
+    with _opened(settings, chosen) as served:
         app = build(settings, served).streamable_http_app(host=limits.host, max_request_body_size=limits.max_body_bytes)
         bound_logs()
         key = limits.api_key.get_secret_value()

@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from metakg import api
 from metakg.config import load_settings
+from metakg.schemas.bundle import Bundle
 from tests.conftest import node_id, small_bundle
 
 METAKG = Path(sys.executable).with_name("metakg")
@@ -61,6 +62,32 @@ def test_the_sdk_client_lists_the_tools_and_calls_search_paths_and_ask(tmp_path:
     assert got["too_many"].is_error and "max_hops" in got["too_many"].content[0].text
     answer = payload(got["asked"])
     assert answer["evidence"] and answer["status"] == "fail" and "retrieval only" in answer["reason"]
+
+
+def test_one_server_of_two_graphs_reads_the_one_each_call_names(tmp_path: Path) -> None:
+    first, second = tmp_path / "drugs", tmp_path / "trials"
+    api.write_validated(first, small_bundle(), load_settings())
+    other = small_bundle()
+    api.write_validated(second, Bundle(other.nodes.head(4), other.edges.head(2)), load_settings())
+    args = ["mcp", "--bundle", f"drugs={first}", "--bundle", f"trials={second}"]
+    server = StdioServerParameters(command=str(METAKG), args=args, env=dict(os.environ))
+
+    async def session() -> dict[str, Any]:
+        async with Client(server, read_timeout_seconds=120) as client:
+            return {
+                "tools": await client.list_tools(),
+                "default": await client.call_tool("search", {"text": "warfarin", "mode": "exact"}),
+                "trials": await client.call_tool("search", {"text": "warfarin", "mode": "exact", "graph": "trials"}),
+                "nowhere": await client.call_tool("node", {"id": "aspirin", "graph": "nope"}),
+            }
+
+    got = asyncio.run(session())
+    assert all("graph" in t.input_schema["properties"] for t in got["tools"].tools)
+    assert [hit["node"]["name"] for hit in payload(got["default"])] == ["warfarin"]  # the first graph: drugs
+    assert payload(got["trials"]) == []  # the 4 nodes of trials hold no warfarin
+    assert got["nowhere"].is_error and "no graph 'nope' here; this server has drugs, trials" in (
+        got["nowhere"].content[0].text
+    )
 
 
 @pytest.mark.parametrize("args", [["mcp"], ["mcp", "--bundle", "/nonexistent/kg"]])

@@ -18,6 +18,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from metakg import api
 from metakg.config import load_settings
+from metakg.schemas.bundle import Bundle
 from metakg.server.page import offline_page
 from tests.conftest import hub_bundle, small_bundle
 from tests.integration.test_server import METAKG, Served, start, stop
@@ -225,6 +226,41 @@ def test_the_first_drawing_of_real_evidence_has_no_node_on_a_node_or_an_edge_lab
     page.close()
 
 
+def test_a_server_of_two_graphs_has_a_picker_and_each_graph_its_own_page(chromium: Browser, tmp_path: Path) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    first, second = tmp_path / "drugs", tmp_path / "trials"
+    api.write_validated(first, small_bundle(), load_settings())
+    other = small_bundle()
+    api.write_validated(second, Bundle(other.nodes.head(4), other.edges.head(2)), load_settings())
+    server = start(["--bundle", f"drugs={first}", "--bundle", f"trials={second}"], tmp_path / "serve.log")
+    try:
+        page = chromium.new_page(viewport={"width": 1280, "height": 800})
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(server.url + "/")
+        page.wait_for_function("!document.getElementById('graph-choice').hidden")
+        assert page.inner_text("#graph-info") == "10 nodes, 9 edges"
+        assert page.eval_on_selector_all("#graph-picker option", "(os) => os.map((o) => o.textContent)") == [
+            "drugs",
+            "trials",
+        ]
+        page.screenshot(path=str(ARTIFACTS / "graphs-0-first.png"))
+        page.select_option("#graph-picker", label="trials")
+        page.wait_for_url(server.url + "/graphs/trials/")
+        page.wait_for_function("document.getElementById('graph-info').textContent.includes('nodes')")
+        assert page.inner_text("#graph-info") == "4 nodes, 2 edges"
+        assert page.input_value("#graph-picker") == "/graphs/trials/"  # the picker says where one is
+        page.fill("#search-text", "aspirin")
+        page.click("#search-form button")
+        page.wait_for_selector("#search-results li")
+        assert "aspirin" in page.inner_text("#search-results")  # this graph's API, under its own path
+        page.screenshot(path=str(ARTIFACTS / "graphs-1-second.png"))
+        assert not errors, errors
+        page.close()
+    finally:
+        stop(server)
+
+
 def test_the_page_asks_for_the_api_key_and_sends_it(chromium: Browser, tmp_path: Path) -> None:
     bundle = tmp_path / "kg"
     api.write_validated(bundle, small_bundle(), load_settings())
@@ -241,7 +277,7 @@ def test_the_page_asks_for_the_api_key_and_sends_it(chromium: Browser, tmp_path:
         page.on("dialog", answer)
         page.goto(server.url + "/")
         page.wait_for_function("document.getElementById('graph-info').textContent.includes('nodes')")
-        assert asked == ["This metakg server needs its API key:"]  # asked once, then kept for the tab
+        assert asked == ["This metakg graph needs its API key:"]  # asked once, then kept for the tab
         page.fill("#search-text", "pyrexia")
         page.click("#search-form button")
         page.wait_for_selector("#search-results li")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,11 @@ from pydantic import SecretStr
 
 from metakg import api
 from metakg.config import Settings, load_settings
+from metakg.errors import UsageError
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.bundle_dir import writing
-from metakg.server.app import create_app
+from metakg.server.app import create_app, create_graphs_app
+from metakg.server.graphs import parse_graphs
 from tests.conftest import small_bundle
 
 
@@ -142,6 +145,7 @@ def test_loose_values_are_a_422_not_a_guess(bundle: Path, path: str, body: dict,
 #: the error statuses each route can answer (beyond 422, which FastAPI documents itself)
 ROUTE_ERRORS = {
     ("get", "/api/health"): {400, 401},
+    ("get", "/api/graphs"): {400, 401},
     ("get", "/api/graph"): {400, 401},
     ("get", "/api/nodes/{node_id}"): {400, 401, 404},
     ("get", "/api/neighbours"): {400, 401, 404},
@@ -394,6 +398,7 @@ def test_the_reference_shows_an_example_of_every_answer_as_the_routes_give_it(bu
         assert [route for route, example in shown.items() if not example] == []  # no `{ }` in /docs and /redoc
         real = {
             ("get", "/api/health"): c.get("/api/health"),
+            ("get", "/api/graphs"): c.get("/api/graphs"),
             ("get", "/api/graph"): c.get("/api/graph"),
             ("get", "/api/nodes/{node_id}"): c.get("/api/nodes/kg:test/0"),
             ("get", "/api/neighbours"): c.get("/api/neighbours", params={"id": "kg:test/0"}),
@@ -414,3 +419,55 @@ def test_the_reference_shows_an_example_of_every_answer_as_the_routes_give_it(bu
     with TestClient(create_app(served_settings(), bundle=bundle), base_url="http://127.0.0.1") as c:
         assert "/api/triples" not in c.get("/openapi.json").json()["paths"]  # read-only: not listed
         assert c.post("/api/triples", json={"triples": [["a", "b", "c"]], "dataset": "x"}).status_code == 403
+
+
+def test_several_graphs_each_under_its_own_routes_with_its_own_key(tmp_path: Path) -> None:
+    first, second = tmp_path / "drugs", tmp_path / "trials"
+    api.write_validated(first, small_bundle(), load_settings())
+    other = small_bundle()
+    api.write_validated(second, Bundle(other.nodes.head(4), other.edges.head(2)), load_settings())
+    key = "t" * 20
+    settings = load_settings()
+    settings = settings.model_copy(
+        update={"server": settings.server.model_copy(update={"graph_keys": {"trials": SecretStr(key)}})}
+    )
+    graphs = parse_graphs([str(first), f"trials={second}"], False, [], settings)
+    assert [(g.name, g.bundle) for g in graphs] == [("drugs", first), ("trials", second)]
+    with TestClient(create_graphs_app(settings, graphs), base_url="http://127.0.0.1") as client:
+        listed = client.get("/api/graphs").json()
+        assert listed == [
+            {"name": "drugs", "path": "/", "store": "embedded", "current": True},
+            {"name": "trials", "path": "/graphs/trials/", "store": "embedded", "current": False},
+        ]
+        assert client.get("/api/graph").json()["counts"] == {"nodes": 10, "edges": 9}  # the first, at /
+        assert client.get("/graphs/trials/api/graph").status_code == 401  # its own key
+        assert client.get("/graphs/trials/api/graph", headers={"X-API-Key": "wrong" * 4}).status_code == 401
+        inner = client.get("/graphs/trials/api/graph", headers={"X-API-Key": key})
+        assert inner.status_code == 200 and inner.json()["counts"]["nodes"] == 4
+        hits = client.get("/graphs/trials/api/search", params={"q": "aspirin"}, headers={"X-API-Key": key}).json()
+        assert hits[0]["node"]["name"] == "aspirin"
+        assert client.get("/graphs/trials/api/graphs", headers={"X-API-Key": key}).json()[1]["current"]
+        assert client.get("/graphs/trials/").status_code == 200  # its page, which asks for the key
+        assert "/graphs/trials/openapi.json" in client.get("/graphs/trials/docs").text
+        assert client.get("/graphs/trials/openapi.json").json()["paths"]["/api/graph"]
+        refused = client.get("/graphs/trials/api/graph", headers={"host": "evil.example", "X-API-Key": key})
+        assert refused.status_code == 400  # the outer app's guards cover every graph
+
+
+@pytest.mark.parametrize(
+    ("bundles", "databases", "says"),
+    [
+        (["a=x", "a=y"], [], "two graphs are named 'a'"),
+        (["bad name=x"], [], "write NAME=VALUE"),
+        (["a=x"], ["neo4j"], "--neo4j-db 'neo4j': write NAME=DATABASE"),
+        ([], [], "give --bundle DIR or --neo4j"),
+        (["a=x", "b=y"], [], "server.graph_keys names c, which no graph served is called"),
+    ],
+)
+def test_the_graphs_given_are_checked(bundles: list[str], databases: list[str], says: str) -> None:
+    settings = load_settings()
+    settings = settings.model_copy(
+        update={"server": settings.server.model_copy(update={"graph_keys": {"c": SecretStr("k" * 20)}})}
+    )
+    with pytest.raises(UsageError, match=re.escape(says)):
+        parse_graphs(bundles, False, databases, settings)

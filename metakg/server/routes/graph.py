@@ -15,10 +15,17 @@ from metakg.server.models import TriplesRequest, error_responses, printable
 from metakg.server.served import MAX_HOPS, MAX_K, MAX_NEIGHBOURS, ServedGraph
 
 
-def router(served: ServedGraph) -> APIRouter:
-    """The graph's routes over ``served``."""
+def router(served: ServedGraph, graphs: list[dict[str, Any]]) -> APIRouter:
+    """The graph's routes over ``served``; ``graphs``: every graph the server serves (``GET /api/graphs``)."""
     router = APIRouter()
     bundle, neo4j, limits = served.bundle, served.neo4j, served.limits
+
+    @router.get("/api/graphs", responses=error_responses() | example("get", "/api/graphs"))
+    def graphs_served() -> list[dict[str, Any]]:
+        """The graphs this server serves (``metakg serve --bundle NAME=DIR`` repeated): each one's name, the
+        path of its page (the first at ``/``, the others under ``/graphs/NAME/`` with the same routes), its
+        store, and ``current``, the one this route is of."""
+        return graphs
 
     @router.get("/api/health", responses=error_responses() | example("get", "/api/health"))
     def health() -> dict[str, Any]:

@@ -34,14 +34,17 @@ const SNAPSHOT = window.METAKG_SNAPSHOT || null;
 
 // A server started with an API key wants it in X-API-Key on every data request: asked for once, kept for
 // this tab only (sessionStorage), never put in a URL.
+// On a server of several graphs each may have its own key: one is kept per graph (the page's path).
+const KEY_SLOT = `metakgKey:${window.location.pathname}`;
+
 async function keyed(path, options) {
   const send = () => fetch(path, { ...(options || {}), headers: { ...((options || {}).headers || {}),
-    ...(sessionStorage.getItem("metakgKey") ? { "X-API-Key": sessionStorage.getItem("metakgKey") } : {}) } });
+    ...(sessionStorage.getItem(KEY_SLOT) ? { "X-API-Key": sessionStorage.getItem(KEY_SLOT) } : {}) } });
   let response = await send();
   if (response.status === 401) {
-    const key = window.prompt("This metakg server needs its API key:");
+    const key = window.prompt("This metakg graph needs its API key:");
     if (key) {
-      sessionStorage.setItem("metakgKey", key);
+      sessionStorage.setItem(KEY_SLOT, key);
       response = await send();
     }
   }
@@ -557,10 +560,27 @@ if (SNAPSHOT) { // the answer this file was written for; no server behind it
     opened.document.write(response.ok ? html : `<p>${response.status}: no validation report</p>`);
     opened.document.close();
   });
+  // a server of several graphs: a picker, each graph's page at its own path (the first at /); asked for
+  // after the graph's counts, so a server with a key asks for it once
+  const pickGraphs = () => api("api/graphs").then((graphs) => {
+    if (graphs.length < 2) return;
+    const picker = document.getElementById("graph-picker");
+    for (const g of graphs) {
+      const option = document.createElement("option");
+      option.value = g.path;
+      option.textContent = g.name;
+      option.selected = g.current;
+      picker.append(option);
+    }
+    picker.addEventListener("change", () => { window.location.href = picker.value; });
+    document.getElementById("graph-choice").hidden = false;
+    document.title = `metakg: ${graphs.find((g) => g.current).name}`;
+  }).catch(() => {});
   api("api/graph").then((info) => {
     document.getElementById("graph-info").textContent = `${info.counts.nodes} nodes, ${info.counts.edges} edges`;
     if (info.validation && info.validation.ok !== null && info.validation.ok !== undefined) {
       document.getElementById("report-link").hidden = false; // a validated bundle has its report at /report
     }
+    return pickGraphs();
   }).catch(() => {});
 }
