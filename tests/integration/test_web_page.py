@@ -18,7 +18,8 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from metakg import api
 from metakg.config import load_settings
-from metakg.schemas.bundle import Bundle
+from metakg.llm.embedder import Embedder
+from metakg.schemas.bundle import Bundle, read_bundle, write_embeddings
 from metakg.server.page import offline_page
 from tests.conftest import hub_bundle, small_bundle
 from tests.integration.test_server import METAKG, Served, start, stop
@@ -185,7 +186,7 @@ DRAWING_OVERLAPS = """() => {
 
 
 def test_the_first_drawing_of_real_evidence_has_no_node_on_a_node_or_an_edge_label(
-    chromium: Browser, public_file: Any, tmp_path: Path
+    chromium: Browser, public_file: Any, tmp_path: Path, embedder: Embedder, name_vectors: Any
 ) -> None:
     """Three CommonsenseQA questions over its KG, each drawn as ``ask --html`` writes it (the page a server
     serves draws it the same way): the force layout alone put "Freeway" on the label of its edge to "road"."""
@@ -193,6 +194,9 @@ def test_the_first_drawing_of_real_evidence_has_no_node_on_a_node_or_an_edge_lab
     settings = load_settings()
     bundle = tmp_path / "csqa"
     api.ingest_triples(public_file("metakgrag_pilot/commonsenseqa__knowledge_graph.txt"), "csqa", bundle, settings)
+    read = read_bundle(bundle)  # its names' vectors, computed once for every test of the run that needs them
+    vectors = name_vectors(embedder, read.nodes["name"].to_list())
+    write_embeddings(bundle, read, read.nodes["id"], vectors, model=embedder.name, dim=embedder.dim)
     questions = [
         ("How might a automobile get off a freeway?", ["A: exit ramp", "B: garage", "C: driveway"]),
         ("What do people aim to do at work?", ["A: complete job", "B: learn from each other", "C: kill animals"]),
