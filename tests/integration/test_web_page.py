@@ -253,6 +253,7 @@ def test_a_server_of_two_graphs_has_a_picker_and_each_graph_its_own_page(chromiu
         page.wait_for_url(server.url + "/graphs/trials/")
         page.wait_for_function("document.getElementById('graph-info').textContent.includes('nodes')")
         assert page.inner_text("#graph-info") == "4 nodes, 2 edges"
+        page.wait_for_function("!document.getElementById('graph-choice').hidden")  # filled after the counts
         assert page.input_value("#graph-picker") == "/graphs/trials/"  # the picker says where one is
         page.fill("#search-text", "aspirin")
         page.click("#search-form button")
