@@ -39,7 +39,7 @@ from metakg.errors import (
     UsageError,
 )
 from metakg.redact import mask_query, secret_pattern
-from metakg.server.graphs import Graph, graph_settings
+from metakg.server.graphs import Graph, given_graphs, graph_settings
 from metakg.server.models import printable
 from metakg.server.routes import ask, evaluations, graph, pages
 from metakg.server.routes.pages import STATIC
@@ -441,14 +441,7 @@ def serve(
         UsageError: a host other than loopback without an API key (for any graph), or no graph.
         BundleError: a bundle cannot be read.
     """
-    if not graphs:
-        graphs = (
-            [Graph(bundle.name if bundle is not None else settings.neo4j.database, bundle=bundle)]
-            if (bundle is not None or neo4j)
-            else []
-        )
-    if not graphs:
-        raise UsageError("give --bundle DIR or --neo4j.")
+    graphs = given_graphs(bundle, neo4j, graphs, settings)
     for g in graphs:
         check_binding(graph_settings(settings, g, several=len(graphs) > 1))
         if g.bundle is not None:

@@ -84,6 +84,22 @@ def parse_graphs(bundles: Sequence[str], neo4j: bool, databases: Sequence[str], 
     return graphs
 
 
+def given_graphs(bundle: Path | None, neo4j: bool, graphs: Sequence[Graph], settings: Settings) -> Sequence[Graph]:
+    """``graphs``, or else the one graph of ``bundle`` or the configured Neo4j database (the API's callers of
+    ``serve`` and ``mcp`` that name no graphs).
+
+    Raises:
+        UsageError: no graph, or a bundle and Neo4j both.
+    """
+    if graphs:
+        return graphs
+    if (bundle is None) == (not neo4j):
+        raise UsageError("serve a bundle (--bundle DIR) or the configured Neo4j database (--neo4j), one of them.")
+    if bundle is not None:
+        return [Graph(_name_of(bundle.resolve().name or "bundle"), bundle=bundle)]
+    return [Graph(_name_of(settings.neo4j.database), database=settings.neo4j.database)]
+
+
 def _name_of(text: str) -> str:
     """A graph name made of a folder's or database's name (characters a name cannot hold as ``_``)."""
     cleaned = re.sub(r"[^A-Za-z0-9_.-]", "_", text).lstrip("_.-")[:64]

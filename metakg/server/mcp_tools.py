@@ -30,7 +30,7 @@ from pydantic import Field
 from metakg import api
 from metakg.config import Settings
 from metakg.errors import MetakgError, UsageError
-from metakg.server.graphs import Graph, graph_settings
+from metakg.server.graphs import Graph, given_graphs, graph_settings
 from metakg.server.served import MAX_HOPS, MAX_K, MAX_LIMIT, ServedGraph, bounded
 
 #: the longest log message written (longer ones are cut, with their length said)
@@ -296,14 +296,6 @@ def _opened(settings: Settings, graphs: Sequence[Graph]) -> Iterator[dict[str, S
         yield {name: stack.enter_context(graph) for name, graph in made.items()}
 
 
-def _graphs(bundle: Path | None, neo4j: bool, graphs: Sequence[Graph], settings: Settings) -> Sequence[Graph]:
-    if graphs:
-        return graphs
-    if bundle is None and not neo4j:
-        raise UsageError("give --bundle DIR or --neo4j.")
-    return [Graph("default", bundle=bundle, database=None if bundle is not None else settings.neo4j.database)]
-
-
 def run_stdio(
     settings: Settings, *, bundle: Path | None = None, neo4j: bool = False, graphs: Sequence[Graph] = ()
 ) -> None:
@@ -315,7 +307,7 @@ def run_stdio(
     """
     import anyio
 
-    with _opened(settings, _graphs(bundle, neo4j, graphs, settings)) as served:
+    with _opened(settings, given_graphs(bundle, neo4j, graphs, settings)) as served:
         server = build(settings, served)
         bound_logs()
         anyio.run(serve_stdio, server, settings.server.max_body_bytes)
@@ -333,7 +325,7 @@ def run_http(
     """
     from metakg.server.app import RequestGuard, check_binding, run_asgi, with_key
 
-    chosen = _graphs(bundle, neo4j, graphs, settings)
+    chosen = given_graphs(bundle, neo4j, graphs, settings)
     check_binding(settings)
     limits = settings.server
     with _opened(settings, chosen) as served:
