@@ -141,6 +141,12 @@ class ExtractSettings(Section):
     chunk_chars: int = Field(
         default=1500, ge=100, description="Largest text chunk sent in one prompt (whole sentences)."
     )
+    max_document_mb: float = Field(
+        default=256,
+        gt=0,
+        le=65536,
+        description="A document file larger than this (MiB) is refused unread, as a rejected file with the reason.",
+    )
     relations: list[str] = Field(
         default_factory=list, description="Allowed predicates named in the prompt; empty: any predicate."
     )

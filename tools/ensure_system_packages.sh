@@ -12,6 +12,7 @@ command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v virtuoso-t >/dev/null 2>&1 || missing+=(virtuoso-opensource)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)   # the browser tests of the web page (headless)
 command -v npm >/dev/null 2>&1 || missing+=(npm)             # fetches the page's JavaScript at build time
+[ -f /usr/share/doc/debian/FAQ/debian-faq.en.pdf.gz ] || missing+=(debian-faq)  # real PDF, HTML and text documents for the tests of extract
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   apt-get update -qq

@@ -182,6 +182,8 @@ class Extraction(JsonResult):
     records_changes: dict[str, int] | None = None
     edges_changes: dict[str, int] | None = None
     conformance_warnings: int | None = None
+    files: int | None = None  # documents: the input files read, and those refused (in the rejects)
+    files_rejected: int | None = None
     run_id: str
     model: str
     bundle: Path
@@ -189,7 +191,7 @@ class Extraction(JsonResult):
     validation_rejected: int
     wall_s: float
 
-    omit_none = ("records_changes", "edges_changes", "conformance_warnings")
+    omit_none = ("records_changes", "edges_changes", "conformance_warnings", "files", "files_rejected")
 
     @property
     def complete(self) -> bool:
@@ -223,6 +225,10 @@ class ExtractEstimate(JsonResult):
     batch_usd_min: float | None
     batch_usd_max: float | None
     input_rejects: int = 0  # records the run would refuse (an unreadable time, no text), none of them asked
+    #: documents: per input file its path, format, pages, units, prompt_tokens and why it was refused
+    files: list[dict[str, Any]] | None = None
+
+    omit_none = ("files",)
 
 
 #: a text's tokens by an endpoint's tokenizer (None: the endpoint has none)
@@ -234,12 +240,16 @@ COUNT_BLOCK = 256
 
 
 async def _prompt_tokens(
-    counter: Counter | None, requests: Sequence[ChatRequest], progress: Progress | None = None
+    counter: Counter | None,
+    requests: Sequence[ChatRequest],
+    progress: Progress | None = None,
+    each: list[int] | None = None,
 ) -> tuple[int, str]:
     """The prompt tokens of ``requests``: each message by the endpoint's tokenizer plus the template's tokens,
     or, where the endpoint has no tokenizer, a quarter of the characters (said so). A text that several
     prompts share (the system message, the worked example) is counted once; the count goes in blocks of
-    :data:`COUNT_BLOCK` texts, each block said on ``progress``."""
+    :data:`COUNT_BLOCK` texts, each block said on ``progress``. ``each``, when given, receives every request's
+    own count, in order."""
     texts = [m.content for r in requests for m in r.messages]
     template = sum(len(r.messages) * PER_MESSAGE_TOKENS + REPLY_TOKENS for r in requests)
     distinct = list(dict.fromkeys(texts))
@@ -252,9 +262,17 @@ async def _prompt_tokens(
         counted.update(zip(block, counts, strict=True))
         if progress is not None and len(distinct) > COUNT_BLOCK:
             progress(f"counting prompt tokens: {min(start + COUNT_BLOCK, len(distinct)):,}/{len(distinct):,} texts")
-    if distinct and len(counted) == len(distinct):
-        return sum(counted[t] for t in texts) + template, "the endpoint's tokenizer"
-    return sum(-(-len(t) // 4) for t in texts) + template, "characters / 4 (the endpoint has no tokenizer)"
+    exact = bool(distinct) and len(counted) == len(distinct)
+
+    def tokens(text: str) -> int:
+        return counted[text] if exact else -(-len(text) // 4)
+
+    if each is not None:
+        each.extend(sum(tokens(m.content) for m in r.messages) + len(r.messages) * PER_MESSAGE_TOKENS + REPLY_TOKENS
+                    for r in requests)  # fmt: skip
+    if exact:
+        return sum(tokens(t) for t in texts) + template, "the endpoint's tokenizer"
+    return sum(tokens(t) for t in texts) + template, "characters / 4 (the endpoint has no tokenizer)"
 
 
 async def _preview(
@@ -266,13 +284,18 @@ async def _preview(
     cached: Callable[[ChatRequest], bool],
     counter: Counter | None,
     progress: Progress | None = None,
+    per_unit: dict[str, int] | None = None,
 ) -> ExtractEstimate:
     """The estimate of sending ``units`` to ``model``: those ``cached`` cost nothing, the others' prompts are
-    counted by ``counter``."""
+    counted by ``counter`` (each fresh unit's count into ``per_unit`` by its id, when given)."""
     llm = settings.llm
     requests = [unit_request(u, model, temperature=llm.temperature, max_tokens=llm.max_tokens) for u in units]
-    fresh = [r for r in requests if not cached(r)]
-    tokens, tokenizer = await _prompt_tokens(counter, fresh, progress)
+    fresh_units = [(u, r) for u, r in zip(units, requests, strict=True) if not cached(r)]
+    fresh = [r for _, r in fresh_units]
+    each: list[int] = []
+    tokens, tokenizer = await _prompt_tokens(counter, fresh, progress, each)
+    if per_unit is not None:
+        per_unit.update((u.unit_id, n) for (u, _), n in zip(fresh_units, each, strict=True))
     most = len(fresh) * llm.max_tokens
     priced = model in llm.prices_per_mtok
     low = price(llm.prices_per_mtok, model, tokens, 0) if priced else None
@@ -301,7 +324,12 @@ def _batch_counter(settings: Settings, provider: str) -> Counter | None:
 
 
 def _estimate_with(
-    units: Sequence[Unit], settings: Settings, options: ExtractOptions, answered: int, progress: Progress | None
+    units: Sequence[Unit],
+    settings: Settings,
+    options: ExtractOptions,
+    answered: int,
+    progress: Progress | None,
+    per_unit: dict[str, int] | None = None,
 ) -> ExtractEstimate:
     """The preview of ``units``, through the run's batch provider (its cache scope) or its LLM endpoint."""
     if options.batch is not None:
@@ -309,13 +337,13 @@ def _estimate_with(
             counting = _batch_counter(settings, options.batch)
             preview = _preview(
                 units, settings, answered, model=settings.llm.model, cached=runner.cached, counter=counting,
-                progress=progress,
+                progress=progress, per_unit=per_unit,
             )  # fmt: skip
             return run_with(runner, preview)
     with llm_session(settings, progress=progress) as client:
         preview = _preview(
             units, settings, answered, model=client.model, cached=client.cached, counter=client.count_tokens,
-            progress=progress,
+            progress=progress, per_unit=per_unit,
         )  # fmt: skip
         return run_with(client, preview)
 
@@ -335,16 +363,32 @@ def estimate_extraction(
     options = options or ExtractOptions()
     check_dataset_name(source.dataset)
     at_least_one("--limit", source.limit)
-    data = _read(source)
+    data = _read(source, settings)
     guide = _guide(settings, options, _embedder(settings, progress))
     units = _plan(data, settings, guide)
     _check_batch(options)
     stored = _earlier_run(options.update, source.dataset)[1] if options.update is not None else None
     model = settings.llm.model if options.batch is not None else session_model(settings)
     _keys, kept, ask = _left(units, model, settings, stored)
-    (progress or quiet)(f"planning {len(ask):,} prompts ({data.rejects.height:,} records refused)")
-    estimate = _estimate_with(ask, settings, options, len(kept), progress)
-    return dataclasses.replace(estimate, input_rejects=data.rejects.height)
+    refused = "files" if data.files is not None else "records"
+    (progress or quiet)(f"planning {len(ask):,} prompts ({data.rejects.height:,} {refused} refused)")
+    per_unit: dict[str, int] = {}
+    estimate = _estimate_with(ask, settings, options, len(kept), progress, per_unit)
+    files = _files_planned(data, units, per_unit) if data.files is not None else None
+    return dataclasses.replace(estimate, input_rejects=data.rejects.height, files=files)
+
+
+def _files_planned(data: DatasetRead, units: Sequence[Unit], per_unit: dict[str, int]) -> list[dict[str, Any]]:
+    """Per input file of a documents run: its format, pages, units and the prompt tokens still to send (0 for
+    units already answered), or why it was refused."""
+    source = dict(zip(data.records["record_id"].to_list(), data.records["source"].to_list(), strict=True))
+    tokens: dict[str, int] = {}
+    for unit in units:
+        name = source.get(unit.record_id)
+        if name is not None:
+            tokens[name] = tokens.get(name, 0) + per_unit.get(unit.unit_id, 0)
+    assert data.files is not None
+    return [f | {"prompt_tokens": tokens.get(f["path"], 0)} for f in data.files]
 
 
 def _embedder(settings: Settings, progress: Progress | None) -> Embedder | None:
@@ -421,8 +465,8 @@ def _check(source: TextSource, out: Path, settings: Settings, options: ExtractOp
     _check_batch(options)
 
 
-def _read(source: TextSource) -> DatasetRead:
-    """The records of ``source``.
+def _read(source: TextSource, settings: Settings) -> DatasetRead:
+    """The records of ``source`` (a document's chunks at most ``extract.chunk_chars`` long).
 
     Raises:
         InputDataError: the file cannot be read, or no record of it can.
@@ -434,6 +478,8 @@ def _read(source: TextSource) -> DatasetRead:
         text_field=source.text_field,
         id_field=source.id_field,
         time_field=source.time_field,
+        max_chars=settings.extract.chunk_chars,
+        max_bytes=int(settings.extract.max_document_mb * 2**20),
     )
     if data.accepted == 0:
         why = "; ".join(f"{r['record']}: {r['reason']}" for r in data.rejects.head(3).iter_rows(named=True))
@@ -640,7 +686,7 @@ def extract(
     update = options.update
     previous, stored = _earlier_run(update, source.dataset) if update is not None else (None, None)
     say(f"reading {source.path}")
-    data = _read(source)
+    data = _read(source, settings)
     embedder = _embedder(settings, say)
     guide = _guide(settings, options, embedder)
     units = _plan(data, settings, guide)
@@ -670,6 +716,7 @@ def extract(
         "reused_units": replies.kept,
         "retries": replies.usage.retries,
         **({"conformance_warnings": result.conformance_warnings} if guide is not None else {}),
+        **({"files": data.read, "files_rejected": data.rejects.height} if data.files is not None else {}),
     }
     if stored is not None:
         figures["records_changes"] = compare_records(stored, units, replies.keys).counts()

@@ -26,6 +26,9 @@ from metakg.cli._common import (
 )
 from metakg.errors import BatchPending, UsageError
 
+#: files --format auto does not guess: their records need a format named (and their fields, for jsonl/csv)
+RECORD_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".ndjson")
+
 
 def _default_dataset(path: Path) -> str:
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem).strip("_.-")
@@ -33,12 +36,17 @@ def _default_dataset(path: Path) -> str:
 
 
 def extract(
-    dataset_file: Path = typer.Argument(..., metavar="DATASET", help="The dataset file to extract triples from."),
-    fmt: str = typer.Option(
+    dataset_file: Path = typer.Argument(
         ...,
+        metavar="DATASET",
+        help="The dataset file, or a document or a folder of documents (PDF, Word, HTML, Markdown, text).",
+    ),
+    fmt: str = typer.Option(
+        "auto",
         "--format",
         "-f",
-        help=f"{api.formats_help()}: question sets, plain text, or jsonl/csv documents (see --text-field); "
+        help=f"{api.formats_help()}: question sets, plain text, jsonl/csv documents (see --text-field), or "
+        "documents: auto (the default) picks each file's reader by its extension and first bytes; "
         "docs/formats.md says what each reads.",
     ),
     output: Path | None = typer.Option(
@@ -140,6 +148,11 @@ def extract(
     with guarded("extract", json_mode):
         if fmt not in api.FORMATS:
             raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(api.FORMATS)}.")
+        if fmt == "auto" and dataset_file.suffix.lower() in RECORD_SUFFIXES and not dataset_file.is_dir():
+            raise UsageError(
+                f"give --format for {dataset_file}: a {dataset_file.suffix} file holds records or questions "
+                f"(jsonl, csv, csqa, medagents, ...), not a document."
+            )
         name = dataset or (api.extracted_dataset(update) if update else None) or _default_dataset(dataset_file)
         source = api.TextSource(dataset_file, fmt, name, text_field, id_field, time_field, limit)
         options = api.ExtractOptions(
@@ -188,6 +201,12 @@ def extract(
                 f"bundle {output}: {summary.nodes} nodes, {summary.edges} edges; "
                 f"validation {'passed' if summary.validation_ok else 'rejected rows'}"
             )
+            if summary.files is not None:
+                out.print(
+                    f"{summary.files} files: {summary.files - (summary.files_rejected or 0)} read, "
+                    f"{summary.files_rejected} refused"
+                    + (f" (reasons in {escape(str(output / 'rejects.parquet'))})" if summary.files_rejected else "")
+                )
             if summary.records_changes is not None and summary.edges_changes is not None:
                 records, edges = summary.records_changes, summary.edges_changes
                 out.print(
@@ -232,7 +251,19 @@ def _estimate_lines(preview: api.ExtractEstimate) -> str:
     def usd(low: float | None, high: float | None) -> str:
         return "no price for this model (llm.prices_per_mtok)" if low is None else f"USD {low:.4f} to {high:.4f}"
 
-    return (
+    files = [
+        f"  {f['path']}: "
+        + (
+            f"refused: {f['rejected']}"
+            if f["rejected"]
+            else f"same file as {f['same_as']}"
+            if f.get("same_as")
+            else f"{f['format']}, {f['pages'] if f['pages'] is not None else 'no'} pages, {f['units']} prompts, "
+            f"{f['prompt_tokens']:,} prompt tokens"
+        )
+        for f in preview.files or []
+    ]
+    return "\n".join([*files, ""] if files else []) + (
         f"{preview.units} prompts with {preview.model}: {preview.answered} already answered (cache or update), "
         f"{preview.calls} calls to make\n"
         f"{preview.prompt_tokens:,} prompt tokens ({preview.tokenizer}), at most "

@@ -72,6 +72,7 @@ class Unit:
     prompt: Prompt
     chunk: int | None = None
     time: datetime | None = None  # the record's own time, when the dataset gives one
+    provenance: str | None = None  # a document's chunk: how it is cited ("report.pdf p. 12, 3.2 Methods")
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,11 @@ def plan_units(
     units: list[Unit] = []
     for row in records.iter_rows(named=True):
         record_id = row["record_id"]
-        if guide is not None and row["kind"] == "qa":
+        if row["kind"] == "chunk":  # a document's chunk, cut along its structure: one prompt
+            text = row["text"] or ""
+            prompt = guide.prompt(text) if guide is not None else chunk_prompt(text, relations=relations)
+            units.append(Unit(record_id, record_id, prompt, time=row.get("time"), provenance=row.get("provenance")))
+        elif guide is not None and row["kind"] == "qa":
             units.append(Unit(record_id, record_id, guide.qa_prompt(row), time=row.get("time")))
         elif guide is not None:
             for chunk in chunk_text(row["text"] or "", max_chars=chunk_chars):

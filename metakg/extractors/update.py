@@ -30,6 +30,7 @@ UNIT_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String(),
     "reply": pl.String(),  # null when the unit failed or was skipped
     "finish_reason": pl.String(),
+    "provenance": pl.String(),  # a document's chunk: its file, page and section as cited
 }
 
 
@@ -43,6 +44,7 @@ def units_table(outcomes: Sequence[Outcome], keys: Sequence[str]) -> pl.DataFram
             o.completion.model if o.completion else None,
             o.completion.text if o.status == "ok" and o.completion else None,
             o.completion.finish_reason if o.completion else None,
+            o.unit.provenance,
         )
         for o, key in zip(outcomes, keys, strict=True)
     ]

@@ -24,11 +24,13 @@ from typing import Any, Literal
 
 import polars as pl
 
+from metakg.documents.reader import DEFAULT_MAX_BYTES, chunk_ids, provenance, read_files
 from metakg.errors import InputDataError, UsageError
 from metakg.textfiles import as_utf8, strip_bom
 
 DatasetFormat = Literal[
-    "medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata", "text", "jsonl", "csv"
+    "medagents", "csqa", "pilot", "metaqa", "simplequestions", "robodata", "text", "jsonl", "csv",
+    "auto", "pdf", "docx", "html", "markdown",
 ]  # fmt: skip
 
 
@@ -56,7 +58,15 @@ READERS: tuple[Reader, ...] = (
     Reader("text", False, "plain text, one document per file"),
     Reader("jsonl", False, "documents as JSON Lines (`--text-field`, `--id-field`, `--time-field`)"),
     Reader("csv", False, "documents as CSV rows (`--text-field`, `--id-field`, `--time-field`)"),
+    Reader("auto", False, "a document or a folder of them, each file's format by its extension and first bytes "
+           "(the default): PDF, Word, HTML, Markdown, plain text"),
+    Reader("pdf", False, "PDF, its text layer page by page (a scan needs OCR first)"),
+    Reader("docx", False, "Word .docx: paragraphs, headings, lists and tables"),
+    Reader("html", False, "web pages: the main text, headings, lists and tables (navigation left out)"),
+    Reader("markdown", False, "Markdown (CommonMark with tables)"),
 )  # fmt: skip
+#: the formats read as documents: chunked along their structure, each chunk a record naming its file and page
+DOCUMENT_FORMATS: tuple[DatasetFormat, ...] = ("auto", "pdf", "docx", "html", "markdown")
 FORMATS: tuple[DatasetFormat, ...] = tuple(r.name for r in READERS)
 #: the formats whose records are questions
 QUESTION_FORMATS: tuple[DatasetFormat, ...] = tuple(r.name for r in READERS if r.questions)
@@ -88,7 +98,19 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "concept": pl.String(),
     "text": pl.String(),
     "time": pl.Datetime("us", "UTC"),  # the record's own time (jsonl/csv documents with --time-field)
+    # a document's chunk (kind "chunk"): its file, pages ("12" or "12-13"), section path (" > " between
+    # headings) and character offsets in the document's text, and how it is cited
+    "source": pl.String(),
+    "pages": pl.String(),
+    "section": pl.String(),
+    "start": pl.Int64(),
+    "end": pl.Int64(),
+    "provenance": pl.String(),
 }
+REJECT_SCHEMA: dict[str, pl.DataType] = {
+    "stage": pl.String(), "table": pl.String(), "record": pl.String(), "check": pl.String(), "reason": pl.String(),
+    "payload": pl.String(),
+}  # fmt: skip
 _OPTION_LINE = re.compile(r"^\s*([A-Z])\s*[:.)]\s*(.+?)\s*$")
 
 
@@ -124,6 +146,9 @@ class DatasetRead:
     records: pl.DataFrame
     rejects: pl.DataFrame
     read: int
+    #: documents: per input file its ``path``, ``format``, ``pages``, ``units`` (chunks), ``rejected`` (the
+    #: reason, or None) and ``same_as`` (a link to a file read under that name); None for other formats
+    files: list[dict[str, Any]] | None = None
 
     @property
     def accepted(self) -> int:
@@ -451,6 +476,8 @@ def read_dataset(
     text_field: str = "text",
     id_field: str | None = None,
     time_field: str | None = None,
+    max_chars: int = 1500,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> DatasetRead:
     """Read ``path`` in ``fmt``; ``limit`` keeps the first N accepted records.
 
@@ -462,6 +489,8 @@ def read_dataset(
         id_field: the id column of jsonl/csv documents (default: the line number).
         time_field: the column of jsonl/csv documents with each record's time (the ``valid_from`` of the
             edges it states); a value that is not a time rejects the record.
+        max_chars: documents (:data:`DOCUMENT_FORMATS`): the largest chunk.
+        max_bytes: documents: a larger file is refused unread.
 
     Raises:
         UsageError: unknown format.
@@ -470,6 +499,8 @@ def read_dataset(
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown dataset format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+    if fmt in DOCUMENT_FORMATS:
+        return read_documents(path, fmt, limit=limit, max_chars=max_chars, max_bytes=max_bytes)
     if path.is_dir():
         raise InputDataError(f"dataset {path} is a folder: give one file of it (extract reads one file a run).")
     if not path.is_file():
@@ -570,15 +601,46 @@ def read_dataset(
             if limit is not None and len(records) >= limit:
                 break
     frame = pl.DataFrame(records, schema=RECORD_SCHEMA) if records else pl.DataFrame(schema=RECORD_SCHEMA)
-    reject_frame = pl.DataFrame(
-        rejects,
-        schema={
-            "stage": pl.String,
-            "table": pl.String,
-            "record": pl.String,
-            "check": pl.String,
-            "reason": pl.String,
-            "payload": pl.String,
-        },
-    )
-    return DatasetRead(records=frame, rejects=reject_frame, read=read)
+    return DatasetRead(records=frame, rejects=pl.DataFrame(rejects, schema=REJECT_SCHEMA), read=read)
+
+
+def read_documents(
+    path: Path, fmt: DatasetFormat = "auto", *, limit: int | None = None, max_chars: int = 1500,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> DatasetRead:  # fmt: skip
+    """The chunks of the document at ``path``, or of every document in the folder ``path``, as records of kind
+    ``chunk`` (:mod:`metakg.documents`): each names its file and page (``report.pdf#p12``) and carries its
+    section and offsets. A file that cannot be read is a reject (check ``bad_document``) with its reason; a
+    link to a file the run reads is read once. ``read`` counts the files.
+
+    Raises:
+        InputDataError: ``path`` does not exist.
+    """
+    if not path.exists():
+        raise InputDataError(f"dataset {path} does not exist.")
+    records: list[dict[str, Any]] = []
+    rejects: list[dict[str, Any]] = []
+    files: list[dict[str, Any]] = []
+    for read in read_files(path, "auto" if fmt == "auto" else fmt, max_chars=max_chars, max_bytes=max_bytes):
+        entry: dict[str, Any] = {
+            "path": read.name, "format": read.format, "pages": read.pages, "units": 0, "rejected": read.rejected,
+        }  # fmt: skip
+        if read.same_as:
+            entry["same_as"] = read.same_as
+        files.append(entry)
+        if read.rejected is not None:
+            rejects.append({"stage": "ingest", "table": "input", "record": read.name, "check": "bad_document",
+                            "reason": read.rejected, "payload": ""})  # fmt: skip
+            continue
+        for record_id, chunk in zip(chunk_ids(read.name, read.chunks), read.chunks, strict=True):
+            if limit is not None and len(records) >= limit:
+                break
+            entry["units"] += 1
+            records.append({
+                "record_id": record_id, "kind": "chunk", "text": chunk.text, "source": read.name,
+                "pages": chunk.pages, "section": " > ".join(chunk.section) or None, "start": chunk.start,
+                "end": chunk.end, "provenance": provenance(read.name, chunk),
+            })  # fmt: skip
+    frame = pl.DataFrame(records, schema=RECORD_SCHEMA) if records else pl.DataFrame(schema=RECORD_SCHEMA)
+    counted = [f for f in files if "same_as" not in f]
+    return DatasetRead(frame, pl.DataFrame(rejects, schema=REJECT_SCHEMA), len(counted), files)

@@ -28,6 +28,10 @@ OWNERS = {
     },
     "uvicorn": {"server/app.py"},
     "mcp": {"server/mcp_tools.py"},
+    "pypdfium2": {"documents/pdf.py"},
+    "docx": {"documents/docx.py"},
+    "lxml": {"documents/html.py"},
+    "markdown_it": {"documents/markdown.py"},
 }
 
 
