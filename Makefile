@@ -89,6 +89,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_primekg_scale --scale 1.0
 	$(PY) -m benchmarks.bench_extract
 	$(PY) -m benchmarks.bench_extraction_quality
+	$(PY) -m benchmarks.bench_documents
 	$(PY) -m benchmarks.bench_wikidata
 	$(PY) -m benchmarks.bench_qa
 	$(PY) -m benchmarks.bench_serve
