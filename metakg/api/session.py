@@ -25,9 +25,10 @@ from metakg.api._shared import Progress, quiet
 from metakg.api.bundles import embed_bundle
 from metakg.api.llm import SharedLLM, llm_session, run_with
 from metakg.api.local_graph import local_graph
-from metakg.api.stores import open_store
+from metakg.api.stores import open_store, record_provenance
 from metakg.api.wikidata import sparql_client
 from metakg.config import Settings
+from metakg.documents.reader import cite
 from metakg.errors import BundleError, OutputError, ResourceBusy, UsageError
 from metakg.ingest.wikidata import WikidataFragments
 from metakg.llm.client import LLMClient
@@ -35,7 +36,7 @@ from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.progress import Tick
 from metakg.qa_engine.context import QAContext
-from metakg.qa_engine.core import Answer, Question
+from metakg.qa_engine.core import Answer, Question, Source
 from metakg.qa_engine.efficiency import DEFAULT_SCALING, ReferenceSet
 from metakg.qa_engine.evaluate import COLUMNS, RunSpec, comparison_table, evaluate, metric_columns
 from metakg.qa_engine.events import listening
@@ -44,7 +45,7 @@ from metakg.qa_engine.services import QAServices
 from metakg.qa_engine.strategies import REGISTRY as STRATEGIES
 from metakg.qa_engine.strategy import Strategy
 from metakg.schemas.bundle import read_manifest
-from metakg.schemas.graph_store import GraphStore
+from metakg.schemas.graph_store import EdgeSources, GraphStore
 from metakg.schemas.tables import empty_edges, empty_nodes
 from metakg.schemas.vocabulary import default_vocabulary
 
@@ -105,11 +106,14 @@ def qa_context(
     )
 
 
-def qa_services(settings: Settings, store: GraphStore) -> QAServices:
+def qa_services(settings: Settings, store: GraphStore, bundle: Path | None = None) -> QAServices:
     """Services (caches, the phrase index) to share between the questions a long-lived process answers over
-    ``store``; make new ones when the graph changes."""
+    ``store`` (read from ``bundle``, whose document chunks its answers then cite with their sections); make
+    new ones when the graph changes."""
     embedder = LazyEmbedder(settings.embedder, settings.paths.cache_dir, quiet)
-    return QAServices(store, embedder, max_entries=settings.qa.cache_entries, cache_dir=settings.paths.cache_dir)
+    services = QAServices(store, embedder, max_entries=settings.qa.cache_entries, cache_dir=settings.paths.cache_dir)
+    services.provenance = record_provenance(bundle) if bundle is not None else {}
+    return services
 
 
 class LLMRunner(Protocol):
@@ -259,10 +263,30 @@ class EvaluationResult:
         }
 
 
+#: the records cited per evidence edge at most (an edge many records state says how many more)
+MAX_SOURCES = 5
+
+
+def evidence_sources(store: GraphStore, answer: Answer, provenance: dict[str, str]) -> list[Source]:
+    """Where each evidence edge is stated: its record ids cited (:func:`cite`), at most :data:`MAX_SOURCES`
+    and a count of the rest; edges without records are left out."""
+    ids = [e for path in answer.evidence for e in path.edges]
+    if not ids or not isinstance(store, EdgeSources):
+        return []
+    cited: list[Source] = []
+    for edge, records in store.edge_records(ids).items():
+        shown = list(dict.fromkeys(cite(r, provenance) for r in records))
+        if shown:
+            more = len(shown) - MAX_SOURCES
+            cited.append(Source(edge, tuple(shown[:MAX_SOURCES] + ([f"and {more} more"] if more > 0 else []))))
+    return cited
+
+
 class QASession:
     """Questions over one store with one way of running the LLM and one strategy registry (a context
     manager). ``over`` is a store the caller holds open (left open) or the :class:`StoreChoice` of the store
-    to open here (closed with the session)."""
+    to open here (closed with the session). Answers cite the graph's document chunks in their ``sources`` as
+    ``services.provenance`` has them, or as the bundle the session opens records them."""
 
     def __init__(
         self,
@@ -281,6 +305,7 @@ class QASession:
         self._progress = progress or quiet
         self._over = over
         self._owned: GraphStore | None = None
+        self._cited: dict[str, str] | None = services.provenance if services is not None else None
 
     @property
     def store(self) -> GraphStore:
@@ -334,13 +359,22 @@ class QASession:
                 return self.answer(question, chosen)
         if isinstance(self.runner, OneShotLLM):
             self._progress(f"answering with {chosen.label}")
-        return self.runner.run(
+        answer = self.runner.run(
             self.settings,
             self.store,
             lambda ctx: chosen.answer(question, ctx),
             progress=self._progress,
             services=self.services,
         )
+        answer.sources = evidence_sources(self.store, answer, self._provenance())
+        return answer
+
+    def _provenance(self) -> dict[str, str]:
+        """How the bundle's document chunks are cited (its extraction's ``provenance``), read once."""
+        if self._cited is None:
+            bundle = self._over.bundle if isinstance(self._over, StoreChoice) else None
+            self._cited = record_provenance(bundle) if bundle is not None else {}
+        return self._cited
 
     def answer_all(self, questions: Sequence[Question], strategy: Strategy[Any] | str | None = None) -> list[Answer]:
         """Answer ``questions`` one after another with ``strategy`` in one run of the LLM (one session)."""

@@ -21,7 +21,8 @@ from pydantic import ValidationError
 from metakg.api._shared import Counter, JsonResult, Progress, at_least_one, output_folder, quiet
 from metakg.api.bundles import Manifest, validate_bundle
 from metakg.config import NEO4J_SCHEMES, Neo4jSettings, Settings, validation_messages
-from metakg.errors import ConfigError, NodeNotFound, OutputError, StoreError, UsageError
+from metakg.documents.reader import cite
+from metakg.errors import BundleError, ConfigError, NodeNotFound, OutputError, StoreError, UsageError
 from metakg.llm.embedder import Embedder, LazyEmbedder
 from metakg.loaders.embedded_store import EmbeddedStore
 from metakg.loaders.neo4j_admin import write_admin_import
@@ -31,7 +32,16 @@ from metakg.loaders.neo4j_loader import versions_of as neo4j_versions_of
 from metakg.loaders.neo4j_store import Neo4jStore, connect
 from metakg.qa_engine.services import keep_phrases
 from metakg.redact import mask_url
-from metakg.schemas.bundle import Bundle, read_bundle, read_embeddings, source_entry, write_bundle
+from metakg.schemas.bundle import (
+    EXTRACTION_FILE,
+    Bundle,
+    read_bundle,
+    read_embeddings,
+    read_manifest,
+    read_side_table,
+    source_entry,
+    write_bundle,
+)
 from metakg.schemas.bundle_dir import writing
 from metakg.schemas.curie import normalise_curie
 from metakg.schemas.graph_store import GraphPath, GraphStore, Neighbour, NodeRecord, SearchHit, SearchMode
@@ -213,6 +223,7 @@ def element_history(settings: Settings, graph: str | Path | None, element_id: st
         ConfigError: Neo4j cannot be reached.
     """
     neo4j_settings = _neo4j_settings(settings, graph)
+    provenance: dict[str, str] = {}
     if neo4j_settings is not None:
         with _history_store(neo4j_settings, graph) as driver:
             found = neo4j_versions_of(driver, neo4j_settings.database, element_id)
@@ -220,9 +231,29 @@ def element_history(settings: Settings, graph: str | Path | None, element_id: st
         path = Path(str(graph))
         bundle = read_bundle(path)
         found = history_versions(bundle, read_history(path, bundle), element_id)
+        provenance = record_provenance(path)
     if not found:
         raise NodeNotFound(f"no node or edge has the id {element_id!r}, now or in the recorded history.")
-    return [ElementVersion(v) for v in found]
+    return [
+        ElementVersion({**v, "sources": [cite(r, provenance) for r in v.get("record_ids") or []]})
+        if v.get("kind") == "edge"
+        else ElementVersion(v)
+        for v in found
+    ]
+
+
+def record_provenance(bundle: Path) -> dict[str, str]:
+    """``{record id: provenance}`` of the document chunks an extraction wrote into the bundle at ``bundle``
+    (its ``extraction.parquet``); empty for other bundles or an older extraction."""
+    try:
+        shell = Bundle(nodes=pl.DataFrame(), edges=pl.DataFrame(), manifest=read_manifest(bundle))
+        units = read_side_table(bundle, shell, EXTRACTION_FILE)
+    except BundleError:
+        return {}
+    if units is None or "provenance" not in units.columns:
+        return {}
+    known = units.filter(pl.col("provenance").is_not_null()).select("record_id", "provenance").unique("record_id")
+    return dict(zip(known["record_id"].to_list(), known["provenance"].to_list(), strict=True))
 
 
 def snapshot(settings: Settings, graph: str | Path | None, at: datetime, out: Path) -> Manifest:

@@ -46,6 +46,8 @@ def history(
                     f"valid {_when(v.valid_from)} .. {_when(v.valid_to)}: {escape(what)}",
                     highlight=False,
                 )
+                if v.get("sources"):
+                    out.print(f"  [dim]from {escape('; '.join(v.get('sources')))}[/]", highlight=False)
         finish(
             True,
             {"command": "history", "id": element_id, "versions": [v.as_dict() for v in found]},

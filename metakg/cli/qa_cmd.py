@@ -51,6 +51,10 @@ def print_answer(question: api.Question, answer: api.Answer) -> None:
             text = "; ".join(f"{h} -[{r}]-> {t}" for h, r, t in path.triples)
             text = text or f"{' '.join(path.nodes)} (a start entity alone: no edge)"
             out.print(f"  {text}", markup=False, highlight=False)
+            cited = {s.edge: s.cited for s in answer.sources}
+            stated = list(dict.fromkeys(c for edge in path.edges for c in cited.get(edge, ())))
+            if stated:
+                out.print(f"    [dim]from {escape('; '.join(stated))}[/]", highlight=False)
     for line in api.trace_lines(answer):
         out.print(f"  [dim]{escape(line)}[/]", highlight=False)
     u = answer.usage

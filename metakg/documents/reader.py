@@ -74,6 +74,20 @@ def provenance(name: str, chunk: Chunk) -> str:
     return ", ".join(parts)
 
 
+_CHUNK_ID = re.compile(r"^(?P<file>.+)#(?:p(?P<page>\d+)(?:\.\d+)?|c\d+)$")
+
+
+def cite(record_id: str, provenance: dict[str, str] | None = None) -> str:
+    """How a record is shown: its provenance when known (``report.pdf p. 12, 3.2 Methods``), a document
+    chunk's file and page read from its id (``report.pdf#p12.2`` -> ``report.pdf p. 12``), else the id."""
+    if provenance and record_id in provenance:
+        return provenance[record_id]
+    match = _CHUNK_ID.match(record_id)
+    if match is None:
+        return record_id
+    return f"{match['file']} p. {match['page']}" if match["page"] else match["file"]
+
+
 def sniff(path: Path, head: bytes, wanted: str = "auto") -> str:
     """The format of the file at ``path`` whose first bytes are ``head``: ``wanted`` checked against the
     bytes, or with ``auto`` the extension's format checked against them, else the bytes' own.

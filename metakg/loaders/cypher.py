@@ -345,6 +345,8 @@ def shortest_paths(k: int, max_hops: int, *, directed: bool) -> str:
 
 # ---------------------------------------------------------------------------- following a bundle
 NODE_CONTENT_RETURN = "n {.name, .type, .source, .description, .aliases, .xrefs, .properties, .revision}"
+#: the record ids of the edges whose ids are $ids (the answer's sources)
+EDGE_RECORDS = f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) WHERE r.id IN $ids RETURN r.id AS id, r.record_ids AS records"
 EDGE_CONTENT_RETURN = "r {.display, .source, .confidence, .count, .record_ids, .importer, .model, .prompt_hash}"
 SOURCE_NODES = (
     f"MATCH (n:{ENTITY}) WHERE n.source IN $sources RETURN n.id AS id, {NODE_CONTENT_RETURN} AS c, "

@@ -741,6 +741,15 @@ class EmbeddedStore(ClosingStore):
         if new_edges.height:
             self._append_edges(new_edges)
 
+    def edge_records(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """``{edge id: its record ids}`` for the edges of ``ids`` that exist (:class:`EdgeSources`)."""
+        index = self._edge_index()
+        rows = {e: index[e] for e in dict.fromkeys(ids) if e in index}
+        if not rows or "record_ids" not in self._edges.columns:
+            return {e: () for e in rows}
+        found = self._edges["record_ids"].gather(list(rows.values())).to_list()
+        return {e: tuple(r or ()) for e, r in zip(rows, found, strict=True)}
+
     def _edge_index(self) -> dict[str, int]:
         if self._edge_rows is None:
             self._edge_rows = {e: i for i, e in enumerate(self._edges["id"].to_list())}

@@ -512,6 +512,13 @@ class Neo4jStore(ClosingStore):
 
     query_language = "cypher"
 
+    def edge_records(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """``{edge id: its record ids}`` for the edges of ``ids`` that exist (:class:`EdgeSources`)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        return {row["id"]: tuple(row["records"] or ()) for row in self._run(cypher.EDGE_RECORDS, ids=wanted)}
+
     def read_query(self, query: str, *, params: dict[str, Any] | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Run a Cypher query read-only and return at most ``limit`` rows (nodes and relationships as their
         properties). Two guards: the planner's query type (``EXPLAIN``) must be read-only, and the query runs

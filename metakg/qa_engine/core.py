@@ -104,6 +104,15 @@ class ClaimSupport:
     problems: tuple[str, ...] = ()  # why a checked claim is not supported
 
 
+@dataclass(frozen=True)
+class Source:
+    """Where an evidence edge comes from: the input records that state it, cited (``report.pdf p. 12, 3.2
+    Methods``, ``quiz.jsonl:7``)."""
+
+    edge: str
+    cited: tuple[str, ...]
+
+
 @dataclass
 class QAUsage:
     """What one answer cost: LLM calls (cache hits included), billed tokens and USD (a cached reply costs
@@ -183,6 +192,8 @@ class Answer:
     support: list[ClaimSupport] = field(default_factory=list)
     trace: dict[str, Any] = field(default_factory=dict)
     usage: QAUsage = field(default_factory=QAUsage)
+    #: where the graph's inputs state each evidence edge (set by the session)
+    sources: list[Source] = field(default_factory=list)
     local_graph: Bundle | None = field(default=None, repr=False)  # the graph an agent grew (not serialised)
 
     def fail(self, reason: str) -> None:

@@ -187,6 +187,8 @@ class QAServices:
         self._store = store
         self._embedder = embedder
         self.max_entries = max_entries
+        #: how the store's document chunks are cited in answers' sources (record id -> "report.pdf p. 12, ...")
+        self.provenance: dict[str, str] = {}
         self._cache_dir = cache_dir
         self._similarity: Similarity | None = None
         self._phrases: PhraseIndex | None = None

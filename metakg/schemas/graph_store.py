@@ -189,6 +189,16 @@ class BatchReads(Protocol):
 
 
 @runtime_checkable
+class EdgeSources(Protocol):
+    """A store that tells which input records state its edges (their ``record_ids``: ``report.pdf#p12``,
+    ``quiz:7``), the answer's sources."""
+
+    def edge_records(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """``{edge id: its record ids}`` for the edges of ``ids`` that exist (others are left out)."""
+        ...
+
+
+@runtime_checkable
 class ReadQueries(Protocol):
     """A store that runs a user's or an LLM's query in its own language, read-only (Neo4j: Cypher)."""
 

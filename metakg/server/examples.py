@@ -98,6 +98,7 @@ EXAMPLES: dict[tuple[str, str], Any] = {
         "reason": "",
         "evidence": [PATH],
         "support": [0],
+        "sources": [{"edge": TREATS["id"], "cited": ["leaflet.pdf p. 2, 1 Uses"]}],
         "usage": {
             "llm_calls": 1,
             "cache_hits": 0,

@@ -129,7 +129,7 @@ class ServedGraph:
             # one LLM session for every question (started by the first that needs it): one local server,
             # and llm.concurrency bounds the requests of all questions together
             self.llm = api.SharedLLM(self.settings)
-            self.services = api.qa_services(self.settings, self._store)
+            self.services = api.qa_services(self.settings, self._store, bundle)
             if self._with_evaluations:
                 self._evaluations = Evaluations(
                     self.settings,
@@ -302,5 +302,5 @@ class ServedGraph:
                 )
             added = api.add_triples(self.settings, self.store, triples, dataset, bundle=self.bundle, expect=self.token)
             self.token = added.token
-            self.services = api.qa_services(self.settings, self.store)  # the old caches know the old graph
+            self.services = api.qa_services(self.settings, self.store, self.bundle)  # the old caches know the old graph
             return replace(added, token=None)

@@ -42,6 +42,16 @@ class GraphStoreContract:
         assert isinstance(store, GraphStore)
 
     # ---------------------------------------------------------------- lookup
+    def test_edge_records_are_the_records_stating_each_edge(self, store: GraphStore, bundle: Bundle) -> None:
+        from metakg.schemas.graph_store import EdgeSources
+
+        assert isinstance(store, EdgeSources)
+        wanted = bundle.edges["id"].to_list()[:3]
+        found = store.edge_records([*wanted, wanted[0], "e:no-such-edge"])
+        expected = dict(zip(bundle.edges["id"].to_list(), bundle.edges["record_ids"].to_list(), strict=True))
+        assert found == {e: tuple(expected[e]) for e in wanted} and all(found.values())
+        assert store.edge_records([]) == {}
+
     def test_counts(self, store: GraphStore, bundle: Bundle) -> None:
         assert store.counts() == {"nodes": bundle.nodes.height, "edges": bundle.edges.height}
 

@@ -470,6 +470,15 @@ function showAnswer(answer, choices) {
   for (const path of answer.evidence || []) {
     const item = document.createElement("li");
     item.textContent = path.triples.map((t) => t.join(" ")).join("; ");
+    // where the graph's inputs state these edges: "report.pdf p. 12, 3.2 Methods"
+    const cited = new Map((answer.sources || []).map((s) => [s.edge, s.cited]));
+    const stated = [...new Set(path.edges.flatMap((e) => cited.get(e) || []))];
+    if (stated.length) {
+      const from = document.createElement("span");
+      from.className = "sources";
+      from.textContent = ` (from ${stated.join("; ")})`;
+      item.append(from);
+    }
     evidence.append(item);
   }
   const usage = document.createElement("p");

@@ -110,3 +110,31 @@ def test_an_update_asks_only_about_the_changed_files_chunks_and_retracts_a_remov
     records = read_bundle(tmp_path / "v2").edges["record_ids"].explode().to_list()
     assert records and not any(r.startswith("faqinfo.html") for r in records)
     assert any(r.startswith("kernel.html") for r in records) and any(r.startswith("basic-defs.html") for r in records)
+
+
+def test_an_answers_evidence_cites_the_file_page_and_section_it_comes_from(
+    server: FaultServer, faq_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """Each chunk states that its first heading covers a topic; asked about the topic, the evidence edges
+    name the page and section of the chunks that state them."""
+
+    def reply(body: dict[str, Any]) -> str:
+        text = _text(body)
+        if "Buzz Lightyear" in text:
+            return "Debian codenames\\come from\\Toy Story"
+        return f"chunk {hashlib.sha256(text.encode()).hexdigest()[:10]}\\is part of\\the corpus"
+
+    server.reply_for = reply
+    bundle = tmp_path / "faq"
+    run("extract", str(faq_files["pdf"]), "-o", str(bundle), "--json")
+    _, answer = run("ask", "Where do the Debian codenames come from?", "-b", str(bundle), "--no-llm", "--json")
+    cited = [c for source in answer["sources"] for c in source["cited"]]
+    assert any(re.fullmatch(r"debian-faq\.pdf p\. \d+(-\d+)?, 6\.2\.2 Where do these codenames come from\?", c)
+               for c in cited), cited  # fmt: skip
+    edge = next(s["edge"] for s in answer["sources"] if any("6.2.2" in c for c in s["cited"]))
+    _, history = run("history", edge, "-g", str(bundle), "--json")
+    assert any("6.2.2 Where do these codenames come from?" in c for c in history["versions"][0]["sources"])
+    human, _ = run("history", edge, "-g", str(bundle))
+    assert "from debian-faq.pdf p. " in human.stdout
+    said, _ = run("ask", "Where do the Debian codenames come from?", "-b", str(bundle), "--no-llm")
+    assert re.search(r"from debian-faq\.pdf p\. \d+(-\d+)?, 6\.2\.2 Where", said.stdout), said.stdout

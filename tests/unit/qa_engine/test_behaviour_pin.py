@@ -65,6 +65,18 @@ def answers(bundle: Path, questions_file: Path, embedder: Embedder) -> dict[str,
     return json.loads(json.dumps(result))  # tuples as lists, like the file
 
 
+def _same(old: Any, new: Any) -> bool:
+    """Equal, numbers to within 2e-4: the traces round scores to 4 places, and a score whose fifth place sits
+    on a rounding boundary rounds either way on another CPU (onnxruntime's kernels differ by the last bits)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return old.keys() == new.keys() and all(_same(old[k], new[k]) for k in old)
+    if isinstance(old, list) and isinstance(new, list):
+        return len(old) == len(new) and all(_same(a, b) for a, b in zip(old, new, strict=True))
+    if isinstance(old, float | int) and isinstance(new, float | int) and not isinstance(old, bool):
+        return abs(old - new) <= 2e-4
+    return bool(old == new)
+
+
 @pytest.fixture(scope="module")
 def csqa(tmp_path_factory: pytest.TempPathFactory, public_file: Callable[[str], Path]) -> Path:
     out = tmp_path_factory.mktemp("pin") / "csqa"
@@ -84,7 +96,7 @@ def test_answers_evidence_and_traces_are_unchanged(
     assert sorted(now) == sorted(pinned)
     for label, rows in pinned.items():
         for old, new in zip(rows, now[label], strict=True):
-            assert {k: old[k] for k in KEPT} == new, f"{label} {old['question_id']} changed"
+            assert _same({k: old[k] for k in KEPT}, new), f"{label} {old['question_id']} changed"
     assert any(row["trace"].get("cycles") for row in now["metakgrag"])  # the slice exercises the cycle
 
 
