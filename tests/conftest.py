@@ -20,6 +20,8 @@ from metakg.llm.embedder import Embedder, OnnxEmbedder, Vectors
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.tables import conform_edges, conform_nodes
 
+pytest_plugins = ["tests.documents_fixtures"]  # real documents (Debian's FAQ, python-docx's samples)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("METAKG_SHARED_DIR", REPO.parent / "shared"))
 DATA = SHARED / "data"

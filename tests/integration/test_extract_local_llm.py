@@ -205,3 +205,24 @@ def test_ontology_guided_extraction_with_the_local_model_is_well_formed_typed_an
     assert (row["sentences"], row["answered"]) == (2, 2) and row["onto_conf"] == 1.0  # held to the schema
     assert scored["run"]["unparsed_lines"] == 0 and scored["run"]["prompts"] == 2
     assert scored["run"]["cache_hits"] == 2  # the same prompts as the extraction's: no new call
+
+
+def test_a_folder_of_real_documents_through_the_local_model_accounts_for_every_chunk(
+    local_llm: local_server.LocalServer, debian_faq: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two of Debian's FAQ pages as HTML: every chunk becomes edges naming
+    it or a reject naming it, and a repeated run is free."""
+    use_local(monkeypatch, local_llm, max_tokens=96)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for page in ("kernel", "faqinfo"):
+        (docs / f"{page}.html").write_bytes((debian_faq / f"{page}.en.html").read_bytes())
+    out = tmp_path / "b"
+    _, first = run("extract", str(docs), "-o", str(out), "--json")
+    assert first["files"] == 2 and first["files_rejected"] == 0 and first["failed"] == 0
+    assert first["llm_calls"] == first["units"] > 2 and first["validation_ok"] is True
+    _accounted(out, first["units"])
+    records = read_bundle(out).edges["record_ids"].explode().drop_nulls().to_list()
+    assert records and all(r.split("#")[0] in ("kernel.html", "faqinfo.html") for r in records)
+    _, again = run("extract", str(docs), "-o", str(out), "--json")
+    assert again["llm_calls"] == again["cache_hits"] == first["units"]
