@@ -68,6 +68,7 @@ def test_ask_draws_the_evidence_and_a_clicked_node_expands(chromium: Browser, se
     drawn = page.evaluate("window.metakgGraph.nodes().length")
     assert drawn >= 2 and page.evaluate("window.metakgGraph.edges('.evidence').length") >= 1
     assert "aspirin" in page.inner_text("#evidence")
+    assert "(from test.txt:" in page.inner_text("#evidence")  # where each path's edges are stated
     steps = page.locator("#trace .step")  # the streamed trace, a line per step as it was taken
     assert steps.count() >= 2 and page.locator("#trace .step-concepts").count() == 1
     assert page.locator("#trace .step-path").count() >= 1 and "Path from" in page.inner_text("#trace")
