@@ -567,6 +567,20 @@ class ServerSettings(Section):
     body_idle_s: float = Field(
         default=30.0, gt=0, le=3600, description="Seconds a request body may pause before the request is a 408."
     )
+    header_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Seconds a connection has to send a request's whole header; then it is closed (a client "
+        "that trickles its header holds no connection longer).",
+    )
+    max_connections: int = Field(
+        default=1024,
+        ge=16,
+        le=100_000,
+        description="Open connections at most; one more is closed at once (the server keeps answering those it "
+        "has, and never runs out of file descriptors).",
+    )
     cors_origins: list[str] = Field(
         default_factory=list,
         description="Web origins allowed to call the API from a browser (e.g. http://localhost:3000); "

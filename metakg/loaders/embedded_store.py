@@ -6,6 +6,7 @@ path enumeration walks node by node, pruned by distances to the target.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -163,6 +164,9 @@ class EmbeddedStore(ClosingStore):
         self._embedder = embedder
         self._precomputed = embeddings
         self._compiled = compiled
+        # one thread embeds the names; the others wait for its vectors (a server's concurrent searches once
+        # each embedded every name again)
+        self._vector_lock = threading.Lock()
         self._index(conform_nodes(nodes), conform_edges(edges))
 
     @classmethod
@@ -296,38 +300,44 @@ class EmbeddedStore(ClosingStore):
 
     def _node_vectors(self) -> npt.NDArray[np.float32]:
         if self._vectors is None:
-            if self._precomputed is None and self._embedder is None:
+            with self._vector_lock:
+                if self._vectors is None:
+                    self._vectors = self._embedded_names()
+        return self._vectors
+
+    def _embedded_names(self) -> npt.NDArray[np.float32]:
+        """Every node's name vector: the stored ones, the missing ones embedded now."""
+        if self._precomputed is None and self._embedder is None:
+            raise StoreError(
+                "embedding search needs an embedder or the bundle's name embeddings.",
+                cli_fix="metakg embed BUNDLE",
+            )
+        names = self._nodes["name"]
+        if self._precomputed is None:
+            missing = np.arange(self._nodes.height)
+            vectors = np.zeros((self._nodes.height, 0), dtype=np.float32)
+        else:
+            frame = self._precomputed
+            if not frame["id"].equals(self._nodes["id"]):  # not row for row (`metakg embed` writes them so)
+                frame = self._nodes.select("id").join(frame, on="id", how="left", maintain_order="left")
+            missing = np.flatnonzero(frame["vector"].is_null().to_numpy())
+            width = int(frame["vector"].list.len().max() or 0)  # type: ignore[arg-type]
+            filled = frame["vector"].cast(pl.List(pl.Float32)).fill_null(pl.lit([0.0] * width, pl.List(pl.Float32)))
+            # one copy through Arrow: a list of Python floats per node took seconds for 100k nodes
+            vectors = np.array(filled.list.to_array(width).to_numpy(), dtype=np.float32).reshape(
+                self._nodes.height, width
+            )  # a writable copy: nodes added later are filled in below
+        if len(missing):  # nodes added after the embeddings were computed (upsert) are embedded now
+            if self._embedder is None:
                 raise StoreError(
-                    "embedding search needs an embedder or the bundle's name embeddings.",
+                    "the bundle's name embeddings do not cover every node; embed the bundle again.",
                     cli_fix="metakg embed BUNDLE",
                 )
-            names = self._nodes["name"]
-            if self._precomputed is None:
-                missing = np.arange(self._nodes.height)
-                vectors = np.zeros((self._nodes.height, 0), dtype=np.float32)
-            else:
-                frame = self._precomputed
-                if not frame["id"].equals(self._nodes["id"]):  # not row for row (`metakg embed` writes them so)
-                    frame = self._nodes.select("id").join(frame, on="id", how="left", maintain_order="left")
-                missing = np.flatnonzero(frame["vector"].is_null().to_numpy())
-                width = int(frame["vector"].list.len().max() or 0)  # type: ignore[arg-type]
-                filled = frame["vector"].cast(pl.List(pl.Float32)).fill_null(pl.lit([0.0] * width, pl.List(pl.Float32)))
-                # one copy through Arrow: a list of Python floats per node took seconds for 100k nodes
-                vectors = np.array(filled.list.to_array(width).to_numpy(), dtype=np.float32).reshape(
-                    self._nodes.height, width
-                )  # a writable copy: nodes added later are filled in below
-            if len(missing):  # nodes added after the embeddings were computed (upsert) are embedded now
-                if self._embedder is None:
-                    raise StoreError(
-                        "the bundle's name embeddings do not cover every node; embed the bundle again.",
-                        cli_fix="metakg embed BUNDLE",
-                    )
-                fresh = self._embedder.embed(names.gather(missing).to_list())
-                if vectors.shape[1] == 0:
-                    vectors = np.zeros((self._nodes.height, fresh.shape[1]), dtype=np.float32)
-                vectors[missing] = fresh
-            self._vectors = vectors
-        return self._vectors
+            fresh = self._embedder.embed(names.gather(missing).to_list())
+            if vectors.shape[1] == 0:
+                vectors = np.zeros((self._nodes.height, fresh.shape[1]), dtype=np.float32)
+            vectors[missing] = fresh
+        return vectors
 
     # ------------------------------------------------------------------ records
     def _nodes_at(self, indices: Sequence[int]) -> list[NodeRecord]:

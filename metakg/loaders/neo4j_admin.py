@@ -10,6 +10,7 @@ every row unchanged, so it writes nothing else.
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import polars as pl
 from metakg.loaders.cypher import ENTITY, GENERIC_TYPE, KEY, META, VECTOR_INDEX, label_of
 from metakg.loaders.neo4j_loader import EMBEDDING_META, RelTypes, layout_for, name_keys
 from metakg.schemas.bundle import Bundle
+from metakg.schemas.locks import check_replaceable, unique_temp_name, write_output
 from metakg.schemas.tables import RELATION_PATTERN
 
 ARRAY_DELIMITERS = [";", "|", "¦", "\u241e"]
@@ -129,6 +131,10 @@ def write_admin_import(
     anchor = (pl.lit("keys").alias("start"), pl.lit("keys").alias("end"), pl.lit(KEY).alias("type"))
     key_rows = keys.select(*anchor, pl.col("keys").alias("key"), "id")
     files: dict[str, Path] = {}
+    names = ("nodes", "edges", "meta", "meta_loops", "keys")
+    for name in names:  # never written through a link, into a FIFO or over a folder: refused before any is written
+        check_replaceable(out_dir / f"{name}_header.csv")
+        check_replaceable(out_dir / f"{name}.csv")
     for name, frame, fields in (
         ("nodes", nodes, node_fields),
         ("edges", edges, edge_fields),
@@ -137,7 +143,7 @@ def write_admin_import(
         ("keys", key_rows, KEY_FIELDS),
     ):
         header = out_dir / f"{name}_header.csv"
-        header.write_text(",".join(h for _, h in fields) + "\n", encoding="utf-8")
+        write_output(header, ",".join(h for _, h in fields) + "\n")
         data = out_dir / f"{name}.csv"
         columns = []
         for column, _header in fields:
@@ -147,7 +153,12 @@ def write_admin_import(
                 columns.append(pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"))
             else:
                 columns.append(pl.col(column))
-        frame.select(columns).write_csv(data, include_header=False, quote_style="non_numeric")
+        temp = unique_temp_name(data)
+        try:
+            frame.select(columns).write_csv(temp, include_header=False, quote_style="non_numeric")
+            os.replace(temp, data)  # the name is replaced, never written through
+        finally:
+            temp.unlink(missing_ok=True)
         files[f"{name}_header"], files[name] = header, data
     command = [
         "neo4j-admin", "database", "import", "full", database,

@@ -118,6 +118,17 @@ def _special(path: Path) -> OutputError:
     return OutputError(f"{path} is not a regular file: remove it, or give another output folder.")
 
 
+#: the names a bundle folder's own files take (its tables, manifest and validation report)
+_BUNDLE_NAMES = ("manifest.json", "validation.json", "validation.html")
+
+
+def _a_bundles_own(path: Path) -> bool:
+    """Whether ``path`` names one of the files of a bundle folder (a folder holding a ``manifest.json``)."""
+    name = path.name
+    own = name in _BUNDLE_NAMES or name.endswith(".parquet")
+    return own and os.path.lexists(path.parent / "manifest.json")
+
+
 def check_replaceable(path: Path) -> None:
     """Refuse ``path`` as an output written beside it and renamed onto it when it is a symbolic link (the
     rename would replace the link, not write where it points) or a FIFO, device or folder (the rename would
@@ -126,6 +137,11 @@ def check_replaceable(path: Path) -> None:
     Raises:
         OutputError: naming ``path`` and what it is.
     """
+    if _a_bundles_own(path):
+        raise OutputError(
+            f"{path} is a file of the metakg bundle {path.parent}: writing there would break the bundle; give an "
+            "output outside it (or another name)."
+        )
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -148,6 +164,8 @@ def open_output(path: Path) -> TextIO:
     Raises:
         OutputError: ``path`` is a link or not a regular file (naming it), or cannot be written.
     """
+    if _a_bundles_own(path):
+        raise OutputError(f"{path} is a file of the metakg bundle {path.parent}: give an output outside it.")
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
         fd = os.open(path, flags, 0o644)

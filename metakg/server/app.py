@@ -314,6 +314,55 @@ def create_graphs_app(settings: Settings, graphs: Sequence[Graph]) -> FastAPI:
     return app
 
 
+def guarded_protocol(header_s: float, max_connections: int) -> type[Any]:
+    """uvicorn's HTTP/1.1 protocol with two bounds it lacks: a request's header must arrive whole within
+    ``header_s`` of the connection (or of the last response on a kept-alive one), else the connection is
+    closed; past ``max_connections`` open connections a new one is closed at once."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Guarded(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+        _waiting_scope: object = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._waiting_scope = getattr(self, "scope", None)
+            self._deadline = self.loop.call_later(header_s, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > max_connections:
+                transport.close()
+                return
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._deadline is not None and getattr(self, "scope", None) is not self._waiting_scope:
+                self._disarm()  # a whole request header arrived
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()  # the next request of a kept-alive connection has as long
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return Guarded
+
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -321,7 +370,9 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MIN_KEY_CHARS = 16
 
 
-def check_binding(settings: Settings) -> None:
+def check_binding(
+    settings: Settings, key_setting: str = "server.api_key (METAKG_SERVER__API_KEY) or --api-key"
+) -> None:
     """Refuse a host other than loopback without an API key of at least :data:`MIN_KEY_CHARS` characters,
     and a key that is only blanks anywhere.
 
@@ -331,7 +382,7 @@ def check_binding(settings: Settings) -> None:
     limits = settings.server
     key = limits.api_key.get_secret_value()
     how = (
-        "set server.api_key (METAKG_SERVER__API_KEY) or --api-key, e.g. the output of "
+        f"set {key_setting}, e.g. the output of "
         "`python -c 'import secrets; print(secrets.token_urlsafe(24))'`; clients send it in the X-API-Key header."
     )
     if key and not key.strip():
@@ -385,15 +436,16 @@ def run_asgi(app: Any, settings: Settings, *, announce: Callable[[str], None] | 
     log_config = copy.deepcopy(LOGGING_CONFIG)
     log_config.setdefault("filters", {})["secrets"] = {
         "()": "metakg.server.app.AccessLogSecrets",
-        "secrets": [limits.api_key.get_secret_value()],
+        "secrets": log_secrets(limits),
     }
     log_config["handlers"]["access"]["filters"] = ["secrets"]
     sock = listening_socket(limits.host, limits.port)
     if announce is not None:
         announce(f"http://{limits.host}:{limits.port}")
     config = uvicorn.Config(
-        app, host=limits.host, port=limits.port, log_level="info", log_config=log_config, server_header=False
-    )
+        app, host=limits.host, port=limits.port, log_level="info", log_config=log_config, server_header=False,
+        http=guarded_protocol(limits.header_s, limits.max_connections),
+    )  # fmt: skip
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
@@ -401,6 +453,12 @@ def run_asgi(app: Any, settings: Settings, *, announce: Callable[[str], None] | 
         sock.close()
     if not server.started:
         raise ConfigError("the server did not start; the lines above say why.")
+
+
+def log_secrets(limits: Any) -> list[str]:
+    """Every key a server takes (``server.api_key`` and each of ``server.graph_keys``): the access log masks
+    them all."""
+    return [limits.api_key.get_secret_value(), *(k.get_secret_value() for k in limits.graph_keys.values())]
 
 
 class AccessLogSecrets(logging.Filter):
@@ -443,7 +501,13 @@ def serve(
     """
     graphs = given_graphs(bundle, neo4j, graphs, settings)
     for g in graphs:
-        check_binding(graph_settings(settings, g, several=len(graphs) > 1))
+        own = g.name in settings.server.graph_keys
+        check_binding(
+            graph_settings(settings, g, several=len(graphs) > 1),
+            f"server.graph_keys.{g.name} (the key of the graph {g.name})"
+            if own
+            else "server.api_key (METAKG_SERVER__API_KEY) or --api-key",
+        )
         if g.bundle is not None:
             api.bundle_info(g.bundle)  # a missing or broken bundle is explained before anything listens
         else:

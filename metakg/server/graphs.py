@@ -107,10 +107,10 @@ def _name_of(text: str) -> str:
 
 
 def graph_settings(settings: Settings, graph: Graph, *, several: bool) -> Settings:
-    """``settings`` as the graph ``graph`` is served with: its own key from ``server.graph_keys`` (when the
-    server has several graphs), its Neo4j database."""
+    """``settings`` as the graph ``graph`` is served with: its own key from ``server.graph_keys`` (also when it
+    is served alone: a key given is never dropped), its Neo4j database. ``several`` is kept for callers."""
     server = settings.server
-    key = server.graph_keys.get(graph.name) if several else None
+    key = server.graph_keys.get(graph.name)
     updates: dict[str, object] = {}
     if key is not None:
         updates["server"] = server.model_copy(update={"api_key": SecretStr(key.get_secret_value())})

@@ -4,6 +4,7 @@ and the evaluations; every bound and check of a request is written here once, fo
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -11,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
+
+import anyio
 
 from metakg import api
 from metakg.config import Settings
@@ -107,6 +110,7 @@ class ServedGraph:
         self._with_evaluations = evaluations
         self._lock = ReadWriteLock()
         self._slots = threading.BoundedSemaphore(self.limits.max_concurrent_asks)
+        self._waiting: anyio.CapacityLimiter | None = None  # the slots as routes await them (answer_async)
         self._opened: Any = None
         self._store: Any = None
         self.token: str | None = None  # the bundle version served: a write refuses to replace another
@@ -283,6 +287,35 @@ class ServedGraph:
                                        steps=steps)  # fmt: skip
         finally:
             self._slots.release()
+
+    async def answer_async(
+        self,
+        cfg: Settings,
+        question: api.Question,
+        strategy: Any,
+        *,
+        use_llm: bool = True,
+        steps: Callable[[dict[str, Any]], None] | None = None,
+    ) -> api.Answer:
+        """:meth:`answer` from a route's event loop: the wait for a slot is awaited in the loop, so questions
+        waiting for one hold no worker thread (the other routes, ``/api/health`` among them, keep answering);
+        the answer runs in a worker thread once a slot is free.
+
+        Raises:
+            ResourceBusy: no slot came free within :data:`ASK_WAIT_S` seconds.
+        """
+        if self._waiting is None:  # made in the loop (anyio's limiters belong to one)
+            self._waiting = anyio.CapacityLimiter(self.limits.max_concurrent_asks)
+        try:
+            with anyio.fail_after(ASK_WAIT_S):
+                await self._waiting.acquire()
+        except TimeoutError:
+            raise ResourceBusy("the server is answering as many questions as it allows") from None
+        try:
+            call = functools.partial(self.answer, cfg, question, strategy, use_llm=use_llm, steps=steps)
+            return await anyio.to_thread.run_sync(call)
+        finally:
+            self._waiting.release()
 
     # ------------------------------------------------------------------ writes
     def add_triples(self, triples: Sequence[tuple[str, str, str]], dataset: str) -> api.TriplesAdded:

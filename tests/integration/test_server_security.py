@@ -362,3 +362,50 @@ def test_a_body_that_stops_arriving_gets_a_408_and_frees_the_connection(bundle: 
         assert served.get("/api/health").json()["status"] == "ok"
     finally:
         stop(served)
+
+
+def test_a_header_that_trickles_is_cut_off_and_connections_past_the_bound_are_closed(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """A client sending its request header a byte at a time (slowloris) held a connection for ever, and
+    20,000 of them left the server without file descriptors: the header now has server.header_s to arrive,
+    and connections past server.max_connections are closed at once while the others are answered."""
+    import contextlib
+    import socket
+    import time
+
+    env = {"METAKG_SERVER__HEADER_S": "1.5", "METAKG_SERVER__MAX_CONNECTIONS": "16"}
+    running = start(["--bundle", str(bundle)], tmp_path / "serve.log", env=env)
+    try:
+        port = port_of(running)
+        slow = socket.create_connection(("127.0.0.1", port))
+        slow.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
+        slow.settimeout(10)
+        started = time.monotonic()
+        assert slow.recv(100) == b"" and time.monotonic() - started < 8  # closed by the server
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(24)]
+        try:
+            closed = 0
+            for conn in held:
+                conn.settimeout(0.5)
+                with contextlib.suppress(TimeoutError):  # still open: one of the 16
+                    closed += conn.recv(10) == b""
+            assert closed >= 24 - 16
+            assert running.get("/api/health").status_code == 200  # the server answers on
+        finally:
+            for conn in held:
+                conn.close()
+        # a kept-alive connection that answered once has as long for its next header
+        kept = socket.create_connection(("127.0.0.1", port))
+        kept.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        kept.settimeout(10)
+        first = b""
+        while not first.rstrip().endswith(b"}"):  # the whole first answer, headers and body
+            first += kept.recv(4096)
+        assert b"200 OK" in first
+        kept.sendall(b"GET /api/health HTTP/1.1\r\n")
+        assert kept.recv(4096) == b""
+        slow.close()
+        kept.close()
+    finally:
+        stop(running)

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-import queue
-import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import StreamingResponse
 
@@ -45,10 +45,10 @@ def router(served: ServedGraph) -> APIRouter:
             raise HTTPException(status_code=422, detail=detail) from e
 
     @router.post("/api/ask", responses=error_responses(408, 413, 503) | example("post", "/api/ask"))
-    def ask(request: AskRequest) -> dict[str, Any]:
+    async def ask(request: AskRequest) -> dict[str, Any]:
         """Answer a question over the graph: the answer, its evidence, trace and usage."""
-        cfg, question, strategy = checked(request)
-        answer = served.answer(cfg, question, strategy, use_llm=request.use_llm)
+        cfg, question, strategy = await anyio.to_thread.run_sync(checked, request)
+        answer = await served.answer_async(cfg, question, strategy, use_llm=request.use_llm)
         return answer.to_dict() | {"trace_lines": api.trace_lines(answer)}
 
     @router.post(
@@ -63,32 +63,40 @@ def router(served: ServedGraph) -> APIRouter:
             **error_responses(408, 413, 503, json_route=False),
         },
     )
-    def ask_stream(request: AskRequest) -> EventStream:
+    async def ask_stream(request: AskRequest) -> EventStream:
         """The same answer as ``/api/ask``, as server-sent events: a ``step`` event for each step of the
         trace as the strategy takes it (the concepts and start entities, each start's refined path, the
         evidence retrieved), then one ``answer`` event (or an ``error`` event)."""
-        cfg, question, strategy = checked(request)
-        events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        cfg, question, strategy = await anyio.to_thread.run_sync(checked, request)
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
-        def work() -> None:
+        def put(event: tuple[str, Any]) -> None:  # from the answering thread into the loop's queue
+            loop.call_soon_threadsafe(events.put_nowait, event)
+
+        async def work() -> None:
             try:
-                answer = served.answer(
-                    cfg, question, strategy, use_llm=request.use_llm, steps=lambda step: events.put(("step", step))
+                answer = await served.answer_async(
+                    cfg, question, strategy, use_llm=request.use_llm, steps=lambda step: put(("step", step))
                 )
-                events.put(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))
+                events.put_nowait(("answer", answer.to_dict() | {"trace_lines": api.trace_lines(answer)}))
             except MetakgError as e:
-                events.put(("error", {"error": str(e)}))
+                events.put_nowait(("error", {"error": str(e)}))
             except Exception as e:  # a bug: the stream must still end, with an error event
                 logger.exception("streamed answer failed")
-                events.put(("error", {"error": f"internal error ({type(e).__name__}); see the server log"}))
+                events.put_nowait(("error", {"error": f"internal error ({type(e).__name__}); see the server log"}))
 
-        def stream() -> Iterator[str]:
-            threading.Thread(target=work, daemon=True).start()
-            while True:
-                kind, data = events.get()
-                yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
-                if kind != "step":
-                    return
+        async def stream() -> AsyncIterator[str]:
+            task = asyncio.ensure_future(work())  # held: the answer goes on if nobody reads the stream
+            try:
+                while True:
+                    kind, data = await events.get()
+                    yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+                    if kind != "step":
+                        return
+            finally:
+                if not task.done():
+                    task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
 
         return EventStream(stream())
 
