@@ -174,7 +174,13 @@ def read_document(path: Path, fmt: str) -> Document:
         from metakg.documents.html import read_html
 
         return read_html(path, data)
-    text = data.decode("utf-8", errors="replace")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DocumentError(
+            f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); convert it, e.g. iconv -f latin1 "
+            "-t utf-8"
+        ) from None
     if fmt == "markdown":
         from metakg.documents.markdown import read_markdown
 

@@ -208,20 +208,28 @@ def _medagents(row: dict[str, Any], record_id: str) -> dict[str, Any]:
     try:
         if not isinstance(row["options"], dict):
             raise RecordError(f'options is {_kind(row["options"])}; it must be an object of label: text ({{"A": ...}})')
-        options = {str(k): str(v) for k, v in row["options"].items()}
+        options = _multiple_choice({str(k): str(v) for k, v in row["options"].items()}, "MedAgentsBench")
         return _qa(str(row.get("realidx", record_id)), str(row["question"]), options, str(row["answer_idx"]), None)
     except (KeyError, TypeError, ValueError) as e:
         raise e if isinstance(e, RecordError) else _shape("MedAgentsBench", e) from e
+
+
+def _multiple_choice(options: dict[str, str], kind: str) -> dict[str, str]:
+    """``options``, refused when empty: an item of a multiple-choice set without choices would be scored as a
+    free-text question, its answer letter matched by any reply naming it."""
+    if not options:
+        raise RecordError(f"no choices: a {kind} item is multiple choice")
+    return options
 
 
 def _csqa(row: dict[str, Any], record_id: str) -> dict[str, Any]:
     try:
         question = row["question"]
         if isinstance(question, dict):  # the official schema
-            options = {c["label"]: c["text"] for c in question["choices"]}
+            options = _multiple_choice({c["label"]: c["text"] for c in question["choices"]}, "CommonsenseQA")
             return _qa(str(row["id"]), question["stem"], options, row["answerKey"], question.get("question_concept"))
         choices = row["choices"]  # the Hugging Face layout
-        options = dict(zip(choices["label"], choices["text"], strict=True))
+        options = _multiple_choice(dict(zip(choices["label"], choices["text"], strict=True)), "CommonsenseQA")
         return _qa(str(row["id"]), str(question), options, row["answerKey"], row.get("question_concept"))
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise e if isinstance(e, RecordError) else _shape("CommonsenseQA", e) from e
@@ -523,12 +531,23 @@ def read_dataset(
         )
 
     if fmt == "text":
-        text = strip_bom(path.read_bytes()).decode("utf-8", errors="replace")
         read = 1
-        if text.strip():
+        data = strip_bom(as_utf8(path.read_bytes(), path))
+        try:
+            if b"\x00" in data:
+                raise RecordError(f"binary data, not text (it starts {data[:8].hex(' ')})")
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise RecordError(
+                    f"the file is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); convert it, "
+                    f"e.g. iconv -f latin1 -t utf-8"
+                ) from None
+            if not text.strip():
+                raise RecordError("the file is empty")
             records.append({"record_id": name, "kind": "text", "text": text})
-        else:
-            reject(1, "the file is empty", "")
+        except RecordError as e:
+            reject(1, str(e), "")
     elif fmt == "csv":
         header, rows = _csv_rows(path)
         if text_field not in header:

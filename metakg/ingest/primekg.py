@@ -125,7 +125,18 @@ def scan_kg(path: Path, *, lossy: bool = False) -> pl.LazyFrame:
         if (path / "kg.csv").is_file():
             return _scan(path / "kg.csv", KG_COLUMNS, lossy=lossy)
         if (path / "nodes.csv").is_file() and (path / "edges.csv").is_file():
-            nodes = _scan(path / "nodes.csv", NODE_COLUMNS, lossy=lossy).drop("_row", "_surplus")
+            scanned = _scan(path / "nodes.csv", NODE_COLUMNS, lossy=lossy)
+            twice = (
+                scanned.group_by("node_index").agg(pl.col("_row").sort())
+                .filter(pl.col("_row").list.len() > 1).sort(pl.col("_row").list.first()).head(3).collect()
+            )  # fmt: skip
+            if twice.height:  # one edge row would become two edges, one of them made up
+                said = "; ".join(f"node_index {i!r} on lines {', '.join(map(str, r))}" for i, r in twice.iter_rows())
+                raise InputDataError(
+                    f"{path / 'nodes.csv'} gives a node_index more than once ({said}): each index names one node. "
+                    "Keep one row per index."
+                )
+            nodes = scanned.drop("_row", "_surplus")
             edges = _scan(path / "edges.csv", EDGE_COLUMNS, lossy=lossy)
             side = {c: c.replace("node_", "") for c in NODE_COLUMNS}
             x = nodes.rename({k: f"x_{v}" for k, v in side.items()})

@@ -382,3 +382,17 @@ def test_extract_applies_an_identity_file(server: FaultServer, csqa: Path, tmp_p
     result, _ = run("extract", str(csqa), "-f", "csqa", "-o", str(tmp_path / "x"), "--identity", str(bad), code=None)
     assert result.exit_code != 0 and "bad.yaml: must_link entry 1 must be a pair" in result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_a_binary_or_latin1_file_given_as_text_is_refused_not_sent(server: FaultServer, tmp_path: Path) -> None:
+    """An ELF binary and Latin-1 text went to the model as documents, é as U+FFFD (probe round 4)."""
+    elf = tmp_path / "tool.txt"
+    elf.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("café au lait, crème brûlée\n".encode("latin-1"))
+    for path, says in ((elf, "binary data, not text"), (latin, "not UTF-8 text (byte 0xe9")):
+        _, out = run("extract", str(path), "-f", "text", "-o", str(tmp_path / "b"), "--json", code=1)
+        assert says in out["error"]
+        _, auto = run("extract", str(path), "--estimate", "--json", code=None)
+        assert auto["ok"] is False or says.split(" (")[0].lower() in str(auto).lower()
+    assert not [r for r in server.requests if "messages" in r]

@@ -106,6 +106,11 @@ def test_records_of_the_wrong_shape_are_rejected_with_a_reason_a_person_reads(tm
     (tmp_path / "c.jsonl").write_text(json.dumps(csqa) + "\n")
     reasons = read_dataset(tmp_path / "c.jsonl", "csqa").rejects["reason"].to_list()
     assert reasons == ["the question is a number, not text"]
+    # no choices: once read as a free-text question whose answer "A" any reply naming A matched (probe round 4)
+    empty = {"id": "2", "question": "Which?", "choices": {"label": [], "text": []}, "answerKey": "A"}
+    (tmp_path / "e.jsonl").write_text(json.dumps(empty) + "\n")
+    reasons = read_dataset(tmp_path / "e.jsonl", "csqa").rejects["reason"].to_list()
+    assert reasons == ["no choices: a CommonsenseQA item is multiple choice"]
     robodata = {"experiments": [{"paper_query_id": "A1", "query": "q?", "support_graph": ["n"]}]}
     (tmp_path / "r.json").write_text(json.dumps(robodata))
     assert read_dataset(tmp_path / "r.json", "robodata").rejects["reason"].to_list() == [

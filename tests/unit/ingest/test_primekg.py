@@ -294,3 +294,16 @@ def test_a_gzip_file_is_read_and_other_binary_input_is_described(tmp_path: Path,
     (tmp_path / "image.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
     with pytest.raises(InputDataError, match="it looks binary: its first bytes are 89 50 4e 47"):
         read_primekg(tmp_path / "image.csv")
+
+
+def test_a_node_index_given_twice_in_the_folder_layout_is_refused_not_made_into_two_edges(tmp_path: Path) -> None:
+    """One edge row joined to two nodes of one index became two edges, one made up (probe round 4)."""
+    from tests.unit.cli.test_cli import run
+
+    (tmp_path / "nodes.csv").write_text(
+        "node_index,node_id,node_type,node_name,node_source\n0,1,gene/protein,A1,NCBI\n1,2,disease,B,MONDO\n"
+        "1,3,disease,C,MONDO\n"
+    )
+    (tmp_path / "edges.csv").write_text("relation,display_relation,x_index,y_index\ndisease_protein,associated with,1,0\n")
+    _, out = run("ingest", "primekg", str(tmp_path), "-o", str(tmp_path / "kg"), "--json", code=1)
+    assert "node_index '1' on lines 3, 4" in out["error"] and not (tmp_path / "kg").exists()
