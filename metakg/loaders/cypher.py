@@ -300,6 +300,12 @@ OTHER_EMBEDDING = (
     "RETURN n.id AS id, size(n.embedding) AS dims LIMIT 1"
 )
 """A node the load will not rewrite whose name embedding has another dimension than ``$dims``."""
+OTHER_EDGE_SOURCES = (
+    f"MATCH (:{ENTITY})-[r]->(:{ENTITY}) WHERE NOT r.source IN $sources RETURN DISTINCT r.source AS source LIMIT 6"
+)
+"""Sources other than ``$sources`` that edges of the database come from (at most six)."""
+OTHER_EMBEDDED = f"MATCH (n:{ENTITY}) WHERE n.embedding IS NOT NULL AND NOT n.id IN $ids RETURN n.id AS id LIMIT 1"
+"""A node the load will not rewrite that keeps a name embedding (of whatever model made it)."""
 NAME_VECTORS = (
     f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id}}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v"
 )

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from metakg.errors import StoreError
+from metakg.errors import StoreError, UsageError
 from metakg.loaders import cypher
 from metakg.progress import Counter
 from metakg.schemas.bundle import Bundle
@@ -175,6 +175,55 @@ def choose_layout(driver: Any, database: str, rels: pl.Series, requested: RelTyp
     return recorded_layout(driver, database) or layout_for(rels)
 
 
+#: the longest string (UTF-8 bytes) a load writes into an indexed property: Neo4j's range indexes hold keys of
+#: at most 8,191 bytes (with a little room for the key's own framing)
+MAX_INDEXED_BYTES = 8_000
+
+
+def check_indexable(bundle: Bundle) -> None:
+    """Refuse a bundle holding a node id, an edge id or a name key longer than Neo4j can index, before anything
+    is written (the server's error came mid-load as a traceback).
+
+    Raises:
+        StoreError: naming the first such row and its length.
+    """
+    keys = name_keys(bundle.nodes.select("id", "name", "aliases")).explode("keys").drop_nulls("keys")
+    for what, frame, column in (
+        ("node id", bundle.nodes, "id"), ("edge id", bundle.edges, "id"), ("name", keys, "keys"),
+    ):  # fmt: skip
+        long = frame.filter(pl.col(column).str.len_bytes() > MAX_INDEXED_BYTES)
+        if long.height:
+            first = long.row(0, named=True)
+            node = f" of node {first['id'][:80]}" if what == "name" else ""
+            raise StoreError(
+                f"a {what}{node} is {len(first[column].encode()):,} bytes long ({first[column][:60]!r}...): Neo4j "
+                f"indexes strings of at most {MAX_INDEXED_BYTES:,} bytes; {long.height:,} row(s) are longer. "
+                "Shorten them in the source, or leave those rows out of the bundle."
+            )
+
+
+def check_layout(driver: Any, database: str, layout: str, bundle: Bundle) -> None:
+    """Refuse to write ``bundle``'s edges in ``layout`` when the database keeps other sources' edges in the
+    other layout: its schema and a reader's queries know one layout (a mixed database once described its
+    relations wrongly, and a later merge load wrote every edge of a source a second time).
+
+    Raises:
+        UsageError: naming the database's layout, the sources that keep it and the option that fits.
+    """
+    recorded = recorded_layout(driver, database)
+    if recorded is None or recorded == layout:
+        return
+    mine = sorted({*bundle.nodes["source"].drop_nulls().to_list(), *bundle.edges["source"].drop_nulls().to_list()})
+    found, _summary, _keys = driver.execute_query(cypher.OTHER_EDGE_SOURCES, sources=mine, database_=database)
+    others = sorted(str(r["source"]) for r in found)
+    if others:
+        raise UsageError(
+            f"the database keeps its edges in the {recorded} relationship layout (sources {', '.join(others[:5])}"
+            f"{' ...' if len(others) > 5 else ''}); writing these in the {layout} layout would mix two layouts. "
+            f"Load with --rel-types {recorded} (or auto), or into another database."
+        )
+
+
 def migrate_legacy(driver: Any, database: str) -> bool:
     """Move the bookkeeping an earlier metakg kept on the graph (``content_hash``, ``name_key``, ``alias_keys``,
     ``alias_key_text`` and ``all_names`` on rows; ``:MetakgSource``, ``:MetakgEmbedding`` and ``:MetakgLoad``
@@ -261,11 +310,15 @@ def _resume(driver: Any, database: str, key: str, checkpoint_path: Path) -> tupl
 
 
 def _with_times(frame: pl.DataFrame, kept: pl.DataFrame | None) -> pl.DataFrame:
-    """``frame``'s ``recorded_at`` with the times ``kept`` gives for its rows (rows written again unchanged)."""
+    """``frame``'s ``recorded_at`` with the times ``kept`` gives for its rows (rows written again unchanged),
+    a null one included: a row of a source loaded before any kept history has none, and reads as there from
+    the start (stamping it now once hid a whole source from the reads of earlier times)."""
     if kept is None or kept.is_empty():
         return frame
-    joined = frame.join(kept.rename({"recorded_at": "_kept"}), on="id", how="left", maintain_order="left")
-    return joined.with_columns(pl.coalesce("_kept", "recorded_at").alias("recorded_at")).drop("_kept")
+    marked = kept.rename({"recorded_at": "_kept"}).with_columns(pl.lit(True).alias("_is_kept"))
+    joined = frame.join(marked, on="id", how="left", maintain_order="left")
+    times = pl.when(pl.col("_is_kept")).then(pl.col("_kept")).otherwise(pl.col("recorded_at"))
+    return joined.with_columns(times.alias("recorded_at")).drop("_kept", "_is_kept")
 
 
 @dataclass
@@ -449,6 +502,7 @@ class Neo4jLoader:
         """
         driver, database = self.driver, self.database
         start = time.perf_counter()
+        check_indexable(bundle)
         checkpoint_path = checkpoint_dir / CHECKPOINT_FILE if checkpoint_dir is not None else None
         key = _checkpoint_key(bundle, self.target)
         migrated = migrate_legacy(driver, database) if ensure_schema else False
@@ -456,8 +510,9 @@ class Neo4jLoader:
         checkpoint, token = "none", ""
         if checkpoint_path is not None:
             done, checkpoint, token = _resume(driver, database, key, checkpoint_path)
-        self._ensure_schema(bundle, ensure_schema)
         layout = choose_layout(driver, database, bundle.edges["rel"], self.rel_types)
+        check_layout(driver, database, layout, bundle)  # before anything is written
+        self._ensure_schema(bundle, ensure_schema)
         if recorded_at is None and keeps_history(driver, database):
             recorded_at = datetime.now(UTC)  # a database keeping history records when every row arrived
         history = recorded_at is not None
@@ -505,7 +560,7 @@ class Neo4jLoader:
         embeddings = self.embeddings
         dims = len(embeddings["vector"][0]) if embeddings is not None and embeddings.height else None
         if dims is not None:
-            self._fit_vector_index(dims, bundle.nodes["id"])
+            self._fit_vector_index(dims, bundle.nodes["id"], bundle.manifest.get("embeddings", {}).get("model"))
         for statement in cypher.schema_statements(dims) if ensure or dims else ():
             self.driver.execute_query(statement, database_=self.database)
         if dims is not None:
@@ -513,14 +568,28 @@ class Neo4jLoader:
             meta = {"model": model, "dimensions": dims} | EMBEDDING_META
             write_meta(self.driver, self.database, "embedding", cypher.VECTOR_INDEX, meta)
 
-    def _fit_vector_index(self, dims: int, ids: pl.Series) -> None:
-        """Make way for name embeddings of ``dims`` dimensions: a vector index built for another dimension
-        would leave every new vector out of it without a word, so it is dropped (and made again for ``dims``)
-        when no node outside the bundle (``ids``) keeps an embedding of its dimension.
+    def _fit_vector_index(self, dims: int, ids: pl.Series, model: str | None = None) -> None:
+        """Make way for name embeddings of ``dims`` dimensions made by ``model``: a vector index built for
+        another dimension would leave every new vector out of it without a word, so it is dropped (and made
+        again for ``dims``) when no node outside the bundle (``ids``) keeps an embedding of its dimension; and
+        vectors of another model than the database's, of the same dimension, would share one index with them,
+        their similarities meaningless, so they are refused while nodes outside the bundle keep those.
 
         Raises:
-            StoreError: nodes the load leaves alone hold embeddings of the index's dimension.
+            StoreError: nodes the load leaves alone hold embeddings of the index's dimension, or of another
+                model.
         """
+        stored = read_meta(self.driver, self.database, "embedding").get(cypher.VECTOR_INDEX, {}).get("model")
+        if stored and model and stored != model:
+            other, _summary, _keys = self.driver.execute_query(
+                cypher.OTHER_EMBEDDED, ids=ids.to_list(), database_=self.database
+            )
+            if other:
+                raise StoreError(
+                    f"this database's name embeddings were made by {stored} (e.g. on {other[0]['id']}) and this "
+                    f"bundle's by {model}: one vector index cannot hold both. Embed the bundle with {stored} "
+                    "(metakg embed, embedder settings), or load it into another database."
+                )
         held = vector_index_dims(self.driver, self.database)
         if held in (None, dims):
             return
@@ -588,6 +657,7 @@ class Neo4jLoader:
             {*bundle.nodes["source"].drop_nulls().to_list(), *bundle.edges["source"].drop_nulls().to_list()}
         )
         layout = choose_layout(driver, database, bundle.edges["rel"], self.rel_types)
+        check_layout(driver, database, layout, bundle)
         plan = self._plan(bundle, sources, layout)
         sources_meta = read_meta(driver, database, "source")
         if history is None:
@@ -710,7 +780,7 @@ class Neo4jLoader:
                 plan.relaid.select("id", "recorded_at"),
                 plan.held_nodes.filter(pl.col("id").is_in(plan.unembedded.implode())).select("id", "recorded_at"),
             ]
-            kept = pl.concat(rewritten).drop_nulls("recorded_at").with_columns(_iso("recorded_at"))
+            kept = pl.concat(rewritten).unique("id").with_columns(_iso("recorded_at"))
         subset = Bundle(
             bundle.nodes.filter(pl.col("id").is_in(load_nodes.implode())),
             bundle.edges.filter(pl.col("id").is_in(load_edges.implode())),

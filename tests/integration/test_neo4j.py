@@ -569,3 +569,82 @@ def test_auto_search_leaves_out_a_vector_index_that_holds_no_vectors(
     assert [h.node.name for h in store.search("asprin", mode="auto", k=1)] == ["aspirin"]  # fuzzy, no error
     with pytest.raises(StoreError, match="no name embeddings"):
         store.search("aspirin", mode="embedding", k=1)
+
+
+def _other_source() -> Bundle:
+    """A second source of two nodes and one edge (``kg:other/...``)."""
+    from metakg.schemas.tables import conform_edges, conform_nodes, edge_ids
+
+    nodes = pl.DataFrame({"id": ["kg:other/x", "kg:other/y"], "name": ["x", "y"], "type": ["concept"] * 2,
+                          "source": ["other"] * 2})  # fmt: skip
+    edges = pl.DataFrame({"src": ["kg:other/x"], "dst": ["kg:other/y"], "rel": ["mentions"], "source": ["other"]})
+    bundle = Bundle(conform_nodes(nodes), conform_edges(edges))
+    bundle.edges = bundle.edges.with_columns(edge_ids(bundle.edges))
+    return bundle
+
+
+def test_probe_round4_long_ids_two_layouts_and_another_models_vectors_are_refused_before_anything_is_written(
+    embedder: Embedder, clean_neo4j: Any, neo4j_settings: Neo4jSettings
+) -> None:
+    """Three loads that once went wrong: a 9,000-character id (a server error mid-load, as a traceback),
+    a source in the other relationship layout than the database's other sources (a wrong schema, and a later
+    merge load doubled every edge), vectors of another model of the same dimension (mixed in one index)."""
+    from metakg.loaders.neo4j_loader import follow_bundle
+
+    driver, database = clean_neo4j, neo4j_settings.database
+    bundle = small_bundle()
+    long = Bundle(bundle.nodes.head(1).with_columns(pl.lit("kg:long/" + "L" * 9000).alias("id")), bundle.edges.head(0))
+    with pytest.raises(StoreError, match=r"node id .* 9,008 bytes long .* at most 8,000 bytes"):
+        load_bundle(driver, long, database=database, target="t")
+    assert counts(driver, database) == (0, 0)
+
+    load_bundle(driver, bundle, database=database, target="t", rel_types="typed")
+    from metakg.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"keeps its edges in the typed relationship layout .*--rel-types typed"):
+        load_bundle(driver, _other_source(), database=database, target="t", rel_types="generic")
+    with pytest.raises(UsageError, match="typed relationship layout"):
+        follow_bundle(driver, _other_source(), database=database, target="t", rel_types="generic")
+    assert counts(driver, database) == (bundle.nodes.height, bundle.edges.height)  # nothing of it written
+    follow_bundle(driver, bundle, database=database, target="t", rel_types="generic")  # its own layout: may move
+    before = counts(driver, database)
+    follow_bundle(driver, bundle, database=database, target="t")  # again: nothing doubled
+    assert counts(driver, database) == before == (bundle.nodes.height, bundle.edges.height)
+
+    class OtherModel:
+        name, dim = "another-model", embedder.dim
+
+        def embed(self, texts: Any) -> Any:
+            return embedder.embed([t[::-1] for t in texts])
+
+    mine = embeddings_of(bundle, embedder)
+    withvectors = Bundle(bundle.nodes, bundle.edges, manifest={"embeddings": {"model": embedder.name}})
+    load_bundle(driver, withvectors, database=database, target="t", embeddings=mine)
+    other = _other_source()
+    other.manifest = {"embeddings": {"model": OtherModel.name}}
+    with pytest.raises(StoreError, match=f"made by {embedder.name} .* this bundle's by another-model"):
+        load_bundle(driver, other, database=database, target="t", embeddings=embeddings_of(other, OtherModel()))
+
+
+def test_probe_round4_a_source_without_history_stays_in_the_past_reads_after_it_is_written_again(
+    embedder: Embedder, clean_neo4j: Any, neo4j_settings: Neo4jSettings
+) -> None:
+    """A source loaded before another kept history has rows without recorded_at (there from the start);
+    written again unchanged (its nodes given their name embeddings), they were stamped now and vanished from
+    the reads of earlier times."""
+    import time
+
+    from metakg.loaders.neo4j_loader import follow_bundle, graph_as_of
+
+    driver, database = clean_neo4j, neo4j_settings.database
+    bundle = small_bundle()
+    follow_bundle(driver, bundle, database=database, target="t", rel_types="typed")  # no history
+    follow_bundle(driver, _other_source(), database=database, target="t", history=True)
+    time.sleep(0.05)
+    earlier = datetime.now(UTC)
+    time.sleep(0.05)
+    embedded = Bundle(bundle.nodes, bundle.edges, manifest={"embeddings": {"model": embedder.name}})
+    follow_bundle(driver, embedded, database=database, target="t", embeddings=embeddings_of(bundle, embedder))
+    past = graph_as_of(driver, database, earlier)
+    assert set(bundle.nodes["id"].to_list()) <= set(past.nodes["id"].to_list())
+    assert set(bundle.edges["id"].to_list()) <= set(past.edges["id"].to_list())

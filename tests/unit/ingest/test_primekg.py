@@ -304,6 +304,8 @@ def test_a_node_index_given_twice_in_the_folder_layout_is_refused_not_made_into_
         "node_index,node_id,node_type,node_name,node_source\n0,1,gene/protein,A1,NCBI\n1,2,disease,B,MONDO\n"
         "1,3,disease,C,MONDO\n"
     )
-    (tmp_path / "edges.csv").write_text("relation,display_relation,x_index,y_index\ndisease_protein,associated with,1,0\n")
+    (tmp_path / "edges.csv").write_text(
+        "relation,display_relation,x_index,y_index\ndisease_protein,associated with,1,0\n"
+    )
     _, out = run("ingest", "primekg", str(tmp_path), "-o", str(tmp_path / "kg"), "--json", code=1)
     assert "node_index '1' on lines 3, 4" in out["error"] and not (tmp_path / "kg").exists()
