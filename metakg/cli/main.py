@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -10,6 +11,7 @@ from typing import Any
 
 import typer
 import typer.core
+from rich.markup import escape
 from typer._click.exceptions import UsageError  # the click typer bundles
 
 from metakg import __version__
@@ -31,7 +33,7 @@ from metakg.cli import (
     sync_cmd,
     synthetic_cmd,
 )
-from metakg.cli._common import emit_json, interrupt_said
+from metakg.cli._common import emit_json, err, interrupt_said
 from metakg.cli.entry import INTERRUPTED, interrupted
 
 #: the root help's sections, in the order of the work: build, inspect, move, ask, serve, the rest
@@ -201,10 +203,26 @@ def root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """metakg: knowledge graphs from datasets, PrimeKG and Wikidata, validated, loaded and questioned."""
+    warnings_to_stderr()
     if config is not None:
         if not config.is_file():
             raise typer.BadParameter(f"{config} is not a file.", param_hint="'--config'")
         os.environ["METAKG_CONFIG"] = str(config)
+
+
+class _Warnings(logging.Handler):
+    """The library's warnings (``metakg`` loggers: a cache that cannot be written, a strategy left out) on
+    stderr, as the commands' other remarks are."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err.print(f"[yellow]warning: {escape(record.getMessage())}[/]", highlight=False)
+
+
+def warnings_to_stderr() -> None:
+    """Show the ``metakg`` loggers' warnings on stderr (once per process)."""
+    library = logging.getLogger("metakg")
+    if not any(isinstance(h, _Warnings) for h in library.handlers):
+        library.addHandler(_Warnings(logging.WARNING))
 
 
 def main() -> None:

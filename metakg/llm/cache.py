@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 from pathlib import Path
@@ -44,35 +45,77 @@ def scoped_key(request_key: str, model: str, endpoint: str) -> str:
     return hashlib.sha256(scoped.encode()).hexdigest()
 
 
+logger = logging.getLogger("metakg")
+
+
 class ResponseCache:
-    """SQLite-backed cache of completions; safe to share between threads of one process."""
+    """SQLite-backed cache of completions; safe to share between threads of one process.
+
+    A cache that cannot be written (a read-only or full disk) is read where it can be and written no more,
+    with one warning: the run goes on, its new replies uncached (once a ``sqlite3`` traceback)."""
 
     def __init__(self, path: Path) -> None:
         """Remember the file; it is opened (and created) on first use."""
         self.path = path
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._writable = True
+        self._unusable = False
 
-    def _db(self) -> sqlite3.Connection:
-        if self._connection is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._connection.execute("PRAGMA journal_mode=WAL")
-            self._connection.execute(_SCHEMA)
+    def _degrade(self, error: Exception, *, reading: bool = False) -> None:
+        """Stop writing (and, when ``reading`` failed too, reading) the cache, saying so once."""
+        if self._writable:
+            logger.warning(
+                "the response cache %s cannot be %s (%s): this run's new replies are not cached; give "
+                "paths.cache_dir a writable folder with room",
+                self.path, "read" if reading else "written", error,
+            )  # fmt: skip
+        self._writable = False
+        self._unusable = self._unusable or reading
+
+    def _db(self) -> sqlite3.Connection | None:
+        if self._connection is None and not self._unusable:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                try:
+                    connection.execute("PRAGMA journal_mode=WAL")
+                    connection.execute(_SCHEMA)
+                except sqlite3.Error:
+                    connection.close()
+                    raise
+                self._connection = connection
+            except (sqlite3.Error, OSError) as e:
+                self._degrade(e)
+                self._connection = self._read_only()
         return self._connection
+
+    def _read_only(self) -> sqlite3.Connection | None:
+        """The cache opened for reading alone, or None (then the cache is not used at all)."""
+        try:
+            uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+            connection = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+            connection.execute("SELECT 1 FROM responses LIMIT 1")
+            return connection
+        except (sqlite3.Error, OSError, ValueError) as e:
+            self._degrade(e, reading=True)
+            return None
 
     def get(self, request: ChatRequest, *, endpoint: str | None = None) -> Completion | None:
         """The cached completion of ``request`` as ``endpoint`` answered it (see :func:`cache_key`), marked
         ``cached=True``, or None."""
         with self._lock:
-            row = (
-                self._db()
-                .execute(
+            db = self._db()
+            if db is None:
+                return None
+            try:
+                row = db.execute(
                     "SELECT model, text, prompt_tokens, completion_tokens, finish_reason FROM responses WHERE key = ?",
                     (cache_key(request, endpoint),),
-                )
-                .fetchone()
-            )
+                ).fetchone()
+            except sqlite3.Error as e:
+                self._degrade(e, reading=True)
+                return None
         if row is None:
             return None
         model, text, prompt, completion, finish = row
@@ -85,27 +128,42 @@ class ResponseCache:
     def holds(self, key: str) -> bool:
         """Whether a reply is stored under ``key`` (:func:`scoped_key`)."""
         with self._lock:
-            return self._db().execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
+            db = self._db()
+            try:
+                return (
+                    db is not None
+                    and db.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
+                )
+            except sqlite3.Error as e:
+                self._degrade(e, reading=True)
+                return False
 
     def put_key(self, key: str, completion: Completion) -> None:
         """Store a completion under ``key`` (:func:`cache_key` or :func:`scoped_key`; the first answer wins)."""
         with self._lock:
-            self._db().execute(
-                "INSERT OR IGNORE INTO responses (key, model, text, prompt_tokens, completion_tokens, finish_reason) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    completion.model,
-                    completion.text,
-                    completion.usage.prompt_tokens,
-                    completion.usage.completion_tokens,
-                    completion.finish_reason,
-                ),
-            )
+            db = self._db()
+            if db is None or not self._writable:
+                return
+            try:
+                db.execute(
+                    "INSERT OR IGNORE INTO responses (key, model, text, prompt_tokens, completion_tokens, "
+                    "finish_reason) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        key,
+                        completion.model,
+                        completion.text,
+                        completion.usage.prompt_tokens,
+                        completion.usage.completion_tokens,
+                        completion.finish_reason,
+                    ),
+                )
+            except sqlite3.Error as e:  # a full disk, a file made read-only under the run
+                self._degrade(e)
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._db().execute("SELECT count(*) FROM responses").fetchone()[0])
+            db = self._db()
+            return int(db.execute("SELECT count(*) FROM responses").fetchone()[0]) if db is not None else 0
 
     def close(self) -> None:
         """Close the database."""
@@ -116,5 +174,6 @@ class ResponseCache:
     def export(self) -> str:
         """All entries as JSON lines (for inspection)."""
         with self._lock:
-            rows = self._db().execute("SELECT key, model, text FROM responses ORDER BY created_at").fetchall()
+            db = self._db()
+            rows = db.execute("SELECT key, model, text FROM responses ORDER BY created_at").fetchall() if db else []
         return "\n".join(json.dumps({"key": k, "model": m, "text": t}) for k, m, t in rows)

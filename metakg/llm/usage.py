@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import math
 import threading
 import time
@@ -184,9 +185,16 @@ class UsageMeter:
             self._records.append(entry)
             self._by_scope.setdefault(entry.scope, []).append(entry)
             if self.path is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self.path.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(asdict(entry)) + "\n")
+                try:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    with self.path.open("a", encoding="utf-8") as fh:
+                        fh.write(json.dumps(asdict(entry)) + "\n")
+                except OSError as e:  # a read-only or full disk: the run goes on, its usage kept in memory
+                    logging.getLogger("metakg").warning(
+                        "the usage ledger %s cannot be written (%s): this run's usage is not logged there",
+                        self.path, e.strerror or e,
+                    )  # fmt: skip
+                    self.path = None
         return entry
 
     def scope_records(self, scope: str) -> list[UsageRecord]:

@@ -20,7 +20,7 @@ import polars as pl
 from metakg.loaders.cypher import ENTITY, GENERIC_TYPE, KEY, META, VECTOR_INDEX, label_of
 from metakg.loaders.neo4j_loader import EMBEDDING_META, RelTypes, layout_for, name_keys
 from metakg.schemas.bundle import Bundle
-from metakg.schemas.locks import check_replaceable, unique_temp_name, write_output
+from metakg.schemas.locks import check_replaceable, remove_stale_temps, unique_temp_name
 from metakg.schemas.tables import RELATION_PATTERN
 
 ARRAY_DELIMITERS = [";", "|", "¦", "\u241e"]
@@ -133,33 +133,39 @@ def write_admin_import(
     files: dict[str, Path] = {}
     names = ("nodes", "edges", "meta", "meta_loops", "keys")
     for name in names:  # never written through a link, into a FIFO or over a folder: refused before any is written
-        check_replaceable(out_dir / f"{name}_header.csv")
-        check_replaceable(out_dir / f"{name}.csv")
-    for name, frame, fields in (
-        ("nodes", nodes, node_fields),
-        ("edges", edges, edge_fields),
-        ("meta", meta_frame, META_FIELDS),
-        ("meta_loops", loops, LOOP_FIELDS),
-        ("keys", key_rows, KEY_FIELDS),
-    ):
-        header = out_dir / f"{name}_header.csv"
-        write_output(header, ",".join(h for _, h in fields) + "\n")
-        data = out_dir / f"{name}.csv"
-        columns = []
-        for column, _header in fields:
-            if isinstance(frame.schema[column], pl.List):
-                columns.append(pl.col(column).list.join(delimiter))
-            elif frame.schema[column] == pl.Datetime("us", "UTC"):
-                columns.append(pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"))
-            else:
-                columns.append(pl.col(column))
-        temp = unique_temp_name(data)
-        try:
-            frame.select(columns).write_csv(temp, include_header=False, quote_style="non_numeric")
-            os.replace(temp, data)  # the name is replaced, never written through
-        finally:
+        for target in (out_dir / f"{name}_header.csv", out_dir / f"{name}.csv"):
+            check_replaceable(target)
+            remove_stale_temps(target)  # what an export killed before its renames left
+    # every file is written under a temporary name first and renamed only once all are whole: a run killed or
+    # out of space leaves the earlier export as it was, never a mix of two
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for name, frame, fields in (
+            ("nodes", nodes, node_fields),
+            ("edges", edges, edge_fields),
+            ("meta", meta_frame, META_FIELDS),
+            ("meta_loops", loops, LOOP_FIELDS),
+            ("keys", key_rows, KEY_FIELDS),
+        ):
+            header, data = out_dir / f"{name}_header.csv", out_dir / f"{name}.csv"
+            header_temp, data_temp = unique_temp_name(header), unique_temp_name(data)
+            staged += [(header_temp, header), (data_temp, data)]
+            header_temp.write_text(",".join(h for _, h in fields) + "\n", encoding="utf-8")
+            columns = []
+            for column, _header in fields:
+                if isinstance(frame.schema[column], pl.List):
+                    columns.append(pl.col(column).list.join(delimiter))
+                elif frame.schema[column] == pl.Datetime("us", "UTC"):
+                    columns.append(pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"))
+                else:
+                    columns.append(pl.col(column))
+            frame.select(columns).write_csv(data_temp, include_header=False, quote_style="non_numeric")
+            files[f"{name}_header"], files[name] = header, data
+        for temp, target in staged:
+            os.replace(temp, target)  # the names are replaced, never written through
+    finally:
+        for temp, _target in staged:
             temp.unlink(missing_ok=True)
-        files[f"{name}_header"], files[name] = header, data
     command = [
         "neo4j-admin", "database", "import", "full", database,
         f"--nodes={files['nodes_header']},{files['nodes']}",

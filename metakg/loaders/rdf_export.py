@@ -17,7 +17,7 @@ from rdflib import Dataset, Graph
 from rdflib.namespace import OWL, RDF, RDFS, SKOS, XSD
 
 from metakg.errors import ExportError, UsageError
-from metakg.schemas.locks import check_replaceable, unique_temp_name
+from metakg.schemas.locks import check_replaceable, remove_stale_temps, unique_temp_name
 from metakg.schemas.rdf_mapping import MK, MKE, MKR, MKS, MKT, MKV, SCHEMA, WD, WDT, Quad
 
 RdfFormat = TypingLiteral["ttl", "nt", "nq", "trig"]
@@ -111,6 +111,7 @@ def write_rdf(
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ExportError(f"cannot make the folder of {path}: {e.strerror or e}.") from e
+    remove_stale_temps(path)  # what an export killed before its rename left
     tmp = unique_temp_name(path)
     written = 0
     try:

@@ -15,6 +15,7 @@ import fcntl
 import functools
 import inspect
 import os
+import re
 import stat
 import uuid
 from collections.abc import Callable, Iterator
@@ -100,6 +101,26 @@ def require_folder(target: Path, what: str) -> None:
     """
     if target.exists() and not target.is_dir():
         raise UsageError(f"{target} is a file; give a folder (for {what}) instead.")
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Remove the temporary files :func:`unique_temp_name` made beside ``path`` for processes that are gone (a
+    writer killed before its rename); those of a live process are its own to finish."""
+    pattern = re.compile(rf"^{re.escape(path.name)}\.(\d+)-[0-9a-f]{{8}}\.tmp$")
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        found = pattern.match(entry.name)
+        if found is None or int(found.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(found.group(1)), 0)
+        except ProcessLookupError:
+            entry.unlink(missing_ok=True)
+        except (PermissionError, OverflowError, OSError):
+            continue  # alive under another user, or no pid at all
 
 
 def unique_temp_name(path: Path) -> Path:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from metakg.errors import InputDataError
+from metakg.errors import InputDataError, OutputError
 from metakg.ingest.wikidata.client import SparqlClient
 from metakg.ingest.wikidata.mapping import (
     check_revisions,
@@ -69,11 +69,24 @@ def read_state(path: Path) -> dict[str, Any]:
 
 
 def write_state(path: Path, state: dict[str, Any]) -> None:
-    """Write the state atomically (a temporary file renamed over the old one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write the state atomically (a temporary file renamed over the old one).
+
+    Raises:
+        OutputError: it cannot be written (a full or read-only disk); the old state is left whole and the
+            temporary file removed.
+    """
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(state, ensure_ascii=False, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(state, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(
+            f"cannot write the sync state file {path} ({e.strerror or e}); the bundle is written, but the state "
+            "file is the old one, so the next sync fetches the changed entities again. Free space (or give "
+            "--state a writable place) and run the sync again."
+        ) from e
 
 
 def sync_state(

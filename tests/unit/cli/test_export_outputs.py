@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from metakg import api
 from metakg.config import load_settings
-from metakg.schemas.bundle import read_bundle
+from metakg.schemas.bundle import Bundle, read_bundle
 from tests.conftest import small_bundle
 from tests.unit.cli.test_cli import run
 
@@ -53,3 +56,37 @@ def test_neo4j_admin_files_are_never_written_through_a_link_or_into_a_fifo(tmp_p
     (out / "edges.csv").unlink()
     _, done = run("export", "neo4j-admin", str(kg), str(out), "--json")
     assert Path(done["files"]["nodes"]).read_text().count("\n") == small_bundle().nodes.height
+
+
+def test_an_export_that_fails_midway_leaves_the_earlier_one_whole_and_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A neo4j-admin export killed or out of space once left a mix of two exports; an RDF export killed before
+    its rename left its temporary file for good (probe round 4)."""
+    import polars as pl
+
+    kg = _bundle(tmp_path)
+    out = tmp_path / "import"
+    run("export", "neo4j-admin", str(kg), str(out), "--json")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = pl.DataFrame.write_csv
+    calls = {"n": 0}
+
+    def failing(self: pl.DataFrame, *args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pl.DataFrame, "write_csv", failing)
+    other = tmp_path / "other"
+    api.write_validated(other, Bundle(small_bundle().nodes.head(3), small_bundle().edges.head(1)), load_settings())
+    _, failed = run("export", "neo4j-admin", str(other), str(out), "--json", code=1)
+    assert "No space left on device" in failed["error"]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the earlier export, whole
+    monkeypatch.setattr(pl.DataFrame, "write_csv", real)
+
+    left = tmp_path / "kg.nt.4194303-0123abcd.tmp"  # a pid no process has: an export killed before its rename
+    left.write_text("half")
+    run("export", "rdf", str(kg), "-o", str(tmp_path / "kg.nt"), "--json")
+    assert not left.exists() and (tmp_path / "kg.nt").stat().st_size > 0

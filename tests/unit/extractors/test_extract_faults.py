@@ -396,3 +396,19 @@ def test_a_binary_or_latin1_file_given_as_text_is_refused_not_sent(server: Fault
         _, auto = run("extract", str(path), "--estimate", "--json", code=None)
         assert auto["ok"] is False or says.split(" (")[0].lower() in str(auto).lower()
     assert not [r for r in server.requests if "messages" in r]
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_run_uncached_not_failed(
+    server: FaultServer, csqa: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only or full cache folder gave a sqlite3 traceback (probe round 4): the run now goes on, warns
+    once, and its replies are not cached."""
+    cache = tmp_path / "cache"
+    (cache / "llm" / "responses.sqlite").mkdir(parents=True)  # no database can be opened there
+    (cache / "llm" / "ledger.jsonl").mkdir()  # nor the ledger appended to
+    monkeypatch.setenv("METAKG_PATHS__CACHE_DIR", str(cache))
+    result, out = run("extract", str(csqa), "-f", "csqa", "--limit", "2", "-o", str(tmp_path / "b"), "--json")
+    assert out["llm_calls"] == 2 and out["failed"] == 0 and out["validation_ok"]
+    assert "cannot be read" in result.stderr or "cannot be written" in result.stderr
+    _, again = run("extract", str(csqa), "-f", "csqa", "--limit", "2", "-o", str(tmp_path / "b"), "--json")
+    assert again["cache_hits"] == 0  # nothing was cached, and nothing failed
