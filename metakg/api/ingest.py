@@ -167,6 +167,8 @@ def ingest_primekg(
     _keeps_its_history(out, previous, history)
     with writing(out):
         bundle, report = read_primekg(path, progress=progress, max_field_chars=settings.ingest.max_field_chars)
+        if report.read == 0:
+            raise InputDataError(f"{path} holds no rows (a header alone, or nothing): nothing to import.")
         report = dataclasses.replace(report, reject_reasons=tuple(reject_reasons(bundle.rejects)))
         _record_previous(bundle, previous, history, progress)
         (progress or quiet)("writing bundle")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from contextlib import ExitStack
 from pathlib import Path
@@ -148,6 +149,8 @@ def extract(
     with guarded("extract", json_mode):
         if fmt not in api.FORMATS:
             raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(api.FORMATS)}.")
+        if budget_usd is not None and not math.isfinite(budget_usd):
+            raise UsageError(f"--budget-usd must be a finite number of dollars, got {budget_usd}.")
         if fmt == "auto" and dataset_file.suffix.lower() in RECORD_SUFFIXES and not dataset_file.is_dir():
             raise UsageError(
                 f"give --format for {dataset_file}: a {dataset_file.suffix} file holds records or questions "

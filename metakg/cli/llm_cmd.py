@@ -9,6 +9,7 @@ import typer
 
 from metakg import api
 from metakg.cli._common import JSON_HELP, err, finish, guarded, out, progress, settings
+from metakg.errors import UsageError
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -56,6 +57,8 @@ def ask(
     print the reply with its token usage. Repeating a prompt is answered from the cache."""
     cfg = settings()
     with guarded("llm ask", json_mode):
+        if not prompt.strip():
+            raise UsageError("the prompt is empty: nothing to ask the model.")
         with progress("asking") as say:
             say("starting")
             completion, usage = api.llm_reply(cfg, prompt, system=system)

@@ -201,6 +201,8 @@ def evaluate(
     cfg = settings()
     with guarded("eval", json_mode):
         cfg = api.with_local_kg(cfg, local_kg)
+        if not any(name.strip() for name in strategy.split(",")):
+            raise UsageError("--strategy names no strategy; give one or more, comma-separated (metakg strategies).")
         if fmt not in api.EVAL_FORMATS:
             raise UsageError(f"unknown benchmark format {fmt!r}; choose one of {', '.join(api.EVAL_FORMATS)}.")
         if grow is not None:

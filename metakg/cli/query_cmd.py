@@ -10,6 +10,7 @@ import typer
 
 from metakg import api
 from metakg.cli._common import AS_OF_HELP, JSON_HELP, err, finish, guarded, out, progress, settings
+from metakg.errors import UsageError
 
 app = typer.Typer(rich_markup_mode=None, help="Query a bundle: neighbours, paths, name search.", no_args_is_help=True)
 
@@ -50,6 +51,8 @@ def neighbours(
     """List the neighbours of a node, outgoing edges first."""
     cfg = settings()
     with guarded("query neighbours", json_mode):
+        if rel is not None and any(not r.strip() for r in rel):
+            raise UsageError("--rel is empty: give a relation name (metakg query schema lists them).")
         with progress("loading store") as say, api.open_store(cfg, graph, as_of=_time(as_of), progress=say) as store:
             found, items = api.neighbours_of(store, node, relations=rel, limit=limit)
         if not json_mode:

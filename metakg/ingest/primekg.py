@@ -147,6 +147,8 @@ def scan_kg(path: Path, *, lossy: bool = False) -> pl.LazyFrame:
                 .select("_row", *KG_COLUMNS, "_surplus")
             )
         raise InputDataError(f"{path} holds neither kg.csv nor nodes.csv + edges.csv.")
+    if path.exists() and not path.is_file():
+        raise InputDataError(f"PrimeKG file {path} is not a regular file (a FIFO, device or socket): give kg.csv.")
     if not path.is_file():
         raise InputDataError(
             f"PrimeKG file {path} does not exist. Download kg.csv from Harvard Dataverse (doi:10.7910/DVN/IXA7BM).",
@@ -187,7 +189,7 @@ REASONS = {
     "malformed_index": "x_index or y_index is not a whole number from 0 to 4294967295",
     "unknown_source": "x_source or y_source is not a PrimeKG source",
     "unknown_type": "x_type or y_type is not a PrimeKG node type",
-    "bad_relation": "relation has no letters or digits",
+    "bad_relation": "relation has no letters",
 }
 
 
@@ -218,7 +220,7 @@ def _rules(lossy: bool, max_field_chars: int) -> list[tuple[str, pl.Expr]]:
         ("malformed_index", pl.any_horizontal([~_index_ok(pl.col(c)) for c in ("x_index", "y_index")])),
         ("unknown_source", pl.col("_x").is_null() | pl.col("_y").is_null()),
         ("unknown_type", pl.col("_xt").is_null() | pl.col("_yt").is_null()),
-        ("bad_relation", pl.col("_rel") == ""),
+        ("bad_relation", ~pl.col("_rel").str.contains(r"\p{L}").fill_null(False)),
     ]
 
 

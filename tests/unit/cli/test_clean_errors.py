@@ -155,3 +155,18 @@ def test_an_output_folder_that_is_a_file_is_a_usage_error(bundle: Path, tmp_path
     given = [a.replace("{b}", str(bundle)).replace("{f}", str(taken)) for a in args]
     _, out = run(*given, "--json", code=2)
     assert out["error_type"] == "UsageError" and "is a file" in out["error"] and taken.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["eval", "q.jsonl", "-f", "csqa", "-s", "", "-o", "ev"], "--strategy names no strategy"),
+        (["query", "neighbours", "kg", "a", "--rel", ""], "--rel is empty"),
+        (["llm", "ask", "  "], "the prompt is empty"),
+        (["extract", "q.jsonl", "-f", "csqa", "-o", "x", "--budget-usd", "nan"], "--budget-usd must be a finite"),
+    ],
+)
+def test_empty_or_meaningless_arguments_are_usage_errors(args: list[str], says: str) -> None:
+    """Probe round 4: each ran (eval ran nothing with exit 0, llm ask sent an empty prompt as a billed call)."""
+    _, out = run(*args, "--json", code=2)
+    assert says in out["error"]

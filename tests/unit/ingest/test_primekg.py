@@ -309,3 +309,25 @@ def test_a_node_index_given_twice_in_the_folder_layout_is_refused_not_made_into_
     )
     _, out = run("ingest", "primekg", str(tmp_path), "-o", str(tmp_path / "kg"), "--json", code=1)
     assert "node_index '1' on lines 3, 4" in out["error"] and not (tmp_path / "kg").exists()
+
+
+def test_a_header_alone_a_relation_without_letters_and_a_fifo_get_their_own_answers(tmp_path: Path) -> None:
+    """Probe round 4: a header alone was an import of nothing with exit 0; relation "123" was accepted; a FIFO
+    was said not to exist, with --download offered."""
+    import os
+
+    from tests.unit.cli.test_cli import run
+
+    header = "relation,display_relation,x_index,x_id,x_type,x_name,x_source,y_index,y_id,y_type,y_name,y_source\n"
+    (tmp_path / "h.csv").write_text(header)
+    _, out = run("ingest", "primekg", str(tmp_path / "h.csv"), "-o", str(tmp_path / "h"), "--json", code=1)
+    assert "holds no rows" in out["error"] and not (tmp_path / "h").exists()
+    (tmp_path / "r.csv").write_text(
+        header + "123,ppi,0,9796,gene/protein,PHYHIP,NCBI,1,56992,gene/protein,KIF15,NCBI\n"
+        "protein_protein,ppi,0,9796,gene/protein,PHYHIP,NCBI,1,56992,gene/protein,KIF15,NCBI\n"
+    )
+    _, out = run("ingest", "primekg", str(tmp_path / "r.csv"), "-o", str(tmp_path / "r"), "--json", code=1)
+    assert (out["read"], out["accepted"], out["rejected"]) == (2, 1, 1)
+    os.mkfifo(tmp_path / "f.csv")
+    _, out = run("ingest", "primekg", str(tmp_path / "f.csv"), "-o", str(tmp_path / "f"), "--json", code=1)
+    assert "not a regular file" in out["error"] and "fix" not in out
