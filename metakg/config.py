@@ -44,9 +44,20 @@ class Section(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_nul(cls, value: Any) -> Any:
-        if isinstance(value, str) and "\x00" in value:
+        if _holds_nul(value):
             raise ValueError("holds a NUL character")
         return value
+
+
+def _holds_nul(value: Any, depth: int = 0) -> bool:
+    """Whether text in ``value`` (a string, or inside a list or table of them) holds a NUL character."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if depth < 8 and isinstance(value, list | tuple):
+        return any(_holds_nul(v, depth + 1) for v in value)
+    if depth < 8 and isinstance(value, dict):
+        return any(_holds_nul(k, depth + 1) or _holds_nul(v, depth + 1) for k, v in value.items())
+    return False
 
 
 class PathsSettings(Section):

@@ -397,14 +397,20 @@ def _json_type(value: Any) -> str:
 
 def _parse_manifest(raw: bytes, path: Path, *, hashes: bool) -> dict[str, Any]:
     try:
-        parsed = json.loads(raw.decode("utf-8"))
+        parsed = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BundleError(f"{path / MANIFEST_FILE} is not readable JSON: {e}.") from e
+    except ValueError as e:  # NaN or Infinity, which JSON has no form for (and --json would print again)
+        raise BundleError(f"{path / MANIFEST_FILE} is not readable JSON: {e}; write the bundle again.") from e
     except RecursionError:
         raise BundleError(
             f"{path / MANIFEST_FILE} nests too deeply to be a manifest: write the bundle again."
         ) from None
     return check_manifest(parsed, path, hashes=hashes)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"it holds {name}, which is no JSON number")
 
 
 def _missing(path: Path, name: str) -> BundleError:

@@ -25,6 +25,8 @@ from metakg.schemas.tables import RELATION_PATTERN, conform_rejects
 REPORT_JSON = "validation.json"
 REPORT_HTML = "validation.html"
 
+_CONTROL = r"[\x00-\x1f\x7f]"
+
 #: check name -> what a failing row means (the reason stored in rejects.parquet)
 CHECKS: dict[str, str] = {
     "nodes.id_not_null": "node id is null or empty",
@@ -32,6 +34,7 @@ CHECKS: dict[str, str] = {
     "nodes.name_not_empty": "node name is null or empty",
     "nodes.type_in_vocabulary": "node type is not in the type vocabulary",
     "nodes.aliases_not_empty": "an alias is null or empty",
+    "nodes.name_control": "the name or an alias holds a control character (NUL, escape, a line break)",
     "nodes.xrefs_curie": "an xref is null or not a CURIE (prefix:local)",
     "nodes.id_unique": "duplicate node id (an earlier row with this id was kept)",
     "edges.id_not_null": "edge id is null or empty",
@@ -164,6 +167,11 @@ def check_nodes(nodes: pl.DataFrame, types: Iterable[str]) -> pl.DataFrame:
             ("nodes.name_not_empty", _blank("name")),
             ("nodes.type_in_vocabulary", ~pl.col("type").is_in(type_list)),
             ("nodes.aliases_not_empty", _any_item(pl.col("aliases"), pl.element().str.strip_chars() == "")),
+            (
+                "nodes.name_control",  # bit rot, a table edited by hand or written through the API
+                pl.col("name").str.contains(_CONTROL).fill_null(False)
+                | _any_item(pl.col("aliases"), pl.element().str.contains(_CONTROL)),
+            ),
             ("nodes.xrefs_curie", _any_item(pl.col("xrefs"), ~pl.element().str.contains(CURIE_PATTERN))),
         ],
     )

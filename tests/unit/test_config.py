@@ -167,3 +167,6 @@ def test_text_holding_a_nul_character_is_refused(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("METAKG_CONFIG", str(config))
     with pytest.raises(ConfigError, match=r"llm\.model.*NUL"):
         load_settings()
+    config.write_text('[extract]\nrelations = ["treats", "a\\u0000b"]\n', encoding="utf-8")  # inside a list too
+    with pytest.raises(ConfigError, match=r"extract\.relations.*NUL"):
+        load_settings()

@@ -122,6 +122,15 @@ def test_an_untrustworthy_manifest_is_a_data_error(bundle: Path, manifest: objec
         assert out["error_type"] == "BundleError" and "manifest.json" in out["error"]
 
 
+def test_nan_in_a_manifest_is_refused_and_never_printed(bundle: Path) -> None:
+    """Probe round 4: a NaN count went through, and info --json printed it (no JSON has NaN)."""
+    manifest = json.loads((bundle / MANIFEST_FILE).read_text())
+    manifest["counts"] = {"nodes": float("nan")}
+    (bundle / MANIFEST_FILE).write_text(json.dumps(manifest))
+    result, out = run("info", str(bundle), "--json", code=1)
+    assert "holds NaN" in out["error"] and "NaN" not in result.stdout.splitlines()[-1].replace("holds NaN", "")
+
+
 def test_a_cache_folder_that_cannot_be_made_is_a_configuration_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

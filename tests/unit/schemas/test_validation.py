@@ -189,3 +189,20 @@ def test_symmetric_mirrors_collapse_directed_mutual_pairs_warn_and_exact_duplica
     assert fine.ok and fine.headline == "Validation passed (2 rows with warnings; 1 mirrored copies collapsed)"
     custom, _ = validate(Bundle(nodes, edges.head(5)), TYPES, run_gx=False, symmetric={"influenced_by"})
     assert custom.edges.filter(pl.col("rel") == "influenced_by").height == 1  # declared symmetric: collapsed
+
+
+def test_control_characters_in_a_name_or_an_alias_are_rejected() -> None:
+    """Probe round 4: a NUL, an escape or a line break written into a name by hand or through the API passed
+    validation and reached both exports."""
+    good = small_bundle()
+    bad = good.nodes.head(3).with_columns(
+        pl.Series("id", ["kg:test/nul", "kg:test/esc", "kg:test/ok"]),
+        pl.Series("name", ["a\x00b", "fine", "fine too"]),
+        pl.Series("aliases", [[], ["x\x1by"], ["also\tfine?"]]),
+    )
+    bundle = Bundle(pl.concat([good.nodes, bad], how="vertical"), good.edges)
+    checked, _ = validate(bundle, default_vocabulary().names)
+    checks = dict(zip(checked.rejects["record"], checked.rejects["check"], strict=True))
+    found = {r.split("id=")[-1]: c for r, c in checks.items() if "kg:test/" in r}
+    assert found == {"kg:test/nul": "nodes.name_control", "kg:test/esc": "nodes.name_control",
+                     "kg:test/ok": "nodes.name_control"}  # fmt: skip
