@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import tempfile
 import uuid
 from collections.abc import Sequence
@@ -262,22 +263,37 @@ def add_triples(
         reason), ``nodes`` and ``edges`` (the ids written), and for a bundle its new ``token``.
 
     Raises:
-        UsageError: a dataset name that cannot scope ids, or a field holding a tab or line break.
+        UsageError: a dataset name that cannot scope ids.
         BundleError: the bundle cannot be read or written; BundleChanged: it holds another version than
             ``expect`` (the store is left unchanged either way).
     """
-    for number, triple in enumerate(triples, start=1):
-        if any(ch in field for field in triple for ch in "\t\r\n"):
-            raise UsageError(f"triple {number}: a field holds a tab or a line break.")
+    # a tab or line break would split the line the triple is read as: such a triple is rejected alone
+    broken = {n for n, t in enumerate(triples, start=1) if any(ch in f for f in t for ch in "\t\r\n")}
+    sound = [(n, t) for n, t in enumerate(triples, start=1) if n not in broken]
     with tempfile.TemporaryDirectory(prefix="metakg-triples-") as folder:
         path = Path(folder) / "triple"
-        path.write_text("".join("\t".join(t) + "\n" for t in triples), encoding="utf-8")
+        path.write_text("".join("\t".join(t) + "\n" for _, t in sound), encoding="utf-8")
         new, report = read_triples(path, dataset, max_field_chars=settings.ingest.max_field_chars)
-    rejected = [
-        {"triple": int(str(r["record"]).rsplit(":", 1)[1]), "check": r["check"], "reason": r["reason"]}
-        for r in new.rejects.iter_rows(named=True)
-    ]
-    result = TriplesAdded(report.read, report.accepted, rejected, new.nodes["id"].to_list(), new.edges["id"].to_list())
+    numbers = [n for n, _ in sound]  # line i of the file is triple numbers[i - 1]
+    new.rejects = new.rejects.with_columns(
+        pl.col("record").map_elements(
+            lambda r: f"triple:{numbers[int(r.rsplit(':', 1)[1]) - 1]}", return_dtype=pl.String
+        )
+    )
+    reason = "a field holds a tab or a line break"
+    extra = [
+        {"stage": "ingest", "table": "input", "record": f"triple:{n}", "check": "control_character",
+         "reason": reason, "payload": json.dumps(triples[n - 1], ensure_ascii=False)}
+        for n in sorted(broken)
+    ]  # fmt: skip
+    if extra:
+        new.rejects = pl.concat([new.rejects, pl.DataFrame(extra, schema=new.rejects.schema)], how="vertical_relaxed")
+    rejected = sorted(
+        ({"triple": int(str(r["record"]).rsplit(":", 1)[1]), "check": r["check"], "reason": r["reason"]}
+         for r in new.rejects.iter_rows(named=True)),
+        key=lambda r: r["triple"],
+    )  # fmt: skip
+    result = TriplesAdded(len(triples), report.accepted, rejected, new.nodes["id"].to_list(), new.edges["id"].to_list())
     if bundle is None:
         if new.nodes.height or new.edges.height:
             store.upsert(new.nodes, new.edges)

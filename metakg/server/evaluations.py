@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from metakg import api
 from metakg.config import Settings
-from metakg.errors import MetakgError, UsageError
+from metakg.errors import MetakgError, ResourceBusy, UsageError
 
 Status = Literal["queued", "running", "done", "failed", "cancelled"]
 
@@ -121,7 +121,7 @@ class Evaluations:
         with self._lock:
             waiting = sum(run.status == "queued" for run in self._runs.values())
             if waiting >= self._max_queued:
-                raise UsageError(f"{waiting} evaluations are waiting already; try again when one has started.")
+                raise ResourceBusy(f"{waiting} evaluations are waiting already; try again when one has started.")
             run_id = uuid.uuid4().hex[:12]
             run = EvaluationRun(id=run_id, request=request, out_dir=self._runs_dir / run_id)
             self._runs[run_id] = run

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
 
 from metakg import api
 
@@ -108,6 +108,15 @@ class TriplesRequest(BaseModel):
     )
 
 
+def _check_runs(strategies: list[str], ablations: list[str]) -> None:
+    from metakg.errors import UsageError
+
+    try:
+        api.Runs(strategies, ablations).check()
+    except UsageError as e:
+        raise ValueError(str(e)) from None
+
+
 class EvaluationRequest(BaseModel):
     """An evaluation run over the served graph, as ``metakg eval`` runs it."""
 
@@ -135,14 +144,18 @@ class EvaluationRequest(BaseModel):
             raise ValueError(f"unknown format {value!r}; choose one of {', '.join(api.EVAL_FORMATS)}")
         return value
 
-    @model_validator(mode="after")
-    def _known_runs(self) -> EvaluationRequest:
-        """An unknown strategy or ablation is refused with the request (a 422), never queued as a run that
-        fails."""
-        from metakg.errors import UsageError
+    @field_validator("strategies")
+    @classmethod
+    def _known_strategies(cls, value: list[str]) -> list[str]:
+        """An unknown strategy is refused with the request (a 422 naming ``strategies``), never queued."""
+        _check_runs(value, [])
+        return value
 
-        try:
-            api.Runs(self.strategies, self.ablations).check()
-        except UsageError as e:
-            raise ValueError(str(e)) from None
-        return self
+    @field_validator("ablations")
+    @classmethod
+    def _known_ablations(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        """An ablation no chosen strategy offers is refused with the request (a 422 naming ``ablations``)."""
+        strategies = info.data.get("strategies")
+        if strategies is not None:  # else the strategies were refused already
+            _check_runs(strategies, value)
+        return value

@@ -374,12 +374,14 @@ def test_triples_are_added_only_with_allow_writes_and_the_bundle_keeps_them(bund
     served = start(["--bundle", str(copy), "--allow-writes"], tmp_path / "writes.log")
     try:
         body = {"dataset": "notes", "triples": [["ibuprofen", "treats", "headache"], ["ibuprofen", "123", "x"],
+                                                ["a\tb", "links", "c"],
                                                 ["ibuprofen", "interacts with", "warfarin"]]}  # fmt: skip
         added = served.post("/api/triples", json=body)
         assert added.status_code == 200, added.text
         result = added.json()
-        assert (result["read"], result["accepted"]) == (3, 2)
-        assert [(r["triple"], r["check"]) for r in result["rejected"]] == [(2, "bad_relation")]
+        assert (result["read"], result["accepted"]) == (4, 2)  # a tab rejects its triple alone (probe round 4)
+        assert [(r["triple"], r["check"]) for r in result["rejected"]] == [(2, "bad_relation"),
+                                                                            (3, "control_character")]  # fmt: skip
         assert "kg:notes/ibuprofen" in result["nodes"]
         found = served.get("/api/search", params={"q": "ibuprofen", "mode": "exact"}).json()
         assert found[0]["node"]["id"] == "kg:notes/ibuprofen"
@@ -388,7 +390,7 @@ def test_triples_are_added_only_with_allow_writes_and_the_bundle_keeps_them(bund
         asked = served.post("/api/ask", json={"question": "What does ibuprofen treat?", "use_llm": False,
                                               "strategy": "kg_rag"})  # fmt: skip
         assert "ibuprofen" in json.dumps(asked.json()["evidence"])  # questions see the new triples at once
-        for bad in ({"triples": [["a\tb", "links", "c"]]}, {"triples": [["a", "links"]]}, {"triples": []},
+        for bad in ({"triples": [["a", "links"]]}, {"triples": []},
                     {"triples": [["a", "links", "b"]], "dataset": "../x"}):  # fmt: skip
             refused = served.post("/api/triples", json=bad)
             assert refused.status_code in (400, 422), bad

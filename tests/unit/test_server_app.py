@@ -126,8 +126,10 @@ def test_a_field_the_request_has_not_is_a_422_naming_it(bundle: Path, path: str,
         ("/api/ask", {"question": "q?", "strategy": ""}, ["body", "strategy"], "at least 1 character"),
         ("/api/evaluations", {"benchmark": "b.json", "format": "pilot", "use_llm": 1}, ["body", "use_llm"],
          "valid boolean"),
-        ("/api/evaluations", {"benchmark": "b.json", "format": "pilot", "ablations": ["no_such"]}, ["body"],
-         "unknown switch in 'no_such'"),
+        ("/api/evaluations", {"benchmark": "b.json", "format": "pilot", "ablations": ["no_such"]},
+         ["body", "ablations"], "unknown switch in 'no_such'"),
+        ("/api/evaluations", {"benchmark": "b.json", "format": "pilot", "strategies": ["no_such"]},
+         ["body", "strategies"], "no_such"),
     ],
 )  # fmt: skip
 def test_loose_values_are_a_422_not_a_guess(bundle: Path, path: str, body: dict, loc: list[str], words: str) -> None:

@@ -91,3 +91,35 @@ def test_concurrent_embedding_searches_embed_the_names_once() -> None:
     # the names once, and each search's text once
     assert embedder.texts == bundle.nodes.height + 8
     assert isinstance(store._node_vectors(), np.ndarray)
+
+
+def test_a_full_evaluation_queue_is_busy_and_a_graphs_run_is_found_at_its_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Probe round 4: a full queue answered 400 (503 is the API's busy), and a run started on graph b gave the
+    default graph's url, a 404."""
+    from metakg.server.evaluations import Evaluations
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    for path in (first, second):
+        api.write_validated(path, small_bundle(), load_settings())
+    benchmarks = tmp_path / "benchmarks"
+    benchmarks.mkdir()
+    (benchmarks / "q.json").write_text("[]", encoding="utf-8")
+    release = threading.Event()
+
+    def slow(_self: Evaluations, run: Any, _tick: Any) -> api.EvaluationResult:
+        release.wait(30)
+        return api.EvaluationResult({}, 0, run.out_dir, list(api.COLUMNS))
+
+    monkeypatch.setattr(Evaluations, "_evaluate", slow)
+    settings = with_server(load_settings(), benchmarks_dir=benchmarks)
+    graphs = parse_graphs([f"a={first}", f"b={second}"], False, [], settings)
+    body = {"benchmark": "q.json", "format": "pilot", "use_llm": False}
+    with TestClient(create_graphs_app(settings, graphs), base_url="http://127.0.0.1") as client:
+        run = client.post("/graphs/b/api/evaluations", json=body).json()
+        assert run["url"] == f"/graphs/b/api/evaluations/{run['id']}"
+        assert client.get(run["url"]).status_code == 200
+        answers = [client.post("/graphs/b/api/evaluations", json=body).status_code for _ in range(12)]
+        assert 503 in answers and 400 not in answers
+        release.set()

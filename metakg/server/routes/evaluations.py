@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 from fastapi import Path as Path_
 
 from metakg.server.evaluations import EvaluationRun, Evaluations
@@ -31,11 +31,12 @@ def router(served: ServedGraph) -> APIRouter:
         status_code=202,
         responses=error_responses(408, 413, 503) | example("post", "/api/evaluations", 202),
     )
-    def start_evaluation(request: EvaluationRequest) -> dict[str, Any]:
+    def start_evaluation(request: EvaluationRequest, http: Request) -> dict[str, Any]:
         """Start an evaluation run in the background (one runs at a time, the others wait): answers and
         metrics as ``metakg eval`` writes them. Poll ``GET /api/evaluations/{id}`` for its status."""
         run = evaluations().start(request.model_dump())
-        return run.view(full=False) | {"url": f"/api/evaluations/{run.id}"}
+        mounted = http.scope.get("root_path", "")  # /graphs/NAME for a graph served beside others
+        return run.view(full=False) | {"url": f"{mounted}/api/evaluations/{run.id}"}
 
     @router.get("/api/evaluations", responses=error_responses() | example("get", "/api/evaluations"))
     def list_evaluations() -> list[dict[str, Any]]:
