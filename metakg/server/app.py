@@ -125,6 +125,9 @@ class RequestGuard:
             refused = _error(400, "this server does not answer for that host name (server.allowed_hosts)")
             await refused(scope, receive, send)
             return
+        if not _utf8_query(scope.get("query_string") or b""):  # read as U+FFFD, it once found "-" by embedding
+            await _error(400, "a query value is not UTF-8 once its %-escapes are decoded")(scope, receive, send)
+            return
         length = dict(scope.get("headers") or []).get(b"content-length")
         too_large = _error(413, f"the request body is larger than {self.limit} bytes")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
@@ -161,6 +164,18 @@ class RequestGuard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def _utf8_query(query: bytes) -> bool:
+    """Whether every name and value of a query string is UTF-8 once its %-escapes and ``+`` are decoded."""
+    from urllib.parse import unquote_to_bytes
+
+    try:
+        for part in query.replace(b"+", b" ").split(b"&"):
+            unquote_to_bytes(part).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _error(status: int, message: str) -> JSONResponse:

@@ -257,6 +257,9 @@ class ServedGraph:
         built = api.create_strategy(self.settings, chosen, list(switches) or None)  # the name and switches first
         if not overrides:
             return self.settings, question, built
+        for key, instead in (("qa.strategy", "the request's strategy field"), ("qa.local_kg", "the server's settings")):
+            if key in overrides:  # read before the overrides apply: taken and then ignored, once
+                raise FieldError("settings", f"{key} is not a per-question setting; give it through {instead}")
         try:
             cfg = api.with_overrides(self.settings, chosen, overrides, source="settings")
         except ConfigError as e:

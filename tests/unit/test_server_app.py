@@ -130,6 +130,8 @@ def test_a_field_the_request_has_not_is_a_422_naming_it(bundle: Path, path: str,
          ["body", "ablations"], "unknown switch in 'no_such'"),
         ("/api/evaluations", {"benchmark": "b.json", "format": "pilot", "strategies": ["no_such"]},
          ["body", "strategies"], "no_such"),
+        ("/api/ask", {"question": "q?", "use_llm": False, "settings": {"qa.strategy": "kg_rag"}},
+         ["body", "settings"], "not a per-question setting"),
     ],
 )  # fmt: skip
 def test_loose_values_are_a_422_not_a_guess(bundle: Path, path: str, body: dict, loc: list[str], words: str) -> None:

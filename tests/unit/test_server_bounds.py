@@ -123,3 +123,14 @@ def test_a_full_evaluation_queue_is_busy_and_a_graphs_run_is_found_at_its_url(
         answers = [client.post("/graphs/b/api/evaluations", json=body).status_code for _ in range(12)]
         assert 503 in answers and 400 not in answers
         release.set()
+
+
+def test_a_query_value_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    """Probe round 4: q=%ff was searched as U+FFFD (and found "-" by embedding)."""
+    bundle = tmp_path / "kg"
+    api.write_validated(bundle, small_bundle(), load_settings())
+    graphs = parse_graphs([str(bundle)], False, [], load_settings())
+    with TestClient(create_graphs_app(load_settings(), graphs), base_url="http://127.0.0.1") as client:
+        refused = client.get("/api/search?q=%ff")
+        assert refused.status_code == 400 and "not UTF-8" in refused.json()["error"]
+        assert client.get("/api/search?q=%C3%A9t%C3%A9+aspirin").status_code == 200  # UTF-8 escapes are fine
