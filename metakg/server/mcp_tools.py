@@ -25,7 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal, cast
 
-from pydantic import Field
+from pydantic import Field, Strict
 
 from metakg import api
 from metakg.config import Settings
@@ -122,7 +122,7 @@ def build(settings: Settings, served: ServedGraph | Mapping[str, ServedGraph]) -
     @_told
     def search(
         text: Annotated[str, Field(min_length=1, max_length=1000, description="The name to look for.")],
-        k: Annotated[int, Field(ge=1, le=MAX_K, description=f"At most this many nodes (1 to {MAX_K}).")] = 10,
+        k: Annotated[int, Strict(), Field(ge=1, le=MAX_K, description=f"At most this many nodes (1 to {MAX_K}).")] = 10,
         mode: Annotated[
             Literal["exact", "normalised", "fuzzy", "embedding", "auto"],
             Field(description="How to match: auto (every way, in that order), or one way only."),
@@ -158,7 +158,9 @@ def build(settings: Settings, served: ServedGraph | Mapping[str, ServedGraph]) -
         direction: Annotated[
             Literal["out", "in", "both"], Field(description="out: edges from the node; in: edges to it.")
         ] = "both",
-        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"At most this many (1 to {MAX_LIMIT}).")] = 50,
+        limit: Annotated[
+            int, Strict(), Field(ge=1, le=MAX_LIMIT, description=f"At most this many (1 to {MAX_LIMIT}).")
+        ] = 50,
         graph: GraphRef = None,
     ) -> list[dict[str, Any]]:
         on = pick(graph)
@@ -178,9 +180,9 @@ def build(settings: Settings, served: ServedGraph | Mapping[str, ServedGraph]) -
     def paths(
         src: NodeRef,
         dst: NodeRef,
-        k: Annotated[int, Field(ge=1, le=MAX_K, description=f"At most this many paths (1 to {MAX_K}).")] = 3,
+        k: Annotated[int, Strict(), Field(ge=1, le=MAX_K, description=f"At most this many paths (1 to {MAX_K}).")] = 3,
         max_hops: Annotated[
-            int, Field(ge=1, le=MAX_HOPS, description=f"The longest path, in edges (1 to {MAX_HOPS}).")
+            int, Strict(), Field(ge=1, le=MAX_HOPS, description=f"The longest path, in edges (1 to {MAX_HOPS}).")
         ] = 3,
         graph: GraphRef = None,
     ) -> list[dict[str, Any]]:
@@ -206,9 +208,10 @@ def build(settings: Settings, served: ServedGraph | Mapping[str, ServedGraph]) -
             Field(max_length=26, description='Multiple-choice options, each "A: text" (letter, colon, text).'),
         ] = None,
         strategy: Annotated[
-            str | None, Field(max_length=64, description="A strategy the description lists (default: metakgrag).")
+            str | None,
+            Field(min_length=1, max_length=64, description="A strategy the description lists (default: metakgrag)."),
         ] = None,
-        use_llm: Annotated[bool, Field(description="False: retrieval only, no LLM call.")] = True,
+        use_llm: Annotated[bool, Strict(), Field(description="False: retrieval only, no LLM call.")] = True,
         graph: GraphRef = None,
     ) -> dict[str, Any]:
         on = pick(graph)

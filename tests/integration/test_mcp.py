@@ -49,8 +49,16 @@ def test_the_sdk_client_lists_the_tools_and_calls_search_paths_and_ask(tmp_path:
             too_many = await client.call_tool("paths", {"src": aspirin, "dst": migraine, "max_hops": 99})
             asked = await client.call_tool("ask", {"question": "What does aspirin treat?", "use_llm": False,
                                                    "strategy": "kg_rag"})  # fmt: skip
+            loose = [  # coerced once, where the HTTP API refuses them (probe round 4)
+                await client.call_tool("search", {"text": "aspirin", "k": True}),
+                await client.call_tool("search", {"text": "aspirin", "k": "3"}),
+                await client.call_tool(
+                    "ask", {"question": "What does aspirin treat?", "strategy": "", "use_llm": False}
+                ),
+                await client.call_tool("ask", {"question": "What does aspirin treat?", "use_llm": 0}),
+            ]
             return {"tools": tools, "found": found, "paths": paths, "around": around, "missing": missing,
-                    "too_many": too_many, "asked": asked}  # fmt: skip
+                    "too_many": too_many, "asked": asked, "loose": loose}  # fmt: skip
 
     got = asyncio.run(session())
     assert {t.name for t in got["tools"].tools} == {"search", "node", "neighbours", "paths", "ask"}
@@ -62,6 +70,8 @@ def test_the_sdk_client_lists_the_tools_and_calls_search_paths_and_ask(tmp_path:
     assert got["too_many"].is_error and "max_hops" in got["too_many"].content[0].text
     answer = payload(got["asked"])
     assert answer["evidence"] and answer["status"] == "fail" and "retrieval only" in answer["reason"]
+    for refused, name in zip(got["loose"], ("k", "k", "strategy", "use_llm"), strict=True):
+        assert refused.is_error and name in refused.content[0].text, refused.content[0].text
 
 
 def test_one_server_of_two_graphs_reads_the_one_each_call_names(tmp_path: Path) -> None:
