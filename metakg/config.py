@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tomllib
 import typing
 import urllib.parse
@@ -131,6 +132,23 @@ class IdentitySettings(Section):
         description="Per type (or '*'), the prefixes in the order the canonical id is chosen; replaces the "
         "built-in list of that type.",
     )
+
+    @field_validator("one_per_entity")
+    @classmethod
+    def _prefixes(cls, value: list[str]) -> list[str]:
+        bad = [p for p in value if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]*", p)]
+        if bad:
+            raise ValueError(f"{', '.join(map(repr, bad))} is no CURIE prefix (a letter, then letters, digits, _ . -)")
+        return value
+
+    @field_validator("prefix_priority")
+    @classmethod
+    def _priorities(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for kind, prefixes in value.items():
+            if not kind.strip():
+                raise ValueError("a type name is empty (give a vocabulary type, or '*')")
+            cls._prefixes(prefixes)
+        return value
 
 
 class ValidationSettings(Section):

@@ -29,7 +29,7 @@ from metakg.api.stores import open_store, record_provenance
 from metakg.api.wikidata import sparql_client
 from metakg.config import Settings
 from metakg.documents.reader import cite
-from metakg.errors import BundleError, OutputError, ResourceBusy, UsageError
+from metakg.errors import BundleError, ConfigError, OutputError, ResourceBusy, UsageError
 from metakg.ingest.wikidata import WikidataFragments
 from metakg.llm.client import LLMClient
 from metakg.llm.embedder import Embedder, LazyEmbedder
@@ -71,6 +71,13 @@ def check_settings(settings: Settings) -> None:
         ConfigError: an unknown default strategy or section, or a bad value (the message names it).
     """
     STRATEGIES.check(settings.qa)
+    types = default_vocabulary().names
+    unknown = sorted(t for t in settings.identity.prefix_priority if t != "*" and t not in types)
+    if unknown:
+        raise ConfigError(
+            f"identity.prefix_priority names {', '.join(map(repr, unknown))}, which is no type of the vocabulary "
+            "(give a type, or '*' for every type)."
+        )
 
 
 def qa_context(

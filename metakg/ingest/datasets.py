@@ -511,6 +511,8 @@ def read_dataset(
         return read_documents(path, fmt, limit=limit, max_chars=max_chars, max_bytes=max_bytes)
     if path.is_dir():
         raise InputDataError(f"dataset {path} is a folder: give one file of it (extract reads one file a run).")
+    if path.exists() and not path.is_file():
+        raise InputDataError(f"dataset {path} is not a regular file (a FIFO, device or socket): give a file.")
     if not path.is_file():
         raise InputDataError(f"dataset file {path} does not exist.")
     records: list[dict[str, Any]] = []

@@ -179,3 +179,20 @@ def test_empty_or_meaningless_arguments_are_usage_errors(args: list[str], says: 
     """Probe round 4: each ran (eval ran nothing with exit 0, llm ask sent an empty prompt as a billed call)."""
     _, out = run(*args, "--json", code=2)
     assert says in out["error"]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("METAKG_QA__MEDCOG__NODE_TYPES", '["nosuchtype"]', "qa.medcog.node_types"),
+        ("METAKG_IDENTITY__PREFIX_PRIORITY", '{"nosuchtype": ["x"]}', "identity.prefix_priority names 'nosuchtype'"),
+        ("METAKG_IDENTITY__ONE_PER_ENTITY", '["MONDO", ""]', "identity.one_per_entity"),
+    ],
+)
+def test_config_show_refuses_what_the_commands_using_a_setting_would(
+    variable: str, value: str, says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Probe round 4: these passed config show, and ask or resolve refused them (or ignored them) later."""
+    monkeypatch.setenv(variable, value)
+    _, out = run("config", "show", "--json", code=2)
+    assert says in out["error"]

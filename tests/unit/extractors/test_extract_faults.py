@@ -129,6 +129,8 @@ def test_bad_arguments_are_usage_errors(server: FaultServer, csqa: Path, tmp_pat
     assert "unknown --format" in out["error"]
     _, out = run("extract", str(tmp_path / "missing.jsonl"), "-f", "csqa", "-o", str(tmp_path / "b"), "--json", code=1)
     assert "does not exist" in out["error"]
+    _, out = run("extract", "/dev/null", "-f", "csqa", "-o", str(tmp_path / "b"), "--json", code=1)
+    assert "not a regular file" in out["error"]  # once "does not exist" (probe round 4)
     _, out = run("extract", str(tmp_path), "-f", "csqa", "-o", str(tmp_path / "b"), "--json", code=1)
     assert "is a folder: give one file of it" in out["error"]  # issue 56, item 11: once "does not exist"
     _, out = run("extract", str(csqa), "-f", "csqa", "-o", str(tmp_path / "b"), "--concurrency", "0", "--json", code=2)

@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from metakg.errors import InputDataError
 from metakg.llm.client import LLMClient
@@ -88,6 +88,15 @@ class MedCoGSettings(StrategySettings):
         default=None, description="Case bank folder for the memory routes (`metakg casebank build`)."
     )
     cases: int = Field(default=5, ge=1, le=20, description="Past cases shown on a memory route, most similar first.")
+
+    @field_validator("node_types")
+    @classmethod
+    def _known_types(cls, value: list[str]) -> list[str]:
+        """Types of the vocabulary only: checked with the settings (``config show`` refuses what ``ask`` would)."""
+        unknown = [t for t in value if t not in default_vocabulary().names]
+        if unknown:
+            raise ValueError(f"unknown node type(s) {', '.join(map(repr, unknown))}")
+        return value
 
 
 PLAN_PROMPT = (
