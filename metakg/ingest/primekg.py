@@ -123,7 +123,7 @@ def scan_kg(path: Path, *, lossy: bool = False) -> pl.LazyFrame:
     """
     if path.is_dir():
         if (path / "kg.csv").is_file():
-            return _scan(path / "kg.csv", KG_COLUMNS, lossy=lossy)
+            return _scan(path / "kg.csv", KG_COLUMNS, lossy=lossy).with_columns(pl.lit(False).alias("_orphan"))
         if (path / "nodes.csv").is_file() and (path / "edges.csv").is_file():
             scanned = _scan(path / "nodes.csv", NODE_COLUMNS, lossy=lossy)
             twice = (
@@ -141,11 +141,17 @@ def scan_kg(path: Path, *, lossy: bool = False) -> pl.LazyFrame:
             side = {c: c.replace("node_", "") for c in NODE_COLUMNS}
             x = nodes.rename({k: f"x_{v}" for k, v in side.items()})
             y = nodes.rename({k: f"y_{v}" for k, v in side.items()})
+            known = nodes.select(pl.col("node_index").alias("_known"), pl.lit(True).alias("_hit"))
             return (
                 edges.join(x, on="x_index", how="left", maintain_order="left")
                 .join(y, on="y_index", how="left", maintain_order="left")
-                .select("_row", *KG_COLUMNS, "_surplus")
-            )
+                .join(known.rename({"_known": "x_index", "_hit": "_x_hit"}), on="x_index", how="left",
+                      maintain_order="left")
+                .join(known.rename({"_known": "y_index", "_hit": "_y_hit"}), on="y_index", how="left",
+                      maintain_order="left")
+                .with_columns((pl.col("_x_hit").is_null() | pl.col("_y_hit").is_null()).alias("_orphan"))
+                .select("_row", *KG_COLUMNS, "_surplus", "_orphan")
+            )  # fmt: skip
         raise InputDataError(f"{path} holds neither kg.csv nor nodes.csv + edges.csv.")
     if path.exists() and not path.is_file():
         raise InputDataError(f"PrimeKG file {path} is not a regular file (a FIFO, device or socket): give kg.csv.")
@@ -154,7 +160,7 @@ def scan_kg(path: Path, *, lossy: bool = False) -> pl.LazyFrame:
             f"PrimeKG file {path} does not exist. Download kg.csv from Harvard Dataverse (doi:10.7910/DVN/IXA7BM).",
             cli_fix="metakg ingest primekg --download -o BUNDLE",
         )
-    return _scan(path, KG_COLUMNS, lossy=lossy)
+    return _scan(path, KG_COLUMNS, lossy=lossy).with_columns(pl.lit(False).alias("_orphan"))
 
 
 def _lookup(expr: pl.Expr, mapping: dict[str, str]) -> pl.Expr:
@@ -180,6 +186,7 @@ def _type(column: pl.Expr) -> pl.Expr:
 
 #: row check -> the reason stored with a rejected row
 REASONS = {
+    "unknown_index": "x_index or y_index is no node_index of nodes.csv",
     "missing_value": "a column is missing or empty",
     "surplus_fields": "the row has more than 12 fields",
     "invalid_utf8": "the row has bytes that are not UTF-8",
@@ -211,6 +218,7 @@ def _rules(lossy: bool, max_field_chars: int) -> list[tuple[str, pl.Expr]]:
         else pl.lit(False)
     )
     return [
+        ("unknown_index", pl.col("_orphan").fill_null(False)),
         ("missing_value", pl.any_horizontal([pl.col(c).is_null() for c in KG_COLUMNS])),
         ("surplus_fields", pl.col("_surplus").is_not_null()),
         ("invalid_utf8", invalid),
@@ -430,7 +438,13 @@ def read_primekg(
     if path.is_file() and _is_gzip(path):
         return _read_gzip(path, source=source, run_id=run_id, progress=progress, max_field_chars=max_field_chars)
     say("scanning")
-    record_prefix = path.name if path.is_file() else f"{path.name}/kg.csv"
+    record_prefix = (
+        path.name
+        if path.is_file()
+        else f"{path.name}/kg.csv"
+        if (path / "kg.csv").is_file()
+        else f"{path.name}/edges.csv"
+    )
     # One streaming pass keeps only what later steps need (the raw text columns are most of the memory);
     # strict UTF-8 is the fast path, and only a file with bad bytes is read again with them replaced.
     table, lossy = _checked_rows(path, max_field_chars)

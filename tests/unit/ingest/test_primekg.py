@@ -331,3 +331,16 @@ def test_a_header_alone_a_relation_without_letters_and_a_fifo_get_their_own_answ
     os.mkfifo(tmp_path / "f.csv")
     _, out = run("ingest", "primekg", str(tmp_path / "f.csv"), "-o", str(tmp_path / "f"), "--json", code=1)
     assert "not a regular file" in out["error"] and "fix" not in out
+
+
+def test_an_edge_to_an_index_nodes_csv_lacks_is_rejected_naming_edges_csv(tmp_path: Path) -> None:
+    """Probe round 4: the reject named kg.csv (no such file) and said 'a column is missing or empty'."""
+    from tests.unit.cli.test_cli import run
+
+    (tmp_path / "nodes.csv").write_text("node_index,node_id,node_type,node_name,node_source\n0,9796,gene/protein,A,NCBI\n")
+    (tmp_path / "edges.csv").write_text(
+        "relation,display_relation,x_index,y_index\nprotein_protein,ppi,0,1\nprotein_protein,ppi,0,0\n"
+    )
+    run("ingest", "primekg", str(tmp_path), "-o", str(tmp_path / "kg"), "--json", code=1)
+    rejects = pl.read_parquet(tmp_path / "kg" / "rejects.parquet")
+    assert rejects.select("record", "check").rows() == [(f"{tmp_path.name}/edges.csv row 2", "unknown_index")]
