@@ -356,10 +356,16 @@ def _write_input(items: Sequence[tuple[str, ChatRequest]], path: Path) -> None:
 # --------------------------------------------------------------------------------------------- the backends
 
 
-def _failed(where: str, doing: str, e: Exception, secrets: list[str]) -> LLMError:
+def _failed(where: str, doing: str, e: Exception, secrets: list[str]) -> LLMError | ConfigError:
     """A provider call that failed, as an LLMError free of secrets (scrubbed before it is cut short, so no
-    part of a key survives); :class:`BatchLost` when the provider does not know the batch (a 404)."""
+    part of a key survives); :class:`BatchLost` when the provider does not know the batch (a 404); a
+    :class:`ConfigError` (exit 2) when it refuses the key (401, 403): a setting to fix, not a failed run."""
     said = scrub(f"{type(e).__name__}: {e}", secrets)[:300]
+    if type(e).__name__ in ("AuthenticationError", "PermissionDeniedError"):
+        return ConfigError(
+            f"{where} refused the API key {doing} ({said}): check the key (llm.api_key for --batch openai, "
+            "ANTHROPIC_API_KEY or batch.anthropic_api_key for --batch anthropic)."
+        )
     lost = type(e).__name__ == "NotFoundError" and "batch" in doing
     return (BatchLost if lost else LLMError)(f"{where} failed {doing} ({said}).")
 
@@ -446,7 +452,7 @@ class OpenAIBatches:
             raise self._error("submitting a batch", e) from e
         return str(batch.id), {"input": str(path), "file": str(uploaded.id)}
 
-    def _error(self, doing: str, e: Exception) -> LLMError:
+    def _error(self, doing: str, e: Exception) -> LLMError | ConfigError:
         return _failed(mask_url(self._settings.base_url or ""), doing, e, self._secrets())
 
     async def poll(self, batch: Submitted) -> Polled:
@@ -516,7 +522,7 @@ class AnthropicBatches:
             )
         return self._client
 
-    def _error(self, doing: str, e: Exception) -> LLMError:
+    def _error(self, doing: str, e: Exception) -> LLMError | ConfigError:
         return _failed(mask_url(self._root), doing, e, [self._settings.anthropic_api_key.get_secret_value()])
 
     @staticmethod

@@ -337,7 +337,9 @@ def test_an_edge_to_an_index_nodes_csv_lacks_is_rejected_naming_edges_csv(tmp_pa
     """Probe round 4: the reject named kg.csv (no such file) and said 'a column is missing or empty'."""
     from tests.unit.cli.test_cli import run
 
-    (tmp_path / "nodes.csv").write_text("node_index,node_id,node_type,node_name,node_source\n0,9796,gene/protein,A,NCBI\n")
+    (tmp_path / "nodes.csv").write_text(
+        "node_index,node_id,node_type,node_name,node_source\n0,9796,gene/protein,A,NCBI\n"
+    )
     (tmp_path / "edges.csv").write_text(
         "relation,display_relation,x_index,y_index\nprotein_protein,ppi,0,1\nprotein_protein,ppi,0,0\n"
     )

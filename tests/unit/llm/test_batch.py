@@ -17,7 +17,7 @@ import pytest
 from pydantic import SecretStr
 
 from metakg.config import BatchSettings, LLMSettings
-from metakg.errors import BatchPending, LLMError
+from metakg.errors import BatchPending, ConfigError, LLMError
 from metakg.llm.batch import (
     BATCH_DISCOUNT,
     AnthropicBatches,
@@ -388,10 +388,10 @@ def test_a_refused_key_is_a_clean_error_that_never_shows_the_key(
     else:
         batch = BatchSettings(anthropic_base_url=server.anthropic_url, anthropic_api_key=SecretStr(wrong))
         make = lambda: backend("anthropic", LLMSettings(model="m", max_retries=0), batch, "m")  # noqa: E731
-    with pytest.raises(LLMError) as refused:
+    with pytest.raises(ConfigError) as refused:  # a setting to fix: exit 2 (an LLMError, exit 1, before round 4)
         Harness(tmp_path, make).run(_requests(2))
     assert "AuthenticationError" in str(refused.value) and wrong not in str(refused.value)
-    assert server.created == []
+    assert "refused the API key" in str(refused.value) and server.created == []
 
 
 def test_a_retry_of_requests_that_all_failed_is_a_new_batch_not_the_old_one_found_again(
