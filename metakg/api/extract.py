@@ -182,6 +182,7 @@ class Extraction(JsonResult):
     records_changes: dict[str, int] | None = None
     edges_changes: dict[str, int] | None = None
     conformance_warnings: int | None = None
+    notes: list[str] | None = None  # what a batch's results held that no request asked for (never a failure)
     files: int | None = None  # documents: the input files read, and those refused (in the rejects)
     files_rejected: int | None = None
     run_id: str
@@ -191,7 +192,7 @@ class Extraction(JsonResult):
     validation_rejected: int
     wall_s: float
 
-    omit_none = ("records_changes", "edges_changes", "conformance_warnings", "files", "files_rejected")
+    omit_none = ("records_changes", "edges_changes", "conformance_warnings", "notes", "files", "files_rejected")
 
     @property
     def complete(self) -> bool:

@@ -219,6 +219,8 @@ def extract(
                 )
         for error in summary.errors:
             err.print(f"[yellow]failed: {escape(str(error))}[/]", highlight=False)
+        for note in summary.notes or []:
+            err.print(f"[dim]note: {escape(note)}[/]", highlight=False)
         if not complete:
             err.print("[yellow]run the same command again to continue; answered prompts come from the cache[/]")
         tolerated = api.rejects_tolerated(summary.input_rejects, summary.read, max_rejects)

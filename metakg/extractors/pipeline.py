@@ -602,7 +602,7 @@ _REJECT_COLUMNS = ("stage", "table", "record", "check", "reason", "payload")
 
 def summary(stats: RunStats, result: ExtractionResult, outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """The figures of a run (the ``--json`` summary of ``metakg extract``)."""
-    errors = sorted({o.error for o in outcomes if o.status == "failed" and o.error}) + stats.notes
+    errors = sorted({o.error for o in outcomes if o.status == "failed" and o.error})
     return {
         "units": stats.total,
         "llm_calls": stats.llm_calls,
@@ -622,4 +622,7 @@ def summary(stats: RunStats, result: ExtractionResult, outcomes: Sequence[Outcom
         "edges": result.bundle.edges.height,
         "resolution": result.resolution.as_dict() if result.resolution else None,
         "errors": errors,
+        # what a batch's results held that no request asked for (a doubled or unknown custom_id, a line that
+        # is no result): said, never counted as a failure
+        **({"notes": list(stats.notes)} if stats.notes else {}),
     }

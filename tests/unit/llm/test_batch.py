@@ -283,6 +283,8 @@ def test_a_vllm_result_file_with_a_bad_line_fails_its_request_which_a_retry_send
     answers, _ = harness.run(tagged, retries=0)
     assert answers[0].completion is not None
     assert answers[1].completion is None and "holds no result for this request" in answers[1].error
+    # the line itself is said (probe round 4: its reason was made and dropped)
+    assert any("line 2 is not a batch result" in n for n in harness.runner.notes), harness.runner.notes
     with pytest.raises(BatchPending):  # with a retry allowed, it goes out again in a batch of its own
         harness.run(tagged, retries=1)
     assert len(list((tmp_path / "batches").glob("vllm-*.input.jsonl"))) == 2
