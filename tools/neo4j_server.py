@@ -216,7 +216,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, default=None, help="default: .neo4j/data (.neo4j/data-PORT)")
     parser.add_argument("--heap", default="2g")
     parser.add_argument("arguments", nargs="*", help="import: the arguments of neo4j-admin database import full")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()  # options also after the action: `import --port P --home H -- ARGS`
     if args.home is None:
         args.home = STATE / ("data" if args.port == 7687 else f"data-{args.port}")
     pid_file = STATE / ("server.pid" if args.port == 7687 else f"server-{args.port}.pid")
