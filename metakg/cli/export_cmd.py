@@ -9,6 +9,7 @@ import typer
 
 from metakg import api
 from metakg.cli._common import JSON_HELP, finish, guarded, out, progress_bar, settings, with_rel_types
+from metakg.errors import UsageError
 
 app = typer.Typer(rich_markup_mode=None, help="Write a bundle in another format.", no_args_is_help=True)
 
@@ -58,7 +59,7 @@ def rdf(
 @app.command("neo4j-admin")
 def neo4j_admin(
     bundle: Path = typer.Argument(..., help="Bundle directory."),
-    directory: Path = typer.Argument(..., help="Folder for the header and data CSV files."),
+    directory_text: str = typer.Argument(..., metavar="DIRECTORY", help="Folder for the header and data CSV files."),
     rel_types: str | None = typer.Option(
         None,
         "--rel-types",
@@ -71,6 +72,9 @@ def neo4j_admin(
     them; run `metakg load neo4j BUNDLE` after the import to create the indexes (it rewrites no row)."""
     cfg = settings()
     with guarded("export neo4j-admin", json_mode):
+        if not directory_text.strip():  # read as a Path, "" would be the current folder
+            raise UsageError("DIRECTORY is empty: give the folder for the import files.")
+        directory = Path(directory_text)
         result = api.export_neo4j_admin(bundle, directory, with_rel_types(cfg, rel_types))
         if not json_mode:
             out.print(

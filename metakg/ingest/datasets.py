@@ -621,8 +621,28 @@ def read_dataset(
                 reject(number, str(e), line)
             if limit is not None and len(records) >= limit:
                 break
+    records = _first_of_each_id(records, rejects, name)
     frame = pl.DataFrame(records, schema=RECORD_SCHEMA) if records else pl.DataFrame(schema=RECORD_SCHEMA)
     return DatasetRead(records=frame, rejects=pl.DataFrame(rejects, schema=REJECT_SCHEMA), read=read)
+
+
+def _first_of_each_id(records: list[dict[str, Any]], rejects: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """``records`` with a record id given before kept once: each later one becomes a reject (two records of one
+    id once both went to the model while the summary counted them twice)."""
+    seen: set[str] = set()
+    kept = []
+    for record in records:
+        record_id = str(record["record_id"])
+        if record_id in seen:
+            rejects.append({
+                "stage": "ingest", "table": "input", "record": f"{name}: id {record_id}", "check": "repeated_id",
+                "reason": f"the record id {record_id!r} was given to an earlier record (ids name one record each)",
+                "payload": json.dumps(record, ensure_ascii=False, default=str),
+            })  # fmt: skip
+            continue
+        seen.add(record_id)
+        kept.append(record)
+    return kept
 
 
 def read_documents(

@@ -173,6 +173,7 @@ def test_an_output_folder_that_is_a_file_is_a_usage_error(bundle: Path, tmp_path
         (["query", "neighbours", "kg", "a", "--rel", ""], "--rel is empty"),
         (["llm", "ask", "  "], "the prompt is empty"),
         (["extract", "q.jsonl", "-f", "csqa", "-o", "x", "--budget-usd", "nan"], "--budget-usd must be a finite"),
+        (["export", "neo4j-admin", "kg", ""], "DIRECTORY is empty"),  # once wrote into the current folder
     ],
 )
 def test_empty_or_meaningless_arguments_are_usage_errors(args: list[str], says: str) -> None:

@@ -259,3 +259,13 @@ def test_the_robodata_authors_queries(data_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "other.json").write_text("[1, 2]")
     with pytest.raises(InputDataError, match="not a RoboData experiment file"):
         read_dataset(tmp_path / "other.json", "robodata")
+
+
+def test_a_record_id_given_twice_is_kept_once_and_the_repeat_rejected(tmp_path: Path) -> None:
+    """Probe round 4: two CommonsenseQA items of one id both went to the model, counted twice in the summary."""
+    item = {"id": "dup", "question": "Which?", "choices": {"label": ["A", "B"], "text": ["a", "b"]}, "answerKey": "A"}
+    other = dict(item, question="Which other?")
+    (tmp_path / "d.jsonl").write_text("\n".join(json.dumps(i) for i in (item, other)) + "\n")
+    read = read_dataset(tmp_path / "d.jsonl", "csqa")
+    assert (read.read, read.accepted) == (2, 1) and read.records["question"].to_list() == ["Which?"]
+    assert read.rejects.select("record", "check").rows() == [("d.jsonl: id dup", "repeated_id")]
