@@ -425,6 +425,11 @@ def _clusters_of(decisions: pl.DataFrame, refs: Sequence[str], nodes: pl.DataFra
     for ref in refs:
         forms = {ref, normalise_curie(ref) or ref}
         hits = decisions.filter(pl.col("cluster").is_in(list(forms)) | pl.col("node").is_in(list(forms)))
+        if hits.is_empty() and ref.strip().lower().startswith("kg:"):  # kg:<dataset>/<slug> ids ignore case
+            folded = ref.strip().casefold()
+            hits = decisions.filter(
+                (pl.col("cluster").str.to_lowercase() == folded) | (pl.col("node").str.to_lowercase() == folded)
+            )
         if hits.is_empty():
             named = nodes.filter(pl.col("name").str.to_lowercase() == ref.strip().lower())["id"].to_list()
             hits = decisions.filter(pl.col("node").is_in(named))

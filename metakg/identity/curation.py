@@ -19,6 +19,7 @@ through others) is refused naming the entry, before anything is written.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,6 +166,27 @@ def _check_consistent(curation: Curation) -> None:
                 f"{curation.origin}: cannot_link entry {number} ({a}, {b}) contradicts must_link, which joins "
                 "them: remove one of the two."
             )
+
+
+def on_graph(curation: Curation, ids: Iterable[str]) -> Curation:
+    """``curation`` with each ``kg:`` id it names written as the graph's node of that id in another case
+    (``kg:notes/Aspirin`` is ``kg:notes/aspirin``: those ids ignore case); the others as they are."""
+    folded: dict[str, str] = {}
+    for node in ids:
+        if node.startswith("kg:"):
+            folded.setdefault(node.casefold(), node)
+
+    def as_known(node: str) -> str:
+        return folded.get(node.casefold(), node) if node.lower().startswith("kg:") else node
+
+    return dataclasses.replace(
+        curation,
+        must_link=[(as_known(a), as_known(b)) for a, b in curation.must_link],
+        cannot_link=[(as_known(a), as_known(b)) for a, b in curation.cannot_link],
+        preferred=[as_known(x) for x in curation.preferred],
+        add_aliases={as_known(k): v for k, v in curation.add_aliases.items()},
+        remove_aliases={as_known(k): v for k, v in curation.remove_aliases.items()},
+    )
 
 
 def check_known(curation: Curation, ids: Iterable[str]) -> None:

@@ -27,7 +27,7 @@ from metakg.identity.clusters import (
     id_clusters,
     id_system,
 )
-from metakg.identity.curation import Curation, apply_aliases, check_known
+from metakg.identity.curation import Curation, apply_aliases, check_known, on_graph
 from metakg.identity.names import NameLink
 from metakg.schemas.bundle import Bundle, collapse_edges
 from metakg.schemas.curie import normalise_curie, slug
@@ -136,7 +136,7 @@ def resolve_graph(
     """
     nodes, edges = conform_nodes(nodes), conform_edges(edges)
     order = priority or DEFAULT_PRIORITY
-    curated = curation or Curation()
+    curated = on_graph(curation or Curation(), nodes["id"].to_list())
     check_known(curated, nodes["id"].to_list())
     prior = _Earlier.of(earlier, set(nodes["id"].to_list()))
     found = id_clusters(

@@ -291,3 +291,24 @@ def test_eval_scores_a_resolved_bundle_against_id_pairs(tmp_path: Path) -> None:
     gold.write_text("a,b,same\nmondo:0004975,wd:Q11081,maybe\n")
     bad = runner.invoke(app, ["identity", "eval", str(gold), "-b", str(out), "-o", str(tmp_path / "e2"), "--json"])
     assert bad.exit_code != 0 and "gold.csv, line 2: the third column is true or false" in bad.output
+
+
+def test_kg_ids_are_found_in_any_case_by_identity_show_and_the_identity_file(tmp_path: Path) -> None:
+    """Probe round 4: kg:<dataset>/<slug> ids ignore case (sources.md), but identity show and resolve
+    --identity found kg:notes/Aspirin nowhere (drugbank: ids were found in any case)."""
+    from tests.unit.cli.test_cli import run
+
+    (tmp_path / "n.tsv").write_text("Aspirin\ttreats\tpain\n")
+    run("ingest", "triples", str(tmp_path / "n.tsv"), "--dataset", "notes", "-o", str(tmp_path / "nt"), "--json")
+    header = "relation,display_relation,x_index,x_id,x_type,x_name,x_source,y_index,y_id,y_type,y_name,y_source\n"
+    (tmp_path / "k.csv").write_text(header + "drug_protein,target,1,DB00945,drug,Aspirin,DrugBank,3,5742,"
+                                    "gene/protein,PTGS1,NCBI\n")  # fmt: skip
+    run("ingest", "primekg", str(tmp_path / "k.csv"), "-o", str(tmp_path / "pk"), "--json")
+    (tmp_path / "i.yaml").write_text("must_link:\n  - [kg:notes/Aspirin, drugbank:DB00945]\n")
+    _, out = run("resolve", str(tmp_path / "pk"), str(tmp_path / "nt"), "-o", str(tmp_path / "r"), "--identity",
+                 str(tmp_path / "i.yaml"), "--json")  # fmt: skip
+    assert out["clusters"] == 1 and out["nodes"] == out["nodes_before"] - 1
+    _, shown = run("identity", "show", "kg:NOTES/Aspirin", "-b", str(tmp_path / "r"), "--json", code=None)
+    assert shown.get("cluster") == "drugbank:DB00945" or "NOTES" in shown.get("error", "")
+    _, shown = run("identity", "show", "kg:notes/ASPIRIN", "-b", str(tmp_path / "r"), "--json")
+    assert shown["cluster"] == "drugbank:DB00945"
