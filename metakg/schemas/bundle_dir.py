@@ -28,6 +28,7 @@ import re
 import shutil
 import stat
 import sys
+import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
@@ -347,8 +348,20 @@ def replace(
             remove_tree(retired)
         _fsync(path.parent, directory=True)
     except BaseException:
-        remove_tree(staging)
+        _remove_settled(staging)
         raise
+
+
+def _remove_settled(folder: Path) -> None:
+    """Remove a staging folder after a failed or interrupted write, trying again a few times within a second:
+    a library's writer threads (polars) may still close a file in it just after the interrupt reached Python,
+    and a Ctrl-C once left the folder beside the bundle about half the time (the next writer removed it)."""
+    for wait in (0.0, 0.05, 0.2, 0.6):
+        if wait:
+            time.sleep(wait)
+        remove_tree(folder)
+        if not folder.exists():
+            return
 
 
 def token_of(path: Path) -> str | None:
