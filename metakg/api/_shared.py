@@ -92,3 +92,21 @@ class JsonResult:
             else:
                 data[field.name] = as_json(value)
         return data
+
+
+def check_identity_settings(settings: Settings) -> None:
+    """Refuse an ``identity.prefix_priority`` entry for a type the vocabulary does not have (``config show``
+    and ``resolve`` run this).
+
+    Raises:
+        ConfigError: naming the types.
+    """
+    from metakg.schemas.vocabulary import default_vocabulary
+
+    types = default_vocabulary().names
+    unknown = sorted(t for t in settings.identity.prefix_priority if t != "*" and t not in types)
+    if unknown:
+        raise ConfigError(
+            f"identity.prefix_priority names {', '.join(map(repr, unknown))}, which is no type of the vocabulary "
+            "(give a type, or '*' for every type)."
+        )

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from metakg.api._shared import JsonResult, Progress, cache_folder, quiet
+from metakg.api._shared import JsonResult, Progress, cache_folder, check_identity_settings, quiet
 from metakg.api.llm import llm_session, run_with
 from metakg.config import Settings
 from metakg.errors import LLMError, NodeNotFound, UsageError
@@ -246,6 +246,7 @@ def resolve(
         raise UsageError("--judge asks the LLM about name pairs: give a name scorer with --names.")
     if threshold is not None and names is None:
         raise UsageError("--threshold is the name score that joins two nodes: give a name scorer with --names.")
+    check_identity_settings(settings)
     priority = {**DEFAULT_PRIORITY, **settings.identity.prefix_priority}
     curation = read_curation(identity_file) if identity_file is not None else None
     with writing(out):

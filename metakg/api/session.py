@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
-from metakg.api._shared import Progress, quiet
+from metakg.api._shared import Progress, check_identity_settings, quiet
 from metakg.api.bundles import embed_bundle
 from metakg.api.llm import SharedLLM, llm_session, run_with
 from metakg.api.local_graph import local_graph
@@ -29,7 +29,7 @@ from metakg.api.stores import open_store, record_provenance
 from metakg.api.wikidata import sparql_client
 from metakg.config import Settings
 from metakg.documents.reader import cite
-from metakg.errors import BundleError, ConfigError, OutputError, ResourceBusy, UsageError
+from metakg.errors import BundleError, OutputError, ResourceBusy, UsageError
 from metakg.ingest.wikidata import WikidataFragments
 from metakg.llm.client import LLMClient
 from metakg.llm.embedder import Embedder, LazyEmbedder
@@ -71,13 +71,7 @@ def check_settings(settings: Settings) -> None:
         ConfigError: an unknown default strategy or section, or a bad value (the message names it).
     """
     STRATEGIES.check(settings.qa)
-    types = default_vocabulary().names
-    unknown = sorted(t for t in settings.identity.prefix_priority if t != "*" and t not in types)
-    if unknown:
-        raise ConfigError(
-            f"identity.prefix_priority names {', '.join(map(repr, unknown))}, which is no type of the vocabulary "
-            "(give a type, or '*' for every type)."
-        )
+    check_identity_settings(settings)
 
 
 def qa_context(

@@ -121,6 +121,10 @@ def sniff(path: Path, head: bytes, wanted: str = "auto") -> str:
                             f"({_described(head)})")  # fmt: skip
     if claimed in ("html", "markdown", "text") and found in ("pdf", "docx", "binary"):
         raise DocumentError(f"named {path.suffix or 'without an extension'} but {_described(head)}")
+    if claimed in ("markdown", "text") and found == "not-utf8":
+        raise DocumentError(
+            "not UTF-8 text (a Latin-1 or other 8-bit file?); convert it, e.g. iconv -f latin1 -t utf-8"
+        )
     return claimed
 
 
@@ -143,14 +147,14 @@ def _by_bytes(path: Path, head: bytes) -> str | None:
         text[:4096].decode("utf-8")
     except UnicodeDecodeError as e:
         if e.start < len(text[:4096]) - 4:  # not merely a character cut by the 4 KiB window
-            return "binary"
+            return "not-utf8"
     return "text"
 
 
 def _described(head: bytes) -> str:
     if head.startswith(b"PK\x03\x04"):
         return "a zip archive"
-    if head[:4096].count(b"\x00") or _by_bytes(Path("-"), head) == "binary":
+    if head[:4096].count(b"\x00") or _by_bytes(Path("-"), head) in ("binary", "not-utf8"):
         return f"binary data starting {head[:8].hex(' ')}"
     return f"text starting {head[:24].decode('utf-8', errors='replace')!r}"
 

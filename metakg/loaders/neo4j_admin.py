@@ -10,7 +10,6 @@ every row unchanged, so it writes nothing else.
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,8 @@ import polars as pl
 from metakg.loaders.cypher import ENTITY, GENERIC_TYPE, KEY, META, VECTOR_INDEX, label_of
 from metakg.loaders.neo4j_loader import EMBEDDING_META, RelTypes, layout_for, name_keys
 from metakg.schemas.bundle import Bundle
-from metakg.schemas.locks import check_replaceable, remove_stale_temps, unique_temp_name
+from metakg.schemas.bundle_dir import recover, replace
+from metakg.schemas.locks import check_replaceable, exclusive
 from metakg.schemas.tables import RELATION_PATTERN
 
 ARRAY_DELIMITERS = [";", "|", "¦", "\u241e"]
@@ -101,7 +101,6 @@ def write_admin_import(
     Returns:
         The file paths, the counts, the array delimiter, the layout and the ``neo4j-admin`` command line.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
     layout = layout_for(bundle.edges["rel"], rel_types)
     keys = name_keys(bundle.nodes).explode("keys").drop_nulls("keys")
     delimiter = _delimiter([bundle.nodes["aliases"], bundle.nodes["xrefs"], bundle.edges["record_ids"]])
@@ -135,22 +134,14 @@ def write_admin_import(
     for name in names:  # never written through a link, into a FIFO or over a folder: refused before any is written
         for target in (out_dir / f"{name}_header.csv", out_dir / f"{name}.csv"):
             check_replaceable(target)
-            remove_stale_temps(target)  # what an export killed before its renames left
-    # every file is written under a temporary name first and renamed only once all are whole: a run killed or
-    # out of space leaves the earlier export as it was, never a mix of two
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for name, frame, fields in (
-            ("nodes", nodes, node_fields),
-            ("edges", edges, edge_fields),
-            ("meta", meta_frame, META_FIELDS),
-            ("meta_loops", loops, LOOP_FIELDS),
-            ("keys", key_rows, KEY_FIELDS),
-        ):
-            header, data = out_dir / f"{name}_header.csv", out_dir / f"{name}.csv"
-            header_temp, data_temp = unique_temp_name(header), unique_temp_name(data)
-            staged += [(header_temp, header), (data_temp, data)]
-            header_temp.write_text(",".join(h for _, h in fields) + "\n", encoding="utf-8")
+    tables = {
+        "nodes": (nodes, node_fields), "edges": (edges, edge_fields), "meta": (meta_frame, META_FIELDS),
+        "meta_loops": (loops, LOOP_FIELDS), "keys": (key_rows, KEY_FIELDS),
+    }  # fmt: skip
+
+    def build(folder: Path) -> None:
+        for name, (frame, fields) in tables.items():
+            (folder / f"{name}_header.csv").write_text(",".join(h for _, h in fields) + "\n", encoding="utf-8")
             columns = []
             for column, _header in fields:
                 if isinstance(frame.schema[column], pl.List):
@@ -159,13 +150,17 @@ def write_admin_import(
                     columns.append(pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"))
                 else:
                     columns.append(pl.col(column))
-            frame.select(columns).write_csv(data_temp, include_header=False, quote_style="non_numeric")
-            files[f"{name}_header"], files[name] = header, data
-        for temp, target in staged:
-            os.replace(temp, target)  # the names are replaced, never written through
-    finally:
-        for temp, _target in staged:
-            temp.unlink(missing_ok=True)
+            frame.select(columns).write_csv(folder / f"{name}.csv", include_header=False, quote_style="non_numeric")
+
+    # the files are written into a staging folder beside the output and swapped in with it whole (the user's
+    # other files in it carried over): a run killed or out of space leaves the earlier export as it was, never
+    # a mix of two
+    written = [f"{name}{part}.csv" for name in names for part in ("_header", "")]
+    with exclusive(out_dir, "the neo4j-admin import files", directory=False):
+        recover(out_dir)
+        replace(out_dir, build, writes=written)
+    for name in names:
+        files[f"{name}_header"], files[name] = out_dir / f"{name}_header.csv", out_dir / f"{name}.csv"
     command = [
         "neo4j-admin", "database", "import", "full", database,
         f"--nodes={files['nodes_header']},{files['nodes']}",

@@ -197,3 +197,6 @@ def test_config_show_refuses_what_the_commands_using_a_setting_would(
     monkeypatch.setenv(variable, value)
     _, out = run("config", "show", "--json", code=2)
     assert says in out["error"]
+    if variable == "METAKG_IDENTITY__PREFIX_PRIORITY":  # and resolve, which reads it, refuses it too
+        _, out = run("resolve", "a", "b", "-o", "c", "--json", code=2)
+        assert says in out["error"]
