@@ -116,3 +116,4 @@ class BatchPending(MetakgError):
         super().__init__(message, cli_fix=command)
         self.batch_id = batch_id
         self.command = command
+        self.notes: list[str] = []  # what the results collected so far held that no request asked for

@@ -245,6 +245,7 @@ def _pending(pending: BatchPending, json_mode: bool) -> NoReturn:
         emit_json(
             {"ok": False, "command": "extract", "pending": True, "batch_id": pending.batch_id, "error": str(pending)}
             | ({"run": pending.command} if pending.command else {})
+            | ({"notes": pending.notes} if pending.notes else {})
             | {"exit_code": pending.exit_code}
         )
     raise typer.Exit(pending.exit_code)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from metakg.errors import LLMError
+from metakg.errors import BatchPending, LLMError
 from metakg.extractors.conformance import Conformed, Mode, conform
 from metakg.extractors.ontology import Ontology
 from metakg.extractors.parsing import Triple, parse_reply
@@ -284,7 +284,11 @@ async def run_units_batched(
     tagged = [
         (f"extract:{u.unit_id}", unit_request(u, model, temperature=temperature, max_tokens=max_tokens)) for u in units
     ]
-    answers = await runner.run(tagged)
+    try:
+        answers = await runner.run(tagged)
+    except BatchPending as pending:  # the notes of what was collected before the new batch went out
+        pending.notes = list(runner.notes)
+        raise
     outcomes = [
         Outcome(unit, "ok", a.completion) if a.completion is not None else Outcome(unit, "failed", error=a.error)
         for unit, a in zip(units, answers, strict=True)

@@ -305,7 +305,7 @@ def read_openai_output(
                 raise TypeError("custom_id is not text")
         except (ValueError, KeyError, TypeError) as e:
             # a line naming no request cannot be matched; its request stays unanswered and goes again
-            into.notes.append(f"{where} line {number} is not a batch result ({e}); its request, unanswered, goes again")
+            into.notes.append(f"{where} line {number} is not a batch result ({e}); the line is ignored")
             continue
         if expected is not None and custom_id not in expected:
             into.notes.append(f"{where} line {number}: custom_id {custom_id[:80]!r} is no request of this batch; "
