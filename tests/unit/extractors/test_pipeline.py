@@ -229,3 +229,27 @@ def test_the_estimate_counts_each_shared_text_once_in_blocks_and_says_how_far_it
     template = sum(len(r.messages) * extract_api.PER_MESSAGE_TOKENS + extract_api.REPLY_TOKENS for r in requests)
     assert tokens == sum(len(t.split()) for t in every) + template and tokenizer == "the endpoint's tokenizer"
     assert said[-1] == f"counting prompt tokens: {distinct:,}/{distinct:,} texts" and len(said) == len(asked)
+
+
+def test_a_pending_batch_carries_the_notes_of_what_was_collected() -> None:
+    """Probe round 4: the notes (an unknown or doubled custom_id, a line that is no result) of a run that then
+    sent a retry batch reached no --json: the pending error now carries them."""
+    import asyncio
+
+    from metakg.errors import BatchPending
+    from metakg.extractors.pipeline import run_units_batched
+    from metakg.llm.usage import UsageMeter
+
+    said = ["out.jsonl line 3: custom_id 'x' is no request of this batch; its result is ignored"]
+
+    class Pending:
+        def __init__(self) -> None:
+            self.notes, self.meter = list(said), UsageMeter()
+
+        async def run(self, tagged: object) -> object:
+            raise BatchPending("batch b is waiting", batch_id="b")
+
+    frame = records({"record_id": "t1", "kind": "text", "text": "Dogs chase cats."})
+    with pytest.raises(BatchPending) as pending:
+        asyncio.run(run_units_batched(plan_units(frame), Pending(), model="m"))  # type: ignore[arg-type]
+    assert pending.value.notes == said
