@@ -93,9 +93,12 @@ class MedCoGSettings(StrategySettings):
     @classmethod
     def _known_types(cls, value: list[str]) -> list[str]:
         """Types of the vocabulary only: checked with the settings (``config show`` refuses what ``ask`` would)."""
-        unknown = [t for t in value if t not in default_vocabulary().names]
+        names = default_vocabulary().names
+        unknown = [t for t in value if t not in names]
         if unknown:
-            raise ValueError(f"unknown node type(s) {', '.join(map(repr, unknown))}")
+            raise ValueError(
+                f"unknown node type(s) {', '.join(map(repr, unknown))}; the vocabulary has {', '.join(sorted(names))}"
+            )
         return value
 
 
