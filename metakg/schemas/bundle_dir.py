@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import BinaryIO, ParamSpec, TypeVar
 
 from metakg.errors import BundleChanged, BundleError, UsageError
-from metakg.schemas.locks import exclusive, holding
+from metakg.schemas.locks import exclusive, holding, process_running
 
 #: the swap flag of renameat2 (Linux) and renamex_np (macOS)
 _RENAME_EXCHANGE = 2
@@ -67,15 +67,7 @@ def _owner_alive(folder: Path) -> bool:
         pid = int(folder.name.rsplit("-", 2)[-2])
     except (IndexError, ValueError):
         return False
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        pass
-    return True
+    return pid != os.getpid() and process_running(pid)
 
 
 def bundle_path(path: Path) -> Path:

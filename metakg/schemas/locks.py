@@ -113,14 +113,20 @@ def remove_stale_temps(path: Path) -> None:
         return
     for entry in entries:
         found = pattern.match(entry.name)
-        if found is None or int(found.group(1)) == os.getpid():
-            continue
-        try:
-            os.kill(int(found.group(1)), 0)
-        except ProcessLookupError:
+        if found is not None and int(found.group(1)) != os.getpid() and not process_running(int(found.group(1))):
             entry.unlink(missing_ok=True)
-        except (PermissionError, OverflowError, OSError):
-            continue  # alive under another user, or no pid at all
+
+
+def process_running(pid: int) -> bool:
+    """Whether a process ``pid`` runs (another user's included); a pid that cannot be asked about counts as
+    running, so nothing of it is removed."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 def unique_temp_name(path: Path) -> Path:
