@@ -17,6 +17,7 @@ from metakg.api.bundles import earlier_version, record_update, write_validated
 from metakg.config import Settings
 from metakg.errors import BundleChanged, BundleError, ConfigError, InputDataError, OutputError, UsageError
 from metakg.fetch import download
+from metakg.ingest.datasets import input_reject
 from metakg.ingest.primekg import DATAVERSE_KG_URL, KG_MD5, PrimeKGReport, md5_of, read_primekg
 from metakg.ingest.primekg_synthetic import SyntheticPrimeKG, generate
 from metakg.ingest.triples import TripleIngestReport, read_triples
@@ -282,10 +283,9 @@ def add_triples(
     )
     reason = "a field holds a tab or a line break"
     extra = [
-        {"stage": "ingest", "table": "input", "record": f"triple:{n}", "check": "control_character",
-         "reason": reason, "payload": json.dumps(triples[n - 1], ensure_ascii=False)}
+        input_reject(f"triple:{n}", "control_character", reason, json.dumps(triples[n - 1], ensure_ascii=False))
         for n in sorted(broken)
-    ]  # fmt: skip
+    ]
     if extra:
         new.rejects = pl.concat([new.rejects, pl.DataFrame(extra, schema=new.rejects.schema)], how="vertical_relaxed")
     rejected = sorted(

@@ -107,6 +107,13 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "end": pl.Int64(),
     "provenance": pl.String(),
 }
+
+
+def input_reject(record: str, check: str, reason: str, payload: str) -> dict[str, str]:
+    """A row of :data:`REJECT_SCHEMA` for an input record refused before any work (stage ``ingest``)."""
+    return {"stage": "ingest", "table": "input", "record": record, "check": check, "reason": reason, "payload": payload}
+
+
 REJECT_SCHEMA: dict[str, pl.DataType] = {
     "stage": pl.String(), "table": pl.String(), "record": pl.String(), "check": pl.String(), "reason": pl.String(),
     "payload": pl.String(),
@@ -521,16 +528,7 @@ def read_dataset(
     name = path.name
 
     def reject(number: int, reason: str, payload: str) -> None:
-        rejects.append(
-            {
-                "stage": "ingest",
-                "table": "input",
-                "record": f"{name}:{number}",
-                "check": "bad_record",
-                "reason": reason,
-                "payload": payload,
-            }
-        )
+        rejects.append(input_reject(f"{name}:{number}", "bad_record", reason, payload))
 
     if fmt == "text":
         read = 1
@@ -634,11 +632,9 @@ def _first_of_each_id(records: list[dict[str, Any]], rejects: list[dict[str, Any
     for record in records:
         record_id = str(record["record_id"])
         if record_id in seen:
-            rejects.append({
-                "stage": "ingest", "table": "input", "record": f"{name}: id {record_id}", "check": "repeated_id",
-                "reason": f"the record id {record_id!r} was given to an earlier record (ids name one record each)",
-                "payload": json.dumps(record, ensure_ascii=False, default=str),
-            })  # fmt: skip
+            reason = f"the record id {record_id!r} was given to an earlier record (ids name one record each)"
+            payload = json.dumps(record, ensure_ascii=False, default=str)
+            rejects.append(input_reject(f"{name}: id {record_id}", "repeated_id", reason, payload))
             continue
         seen.add(record_id)
         kept.append(record)
@@ -670,8 +666,7 @@ def read_documents(
             entry["same_as"] = read.same_as
         files.append(entry)
         if read.rejected is not None:
-            rejects.append({"stage": "ingest", "table": "input", "record": read.name, "check": "bad_document",
-                            "reason": read.rejected, "payload": ""})  # fmt: skip
+            rejects.append(input_reject(read.name, "bad_document", read.rejected, ""))
             continue
         for record_id, chunk in zip(chunk_ids(read.name, read.chunks), read.chunks, strict=True):
             if limit is not None and len(records) >= limit:
