@@ -8,8 +8,10 @@ The jars come from Maven Central through Maven (tools/jena/pom.xml, into ~/.m2);
 
 from __future__ import annotations
 
+import fcntl
 import re
 import shutil
+import tempfile
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -37,8 +39,18 @@ class Verdict:
 
 
 def build(work: Path = STATE) -> str:
-    """Resolve the jars (Maven) and compile the launcher; returns the Java classpath."""
+    """Resolve the jars (Maven) and compile the launcher; returns the Java classpath.
+
+    Test workers call this at once: a lock file makes one of them build while the others wait, and the
+    class is compiled into a scratch folder and moved into place whole, so no reader sees it half written.
+    """
     work.mkdir(parents=True, exist_ok=True)
+    with open(work / ".lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(work)
+
+
+def _build_locked(work: Path) -> str:
     classpath_file = work / "classpath.txt"
     classes = work / "classes"
     if not classpath_file.exists() or classpath_file.stat().st_mtime < POM.stat().st_mtime:
@@ -53,10 +65,16 @@ def build(work: Path = STATE) -> str:
     classpath = classpath_file.read_text(encoding="utf-8").strip()
     launcher = classes / "MetakgRiot.class"
     if not launcher.exists() or launcher.stat().st_mtime < SOURCE.stat().st_mtime:
-        done = subprocess.run(["javac", "-cp", classpath, "-d", str(classes), str(SOURCE)],
+        scratch = Path(tempfile.mkdtemp(prefix="classes.", dir=work))
+        done = subprocess.run(["javac", "-cp", classpath, "-d", str(scratch), str(SOURCE)],
                               capture_output=True, text=True, check=False)  # fmt: skip
         if done.returncode != 0:
+            shutil.rmtree(scratch, ignore_errors=True)
             raise JenaError(f"javac failed:\n{done.stderr}")
+        classes.mkdir(exist_ok=True)
+        for compiled in scratch.glob("*.class"):
+            compiled.replace(classes / compiled.name)
+        shutil.rmtree(scratch, ignore_errors=True)
     return f"{classes}:{classpath}"
 
 
