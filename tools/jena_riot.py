@@ -11,9 +11,9 @@ from __future__ import annotations
 import fcntl
 import re
 import shutil
-import tempfile
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
