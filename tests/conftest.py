@@ -353,6 +353,7 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 #: several services joins the first group listed here: the local model before Virtuoso, so no worker but one runs
 #: it (and its module's other Virtuoso tests join it too: :func:`module_groups`).
 SERVICE_GROUPS: tuple[tuple[str, str], ...] = (
+    ("ray_cluster", "ray"),  # before the local model: the Ray tests run their own, beside the other model tests
     ("neo4j_settings", "neo4j"),
     ("local_llm", "llm"),
     ("sparql_endpoint", "sparql-{module}"),

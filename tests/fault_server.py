@@ -7,7 +7,9 @@ connection closes after the first half of the body), ``drip:<seconds>`` (the who
 headers included, one byte every ``<seconds>``), ``refuse_json`` (400 naming response_format when JSON mode
 is asked), ``refuse_json_500`` (the same as a 500, as llama-cpp-python's server does), ``shape:<name>`` (a 200
 of valid JSON that is not a chat completion: see :data:`ODD_SHAPES`), ``echo_auth:<status>`` (an error reply
-whose text repeats the request's Authorization header, as some proxies do). The headers of each
+whose text repeats the request's Authorization header, as some proxies do), ``status:<code>`` (that status
+with an error body). :attr:`action_for`, when set, picks a request's action from its body instead (None: the
+script's). The headers of each
 request are kept in :attr:`headers`. Requests are bounded by the script; the server stops with the test.
 """
 
@@ -50,6 +52,8 @@ class FaultServer(ScriptedHTTP):
         self.max_in_flight = 0
         self.reply = "ok reply"
         self.reply_for: Callable[[dict[str, Any]], str] | None = None  # a reply computed from the request body
+        # the action for a request, chosen from its body (None: the script's next), for runs whose order varies
+        self.action_for: Callable[[dict[str, Any]], str | None] | None = None
         # function calls (name, arguments as JSON text) computed from a request that offers tools
         self.calls_for: Callable[[dict[str, Any]], list[tuple[str, str]]] | None = None
 
@@ -69,8 +73,9 @@ class FaultServer(ScriptedHTTP):
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                chosen = server.action_for(body) if server.action_for is not None else None
                 try:
-                    self._act(server.next_action(), body)
+                    self._act(chosen or server.next_action(), body)
                 finally:
                     with server.lock:
                         server.in_flight -= 1
@@ -90,6 +95,8 @@ class FaultServer(ScriptedHTTP):
                     self._send(429, b'{"error": {"message": "slow down"}}', {"retry-after": arg or "0"})
                 elif name == "500":
                     self._send(500, b'{"error": {"message": "boom"}}')
+                elif name == "status":
+                    self._send(int(arg), json.dumps({"error": {"message": f"status {arg}"}}).encode())
                 elif name == "slow":
                     time.sleep(float(arg))
                     self._ok(body)

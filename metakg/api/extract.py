@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from metakg.extractors.pipeline import (
     reply_triples,
     run_units,
     run_units_batched,
+    run_units_ray,
     unit_request,
 )
 from metakg.extractors.pipeline import summary as extraction_summary
@@ -54,6 +55,7 @@ from metakg.llm.batch import BATCH_DISCOUNT, PROVIDERS
 from metakg.llm.client import ChatRequest
 from metakg.llm.embedder import Embedder, LazyEmbedder, embed_in_blocks
 from metakg.llm.openai_client import OpenAICompatibleClient
+from metakg.llm.ray_engine import Endpoint, RayCluster
 from metakg.llm.usage import UsageSummary, price
 from metakg.schemas.bundle import (
     EXTRACTION_FILE,
@@ -132,7 +134,8 @@ class ExtractOptions:
     a provider ``batch`` API to send the prompts through (``openai``, ``anthropic`` or ``vllm``; ``wait``:
     poll until the batch ends, else stop once it is submitted and collect it on the next run), an
     ``ontology`` guiding the extraction (default: ``extract.ontology``) and a training file of worked
-    ``examples`` for its prompts."""
+    ``examples`` for its prompts; the ``engine`` the prompts go out from (``local``, or ``ray``: the workers of
+    the Ray cluster at ``ray_address``, default ``ray.address``)."""
 
     concurrency: int | None = None
     budget_usd: float | None = None
@@ -144,6 +147,12 @@ class ExtractOptions:
     wait: bool = True
     ontology: Path | None = None
     examples: Path | None = None
+    engine: str = "local"
+    ray_address: str | None = None
+
+
+#: where the LLM phase of a run runs: ``local`` (this process) or ``ray`` (the workers of a Ray cluster)
+ENGINES = ("local", "ray")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +194,9 @@ class Extraction(JsonResult):
     notes: list[str] | None = None  # what a batch's results held that no request asked for (never a failure)
     files: int | None = None  # documents: the input files read, and those refused (in the rejects)
     files_rejected: int | None = None
+    #: --engine ray: the cluster (address, nodes, CPUs, dashboard), the prompts its workers sent and the nodes
+    #: they ran on (prompts per node id)
+    ray: dict[str, Any] | None = None
     run_id: str
     model: str
     bundle: Path
@@ -192,7 +204,9 @@ class Extraction(JsonResult):
     validation_rejected: int
     wall_s: float
 
-    omit_none = ("records_changes", "edges_changes", "conformance_warnings", "notes", "files", "files_rejected")
+    omit_none = (
+        "records_changes", "edges_changes", "conformance_warnings", "notes", "files", "files_rejected", "ray"
+    )  # fmt: skip
 
     @property
     def complete(self) -> bool:
@@ -501,6 +515,7 @@ class _Replies:
     stats: RunStats
     usage: UsageSummary
     model: str
+    ray: dict[str, Any] | None = None
 
 
 def _ask(
@@ -516,6 +531,8 @@ def _ask(
     take their stored replies)."""
     if options.batch is not None:
         return _ask_batch(units, settings, options, stored, run_id, progress, counter)
+    if options.engine == "ray":
+        return _ask_ray(units, settings, options, stored, run_id, progress, counter)
     say = progress or quiet
     llm = settings.llm.model_copy(update={"concurrency": options.concurrency or settings.llm.concurrency})
     session_settings = settings.model_copy(update={"llm": llm})
@@ -547,6 +564,83 @@ def _ask(
     return _Replies(_merged(kept, asked, len(units)), keys, len(kept), stats, usage, model)
 
 
+def _ask_ray(
+    units: Sequence[Unit],
+    settings: Settings,
+    options: ExtractOptions,
+    stored: pl.DataFrame | None,
+    run_id: str,
+    progress: Progress | None,
+    counter: Callable[[RunStats], None] | None,
+) -> _Replies:
+    """:func:`_ask` with the fresh prompts sent from the workers of a Ray cluster (``options.ray_address``,
+    else ``ray.address``/``RAY_ADDRESS``, else a Ray instance started here): to the ``ray.endpoints`` (default:
+    the ``[llm]`` endpoint, or the local server), ``--concurrency`` request workers each; the replies go into the
+    same cache and ledger as a direct run's.
+
+    Raises:
+        ConfigError: Ray is not installed, or the cluster cannot be joined.
+    """
+    say = progress or quiet
+    llm = settings.llm
+    concurrency = options.concurrency or llm.concurrency
+    with llm_session(settings, run_id=run_id, progress=progress) as client, RayCluster(
+        settings.ray, address=options.ray_address
+    ) as cluster:  # fmt: skip
+        keys, kept, ask = _left(units, client.model, settings, stored)
+        _priced_for_budget(options, client.model, llm.prices_per_mtok)
+        if options.budget_usd is not None and client.model in llm.prices_per_mtok:
+            previewing = _preview(
+                ask, settings, len(kept), model=client.model, cached=client.cached, counter=client.count_tokens
+            )
+            _within_budget(run_with(client, previewing), options.budget_usd, "list_usd_max", "a Ray run")
+        info = cluster.info
+        assert info is not None and isinstance(client.inner, OpenAICompatibleClient)
+        endpoints = _ray_endpoints(settings, client.inner)
+        say(
+            f"Ray cluster {info.address}: {info.nodes} nodes, {info.cpus:g} CPUs"
+            + (f", dashboard {info.dashboard}" if info.dashboard else ", no dashboard (pip install 'ray[default]')")
+        )
+        say(
+            f"extracting from {len(ask)} prompts with {client.model} on Ray ({len(endpoints)} endpoint"
+            f"{'s' if len(endpoints) != 1 else ''}, {concurrency} request workers each)"
+            + (f" ({len(kept)} unchanged)" if kept else "")
+        )
+
+        def dispatch(bodies: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+            return cluster.replies(
+                bodies, endpoints, concurrency=concurrency, max_retries=llm.max_retries, backoff_s=llm.backoff_s,
+                timeout_s=llm.timeout_s,
+            )  # fmt: skip
+
+        asked, stats, nodes = run_with(
+            client,
+            run_units_ray(
+                ask, client, dispatch, temperature=llm.temperature, max_tokens=llm.max_tokens,
+                concurrency=concurrency, progress=counter, why_missing=cluster.missing_reason,
+            ),
+        )  # fmt: skip
+        usage = client.meter.summary()
+        figures = {
+            "address": info.address, "nodes": info.nodes, "cpus": info.cpus, "dashboard": info.dashboard,
+            "endpoints": len(endpoints), "processor": settings.ray.processor,
+            "units_on_workers": sum(nodes.values()), "nodes_used": len(nodes), "units_per_node": nodes,
+        }  # fmt: skip
+        return _Replies(_merged(kept, asked, len(units)), keys, len(kept), stats, usage, client.model, figures)
+
+
+def _ray_endpoints(settings: Settings, client: OpenAICompatibleClient) -> list[Endpoint]:
+    """The endpoints a Ray run's workers post to: ``ray.endpoints`` (each with its URL's basic auth, else the
+    ``[llm]`` key), else the run's own endpoint (the configured one, or the local server)."""
+    if not settings.ray.endpoints:
+        return [Endpoint(client.chat_url, client.http_headers())]
+    found = []
+    for url in settings.ray.endpoints:
+        own = OpenAICompatibleClient(settings.llm, base_url=url)
+        found.append(Endpoint(own.chat_url, own.http_headers()))
+    return found
+
+
 def _merged(kept: dict[int, Outcome], asked: Sequence[Outcome], total: int) -> list[Outcome]:
     """Every unit's outcome in unit order: those an update kept, the others as asked."""
     answers = iter(asked)
@@ -567,9 +661,10 @@ def _priced_for_budget(options: ExtractOptions, model: str, prices: Mapping[str,
         )
 
 
-def _within_budget(preview: ExtractEstimate, budget: float, bound: str) -> None:
+def _within_budget(preview: ExtractEstimate, budget: float, bound: str, way: str = "a batch") -> None:
     """Refuse a run the preview puts over ``budget`` by its ``bound`` (``list_usd_min``: the prompts alone at
-    list price; ``batch_usd_max``: every reply at llm.max_tokens at batch price).
+    list price; ``batch_usd_max`` or ``list_usd_max``: every reply at llm.max_tokens at the batch or list price,
+    for ``way``, a run that cannot be stopped midway).
 
     Raises:
         UsageError: over budget.
@@ -577,11 +672,12 @@ def _within_budget(preview: ExtractEstimate, budget: float, bound: str) -> None:
     cost = getattr(preview, bound)
     if cost is None or cost <= budget:
         return
+    rate = "batch" if bound.startswith("batch") else "list"
     what = (
         f"at least USD {cost:.4f} for their {preview.prompt_tokens:,} prompt tokens alone ({preview.tokenizer})"
         if bound == "list_usd_min"
-        else f"up to USD {cost:.4f} at the batch price with every reply at llm.max_tokens ({preview.tokenizer}); "
-        "a batch cannot be stopped midway, so its most is what counts"
+        else f"up to USD {cost:.4f} at the {rate} price with every reply at llm.max_tokens ({preview.tokenizer}); "
+        f"{way} cannot be stopped midway, so its most is what counts"
     )
     raise UsageError(
         f"the {preview.calls} calls left would cost {what}, over --budget-usd {budget:g}; nothing was sent "
@@ -631,13 +727,23 @@ def _ask_batch(
 
 
 def _check_batch(options: ExtractOptions) -> None:
-    """Refuse an unknown batch provider, or options a batch run cannot honour.
+    """Refuse an unknown batch provider or engine, or options a batch or Ray run cannot honour.
 
     Raises:
-        UsageError: an unknown provider, or --concurrency with --batch.
+        UsageError: an unknown provider or engine, --concurrency with --batch, --batch with --engine ray, or a
+            Ray address for the local engine.
     """
+    if options.engine not in ENGINES:
+        raise UsageError(f"unknown --engine {options.engine!r}; choose one of {', '.join(ENGINES)}.")
+    if options.ray_address is not None and options.engine != "ray":
+        raise UsageError("--ray-address names the cluster of --engine ray: give --engine ray too.")
     if options.batch is None:
         return
+    if options.engine == "ray":
+        raise UsageError(
+            "--batch sends the prompts through a provider's batch API and --engine ray from a Ray cluster's "
+            "workers: choose one."
+        )
     if options.batch not in PROVIDERS:
         raise UsageError(f"unknown --batch {options.batch!r}; choose one of {', '.join(PROVIDERS)}.")
     if options.concurrency is not None:
@@ -718,6 +824,7 @@ def extract(
         "retries": replies.usage.retries,
         **({"conformance_warnings": result.conformance_warnings} if guide is not None else {}),
         **({"files": data.read, "files_rejected": data.rejects.height} if data.files is not None else {}),
+        **({"ray": replies.ray} if replies.ray is not None else {}),
     }
     if stored is not None:
         figures["records_changes"] = compare_records(stored, units, replies.keys).counts()

@@ -88,6 +88,20 @@ def extract(
         "vllm (writes the request file and prints the `vllm run-batch` command; the next run reads its output). "
         "Submitted batch ids are kept: a killed run, started again, collects instead of sending again.",
     ),
+    engine: str = typer.Option(
+        "local",
+        "--engine",
+        metavar="local|ray",
+        help="Where the prompts go out from: this process (local), or the workers of a Ray cluster (ray: "
+        'pip install "metakg[ray]"), to the ray.endpoints or the [llm] endpoint, --concurrency request workers '
+        "each; replies land in the same cache. docs/scaling.md.",
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        help="With --engine ray: the cluster to join (host:6379, ray://host:10001, auto); default: ray.address, "
+        "RAY_ADDRESS, else a Ray instance started on this machine for the run.",
+    ),
     wait: bool = typer.Option(
         True,
         "--wait/--no-wait",
@@ -138,6 +152,9 @@ def extract(
     their stored replies, only changed and new ones are sent to the model, and triples stated only by
     removed or changed records are retracted (edges other records still state keep a lower count).
 
+    With --engine ray, the prompts not in the cache go out from the workers of a Ray cluster (ray.data.llm);
+    the replies land in the same cache and ledger, and the bundle is the one a direct run builds.
+
     With --batch, the prompts go out as one provider batch at the batch price; the same command collects a
     batch an earlier run submitted (nothing is sent twice). Exit 75 when the batch is not finished and the
     run does not wait for it (--no-wait, or vLLM's command still to run): run the same command later.
@@ -159,7 +176,8 @@ def extract(
         name = dataset or (api.extracted_dataset(update) if update else None) or _default_dataset(dataset_file)
         source = api.TextSource(dataset_file, fmt, name, text_field, id_field, time_field, limit)
         options = api.ExtractOptions(
-            concurrency, budget_usd, link_to, identity, update, history, batch, wait, ontology, examples
+            concurrency, budget_usd, link_to, identity, update, history, batch, wait, ontology, examples, engine,
+            ray_address,
         )
         if estimate:
             with progress(f"estimating the extraction of {dataset_file}") as say:
@@ -204,6 +222,12 @@ def extract(
                 f"bundle {output}: {summary.nodes} nodes, {summary.edges} edges; "
                 f"validation {'passed' if summary.validation_ok else 'rejected rows'}"
             )
+            if summary.ray is not None:
+                ray = summary.ray
+                out.print(
+                    f"Ray: {ray['units_on_workers']} prompts sent from the workers of {ray['nodes_used']} of "
+                    f"{ray['nodes']} nodes ({escape(str(ray['address']))})"
+                )
             if summary.files is not None:
                 out.print(
                     f"{summary.files} files: {summary.files - (summary.files_rejected or 0)} read, "

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -43,7 +43,8 @@ from metakg.identity.names import DEFAULT_LINKS, GROUP_THRESHOLD, LinkRule
 from metakg.llm.batch import BatchRunner
 from metakg.llm.client import ChatRequest, Completion, LLMClient, request
 from metakg.llm.embedder import Embedder
-from metakg.llm.usage import UsageMeter, UsageSummary, metered
+from metakg.llm.openai_client import OpenAICompatibleClient, completion_from_json
+from metakg.llm.usage import MeteredClient, UsageMeter, UsageSummary, metered
 from metakg.progress import Progress
 from metakg.schemas.bundle import Bundle
 from metakg.schemas.curie import slug_expr
@@ -228,8 +229,10 @@ async def run_units(
     budget_usd: float | None = None,
     prices: dict[str, tuple[float, float]] | None = None,
     progress: OnStats | None = None,
+    stats: RunStats | None = None,
 ) -> tuple[list[Outcome], RunStats]:
-    """Send every unit to ``client``; returns one outcome per unit, in unit order, and the totals.
+    """Send every unit to ``client``; returns one outcome per unit, in unit order, and the totals (added to
+    ``stats`` when given: a run whose units go several ways counts them all in one).
 
     At most ``concurrency`` requests are in flight. With ``budget_usd``, a unit that would start after the
     fresh calls' cost (``prices``, USD per million tokens) reached the budget is skipped; calls already in
@@ -237,7 +240,7 @@ async def run_units(
     ``client``'s usage meter when it is a :class:`~metakg.llm.usage.MeteredClient` (else in a new one),
     under the scope ``extract:<unit id>``.
     """
-    stats = RunStats(total=len(units))
+    stats = stats if stats is not None else RunStats(total=len(units))
     semaphore = asyncio.Semaphore(concurrency)
     client = metered(client, prices)
 
@@ -300,6 +303,109 @@ async def run_units_batched(
     if progress is not None:
         progress(stats)
     return outcomes, stats
+
+
+#: a Ray run's replies: request bodies (JSON text) in, ``(index, reply JSON)`` out as they arrive, a body whose
+#: batch failed left out (:meth:`metakg.llm.ray_engine.RayCluster.replies`, bound to the run's endpoints)
+Dispatch = Callable[[Sequence[str]], Iterator[tuple[int, dict[str, Any]]]]
+
+
+def _reply_error(reply: dict[str, Any], status: int) -> str | None:
+    """Why a reply the workers brought back is no answer (an error body, a status other than 200), or None."""
+    error = reply.get("error")
+    if error is None and status < 400:
+        return None
+    message = error.get("message") if isinstance(error, dict) else error
+    return f"the endpoint answered HTTP {status}: {str(message or 'no message')[:300]}"
+
+
+async def run_units_ray(
+    units: Sequence[Unit],
+    client: MeteredClient,
+    dispatch: Dispatch,
+    *,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    concurrency: int = 4,
+    progress: OnStats | None = None,
+    why_missing: Callable[[], str] | None = None,
+) -> tuple[list[Outcome], RunStats, dict[str, int]]:
+    """:func:`run_units` with the fresh prompts sent from the workers of a Ray cluster (``dispatch``); returns
+    one outcome per unit in unit order, the totals, and how many replies each node's workers brought.
+
+    The units the cache answers, and the first fresh one, go through ``client`` itself (an
+    :class:`~metakg.llm.openai_client.OpenAICompatibleClient` under its meter): that first call learns which
+    structured-output form the endpoint takes, and the workers send the others in that form, the same request
+    body a direct run sends. Each reply is kept in ``client``'s cache and recorded in its meter as it arrives,
+    as a direct call is; a reply that is an error, or a unit whose batch failed on the cluster, is ``failed``
+    with the reason (``why_missing`` says it for a unit that never came back).
+    """
+    endpoint = client.inner
+    if not isinstance(endpoint, OpenAICompatibleClient):
+        raise TypeError("a Ray run sends what an OpenAI-compatible client would: give one")
+    stats = RunStats(total=len(units))
+    requests = [unit_request(u, client.model, temperature=temperature, max_tokens=max_tokens) for u in units]
+    fresh = [i for i, r in enumerate(requests) if not client.cached(r)]
+    here = sorted({i for i in range(len(units)) if i not in set(fresh)} | set(fresh[:1]))
+    outcomes: dict[int, Outcome] = {}
+    answered, _ = await run_units(
+        [units[i] for i in here], client, temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
+        progress=progress, stats=stats,
+    )  # fmt: skip
+    outcomes.update(zip(here, answered, strict=True))
+    rest = fresh[1:]
+    nodes: dict[str, int] = {}
+
+    def settle(i: int, outcome: Outcome, usage: UsageSummary | None = None) -> None:
+        outcomes[i] = outcome
+        if usage is not None:
+            stats.add(usage)
+        stats.done += 1
+        stats.failed += outcome.status == "failed"
+        if progress is not None:
+            progress(stats)
+
+    def fail(i: int, reason: str) -> None:
+        tag = f"extract:{units[i].unit_id}"
+        with UsageMeter.scope(tag) as scope:
+            client.meter.record(None, tag=tag, model=requests[i].model, error=reason[:300])
+        settle(i, Outcome(units[i], "failed", error=reason), client.meter.summary(scope=scope))
+
+    probe = outcomes.get(fresh[0]) if fresh else None
+    stopped: str | None = None
+    if probe is not None and probe.status == "failed":
+        stopped = f"not sent to the Ray cluster: the endpoint failed the first prompt ({probe.error})"
+    elif rest:
+        bodies = [json.dumps(endpoint.chat_body(requests[i]), ensure_ascii=False) for i in rest]
+        try:
+            for k, reply in dispatch(bodies):
+                i = rest[k]
+                if i in outcomes:
+                    continue  # a reply Ray brought twice (a batch redone after a node died)
+                note = reply.pop("metakg", None) or {}
+                node = str(note.get("node") or "unknown")
+                nodes[node] = nodes.get(node, 0) + 1
+                why = _reply_error(reply, int(note.get("status") or 200))
+                try:
+                    completion = completion_from_json(reply, requests[i], float(note.get("seconds") or 0.0))
+                except ValueError as e:
+                    why = why or str(e)
+                if why is not None:
+                    fail(i, why)
+                    continue
+                endpoint.remember(requests[i], completion)
+                tag = f"extract:{units[i].unit_id}"
+                with UsageMeter.scope(tag) as scope:
+                    client.meter.record(completion, tag=tag, model=requests[i].model, latency_s=completion.latency_s)
+                settle(i, Outcome(units[i], "ok", completion), client.meter.summary(scope=scope))
+        except LLMError as e:
+            stopped = str(e)
+    missing = [i for i in rest if i not in outcomes]
+    if missing:
+        reason = stopped or (why_missing() if why_missing is not None else "no reply came back from the Ray cluster")
+        for i in missing:
+            fail(i, reason)
+    return [outcomes[i] for i in range(len(units))], stats, nodes
 
 
 @dataclass

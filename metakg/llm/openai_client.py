@@ -93,6 +93,64 @@ def _with_calls(content: str, calls: Any) -> str:
     return (content + "\n" if content else "") + json.dumps({"tool_calls": made}, ensure_ascii=False)
 
 
+def reply_completion(
+    response: Any, request: ChatRequest, latency_s: float, *, tools_required: bool = False
+) -> Completion:
+    """The completion in a chat-completions reply (the SDK's object, or :func:`completion_from_json`'s).
+
+    Raises:
+        ValueError: the reply is not a chat completion (no choices, a content that is not text, a token count
+            that is not one).
+        _ToolsIgnored: ``tools_required`` and the reply holds no call.
+    """
+    if not getattr(response, "choices", None):
+        raise ValueError("the reply has no choices")
+    # the SDK builds the reply without checking it: a 200 of another shape ({"choices": 7}, a null message)
+    # is a malformed reply, retried like one, never an exception from deep in the code
+    try:
+        choice = response.choices[0]
+        content = choice.message.content
+        calls = getattr(choice.message, "tool_calls", None)
+        if content is not None and not isinstance(content, str):
+            raise TypeError("content is not text")
+        usage = getattr(response, "usage", None)
+        counts = Usage(
+            prompt_tokens=_token_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=_token_count(getattr(usage, "completion_tokens", 0)),
+        )
+        if tools_required and not calls:
+            raise _ToolsIgnored()
+        text = _with_calls(content or "", calls)
+        text.encode("utf-8")  # a lone surrogate is not text: it could not be cached, logged or shown
+        model = getattr(response, "model", None)
+        finish = choice.finish_reason
+    except (TypeError, AttributeError, IndexError, KeyError, ValueError, OverflowError, RecursionError) as e:
+        raise ValueError(f"the reply is not a chat completion ({type(e).__name__}: {str(e)[:100]})") from e
+    return Completion(
+        text=text,
+        model=model if isinstance(model, str) and model else request.model,
+        usage=counts,
+        latency_s=latency_s,
+        finish_reason=finish if isinstance(finish, str) else None,
+    )
+
+
+def completion_from_json(body: dict[str, Any], request: ChatRequest, latency_s: float = 0.0) -> Completion:
+    """The completion in a chat-completions reply as JSON (what a Ray run's workers bring back), read as the
+    SDK reads one.
+
+    Raises:
+        ValueError: the body is not a chat completion.
+    """
+    from openai.types.chat import ChatCompletion
+
+    try:
+        response = ChatCompletion.construct(**body)
+    except TypeError as e:  # keys that are not names
+        raise ValueError(f"the reply is not a chat completion ({e})") from e
+    return reply_completion(response, request, latency_s)
+
+
 class OpenAICompatibleClient:
     """LLMClient over the openai SDK with retries, bounded concurrency and a response cache."""
 
@@ -176,11 +234,7 @@ class OpenAICompatibleClient:
         import httpx
 
         root = self._url.rstrip("/").removesuffix("/v1")
-        headers = {"Authorization": self._authorization} if self._authorization else {}
-        key = self._settings.api_key.get_secret_value()
-        if key and not self._authorization:
-            headers["Authorization"] = f"Bearer {key}"
-        async with httpx.AsyncClient(timeout=self._settings.timeout_s, headers=headers) as http:
+        async with httpx.AsyncClient(timeout=self._settings.timeout_s, headers=self.http_headers()) as http:
             for path in ("/extras/tokenize/count", "/tokenize"):
                 try:
                     counts = []
@@ -315,56 +369,58 @@ class OpenAICompatibleClient:
         tools: list[dict[str, Any]] = json.loads(request.tools)
         return tools
 
+    def chat_body(
+        self,
+        request: ChatRequest,
+        style: tuple[str, dict[str, Any]] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body of the chat-completions request this client sends for ``request``: with ``style`` and
+        ``tools``, or, when neither is given, the structured-output form this endpoint takes so far (the form a
+        Ray run sends: :mod:`metakg.llm.ray_engine`)."""
+        if style is None and tools is None:
+            tools = self._tools(request)
+            style = None if tools is not None else self._response_format(request)
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": request.as_openai(),
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        }
+        if style is not None:
+            body["response_format"] = style[1]
+        if tools is not None:  # the model must call at least one (a reply is then its calls)
+            body.update(tools=tools, tool_choice="required")
+        return body
+
     async def _once(
         self,
         request: ChatRequest,
         style: tuple[str, dict[str, Any]] | None = None,
         tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
-        extra: dict[str, Any] = {}
-        if style is not None:
-            extra["response_format"] = style[1]
-        if tools is not None:  # the model must call at least one (a reply is then its calls)
-            extra.update(tools=tools, tool_choice="required")
         start = time.perf_counter()
-        response = await self._sdk().chat.completions.create(
-            model=request.model,
-            messages=request.as_openai(),
-            temperature=request.temperature,
-            max_tokens=request.max_tokens,
-            **extra,
-        )
-        latency = time.perf_counter() - start
-        if not getattr(response, "choices", None):
-            raise ValueError("the reply has no choices")
-        # the SDK builds the reply without checking it: a 200 of another shape ({"choices": 7}, a null message)
-        # is a malformed reply, retried like one, never an exception from deep in the code
-        try:
-            choice = response.choices[0]
-            content = choice.message.content
-            calls = getattr(choice.message, "tool_calls", None)
-            if content is not None and not isinstance(content, str):
-                raise TypeError("content is not text")
-            usage = getattr(response, "usage", None)
-            counts = Usage(
-                prompt_tokens=_token_count(getattr(usage, "prompt_tokens", 0)),
-                completion_tokens=_token_count(getattr(usage, "completion_tokens", 0)),
-            )
-            if tools is not None and not calls:
-                raise _ToolsIgnored()
-            text = _with_calls(content or "", calls)
-            text.encode("utf-8")  # a lone surrogate is not text: it could not be cached, logged or shown
-            model = getattr(response, "model", None)
-            finish = choice.finish_reason
-        except (TypeError, AttributeError, IndexError, KeyError, ValueError, OverflowError, RecursionError) as e:
-            raise ValueError(f"the reply is not a chat completion ({type(e).__name__}: {str(e)[:100]})") from e
-        return Completion(
-            text=text,
-            model=model if isinstance(model, str) and model else request.model,
-            usage=counts,
-            latency_s=latency,
-            finish_reason=finish if isinstance(finish, str) else None,
-        )
+        response = await self._sdk().chat.completions.create(**self.chat_body(request, style, tools))
+        return reply_completion(response, request, time.perf_counter() - start, tools_required=tools is not None)
+
+    def remember(self, request: ChatRequest, completion: Completion) -> None:
+        """Keep a reply to ``request`` that reached this client's endpoint another way (a Ray run's workers) in
+        its response cache, as its own replies are kept."""
+        if self._cache is not None:
+            self._cache.put(request, completion, endpoint=self.cache_scope)
+
+    @property
+    def chat_url(self) -> str:
+        """Where chat completions are posted (no credentials in it: see :meth:`http_headers`)."""
+        return self._url.rstrip("/") + "/chat/completions"
+
+    def http_headers(self) -> dict[str, str]:
+        """The authorization a plain HTTP request to this endpoint carries: the URL's basic auth, else the API
+        key as a bearer token (none when neither is set)."""
+        if self._authorization:
+            return {"Authorization": self._authorization}
+        key = self._settings.api_key.get_secret_value()
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

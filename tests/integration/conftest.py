@@ -25,6 +25,7 @@ from metakg.loaders.neo4j_store import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tools import neo4j_server, sparql_server
+from tools import ray_cluster as rc
 from tools.wikidata_testdata import write_test_rdf
 
 
@@ -120,6 +121,31 @@ def local_llm() -> Iterator[local_server.LocalServer]:
     running = local_server.start(threads=1)
     yield running
     local_server.stop(running)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
+    """A Ray cluster of two real nodes on 127.0.0.1 (a head and a worker, one CPU each), started with Ray's own
+    ``ray start`` (tools/ray_cluster.py) and stopped after the session."""
+    if importlib.util.find_spec("ray") is None:
+        message = 'Ray is not installed: pip install "metakg[ray]" (make install installs it)'
+        if os.environ.get("CI"):
+            pytest.fail(message)  # never a silent skip in CI
+        pytest.skip(message)
+    try:
+        cluster = rc.start(tmp_path_factory.mktemp("ray"), nodes=2, cpus=1)
+    except rc.RayClusterError as e:
+        pytest.fail(f"could not start the test Ray cluster: {e}")
+    yield cluster
+    rc.stop(cluster)
+
+
+@pytest.fixture
+def ray_cluster(ray_cluster_nodes: rc.Cluster) -> rc.Cluster:
+    """The session's Ray cluster with its head and one live worker (a worker a test killed is replaced)."""
+    if not any(n.process.poll() is None for n in ray_cluster_nodes.workers):
+        rc.add_node(ray_cluster_nodes, cpus=1)
+    return ray_cluster_nodes
 
 
 @pytest.fixture(scope="module")
