@@ -111,8 +111,8 @@ def start(home: Path, *, nodes: int = 2, cpus: int = 1, object_store_mb: int = 1
     cluster = Cluster(address, home)
     common = [f"--num-cpus={cpus}", f"--object-store-memory={object_store_mb * 2**20}", "--disable-usage-stats"]
     head_args = [
-        "--head", f"--port={port}", f"--temp-dir={home / 'ray'}", "--include-dashboard=false", f"--dashboard-port={free_port()}",
-        f"--dashboard-agent-listen-port={free_port()}",
+        "--head", f"--port={port}", f"--temp-dir={home / 'ray'}", "--include-dashboard=false",
+        f"--dashboard-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
         f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}", *common,
     ]  # fmt: skip
     try:
