@@ -176,7 +176,17 @@ def extract(
         name = dataset or (api.extracted_dataset(update) if update else None) or _default_dataset(dataset_file)
         source = api.TextSource(dataset_file, fmt, name, text_field, id_field, time_field, limit)
         options = api.ExtractOptions(
-            concurrency, budget_usd, link_to, identity, update, history, batch, wait, ontology, examples, engine,
+            concurrency,
+            budget_usd,
+            link_to,
+            identity,
+            update,
+            history,
+            batch,
+            wait,
+            ontology,
+            examples,
+            engine,
             ray_address,
         )
         if estimate:
