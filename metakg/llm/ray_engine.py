@@ -118,11 +118,6 @@ class _Session:
         return response
 
 
-def _to_payload(row: dict[str, Any]) -> dict[str, Any]:
-    """The HTTP stage's row: the body's JSON text as the payload (unwrapped again by :class:`_Session`)."""
-    return {"payload": row["body"], "index": row["index"]}
-
-
 def _from_reply(row: dict[str, Any]) -> dict[str, Any]:
     """The HTTP stage's answer: the prompt's index and the reply as JSON text."""
     return {"index": row["index"], "reply": json.dumps(row["http_response"], ensure_ascii=False)}
@@ -278,7 +273,9 @@ class RayCluster:
         else:
             shares = []
             for n, endpoint in enumerate(endpoints):
-                rows = [{"index": i, "body": bodies[i]} for i in range(n, len(bodies), len(endpoints))]
+                # the body's JSON text is the row's payload as it is (unwrapped by _Session): no step before the
+                # requests (a task per batch that Ray schedules slowly), and no reshaping of the body into columns
+                rows = [{"index": i, "payload": bodies[i]} for i in range(n, len(bodies), len(endpoints))]
                 if rows:
                     shares.append(
                         self._http(ray, build_processor, rows, endpoint, concurrency, max_retries, backoff_s, timeout_s)
@@ -306,6 +303,10 @@ class RayCluster:
         from ray.data.llm import HttpRequestProcessorConfig
 
         settings = self.settings
+        # as many request workers as asked and as the cluster's CPUs hold, all started at once (a pool that grows
+        # from one takes its time); one lost with its node is started again where there is room
+        room = int(self.info.cpus // settings.worker_cpus) if self.info is not None else concurrency
+        workers = max(1, min(concurrency, room))
         config = HttpRequestProcessorConfig(
             url=endpoint.url,
             headers=endpoint.headers or None,
@@ -314,18 +315,12 @@ class RayCluster:
             base_retry_wait_time_in_s=backoff_s,
             session_factory=functools.partial(_Session, timeout_s),
             batch_size=settings.batch_size,
-            concurrency=(1, concurrency),
+            concurrency=(workers, workers),
             http_request_stage={"num_cpus": settings.worker_cpus},
         )
-        # the steps around the requests reserve no CPU: a node whose CPUs the request workers hold (the node left
-        # after another died) must still run them, or the run would wait for ever
-        processor = build_processor(
-            config,
-            preprocess=_to_payload,
-            postprocess=_from_reply,
-            preprocess_map_kwargs={"num_cpus": 0},
-            postprocess_map_kwargs={"num_cpus": 0},
-        )
+        # the step after the requests reserves no CPU: a node whose CPUs the request workers hold (the node left
+        # after another died) must still run it, or the run would wait for ever
+        processor = build_processor(config, postprocess=_from_reply, postprocess_map_kwargs={"num_cpus": 0})
         blocks = max(1, min(len(rows), -(-len(rows) // settings.batch_size)))
         return processor(ray.data.from_items(rows, override_num_blocks=blocks))
 
