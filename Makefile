@@ -19,7 +19,7 @@ export METAKG_SHARED_DIR ?= $(SHARED)
 # tests ran with; `make lock` refreshes them.
 export PIP_CONSTRAINT := $(abspath constraints.txt)
 
-.PHONY: install llm-install demo test test-ray test-fast lint bench clean help lock
+.PHONY: install llm-install demo test test-ray test-fast lint bench bench-ceiling clean help lock
 
 help:
 	@echo "make install  create .venv and install metakg with its dev tools"
@@ -95,6 +95,7 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_primekg_release --scale 1.0
 	$(PY) -m benchmarks.bench_primekg_scale --scale 1.0
 	$(PY) -m benchmarks.bench_extract
+	$(PY) -m benchmarks.bench_ray
 	$(PY) -m benchmarks.bench_extraction_quality
 	$(PY) -m benchmarks.bench_documents
 	$(PY) -m benchmarks.bench_wikidata
@@ -110,6 +111,11 @@ bench: install llm-install
 	$(PY) -m benchmarks.bench_medcog
 	$(PY) -m benchmarks.bench_robodata
 	$(PY) -m benchmarks.bench_crash
+
+# One machine's ceiling: the bundle stages on synthetic PrimeKG-shaped graphs of about 4M, 16M and 32M edges,
+# each stage in its own process (an hour or more on two cores; docs/scaling.md#one-machines-ceiling).
+bench-ceiling: install
+	$(PY) -m benchmarks.bench_ceiling --scales 1,4,8
 
 # A fresh venv without constraints gets the newest versions pyproject.toml allows; their freeze becomes
 # constraints.txt. Run `make test` afterwards, and commit both only when it passes.

@@ -273,8 +273,8 @@ class RayCluster:
         else:
             shares = []
             for n, endpoint in enumerate(endpoints):
-                # the body's JSON text is the row's payload as it is (unwrapped by _Session): no step before the
-                # requests (a task per batch that Ray schedules slowly), and no reshaping of the body into columns
+                # the body's JSON text is the row's payload as it is (unwrapped by _Session): nothing to do before
+                # the requests, and no reshaping of the body into columns
                 rows = [{"index": i, "payload": bodies[i]} for i in range(n, len(bodies), len(endpoints))]
                 if rows:
                     shares.append(
@@ -318,9 +318,15 @@ class RayCluster:
             concurrency=(workers, workers),
             http_request_stage={"num_cpus": settings.worker_cpus},
         )
-        # the step after the requests reserves no CPU: a node whose CPUs the request workers hold (the node left
-        # after another died) must still run it, or the run would wait for ever
-        processor = build_processor(config, postprocess=_from_reply, postprocess_map_kwargs={"num_cpus": 0})
+        # the processor's step before the requests (here it passes each row on) asks for the request workers' CPUs,
+        # so Ray fuses it into them (no task of its own to schedule); the step after reserves none: a node whose
+        # CPUs the request workers hold (the node left after another died) must still run it
+        processor = build_processor(
+            config,
+            postprocess=_from_reply,
+            preprocess_map_kwargs={"num_cpus": settings.worker_cpus},
+            postprocess_map_kwargs={"num_cpus": 0},
+        )
         blocks = max(1, min(len(rows), -(-len(rows) // settings.batch_size)))
         return processor(ray.data.from_items(rows, override_num_blocks=blocks))
 
