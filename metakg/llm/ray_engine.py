@@ -60,11 +60,17 @@ class Endpoint:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+def _node() -> str:
+    """The Ray node this code runs on (``local`` outside a Ray worker or driver)."""
+    import ray
+
+    return str(ray.get_runtime_context().get_node_id()) if ray.is_initialized() else "local"
+
+
 @functools.cache
 def _response_class() -> Any:
     """aiohttp's response class with :data:`NOTE_KEY` added to its JSON (made on first use, on a worker)."""
     import aiohttp
-    import ray
 
     class TaggedResponse(aiohttp.ClientResponse):
         """A response whose JSON is always an object, with the node, the status and the seconds noted in it."""
@@ -80,7 +86,7 @@ def _response_class() -> Any:
             if not isinstance(body, dict):
                 body = {"error": {"message": f"HTTP {self.status}, not a JSON object: {text[:200]!r}"}}
             body[NOTE_KEY] = {
-                "node": ray.get_runtime_context().get_node_id(),
+                "node": _node(),
                 "status": self.status,
                 "seconds": time.perf_counter() - self.metakg_started,
             }
@@ -135,15 +141,13 @@ def _to_vllm(row: dict[str, Any]) -> dict[str, Any]:
 
 def _from_vllm(row: dict[str, Any]) -> dict[str, Any]:
     """The vLLM engine's answer as a chat completion (the shape the HTTP processor brings back)."""
-    import ray
-
     reply = {
         "model": row.get("model"),
         "choices": [{"index": 0, "message": {"role": "assistant", "content": row.get("generated_text") or ""},
                      "finish_reason": "stop"}],
         "usage": {"prompt_tokens": int(row.get("num_input_tokens") or 0),
                   "completion_tokens": int(row.get("num_generated_tokens") or 0)},
-        NOTE_KEY: {"node": ray.get_runtime_context().get_node_id(), "status": 200, "seconds": 0.0},
+        NOTE_KEY: {"node": _node(), "status": 200, "seconds": 0.0},
     }  # fmt: skip
     return {"index": row["index"], "reply": json.dumps(reply, ensure_ascii=False)}
 

@@ -134,3 +134,39 @@ def test_when_the_first_prompt_fails_nothing_goes_to_the_cluster(server: FaultSe
     outcomes, stats, _ = _run(_units(3), _client(server, tmp_path), never)
     assert [o.status for o in outcomes] == ["failed"] * 3 and stats.failed == 3
     assert all("not sent to the Ray cluster" in str(o.error) for o in outcomes[1:])
+
+
+def test_the_vllm_engine_rows_carry_the_schema_and_come_back_as_a_chat_completion() -> None:
+    from metakg.llm.openai_client import completion_from_json
+    from metakg.llm.ray_engine import _from_vllm, _to_vllm
+
+    unit = _units(1)[0]
+    schema = {"type": "object", "properties": {"triples": {"type": "array"}}}
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.0, "max_tokens": 9,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}}  # fmt: skip
+    row = _to_vllm({"index": 3, "body": json.dumps(body)})
+    assert row["sampling_params"] == {"temperature": 0.0, "max_tokens": 9, "guided_decoding": {"json": schema}}
+    assert row["messages"] == body["messages"] and row["index"] == 3
+    back = _from_vllm(row | {"generated_text": '{"triples": []}', "num_input_tokens": 12, "num_generated_tokens": 4})
+    reply = json.loads(back["reply"])
+    assert reply.pop("metakg")["status"] == 200 and back["index"] == 3
+    from metakg.llm.client import request
+
+    completion = completion_from_json(reply, request(unit.prompt.messages, model="m"))
+    assert (completion.text, completion.usage.prompt_tokens, completion.usage.completion_tokens) == (
+        '{"triples": []}', 12, 4
+    )
+
+
+def test_usage_errors_of_the_engine_options(tmp_path: Path) -> None:
+    from tests.unit.cli.test_cli import run
+
+    data = tmp_path / "notes.txt"
+    data.write_text("Ada wrote notes.\n")
+    for args, said in [
+        (["--engine", "spark"], "unknown --engine 'spark'"),
+        (["--engine", "ray", "--batch", "openai"], "choose one"),
+        (["--ray-address", "head:6379"], "give --engine ray too"),
+    ]:
+        result, out = run("extract", str(data), "-f", "text", "-o", str(tmp_path / "b"), *args, "--json", code=2)
+        assert said in out["error"], out
