@@ -154,7 +154,9 @@ def test_the_vllm_engine_rows_carry_the_schema_and_come_back_as_a_chat_completio
 
     completion = completion_from_json(reply, request(unit.prompt.messages, model="m"))
     assert (completion.text, completion.usage.prompt_tokens, completion.usage.completion_tokens) == (
-        '{"triples": []}', 12, 4
+        '{"triples": []}',
+        12,
+        4,
     )
 
 
@@ -168,5 +170,5 @@ def test_usage_errors_of_the_engine_options(tmp_path: Path) -> None:
         (["--engine", "ray", "--batch", "openai"], "choose one"),
         (["--ray-address", "head:6379"], "give --engine ray too"),
     ]:
-        result, out = run("extract", str(data), "-f", "text", "-o", str(tmp_path / "b"), *args, "--json", code=2)
+        _result, out = run("extract", str(data), "-f", "text", "-o", str(tmp_path / "b"), *args, "--json", code=2)
         assert said in out["error"], out
