@@ -101,6 +101,10 @@ def published_counts(primekg_dir: Path) -> tuple[dict[str, int], dict[str, int]]
     )
 
 
+#: rows of the synthetic file made and written at a time
+WRITE_BLOCK_ROWS = 2_000_000
+
+
 def generate(out_dir: Path, primekg_dir: Path, *, scale: float = 1.0, seed: int = 0) -> SyntheticPrimeKG:
     """Write ``out_dir/synthetic_primekg_kg.csv``: ``scale`` times the published PrimeKG counts.
 
@@ -134,8 +138,9 @@ def generate(out_dir: Path, primekg_dir: Path, *, scale: float = 1.0, seed: int 
         pools[node_type] = (start, n)
         start += n
     nodes = pl.concat(frames)
-    xs, ys, rels = [], [], []
-    for relation, rows in relation_rows.items():
+    names = list(relation_rows)
+    xs, ys, codes = [], [], []
+    for code, (relation, rows) in enumerate(relation_rows.items()):
         x_type, y_type, _display = RELATIONS[relation]
         pairs = max(1, round(rows * scale / 2))
         (x0, xn), (y0, yn) = pools[x_type], pools[y_type]
@@ -144,28 +149,39 @@ def generate(out_dir: Path, primekg_dir: Path, *, scale: float = 1.0, seed: int 
         y = np.where(x == y, y0 + (y - y0 + 1) % yn, y)  # no self-loops; every type has 2+ nodes
         xs += [x, y]  # both directions, as in the real file
         ys += [y, x]
-        rels += [np.full(len(x) * 2, relation, dtype=object)]
-    x_all, y_all = np.concatenate(xs), np.concatenate(ys)
-    rel_all = np.concatenate(rels)
+        codes += [np.full(len(x) * 2, code, dtype=np.int16)]
+    x_all, y_all, code_all = np.concatenate(xs), np.concatenate(ys), np.concatenate(codes)
+    del xs, ys, codes
     duplicates = max(1, round(REAL_EXACT_DUPLICATES * scale))
     pick = rng.integers(0, len(x_all), duplicates)
     x_all, y_all = np.concatenate([x_all, x_all[pick]]), np.concatenate([y_all, y_all[pick]])
-    rel_all = np.concatenate([rel_all, rel_all[pick]])
-    displays = {relation: spec[2] for relation, spec in RELATIONS.items()}
-    kg = pl.DataFrame({"relation": rel_all.astype(str), "x_index": x_all, "y_index": y_all})
-    kg = kg.with_columns(pl.col("relation").replace_strict(displays).alias("display_relation"))
-    for side in ("x", "y"):
-        kg = kg.join(
-            nodes.rename({c: f"{side}_{c}" for c in nodes.columns}),
-            on=f"{side}_index",
-            how="left",
-            maintain_order="left",
-        )
+    code_all = np.concatenate([code_all, code_all[pick]])
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / SYNTHETIC_FILE
-    kg.select(KG_COLUMNS).write_csv(path)
-    # counted from the file, not from the plan: random pairs can repeat, most on small scales
-    triples = kg.select("relation", "x_index", "y_index")
+    # the rows as small integers (relation codes, node indexes), written a block at a time with their names:
+    # the memory is the integers', not the file's (at 8 times PrimeKG, the whole table of text held 30 GiB)
+    relation_of = dict(enumerate(names))
+    displays = {relation: spec[2] for relation, spec in RELATIONS.items()}
+    with path.open("wb") as out:
+        for begin in range(0, len(x_all), WRITE_BLOCK_ROWS):
+            end = begin + WRITE_BLOCK_ROWS
+            block = pl.DataFrame(
+                {"code": code_all[begin:end], "x_index": x_all[begin:end], "y_index": y_all[begin:end]}
+            )
+            block = block.with_columns(
+                pl.col("code").replace_strict(relation_of, return_dtype=pl.String).alias("relation")
+            )
+            block = block.with_columns(pl.col("relation").replace_strict(displays).alias("display_relation"))
+            for side in ("x", "y"):
+                block = block.join(
+                    nodes.rename({c: f"{side}_{c}" for c in nodes.columns}),
+                    on=f"{side}_index",
+                    how="left",
+                    maintain_order="left",
+                )
+            block.select(KG_COLUMNS).write_csv(out, include_header=begin == 0)
+    # counted from the rows written, not from the plan: random pairs can repeat, most on small scales
+    triples = pl.DataFrame({"relation": code_all, "x_index": x_all, "y_index": y_all})
     distinct_rows = triples.unique().height
     relationships = triples.select(
         "relation",
@@ -174,8 +190,8 @@ def generate(out_dir: Path, primekg_dir: Path, *, scale: float = 1.0, seed: int 
     ).unique()
     return SyntheticPrimeKG(
         path=path,
-        rows=kg.height,
+        rows=triples.height,
         nodes=nodes.height,
         relationships=relationships.height,
-        exact_duplicates=kg.height - distinct_rows,
+        exact_duplicates=triples.height - distinct_rows,
     )
