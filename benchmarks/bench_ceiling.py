@@ -16,7 +16,8 @@ against log(edges) between the smallest and the largest size it finished (1: lin
 which every stage finished. Later sizes skip a stage that failed at a smaller one.
 
 Run: ``make bench-ceiling`` or ``python -m benchmarks.bench_ceiling [--scales 1,4,8]`` (an hour or more on two
-cores; the work folder needs about 5 GB of disk per 4M edges).
+cores; the work folder needs about 5 GB of disk per 4M edges); ``--add`` keeps the sizes recorded before, so
+the sizes can be run one at a time.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import PEAK_OF, WORK, record, run_measured, settings_and_data
+from benchmarks.common import PEAK_OF, RESULTS, WORK, record, run_measured, settings_and_data
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -88,7 +89,11 @@ def one_size(scale: float, skip: set[str], embed_up_to: int) -> dict[str, Any]:
     figures: dict[str, Any] = {"scale": scale}
     commands = _commands(scale, home)
     said: dict[str, Any] = {}
+    failed: str | None = None
     for stage in STAGES:
+        if failed is not None:
+            figures[stage] = {"skipped": f"{failed} failed"}
+            continue
         if stage in skip:
             figures[stage] = {"skipped": "failed at a smaller size"}
             continue
@@ -97,8 +102,6 @@ def one_size(scale: float, skip: set[str], embed_up_to: int) -> dict[str, Any]:
             continue
         try:
             if stage == "load":
-                if "import_command" not in said:
-                    raise RuntimeError("the export printed no import command")
                 figures[stage] = _load(home, said["import_command"])
             else:
                 measured = run_measured(_ask(home) if stage == "ask" else commands[stage], cwd=ROOT)
@@ -106,9 +109,10 @@ def one_size(scale: float, skip: set[str], embed_up_to: int) -> dict[str, Any]:
                 said = json.loads(measured.stdout.strip().splitlines()[-1])
                 if stage == "ingest":
                     figures["edges"], figures["nodes"] = said.get("edges"), said.get("nodes")
-        except RuntimeError as e:
+        except (RuntimeError, OSError, KeyError, ValueError) as e:
             figures[stage] = {"error": str(e)[-600:]}
             skip.add(stage)
+            failed = stage  # the stages after it need what it makes
         print(f"  scale {scale:g} {stage}: {figures[stage]}", flush=True)
         if stage == "export":
             shutil.rmtree(home / "csv", ignore_errors=True)  # room on the disk for the import
@@ -136,10 +140,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default="1,4,8", help="sizes in PrimeKG's (about 4M edges each)")
     parser.add_argument("--embed-up-to", type=int, default=5_000_000, help="embed the names up to this many edges")
+    parser.add_argument("--add", action="store_true", help="keep the sizes recorded before (other scales)")
     args = parser.parse_args()
     settings_and_data(" for PrimeKG's published count tables")
-    skip: set[str] = set()
-    sizes = [one_size(float(s), skip, args.embed_up_to) for s in args.scales.split(",")]
+    earlier = RESULTS / "ceiling.json"
+    kept = json.loads(earlier.read_text(encoding="utf-8"))["sizes"] if args.add and earlier.is_file() else []
+    wanted = [float(s) for s in args.scales.split(",")]
+    skip = {stage for s in kept for stage in STAGES if "error" in s.get(stage, {})}
+    sizes = [s for s in kept if s["scale"] not in wanted] + [one_size(x, skip, args.embed_up_to) for x in wanted]
+    sizes.sort(key=lambda s: s["scale"])
     complete = [s for s in sizes if all("seconds" in s.get(stage, {}) for stage in STAGES if stage != "embed")]
     figures = {
         "sizes": sizes,

@@ -183,10 +183,10 @@ def synthetic_primekg(out_dir: Path, settings: Settings, *, scale: float, seed: 
 
     Raises:
         ConfigError: the count tables are not under the data directory.
-        UsageError: scale not in (0, 2].
+        UsageError: scale not in (0, 16] (16 times PrimeKG: about 130M rows, 64M edges).
     """
-    if not 0 < scale <= 2:
-        raise UsageError(f"scale must be in (0, 2], got {scale}.")
+    if not 0 < scale <= 16:
+        raise UsageError(f"scale must be in (0, 16], got {scale}.")
     require_folder(out_dir, "the synthetic PrimeKG file")  # the arguments first, then the settings
     data_dir = settings.paths.data_dir
     if data_dir is None or not (data_dir / "primekg").is_dir():

@@ -19,7 +19,11 @@ app = typer.Typer(
 @app.command("primekg")
 def primekg(
     output: Path = typer.Option(..., "--output", "-o", help="Folder for synthetic_primekg_kg.csv."),
-    scale: float = typer.Option(0.01, help="1.0 = the full 8.1M-row PrimeKG shape; 0.01 = about 81,000 rows."),
+    scale: float = typer.Option(
+        0.01,
+        help="1.0 = the full 8.1M-row PrimeKG shape; 0.01 = about 81,000 rows; at most 16 (beyond one machine's "
+        "ceiling: docs/scaling.md).",
+    ),
     seed: int = typer.Option(0, help="Random seed: the same seed and scale give the same file."),
     json_mode: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

@@ -26,6 +26,7 @@ import functools
 import json
 import logging
 import re
+import socket
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -188,6 +189,27 @@ class _BatchFailures(logging.Filter):
         return True
 
 
+def _answers(address: str | None) -> None:
+    """Refuse at once a cluster address where nothing listens (Ray itself would wait minutes for it).
+
+    Raises:
+        ConfigError: ``host:port`` (or ``ray://host:port``) refuses the connection or does not answer in 10 s.
+    """
+    if address is None or address in ("auto", "local"):
+        return
+    found = re.fullmatch(r"(?:ray://)?\[?([^\]/]+?)\]?:(\d+)/?", address.strip())
+    if found is None:
+        raise ConfigError(f"the Ray address {address!r} is not host:port, ray://host:port, auto or local.")
+    host, port = found[1], int(found[2])
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+    except OSError as e:
+        raise ConfigError(
+            f"nothing answers at the Ray address {address} ({e.strerror or e}): is the cluster's head running "
+            "(ray start --head)? Give its address with --ray-address, ray.address or RAY_ADDRESS."
+        ) from None
+
+
 @dataclass(frozen=True)
 class ClusterInfo:
     """The cluster a run used: its address, its live nodes and CPUs, and the dashboard (None: not running)."""
@@ -212,6 +234,7 @@ class RayCluster:
 
     def __enter__(self) -> RayCluster:
         ray = _ray()
+        _answers(self.address)
         try:
             context = ray.init(
                 address=self.address,

@@ -172,3 +172,13 @@ def test_usage_errors_of_the_engine_options(tmp_path: Path) -> None:
     ]:
         _result, out = run("extract", str(data), "-f", "text", "-o", str(tmp_path / "b"), *args, "--json", code=2)
         assert said in out["error"], out
+
+
+def test_a_cluster_address_where_nothing_listens_is_refused_at_once() -> None:
+    from metakg.config import RaySettings
+    from metakg.errors import ConfigError
+    from metakg.llm.ray_engine import RayCluster
+
+    for address, said in [("127.0.0.2:1", "nothing answers at the Ray address"), ("head", "is not host:port")]:
+        with pytest.raises(ConfigError, match=said), RayCluster(RaySettings(), address=address):
+            pass
