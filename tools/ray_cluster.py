@@ -98,7 +98,8 @@ def _alive(address: str) -> int:
 
 
 def start(home: Path, *, nodes: int = 2, cpus: int = 1, object_store_mb: int = 150, timeout: float = 120) -> Cluster:
-    """Start a head and ``nodes - 1`` workers, each with ``cpus`` CPUs, and wait until all are alive.
+    """Start a head and ``nodes - 1`` workers, each with ``cpus`` CPUs, and wait until all are alive. Ray's
+    sockets go under ``home``, whose path must be short (a Unix socket's path is at most 107 bytes).
 
     Raises:
         RayClusterError: a node did not come up within ``timeout`` seconds (its log is named).

@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,7 +126,7 @@ def local_llm() -> Iterator[local_server.LocalServer]:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
+def ray_cluster_nodes() -> Iterator[rc.Cluster]:
     """A Ray cluster of two real nodes on 127.0.0.1 (a head and a worker, one CPU each), started with Ray's own
     ``ray start`` (tools/ray_cluster.py) and stopped after the session."""
     if importlib.util.find_spec("ray") is None:
@@ -132,12 +134,17 @@ def ray_cluster_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.C
         if os.environ.get("CI"):
             pytest.fail(message)  # never a silent skip in CI
         pytest.skip(message)
+    # a short folder: Ray's sockets live under it, and a Unix socket's path is at most 107 bytes (a pytest
+    # folder under an xdist worker's is longer)
+    home = Path(tempfile.mkdtemp(prefix="metakg-ray-"))
     try:
-        cluster = rc.start(tmp_path_factory.mktemp("ray"), nodes=2, cpus=1)
+        cluster = rc.start(home, nodes=2, cpus=1)
     except rc.RayClusterError as e:
+        shutil.rmtree(home, ignore_errors=True)
         pytest.fail(f"could not start the test Ray cluster: {e}")
     yield cluster
     rc.stop(cluster)
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture
