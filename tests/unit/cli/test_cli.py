@@ -287,7 +287,7 @@ def test_synthetic_and_primekg_commands(tmp_path: Path, data_dir: Path) -> None:
     assert ingest["read"] == synthetic["rows"] and ingest["rejected"] == 0
     assert ingest["mirrored_pairs"] == ingest["edges"]
     assert ingest["read"] == ingest["accepted"] + ingest["rejected"]
-    run("synthetic", "primekg", "-o", str(tmp_path / "x"), "--scale", "5", code=2)
+    run("synthetic", "primekg", "-o", str(tmp_path / "x"), "--scale", "17", code=2)
     _, missing = run("ingest", "primekg", "-o", str(tmp_path / "b"), "--json", code=2)
     assert "--download" in missing["error"]
     _, admin = run("export", "neo4j-admin", str(tmp_path / "b"), str(tmp_path / "admin"), "--json")
