@@ -125,10 +125,11 @@ def local_llm() -> Iterator[local_server.LocalServer]:
     local_server.stop(running)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster_nodes() -> Iterator[rc.Cluster]:
     """A Ray cluster of two real nodes on 127.0.0.1 (a head and a worker, one CPU each), started with Ray's own
-    ``ray start`` (tools/ray_cluster.py) and stopped after the session."""
+    ``ray start`` (tools/ray_cluster.py) and stopped after the module (its idle processes would take CPU from
+    the rest of the run)."""
     if importlib.util.find_spec("ray") is None:
         message = 'Ray is not installed: pip install "metakg[ray]" (make install installs it)'
         if os.environ.get("CI"):
