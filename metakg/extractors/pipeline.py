@@ -346,7 +346,8 @@ async def run_units_ray(
     stats = RunStats(total=len(units))
     requests = [unit_request(u, client.model, temperature=temperature, max_tokens=max_tokens) for u in units]
     fresh = [i for i, r in enumerate(requests) if not client.cached(r)]
-    here = sorted({i for i in range(len(units)) if i not in set(fresh)} | set(fresh[:1]))
+    asked = set(fresh[1:])  # the rest go to the workers; the cached ones and the first fresh one stay here
+    here = [i for i in range(len(units)) if i not in asked]
     outcomes: dict[int, Outcome] = {}
     answered, _ = await run_units(
         [units[i] for i in here], client, temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
